@@ -1,0 +1,269 @@
+// Domain vocabulary shared by every layer: runtime kinds, outcome classes,
+// stages, verdicts, and the row types that the store persists. Plain values,
+// no behaviour beyond name <-> enum conversion; owned by whoever holds them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace soak {
+
+// ---------------------------------------------------------------- runtimes
+enum class RuntimeKind { LlamaCpp, MlxLm, Omlx, Vllm, RapidMlx, Ollama, LmStudio, OpenAI };
+std::string_view to_string(RuntimeKind k);
+std::optional<RuntimeKind> parse_runtime_kind(std::string_view s);
+std::string runtime_kind_names();  // "llama.cpp, mlx-lm, ..." for error messages
+
+// ---------------------------------------------------------------- outcomes
+// Every probe attempt ends in exactly one Outcome (DESIGN.md §2.1). HTTP 200 is
+// not success: only Clean is a clean pass.
+enum class Outcome {
+  Clean,
+  // transport / protocol
+  ConnectRefused,     // TCP connect refused or host unreachable
+  ConnectTimeout,     // no TCP connection within the connect timeout
+  Loading,            // runtime answered 503 while loading the model
+  Http4xx,            // request rejected (includes 404 of a missing route)
+  Http5xx,            // server error status
+  ContextExceeded,    // runtime refused the prompt as longer than its context
+  NoBody,             // HTTP 200 and then no body / no SSE event at all
+  NoTerminal,         // stream ended without data: [DONE]
+  StreamError,        // an error object arrived inside the stream
+  Stalled,            // no content event for the stall timeout (keep-alives don't count)
+  Timeout,            // wall timeout hit
+  Truncated,          // response-size cap hit
+  MalformedResponse,  // body is not the JSON / SSE shape the API promises
+  MissingFinishReason,
+  MissingUsage,
+  // content
+  IdentityMismatch,   // response `model` (or /v1/models) differs from the canonical id
+  MissingMarker,
+  InvalidJson,        // strict-JSON probe: not JSON, or JSON violating the schema
+  InvalidToolCall,    // no tool call, wrong name, arguments not valid JSON / schema
+  EmptyToolArgs,      // tool call with `{}` arguments where an object was required
+  Repetition,         // degenerate looping output
+  StaleSlot,          // after a cancel the runtime did not free the slot in time
+  SerializedBurst,    // burst requests served strictly one after another (FIFO)
+  // soakd's own (never count against the candidate)
+  CancelledByDaemon,
+  HarnessError,
+};
+std::string_view to_string(Outcome o);
+std::optional<Outcome> parse_outcome(std::string_view s);
+
+enum class OutcomeCategory { Clean, CandidateFailure, Harness };
+OutcomeCategory category_of(Outcome o);
+
+// ---------------------------------------------------------------- probes
+enum class ProbeKind {
+  Health, Identity, Marker, Stream, StrictJson, ToolCall, LongContext, SharedPrefix,
+  Burst, Cancel, Thinking, Repetition, Embeddings, Rerank, Scrape, Agent, Build,
+};
+std::string_view to_string(ProbeKind k);
+std::optional<ProbeKind> parse_probe_kind(std::string_view s);
+std::string probe_kind_names();
+
+enum class CacheState { None, Fresh, Repeat, SharedPrefix };
+std::string_view to_string(CacheState c);
+std::optional<CacheState> parse_cache_state(std::string_view s);
+
+// ---------------------------------------------------------------- stages
+enum class StageKind { Smoke, Canary, Gate, Soak };
+std::string_view to_string(StageKind k);
+std::optional<StageKind> parse_stage_kind(std::string_view s);
+inline constexpr StageKind kAllStages[] = {StageKind::Smoke, StageKind::Canary, StageKind::Gate,
+                                           StageKind::Soak};
+
+enum class StageState { Pending, Running, Passed, Failed, Inconclusive, Aborted, Blocked };
+std::string_view to_string(StageState s);
+std::optional<StageState> parse_stage_state(std::string_view s);
+
+enum class VerdictState { Running, Promoted, Rejected, Hold, Inconclusive, Blocked };
+std::string_view to_string(VerdictState v);
+std::optional<VerdictState> parse_verdict_state(std::string_view s);
+
+// ---------------------------------------------------------------- locators
+struct HostInfo {
+  std::string hostname;
+  std::string hw_model;   // e.g. "Mac15,14" or the Linux DMI product name
+  int64_t mem_bytes = 0;
+  std::string os_version;
+};
+
+struct Sampling {
+  double temperature = 0.6;
+  double top_p = 0.95;
+  int top_k = 20;
+  std::string to_json() const;  // canonical compact JSON, stored with every row
+};
+
+// ---------------------------------------------------------------- rows
+// One probe attempt, as stored. Times are microseconds from request start
+// (client side, monotonic clock); nullopt = the point was never reached.
+struct ProbeResult {
+  int64_t id = 0;              // assigned by the store
+  int64_t candidate_id = 0;
+  int64_t host_id = 0;
+  std::optional<int64_t> stage_id;
+  int64_t started_wall_ms = 0;
+  ProbeKind kind = ProbeKind::Health;
+  std::string workload_id;     // e.g. "long_context/32768/fresh"; never pools different workloads
+  std::string fixture_hash;    // hash of the prompt fixture (not the prompt)
+  std::optional<int64_t> size_tokens;  // target prompt size for sized workloads
+  CacheState cache_state = CacheState::None;
+  std::string sampling_json;
+  std::optional<bool> thinking;        // enable_thinking as sent (nullopt: not sent)
+  int client_concurrency = 1;          // requests in flight from soakd for this workload
+  std::optional<int> runtime_slots;    // runtime's parallel slots (config or /props)
+  std::optional<int64_t> group_id;     // burst / A-B slot grouping
+
+  Outcome outcome = Outcome::HarnessError;
+  std::optional<int> http_status;
+  std::string detail;                  // short human-readable reason for non-clean outcomes
+
+  // client timings (µs from request start)
+  std::optional<int64_t> t_connect_us, t_first_byte_us, t_first_event_us, t_first_token_us,
+      t_last_token_us, t_terminal_us, t_done_us;
+  std::optional<int64_t> itl_p50_us, itl_p95_us, itl_max_us;
+  std::optional<double> client_decode_tps;  // (tokens-1) / (last - first token)
+  bool timing_artifact = false;             // first output and finish implausibly close
+
+  // tokens
+  std::optional<int64_t> prompt_tokens, completion_tokens, reasoning_tokens;
+  int64_t content_events = 0;        // content-bearing SSE events seen
+  int64_t reasoning_events = 0;
+
+  // server-reported (llama.cpp `timings`, oMLX usage extras, ...)
+  std::optional<int64_t> server_prompt_n, server_cache_n, server_predicted_n;
+  std::optional<double> server_prompt_ms, server_prompt_tps, server_predicted_ms,
+      server_predicted_tps, server_ttft_ms;
+  std::optional<int64_t> server_draft_n, server_draft_accepted;
+
+  std::string finish_reason;
+  std::string response_model;
+  int64_t bytes_received = 0;
+  std::string body_hash;   // hash of the response body (bodies are not stored)
+  std::string excerpt;     // short excerpt, on failure only
+  std::string extra_json;  // probe-specific figures (burst spread, reuse ratio, ...)
+};
+
+struct HostSample {
+  int64_t id = 0;
+  int64_t host_id = 0;
+  int64_t wall_ms = 0;
+  std::optional<int64_t> free_bytes, active_bytes, inactive_bytes, wired_bytes,
+      compressed_bytes, available_bytes, total_bytes;
+  std::optional<int64_t> swap_used_bytes, swap_total_bytes;
+  std::optional<int64_t> pageins, pageouts, swapins, swapouts;  // cumulative counters
+  std::optional<int> pressure_level;    // macOS 1/2/4 normal/warn/critical
+  std::optional<int> memorystatus_level;  // macOS percent free
+  std::optional<double> psi_some_avg10, psi_full_avg10;  // Linux PSI
+  std::optional<int64_t> psi_some_total_us, psi_full_total_us;
+  std::string error;                    // sampling error(s); empty when all calls succeeded
+};
+
+struct ProcessSample {
+  int64_t id = 0;
+  int64_t host_id = 0;
+  std::optional<int64_t> candidate_id;
+  int64_t wall_ms = 0;
+  int pid = 0;
+  std::string name;
+  std::optional<int64_t> start_time;   // process start (for restart detection)
+  std::optional<int64_t> footprint_bytes, resident_bytes, swap_bytes, pss_bytes;
+  std::string error;
+};
+
+// Event kinds are open text (e.g. "daemon_start", "daemon_stop", "config_reload",
+// "build_change", "gap", "guard_trip", "process_restart", "duplicate_engine").
+struct Event {
+  int64_t id = 0;
+  int64_t wall_ms = 0;
+  std::optional<int64_t> host_id;
+  std::optional<int64_t> candidate_id;
+  std::string kind;
+  std::string detail_json;   // object; never contains secrets
+  std::optional<int64_t> duration_ms;
+};
+
+
+// A candidate as registered in the store: one model x runtime x build on one host.
+struct CandidateRow {
+  int64_t id = 0;
+  int64_t host_id = 0;
+  std::string name;       // config name; a new build keeps the name, gets a new row
+  std::string model;      // canonical model id
+  std::string runtime;    // RuntimeKind name
+  std::string build;      // e.g. "b9928-81ff7abe5"; "unknown" until read
+  std::string base_url;
+  int64_t first_seen_ms = 0;
+  int64_t last_seen_ms = 0;
+  std::optional<int64_t> baseline_id;  // candidate row judged against
+};
+
+struct StageRow {
+  int64_t id = 0;
+  int64_t candidate_id = 0;
+  StageKind kind = StageKind::Smoke;
+  StageState state = StageState::Pending;
+  int64_t started_ms = 0;   // wall, when the stage began (kept across restarts)
+  int64_t length_ms = 0;    // nominal length
+  int64_t deadline_ms = 0;  // started + length + grace: the stage ends by then, whatever happens
+  std::optional<int64_t> ended_ms;
+  std::string reason;
+};
+
+// Per-metric evidence inside a verdict (DESIGN.md §3).
+struct MetricEvidence {
+  std::string metric;       // e.g. "ttft_ms/long_context/32768/fresh"
+  int64_t n = 0;            // candidate sample size
+  int64_t n_baseline = 0;
+  double estimate = 0;      // candidate statistic (median, ratio, slope, ...)
+  double baseline = 0;
+  double lo = 0, hi = 0;    // interval for the estimate or effect
+  double threshold = 0;
+  double p_value = 1;
+  std::string result;       // "pass" | "fail" | "marginal" | "insufficient"
+  std::string reason;
+};
+
+struct VerdictRow {
+  int64_t id = 0;
+  int64_t candidate_id = 0;
+  std::optional<int64_t> stage_id;
+  int64_t wall_ms = 0;
+  VerdictState state = VerdictState::Running;
+  std::string stage;            // stage kind name the verdict concerns
+  std::string reason;
+  std::string judge_version;
+  std::string config_hash;
+  int64_t evidence_first_id = 0;  // probe_results id range judged
+  int64_t evidence_last_id = 0;
+  std::optional<int64_t> baseline_id;
+  std::string baseline_mode;    // "interleaved" | "history" | "none"
+  std::vector<MetricEvidence> metrics;
+  bool is_override = false;
+  std::string who, why;         // for overrides
+};
+
+enum class ControlAction { Start, Abort, Promote };
+std::string_view to_string(ControlAction a);
+std::optional<ControlAction> parse_control_action(std::string_view s);
+
+// A request from soakctl to the daemon, passed through the store (no socket).
+struct ControlRequest {
+  int64_t id = 0;
+  int64_t wall_ms = 0;
+  std::string candidate;        // config name
+  std::optional<int64_t> candidate_id;
+  ControlAction action = ControlAction::Start;
+  bool is_override = false;
+  std::string who, why;
+  std::optional<int64_t> handled_ms;
+  std::string result;
+};
+
+}  // namespace soak

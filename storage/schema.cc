@@ -1,0 +1,211 @@
+#include "storage/schema.h"
+
+namespace soak {
+
+namespace {
+
+constexpr std::string_view kV1 = R"SQL(
+CREATE TABLE hosts (
+  id            INTEGER PRIMARY KEY,
+  hostname      TEXT NOT NULL,
+  hw_model      TEXT NOT NULL,
+  mem_bytes     INTEGER NOT NULL,
+  os_version    TEXT NOT NULL,
+  first_seen_ms INTEGER NOT NULL,
+  last_seen_ms  INTEGER NOT NULL,
+  UNIQUE (hostname, hw_model, mem_bytes, os_version)
+);
+
+CREATE TABLE candidates (
+  id            INTEGER PRIMARY KEY,
+  host_id       INTEGER NOT NULL REFERENCES hosts(id),
+  name          TEXT NOT NULL,
+  model         TEXT NOT NULL,
+  runtime       TEXT NOT NULL,
+  build         TEXT NOT NULL,
+  base_url      TEXT NOT NULL,
+  first_seen_ms INTEGER NOT NULL,
+  last_seen_ms  INTEGER NOT NULL,
+  baseline_id   INTEGER REFERENCES candidates(id),
+  UNIQUE (host_id, name, model, runtime, build)
+);
+
+CREATE TABLE stages (
+  id           INTEGER PRIMARY KEY,
+  candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+  kind         TEXT NOT NULL CHECK (kind IN ('smoke','canary','gate','soak')),
+  state        TEXT NOT NULL,
+  started_ms   INTEGER NOT NULL,
+  length_ms    INTEGER NOT NULL,
+  deadline_ms  INTEGER NOT NULL,
+  ended_ms     INTEGER,
+  reason       TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX stages_by_candidate ON stages(candidate_id, id);
+
+CREATE TABLE probe_results (
+  id                   INTEGER PRIMARY KEY,
+  candidate_id         INTEGER NOT NULL REFERENCES candidates(id),
+  host_id              INTEGER NOT NULL REFERENCES hosts(id),
+  stage_id             INTEGER REFERENCES stages(id),
+  started_ms           INTEGER NOT NULL,
+  kind                 TEXT NOT NULL,
+  workload_id          TEXT NOT NULL,
+  fixture_hash         TEXT NOT NULL DEFAULT '',
+  size_tokens          INTEGER,
+  cache_state          TEXT NOT NULL DEFAULT 'none',
+  sampling             TEXT NOT NULL DEFAULT '',
+  thinking             INTEGER,
+  client_concurrency   INTEGER NOT NULL DEFAULT 1,
+  runtime_slots        INTEGER,
+  group_id             INTEGER,
+  outcome              TEXT NOT NULL,
+  outcome_category     TEXT NOT NULL,
+  http_status          INTEGER,
+  detail               TEXT NOT NULL DEFAULT '',
+  t_connect_us         INTEGER,
+  t_first_byte_us      INTEGER,
+  t_first_event_us     INTEGER,
+  t_first_token_us     INTEGER,
+  t_last_token_us      INTEGER,
+  t_terminal_us        INTEGER,
+  t_done_us            INTEGER,
+  itl_p50_us           INTEGER,
+  itl_p95_us           INTEGER,
+  itl_max_us           INTEGER,
+  client_decode_tps    REAL,
+  timing_artifact      INTEGER NOT NULL DEFAULT 0,
+  prompt_tokens        INTEGER,
+  completion_tokens    INTEGER,
+  reasoning_tokens     INTEGER,
+  content_events       INTEGER NOT NULL DEFAULT 0,
+  reasoning_events     INTEGER NOT NULL DEFAULT 0,
+  server_prompt_n      INTEGER,
+  server_cache_n       INTEGER,
+  server_predicted_n   INTEGER,
+  server_prompt_ms     REAL,
+  server_prompt_tps    REAL,
+  server_predicted_ms  REAL,
+  server_predicted_tps REAL,
+  server_ttft_ms       REAL,
+  server_draft_n       INTEGER,
+  server_draft_accepted INTEGER,
+  finish_reason        TEXT NOT NULL DEFAULT '',
+  response_model       TEXT NOT NULL DEFAULT '',
+  bytes_received       INTEGER NOT NULL DEFAULT 0,
+  body_hash            TEXT NOT NULL DEFAULT '',
+  excerpt              TEXT NOT NULL DEFAULT '',
+  extra                TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX probe_results_by_candidate ON probe_results(candidate_id, id);
+CREATE INDEX probe_results_by_stage ON probe_results(stage_id, id);
+
+CREATE TABLE host_samples (
+  id                 INTEGER PRIMARY KEY,
+  host_id            INTEGER NOT NULL REFERENCES hosts(id),
+  ts_ms              INTEGER NOT NULL,
+  free_bytes         INTEGER,
+  active_bytes       INTEGER,
+  inactive_bytes     INTEGER,
+  wired_bytes        INTEGER,
+  compressed_bytes   INTEGER,
+  available_bytes    INTEGER,
+  total_bytes        INTEGER,
+  swap_used_bytes    INTEGER,
+  swap_total_bytes   INTEGER,
+  pageins            INTEGER,
+  pageouts           INTEGER,
+  swapins            INTEGER,
+  swapouts           INTEGER,
+  pressure_level     INTEGER,
+  memorystatus_level INTEGER,
+  psi_some_avg10     REAL,
+  psi_full_avg10     REAL,
+  psi_some_total_us  INTEGER,
+  psi_full_total_us  INTEGER,
+  error              TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX host_samples_by_time ON host_samples(host_id, ts_ms);
+
+CREATE TABLE process_samples (
+  id              INTEGER PRIMARY KEY,
+  host_id         INTEGER NOT NULL REFERENCES hosts(id),
+  candidate_id    INTEGER REFERENCES candidates(id),
+  ts_ms           INTEGER NOT NULL,
+  pid             INTEGER NOT NULL,
+  name            TEXT NOT NULL DEFAULT '',
+  start_time      INTEGER,
+  footprint_bytes INTEGER,
+  resident_bytes  INTEGER,
+  swap_bytes      INTEGER,
+  pss_bytes       INTEGER,
+  error           TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX process_samples_by_candidate ON process_samples(candidate_id, ts_ms);
+
+CREATE TABLE events (
+  id           INTEGER PRIMARY KEY,
+  ts_ms        INTEGER NOT NULL,
+  host_id      INTEGER REFERENCES hosts(id),
+  candidate_id INTEGER REFERENCES candidates(id),
+  kind         TEXT NOT NULL,
+  detail       TEXT NOT NULL DEFAULT '{}',
+  duration_ms  INTEGER
+);
+CREATE INDEX events_by_candidate ON events(candidate_id, ts_ms);
+CREATE INDEX events_by_kind ON events(kind, ts_ms);
+
+CREATE TABLE verdicts (
+  id                INTEGER PRIMARY KEY,
+  candidate_id      INTEGER NOT NULL REFERENCES candidates(id),
+  stage_id          INTEGER REFERENCES stages(id),
+  ts_ms             INTEGER NOT NULL,
+  state             TEXT NOT NULL CHECK (state IN ('running','promoted','rejected','hold','inconclusive','blocked')),
+  stage             TEXT NOT NULL DEFAULT '',
+  reason            TEXT NOT NULL DEFAULT '',
+  judge_version     TEXT NOT NULL,
+  config_hash       TEXT NOT NULL,
+  evidence_first_id INTEGER NOT NULL DEFAULT 0,
+  evidence_last_id  INTEGER NOT NULL DEFAULT 0,
+  baseline_id       INTEGER REFERENCES candidates(id),
+  baseline_mode     TEXT NOT NULL DEFAULT 'none',
+  metrics           TEXT NOT NULL DEFAULT '[]',
+  is_override       INTEGER NOT NULL DEFAULT 0,
+  who               TEXT NOT NULL DEFAULT '',
+  why               TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX verdicts_by_candidate ON verdicts(candidate_id, id);
+
+CREATE TABLE control_requests (
+  id           INTEGER PRIMARY KEY,
+  ts_ms        INTEGER NOT NULL,
+  candidate    TEXT NOT NULL,
+  candidate_id INTEGER REFERENCES candidates(id),
+  action       TEXT NOT NULL CHECK (action IN ('start','abort','promote')),
+  is_override  INTEGER NOT NULL DEFAULT 0,
+  who          TEXT NOT NULL DEFAULT '',
+  why          TEXT NOT NULL DEFAULT '',
+  handled_ms   INTEGER,
+  result       TEXT NOT NULL DEFAULT ''
+);
+
+-- "What is the promotion verdict of model X on runtime Y at build Z?" in plain sqlite3:
+--   SELECT * FROM promotion_status WHERE model = 'X' AND runtime = 'Y';
+CREATE VIEW promotion_status AS
+SELECT c.model, c.runtime, c.build, c.name AS candidate, h.hostname AS host,
+       v.state AS verdict, v.stage, v.reason, v.ts_ms AS verdict_ms,
+       datetime(v.ts_ms / 1000, 'unixepoch') AS verdict_at_utc,
+       v.is_override, c.id AS candidate_id, v.id AS verdict_id
+FROM candidates c
+JOIN hosts h ON h.id = c.host_id
+JOIN verdicts v ON v.id = (SELECT MAX(id) FROM verdicts WHERE candidate_id = c.id);
+)SQL";
+
+}  // namespace
+
+const std::vector<std::string_view>& migrations() {
+  static const std::vector<std::string_view> kMigrations{kV1};
+  return kMigrations;
+}
+
+}  // namespace soak

@@ -1,0 +1,78 @@
+// SQLite implementation of Store. WAL journal, busy_timeout, foreign keys on,
+// synchronous=FULL (a reported insert survives a crash and a power cut).
+//
+// Opening never harms a file that is not ours: a database with tables but
+// without soakd's application_id is refused, a store written by a newer soakd
+// (user_version above ours) is refused before anything is written, and a file
+// that is not SQLite at all is refused. New files are created 0600, and any
+// directory soakd creates for them 0700.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "storage/store.h"
+
+struct sqlite3;
+
+namespace soak {
+
+enum class OpenMode { ReadWrite, ReadOnly };
+
+inline constexpr int kBusyTimeoutMs = 5000;
+
+class SqliteStore final : public Store {
+ public:
+  // ReadWrite creates and migrates; ReadOnly requires an existing store at the
+  // current schema version (older: tells the user to run the newer soakd once).
+  static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, OpenMode mode);
+  ~SqliteStore() override;
+
+  const std::string& path() const { return path_; }
+  int user_version() const { return version_; }
+
+  Result<int64_t> upsert_host(const HostInfo& host, int64_t now_ms) override;
+  Result<int64_t> upsert_candidate(const CandidateRow& c, int64_t now_ms) override;
+  Status set_baseline(int64_t candidate_id, std::optional<int64_t> baseline_id) override;
+  Result<std::optional<CandidateRow>> candidate(int64_t id) override;
+  Result<std::vector<CandidateRow>> candidates() override;
+
+  Result<int64_t> insert_probe_result(const ProbeResult& r) override;
+  Result<int64_t> insert_host_sample(const HostSample& s) override;
+  Result<int64_t> insert_process_sample(const ProcessSample& s) override;
+  Result<int64_t> insert_event(const Event& e) override;
+
+  Result<int64_t> insert_stage(const StageRow& s) override;
+  Status update_stage(const StageRow& s) override;
+  Result<std::vector<StageRow>> stages(int64_t candidate_id) override;
+
+  Result<int64_t> insert_verdict(const VerdictRow& v) override;
+  Result<std::optional<VerdictRow>> latest_verdict(int64_t candidate_id) override;
+  Result<std::vector<VerdictRow>> verdicts(int64_t candidate_id) override;
+
+  Result<int64_t> insert_control(const ControlRequest& c) override;
+  Result<std::vector<ControlRequest>> pending_controls() override;
+  Status mark_control_handled(int64_t id, int64_t now_ms, const std::string& result) override;
+
+  Result<std::vector<ProbeResult>> probe_results(const ProbeQuery& q) override;
+  Result<std::vector<HostSample>> host_samples(const SampleQuery& q) override;
+  Result<std::vector<ProcessSample>> process_samples(const SampleQuery& q) override;
+  Result<std::vector<Event>> events(const EventQuery& q) override;
+  Result<std::vector<StatusRow>> status() override;
+  Result<int64_t> max_probe_id() override;
+
+  // Raw handle for the store's own tests and benchmarks.
+  sqlite3* db() const { return db_; }
+
+ private:
+  SqliteStore(sqlite3* db, std::string path, int version) : db_(db), path_(std::move(path)), version_(version) {}
+  sqlite3* db_;
+  std::string path_;
+  int version_;
+};
+
+// Metric evidence <-> JSON (stored in verdicts.metrics; also used by explain).
+std::string metrics_to_json(const std::vector<MetricEvidence>& m);
+Result<std::vector<MetricEvidence>> metrics_from_json(const std::string& s);
+
+}  // namespace soak

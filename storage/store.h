@@ -1,0 +1,90 @@
+// The Store: everything soakd knows, persisted. The daemon owns one read-write
+// Store; soakctl opens its own read-only one. Every insert is committed before
+// the call returns (one row, one transaction), so a crash loses nothing that
+// was reported stored.
+//
+// Threading: a Store instance is used from one thread (the daemon's loop
+// thread). Separate processes may read while the daemon writes (WAL).
+// Failure: every call returns Result/Status; nothing throws.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/base/result.h"
+#include "daemon/base/types.h"
+
+namespace soak {
+
+struct StatusRow {  // one line of `soakctl status`
+  CandidateRow candidate;
+  std::optional<StageRow> stage;      // latest stage
+  std::optional<VerdictRow> verdict;  // latest verdict (metrics not loaded)
+};
+
+struct ProbeQuery {
+  std::optional<int64_t> candidate_id;
+  std::optional<int64_t> stage_id;
+  std::optional<int64_t> min_id, max_id;       // inclusive id range
+  std::optional<int64_t> since_ms, until_ms;   // started_wall_ms range, inclusive
+  std::optional<ProbeKind> kind;
+  int64_t limit = 0;                           // 0 = no limit
+};
+
+struct SampleQuery {
+  std::optional<int64_t> host_id;
+  std::optional<int64_t> candidate_id;  // process samples only
+  std::optional<int64_t> since_ms, until_ms;
+};
+
+struct EventQuery {
+  std::optional<int64_t> candidate_id;
+  std::optional<std::string> kind;
+  std::optional<int64_t> since_ms, until_ms;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // ---- identities
+  virtual Result<int64_t> upsert_host(const HostInfo& host, int64_t now_ms) = 0;
+  // Finds (host, name, model, runtime, build) or inserts it; updates last_seen and base_url.
+  virtual Result<int64_t> upsert_candidate(const CandidateRow& c, int64_t now_ms) = 0;
+  virtual Status set_baseline(int64_t candidate_id, std::optional<int64_t> baseline_id) = 0;
+  virtual Result<std::optional<CandidateRow>> candidate(int64_t id) = 0;
+  virtual Result<std::vector<CandidateRow>> candidates() = 0;
+
+  // ---- rows (each committed on return)
+  virtual Result<int64_t> insert_probe_result(const ProbeResult& r) = 0;
+  virtual Result<int64_t> insert_host_sample(const HostSample& s) = 0;
+  virtual Result<int64_t> insert_process_sample(const ProcessSample& s) = 0;
+  virtual Result<int64_t> insert_event(const Event& e) = 0;
+
+  // ---- stages
+  virtual Result<int64_t> insert_stage(const StageRow& s) = 0;
+  virtual Status update_stage(const StageRow& s) = 0;
+  virtual Result<std::vector<StageRow>> stages(int64_t candidate_id) = 0;
+
+  // ---- verdicts
+  virtual Result<int64_t> insert_verdict(const VerdictRow& v) = 0;
+  virtual Result<std::optional<VerdictRow>> latest_verdict(int64_t candidate_id) = 0;
+  virtual Result<std::vector<VerdictRow>> verdicts(int64_t candidate_id) = 0;
+
+  // ---- control requests (soakctl -> daemon)
+  virtual Result<int64_t> insert_control(const ControlRequest& c) = 0;
+  virtual Result<std::vector<ControlRequest>> pending_controls() = 0;
+  virtual Status mark_control_handled(int64_t id, int64_t now_ms, const std::string& result) = 0;
+
+  // ---- queries
+  virtual Result<std::vector<ProbeResult>> probe_results(const ProbeQuery& q) = 0;
+  virtual Result<std::vector<HostSample>> host_samples(const SampleQuery& q) = 0;
+  virtual Result<std::vector<ProcessSample>> process_samples(const SampleQuery& q) = 0;
+  virtual Result<std::vector<Event>> events(const EventQuery& q) = 0;
+  virtual Result<std::vector<StatusRow>> status() = 0;
+  virtual Result<int64_t> max_probe_id() = 0;
+};
+
+}  // namespace soak
