@@ -1,0 +1,1 @@
+# Tests of the daemon area (soak_add_test(...) lines).

@@ -1,0 +1,1 @@
+# Tests of the platform area (soak_add_test(...) lines).

@@ -1,0 +1,1 @@
+# Tests of the probes area (soak_add_test(...) lines).

@@ -1,0 +1,1 @@
+# Tests of the schedules area (soak_add_test(...) lines).

@@ -1,0 +1,1 @@
+# Tests of the transport area (soak_add_test(...) lines).
