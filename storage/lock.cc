@@ -1,5 +1,7 @@
 #include "storage/lock.h"
 
+#include "daemon/base/files.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -12,6 +14,7 @@ namespace soak {
 
 Result<std::unique_ptr<DaemonLock>> DaemonLock::acquire(const std::string& store_path) {
   std::string path = store_path + ".lock";
+  if (auto st = make_parent_dirs_private(path); !st) return make_error(st.message());
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return make_error("cannot open lock file " + path + ": " + std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/base/files.h"
 #include "storage/schema.h"
 
 namespace soak {
@@ -104,22 +105,6 @@ Result<int64_t> run_insert(sqlite3* db, Stmt& s, const char* what) {
 Status run_update(sqlite3* db, Stmt& s, const char* what) {
   if (!s.ok()) return make_error(errmsg(db, std::string("prepare ") + what));
   if (s.step() != SQLITE_DONE) return make_error(errmsg(db, std::string("update ") + what));
-  return {};
-}
-
-// Creates missing parent directories 0700 (only the ones soakd creates).
-Status make_parent_dirs(const fs::path& file) {
-  fs::path dir = file.parent_path();
-  if (dir.empty()) return {};
-  std::vector<fs::path> missing;
-  for (fs::path p = dir; !p.empty() && !fs::exists(p); p = p.parent_path()) {
-    missing.push_back(p);
-    if (p == p.parent_path()) break;
-  }
-  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST)
-      return make_error("cannot create directory " + it->string() + ": " + std::strerror(errno));
-  }
   return {};
 }
 
@@ -328,7 +313,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
   if (!exists && !rw)
     return make_error("no soakd store at " + path + " (start soakd once to create it, or pass --db PATH)");
   if (!exists) {
-    if (auto st = make_parent_dirs(path); !st) return make_error(st.message());
+    if (auto st = make_parent_dirs_private(path); !st) return make_error(st.message());
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 && errno != EEXIST) return make_error("cannot create store " + path + ": " + std::strerror(errno));
     if (fd >= 0) ::close(fd);

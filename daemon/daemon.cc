@@ -1,0 +1,169 @@
+#include "daemon/daemon.h"
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+namespace soak {
+
+using json = nlohmann::json;
+
+Daemon::Daemon(Config cfg, DaemonOptions opts, Store& store, const Clock& clock, Logger log, uv_loop_t* loop,
+               int64_t host_id)
+    : cfg_(std::move(cfg)),
+      opts_(std::move(opts)),
+      store_(store),
+      clock_(clock),
+      log_(std::move(log)),
+      loop_(loop),
+      host_id_(host_id) {}
+
+Daemon::~Daemon() = default;
+
+void Daemon::write_event(const std::string& kind, const std::string& detail_json) {
+  Event e;
+  e.wall_ms = clock_.wall_ms();
+  e.host_id = host_id_;
+  e.kind = kind;
+  e.detail_json = detail_json;
+  if (kind == "daemon_stop") e.duration_ms = e.wall_ms - started_wall_ms_;
+  if (auto r = store_.insert_event(e); !r) log_->error("cannot record {} event: {}", kind, r.message());
+}
+
+Status Daemon::start() {
+  started_wall_ms_ = clock_.wall_ms();
+  json d;
+  d["pid"] = static_cast<int64_t>(::getpid());
+  d["version"] = opts_.version;
+  d["config"] = cfg_.source_path;
+  d["candidates"] = cfg_.candidates.size();
+  Event e;
+  e.wall_ms = started_wall_ms_;
+  e.host_id = host_id_;
+  e.kind = "daemon_start";
+  e.detail_json = d.dump();
+  if (auto r = store_.insert_event(e); !r) return make_error("cannot write to the store: " + r.message());
+
+  auto install = [this](UvHandle<uv_signal_t>& h, int signum) {
+    uv_signal_init(loop_, h.get());
+    h.mark_initialized();
+    h.get()->data = this;
+    uv_signal_start(
+        h.get(),
+        [](uv_signal_t* s, int sig) {
+          auto* self = static_cast<Daemon*>(s->data);
+          if (sig == SIGHUP) {
+            self->reload();
+          } else {
+            self->request_stop(sig == SIGTERM ? "SIGTERM" : "SIGINT");
+          }
+        },
+        signum);
+  };
+  install(sigterm_, SIGTERM);
+  install(sigint_, SIGINT);
+  install(sighup_, SIGHUP);
+
+  log_->info("soakd {} started: pid {}, {} candidate(s), store {}", opts_.version, ::getpid(), cfg_.candidates.size(),
+             cfg_.store_path);
+  for (auto& s : services_) s->start();
+  check_settled();
+  return {};
+}
+
+int Daemon::run() {
+  uv_run(loop_, UV_RUN_DEFAULT);
+  // Shutdown order: timers and transfers were stopped by the services; now
+  // destroy them (closing their handles), close anything left, drain the loop.
+  services_.clear();
+  stop_deadline_.reset();
+  uv_walk(
+      loop_,
+      [](uv_handle_t* h, void*) {
+        if (!uv_is_closing(h)) uv_close(h, nullptr);
+      },
+      nullptr);
+  uv_run(loop_, UV_RUN_DEFAULT);
+  return exit_code_;
+}
+
+void Daemon::reload() {
+  if (stopping_) return;
+  auto next = load_config(opts_.config_path);
+  json d;
+  d["config"] = opts_.config_path;
+  if (!next) {
+    log_->error("config reload rejected, keeping the running config:\n{}", next.message());
+    d["ok"] = false;
+    d["error"] = next.message();
+    write_event("config_reload", d.dump());
+    return;
+  }
+  if (next->store_path != cfg_.store_path) {
+    std::string msg = "the store path changed (" + cfg_.store_path + " -> " + next->store_path +
+                      "); a different store needs a restart, keeping the running config";
+    log_->error("config reload rejected: {}", msg);
+    d["ok"] = false;
+    d["error"] = msg;
+    write_event("config_reload", d.dump());
+    return;
+  }
+  cfg_ = std::move(*next);
+  d["ok"] = true;
+  d["candidates"] = cfg_.candidates.size();
+  write_event("config_reload", d.dump());
+  log_->info("config reloaded from {}: {} candidate(s)", opts_.config_path, cfg_.candidates.size());
+  for (auto& s : services_) s->reload(cfg_);
+}
+
+void Daemon::check_settled() {
+  if (opts_.exit_policy != ExitPolicy::ExitWhenSettled || stopping_) return;
+  for (const auto& s : services_)
+    if (!s->settled()) return;
+  request_stop("settled");
+}
+
+void Daemon::request_stop(const std::string& why) {
+  if (stopping_) {
+    log_->warn("{} while stopping; still waiting for in-flight work", why);
+    return;
+  }
+  stopping_ = true;
+  stop_reason_ = why;
+  log_->info("stopping ({})", why);
+  stop_deadline_ = std::make_unique<Timer>(loop_);
+  stop_deadline_->start(static_cast<uint64_t>(opts_.stop_grace_ms), 0, [this] {
+    log_->warn("graceful stop took longer than {} ms; closing anyway", opts_.stop_grace_ms);
+    finish();
+  });
+  services_pending_stop_ = services_.size();
+  if (services_.empty()) {
+    on_services_stopped();
+    return;
+  }
+  // Reverse order: the last started is the first stopped.
+  for (auto it = services_.rbegin(); it != services_.rend(); ++it) {
+    (*it)->stop([this] {
+      if (services_pending_stop_ > 0 && --services_pending_stop_ == 0) on_services_stopped();
+    });
+  }
+}
+
+void Daemon::on_services_stopped() { finish(); }
+
+void Daemon::finish() {
+  if (finished_) return;
+  finished_ = true;
+  json d;
+  d["reason"] = stop_reason_;
+  d["clean"] = services_pending_stop_ == 0;
+  write_event("daemon_stop", d.dump());
+  log_->info("stopped ({})", stop_reason_);
+  if (stop_deadline_) stop_deadline_->stop();
+  sigterm_.close();
+  sigint_.close();
+  sighup_.close();
+  uv_stop(loop_);
+}
+
+}  // namespace soak

@@ -1,0 +1,97 @@
+// The daemon: owns the libuv loop's top-level handles (signals, timers) and the
+// long-lived services, and sequences start, reload and graceful stop.
+//
+// Threading: everything runs on the loop thread that calls run().
+// Ownership: the composition root (soakd_cli.cc) owns Store, Clock, Logger and
+// the loop; Daemon borrows them for its lifetime.
+// Failure: start() returns an error if the store cannot be written; run()
+// returns the process exit code.
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/base/clock.h"
+#include "daemon/base/config.h"
+#include "daemon/base/log.h"
+#include "daemon/base/uv_util.h"
+#include "storage/store.h"
+
+namespace soak {
+
+inline constexpr int64_t kStopGraceMs = 10'000;  // launchd ExitTimeOut must exceed this
+inline constexpr int64_t kControlPollMs = 1'000;
+
+enum class ExitPolicy { RunForever, ExitWhenSettled };
+
+struct DaemonOptions {
+  std::string config_path;        // re-read on SIGHUP
+  ExitPolicy exit_policy = ExitPolicy::RunForever;
+  int64_t stop_grace_ms = kStopGraceMs;
+  std::string version;
+};
+
+// A long-lived part of the daemon (scheduler, sampler, probe runner). The
+// daemon starts them in order and stops them in reverse order.
+class Service {
+ public:
+  virtual ~Service() = default;
+  virtual void start() = 0;
+  // New configuration accepted on SIGHUP.
+  virtual void reload(const Config& cfg) = 0;
+  // Begin stopping: cancel in-flight work (recorded as cancelled_by_daemon),
+  // stop timers. Call `done` once nothing of this service is in flight.
+  virtual void stop(std::function<void()> done) = 0;
+  // For ExitWhenSettled: true once this service has nothing left to do.
+  virtual bool settled() const { return true; }
+};
+
+class Daemon {
+ public:
+  Daemon(Config cfg, DaemonOptions opts, Store& store, const Clock& clock, Logger log, uv_loop_t* loop,
+         int64_t host_id);
+  ~Daemon();
+
+  void add_service(std::unique_ptr<Service> s) { services_.push_back(std::move(s)); }
+  const Config& config() const { return cfg_; }
+
+  // Writes daemon_start, installs signal handlers, starts services.
+  Status start();
+  // Runs the loop until stopped; returns the exit code (0 on a clean stop).
+  int run();
+
+  void request_stop(const std::string& why);
+  // Re-reads the config file; a bad new config keeps the old one (and says why).
+  void reload();
+  // For ExitWhenSettled: services call this when they may have settled.
+  void check_settled();
+
+ private:
+  void write_event(const std::string& kind, const std::string& detail_json);
+  void on_services_stopped();
+  void finish();
+
+  Config cfg_;
+  DaemonOptions opts_;
+  Store& store_;
+  const Clock& clock_;
+  Logger log_;
+  uv_loop_t* loop_;
+  int64_t host_id_;
+  int64_t started_wall_ms_ = 0;
+
+  std::vector<std::unique_ptr<Service>> services_;
+  UvHandle<uv_signal_t> sigterm_, sigint_, sighup_;
+  std::unique_ptr<Timer> stop_deadline_;
+  bool stopping_ = false;
+  bool finished_ = false;
+  std::string stop_reason_;
+  size_t services_pending_stop_ = 0;
+  int exit_code_ = 0;
+};
+
+}  // namespace soak

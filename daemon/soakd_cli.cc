@@ -1,0 +1,168 @@
+// soakd's command line and composition root: the one place that builds the
+// real object graph (config, logger, store, lock, loop, clock, services).
+#include "daemon/soakd_cli.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "daemon/args.h"
+#include "daemon/base/clock.h"
+#include "daemon/base/config.h"
+#include "daemon/base/log.h"
+#include "daemon/daemon.h"
+#include "daemon/version.h"
+#include "storage/lock.h"
+#include "storage/sqlite_store.h"
+
+namespace soak {
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+const char* kUsage = R"(soakd — soak and canary daemon for local LLM runtimes
+
+Usage:
+  soakd run --config FILE [--log-stderr] [--log-level LEVEL] [--exit-when-settled]
+      Run the daemon: take every candidate in FILE through smoke, canary, gate
+      and soak, write every result to the store. SIGTERM/SIGINT stop it
+      gracefully (in-flight work is recorded as cancelled by the daemon);
+      SIGHUP re-reads FILE (a bad new file is rejected and the old one kept).
+      --log-stderr          log to stderr (default: stderr when it is a terminal,
+                            else the rotating log file named in the config)
+      --log-level LEVEL     trace, debug, info (default), warn, error
+      --exit-when-settled   exit once every candidate has a final verdict
+  soakd check-config FILE
+      Validate FILE without starting anything. Prints every problem with its
+      JSON path and an example of a valid value; exit 0 when valid.
+  soakd --version
+  soakd --help
+
+Files: the config is JSON with comments; see examples/soakd.example.json.
+Exit codes: 0 ok, 1 failure (bad config, store, or another soakd running), 2 usage.
+)";
+
+std::string os_version() {
+  utsname u{};
+  if (uname(&u) != 0) return "unknown";
+  return std::string(u.sysname) + " " + u.release;
+}
+
+HostInfo basic_host_info() {
+  HostInfo h;
+  char name[256] = {0};
+  if (gethostname(name, sizeof name - 1) == 0) h.hostname = name;
+  utsname u{};
+  h.hw_model = uname(&u) == 0 ? u.machine : "unknown";
+  h.mem_bytes = static_cast<int64_t>(uv_get_total_memory());
+  h.os_version = os_version();
+  return h;
+}
+
+int cmd_check_config(const Args& a) {
+  if (a.positionals().size() != 2) {
+    std::fprintf(stderr, "soakd check-config: give exactly one FILE (see soakd --help)\n");
+    return kExitUsage;
+  }
+  const std::string& path = a.positionals()[1];
+  auto cfg = load_config(path);
+  if (!cfg) {
+    std::fprintf(stderr, "%s\n", cfg.message().c_str());
+    return kExitFailure;
+  }
+  std::printf("%s: ok — %zu candidate(s); store %s; log %s\n", path.c_str(), cfg->candidates.size(),
+              cfg->store_path.c_str(), cfg->log_path.c_str());
+  for (const auto& c : cfg->candidates) {
+    std::printf("  %-24s %-10s %-28s %s%s\n", c.name.c_str(), std::string(to_string(c.runtime)).c_str(),
+                c.model.c_str(), c.base_url.c_str(), c.baseline ? (" (baseline " + *c.baseline + ")").c_str() : "");
+  }
+  return kExitOk;
+}
+
+int cmd_run(const Args& a) {
+  auto path = a.get("config");
+  if (!path) {
+    std::fprintf(stderr, "soakd run: --config FILE is required (see soakd --help)\n");
+    return kExitUsage;
+  }
+  auto cfg = load_config(*path);
+  if (!cfg) {
+    std::fprintf(stderr, "%s\n", cfg.message().c_str());
+    return kExitFailure;
+  }
+  auto log = make_logger(a.flag("log-stderr") ? LogTarget::Console : LogTarget::Auto, cfg->log_path,
+                         a.get("log-level").value_or("info"));
+  if (!log) {
+    std::fprintf(stderr, "soakd: %s\n", log.message().c_str());
+    return kExitFailure;
+  }
+  auto lock = DaemonLock::acquire(cfg->store_path);
+  if (!lock) {
+    (*log)->error("{}", lock.message());
+    if (!a.flag("log-stderr") && !isatty(STDERR_FILENO)) std::fprintf(stderr, "soakd: %s\n", lock.message().c_str());
+    return kExitFailure;
+  }
+  auto store = SqliteStore::open(cfg->store_path, OpenMode::ReadWrite);
+  if (!store) {
+    (*log)->error("{}", store.message());
+    return kExitFailure;
+  }
+  SystemClock clock;
+  auto host_id = (*store)->upsert_host(basic_host_info(), clock.wall_ms());
+  if (!host_id) {
+    (*log)->error("cannot register host: {}", host_id.message());
+    return kExitFailure;
+  }
+
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  DaemonOptions opts;
+  opts.config_path = *path;
+  opts.exit_policy = a.flag("exit-when-settled") ? ExitPolicy::ExitWhenSettled : ExitPolicy::RunForever;
+  opts.version = kSoakdVersion;
+  int code;
+  {
+    Daemon d(std::move(*cfg), opts, **store, clock, *log, &loop, *host_id);
+    if (auto st = d.start(); !st) {
+      (*log)->error("{}", st.message());
+      return kExitFailure;
+    }
+    code = d.run();
+  }
+  uv_loop_close(&loop);
+  return code;
+}
+
+}  // namespace
+
+int soakd_main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  ArgSpec spec{{"help", "version", "log-stderr", "exit-when-settled", "json", "once"},
+               {"config", "log-level", "candidate", "kind"}};
+  auto a = Args::parse(args, spec);
+  if (!a) {
+    std::fprintf(stderr, "soakd: %s (see soakd --help)\n", a.message().c_str());
+    return kExitUsage;
+  }
+  if (a->flag("help") || (a->positionals().empty() && !a->flag("version"))) {
+    std::fputs(kUsage, a->flag("help") ? stdout : stderr);
+    return a->flag("help") ? kExitOk : kExitUsage;
+  }
+  if (a->flag("version")) {
+    std::printf("soakd %s\n", kSoakdVersion);
+    return kExitOk;
+  }
+  const std::string& cmd = a->positionals()[0];
+  if (cmd == "check-config") return cmd_check_config(*a);
+  if (cmd == "run") return cmd_run(*a);
+  std::fprintf(stderr, "soakd: unknown command \"%s\" (see soakd --help)\n", cmd.c_str());
+  return kExitUsage;
+}
+
+}  // namespace soak

@@ -1,0 +1,4 @@
+#pragma once
+namespace soak {
+inline constexpr const char* kSoakdVersion = "0.1.0";
+}
