@@ -1,0 +1,130 @@
+// The soakd binary as a user runs it: start, reload on SIGHUP (good and bad
+// config), a second instance refused, soakctl reading while soakd writes,
+// graceful stop on SIGTERM and SIGINT — each leaving its event in the store.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "daemon/base/clock.h"
+#include "daemon/soakctl_cli.h"
+#include "storage/sqlite_store.h"
+#include "tests/catch.h"
+#include "tests/support/child_process.h"
+#include "tests/support/temp_dir.h"
+
+using namespace soak;
+
+namespace {
+
+const std::string kSoakd = std::string(SOAKD_BINARY_DIR) + "/daemon/soakd";
+constexpr int kWaitMs = 10'000;
+
+std::string write_config(const TempDir& tmp, const std::string& name, const std::string& extra = "") {
+  std::string path = tmp.path() + "/" + name;
+  std::ofstream(path) << R"({
+    "store": ")" << tmp.path() << R"(/store/soakd.db",
+    "log": ")" << tmp.path() << R"(/soakd.log",
+    "sampler": { "keep_awake": false },
+    "candidates": [ { "name": "a", "model": "m", "runtime": "llama.cpp",
+                      "base_url": "http://127.0.0.1:9", "build": { "fixed": "b1" } } ]
+    )" << extra << "}";
+  return path;
+}
+
+std::vector<Event> events_of(const std::string& store) {
+  auto st = SqliteStore::open(store, OpenMode::ReadOnly);
+  REQUIRE(st.ok());
+  auto ev = (*st)->events({});
+  REQUIRE(ev.ok());
+  return *ev;
+}
+
+int count_kind(const std::vector<Event>& ev, const std::string& kind, const std::string& detail_part = "") {
+  int n = 0;
+  for (const auto& e : ev)
+    if (e.kind == kind && e.detail_json.find(detail_part) != std::string::npos) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("soakd starts, reloads, refuses a second instance, serves soakctl, stops on SIGTERM") {
+  TempDir tmp;
+  std::string cfg = write_config(tmp, "soakd.json");
+  std::string store = tmp.path() + "/store/soakd.db";
+
+  auto d = ChildProcess::spawn({kSoakd, "run", "--config", cfg, "--log-stderr"});
+  REQUIRE(d);
+  REQUIRE(d->wait_for_line("started", kWaitMs));
+
+  // Reload with a good config.
+  REQUIRE(d->signal(SIGHUP));
+  REQUIRE(d->wait_for_line("config reloaded", kWaitMs));
+
+  // Reload with a bad config: the old one is kept, the reason logged and recorded.
+  std::ofstream(cfg) << R"({"candidates": [{"name": "a", "model": "m", "runtime": "nope", "base_url": "x"}]})";
+  REQUIRE(d->signal(SIGHUP));
+  auto rejected = d->wait_for_line("config reload rejected", kWaitMs);
+  REQUIRE(rejected);
+
+  // A second soakd on the same store is refused, naming the holder's pid.
+  write_config(tmp, "soakd.json");
+  auto second = run_program({kSoakd, "run", "--config", cfg, "--log-stderr"}, kWaitMs);
+  CHECK(second.exit_code == 1);
+  CHECK(second.err.find("another soakd (pid " + std::to_string(d->pid()) + ")") != std::string::npos);
+
+  // soakctl reads the store while soakd holds it open for writing.
+  SystemClock clock;
+  std::ostringstream out, err;
+  CHECK(soakctl_main({"--db", store, "status", "--json"}, out, err, clock) == kCtlExitOk);
+  CHECK(err.str().empty());
+
+  REQUIRE(d->signal(SIGTERM));
+  auto st = d->wait_exit(kWaitMs);
+  REQUIRE(st);
+  REQUIRE(WIFEXITED(*st));
+  CHECK(WEXITSTATUS(*st) == 0);
+
+  auto ev = events_of(store);
+  CHECK(count_kind(ev, "daemon_start") == 1);
+  CHECK(count_kind(ev, "config_reload", "\"ok\":true") == 1);
+  CHECK(count_kind(ev, "config_reload", "\"ok\":false") == 1);
+  CHECK(count_kind(ev, "daemon_stop", "SIGTERM") == 1);
+  CHECK(ev.back().kind == "daemon_stop");
+}
+
+TEST_CASE("soakd stops gracefully on SIGINT too") {
+  TempDir tmp;
+  std::string cfg = write_config(tmp, "soakd.json");
+  auto d = ChildProcess::spawn({kSoakd, "run", "--config", cfg, "--log-stderr"});
+  REQUIRE(d);
+  REQUIRE(d->wait_for_line("started", kWaitMs));
+  REQUIRE(d->signal(SIGINT));
+  auto st = d->wait_exit(kWaitMs);
+  REQUIRE(st);
+  CHECK(WIFEXITED(*st));
+  CHECK(count_kind(events_of(tmp.path() + "/store/soakd.db"), "daemon_stop", "SIGINT") == 1);
+}
+
+TEST_CASE("soakd check-config: exit 0 on a valid file, 1 with the message on a bad one") {
+  TempDir tmp;
+  auto ok = run_program({kSoakd, "check-config", write_config(tmp, "good.json")}, kWaitMs);
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out.find("ok — 1 candidate(s)") != std::string::npos);
+
+  std::string bad = tmp.path() + "/bad.json";
+  std::ofstream(bad) << R"({"candidates": [{"name": "a", "model": "m", "runtime": "llama.cpp",
+                             "base_url": "http://127.0.0.1:1", "stages": {"canary": "-2h"}}]})";
+  auto r = run_program({kSoakd, "check-config", bad}, kWaitMs);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find(bad + ": candidates[0].stages.canary") != std::string::npos);
+  CHECK_FALSE(std::ifstream(tmp.path() + "/store/soakd.db").good());  // nothing ran
+
+  auto usage = run_program({kSoakd, "check-config"}, kWaitMs);
+  CHECK(usage.exit_code == 2);
+  auto unknown = run_program({kSoakd, "frobnicate"}, kWaitMs);
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("unknown command \"frobnicate\"") != std::string::npos);
+}
