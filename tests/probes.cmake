@@ -1,1 +1,2 @@
 # Tests of the probes area (soak_add_test(...) lines).
+soak_add_test(unit_probes_chat SOURCES unit/probes_chat_test.cc LIBS soak_probes LABELS unit)
