@@ -170,6 +170,7 @@ CREATE TABLE verdicts (
   baseline_id       INTEGER REFERENCES candidates(id),
   baseline_mode     TEXT NOT NULL DEFAULT 'none',
   metrics           TEXT NOT NULL DEFAULT '[]',
+  judge_input       TEXT NOT NULL DEFAULT '{}',
   is_override       INTEGER NOT NULL DEFAULT 0,
   who               TEXT NOT NULL DEFAULT '',
   why               TEXT NOT NULL DEFAULT ''

@@ -146,7 +146,7 @@ StageRow read_stage(const Stmt& s, int o = 0) {
 
 constexpr const char* kVerdictCols =
     "id, candidate_id, stage_id, ts_ms, state, stage, reason, judge_version, config_hash, "
-    "evidence_first_id, evidence_last_id, baseline_id, baseline_mode, metrics, is_override, who, why";
+    "evidence_first_id, evidence_last_id, baseline_id, baseline_mode, metrics, is_override, who, why, judge_input";
 
 VerdictRow read_verdict(const Stmt& s, int o = 0, bool with_metrics = true) {
   VerdictRow v;
@@ -170,6 +170,7 @@ VerdictRow read_verdict(const Stmt& s, int o = 0, bool with_metrics = true) {
   v.is_override = s.i64(o + 14) != 0;
   v.who = s.text(o + 15);
   v.why = s.text(o + 16);
+  if (with_metrics) v.judge_input_json = s.text(o + 17);
   return v;
 }
 
@@ -306,7 +307,7 @@ Result<std::vector<T>> select_all(sqlite3* db, const std::string& sql, const Whe
 }  // namespace
 
 // ============================================================== open
-Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, OpenMode mode) {
+Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, OpenMode mode, Durability durability) {
   const bool rw = mode == OpenMode::ReadWrite;
   std::error_code ec;
   bool exists = fs::exists(path, ec);
@@ -354,7 +355,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     return std::unique_ptr<SqliteStore>(new SqliteStore(db, path, static_cast<int>(*version)));
   }
 
-  for (const char* p : {"PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON"}) {
+  const char* sync = durability == Durability::Full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = OFF";
+  for (const char* p : {"PRAGMA journal_mode = WAL", sync, "PRAGMA foreign_keys = ON"}) {
     if (auto st = exec(db, p); !st) return fail("cannot configure store " + path + ": " + st.message());
   }
   // Migrate, one transaction per step, so a crash mid-migration leaves a whole version.
@@ -556,12 +558,13 @@ Result<std::vector<MetricEvidence>> metrics_from_json(const std::string& s) {
 Result<int64_t> SqliteStore::insert_verdict(const VerdictRow& v) {
   Stmt s(db_,
          "INSERT INTO verdicts (candidate_id, stage_id, ts_ms, state, stage, reason, judge_version, config_hash, "
-         "evidence_first_id, evidence_last_id, baseline_id, baseline_mode, metrics, is_override, who, why) "
-         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+         "evidence_first_id, evidence_last_id, baseline_id, baseline_mode, metrics, is_override, who, why, judge_input) "
+         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   s.bind(v.candidate_id).bind(v.stage_id).bind(v.wall_ms).bind(to_string(v.state)).bind(v.stage).bind(v.reason)
       .bind(v.judge_version).bind(v.config_hash).bind(v.evidence_first_id).bind(v.evidence_last_id)
       .bind(v.baseline_id).bind(v.baseline_mode.empty() ? std::string("none") : v.baseline_mode)
-      .bind(metrics_to_json(v.metrics)).bind(v.is_override).bind(v.who).bind(v.why);
+      .bind(metrics_to_json(v.metrics)).bind(v.is_override).bind(v.who).bind(v.why)
+      .bind(v.judge_input_json.empty() ? std::string("{}") : v.judge_input_json);
   return run_insert(db_, s, "verdict");
 }
 
@@ -706,7 +709,7 @@ Result<std::vector<StatusRow>> SqliteStore::status() {
                     "s.reason, "
                     "v.id, v.candidate_id, v.stage_id, v.ts_ms, v.state, v.stage, v.reason, v.judge_version, "
                     "v.config_hash, v.evidence_first_id, v.evidence_last_id, v.baseline_id, v.baseline_mode, "
-                    "'[]', v.is_override, v.who, v.why "
+                    "'[]', v.is_override, v.who, v.why, '{}' "
                     "FROM candidates c "
                     "LEFT JOIN stages s ON s.id = (SELECT MAX(id) FROM stages WHERE candidate_id = c.id) "
                     "LEFT JOIN verdicts v ON v.id = (SELECT MAX(id) FROM verdicts WHERE candidate_id = c.id) "

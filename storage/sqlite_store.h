@@ -18,6 +18,10 @@ struct sqlite3;
 namespace soak {
 
 enum class OpenMode { ReadWrite, ReadOnly };
+// Full: synchronous=FULL, every committed row survives a crash or power cut (the
+// daemon). Fast: synchronous=OFF, for tests and benchmarks that build large
+// stores in virtual time and do not need crash safety.
+enum class Durability { Full, Fast };
 
 inline constexpr int kBusyTimeoutMs = 5000;
 
@@ -25,7 +29,8 @@ class SqliteStore final : public Store {
  public:
   // ReadWrite creates and migrates; ReadOnly requires an existing store at the
   // current schema version (older: tells the user to run the newer soakd once).
-  static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, OpenMode mode);
+  static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, OpenMode mode,
+                                                   Durability durability = Durability::Full);
   ~SqliteStore() override;
 
   const std::string& path() const { return path_; }

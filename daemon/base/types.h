@@ -245,6 +245,7 @@ struct VerdictRow {
   std::optional<int64_t> baseline_id;
   std::string baseline_mode;    // "interleaved" | "history" | "none"
   std::vector<MetricEvidence> metrics;
+  std::string judge_input_json;  // what the judge was given besides rows (rules, window, coverage): for recompute
   bool is_override = false;
   std::string who, why;         // for overrides
 };
