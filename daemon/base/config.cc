@@ -328,6 +328,7 @@ void read_cadence(Ctx& ctx, const json& v, const std::string& path, Cadences& c)
   o.on("scrape", [&](const json& x, const std::string& p) { read_duration(ctx, x, p, c.scrape_ms, "\"1m\""); });
   o.on("gate_pause", [&](const json& x, const std::string& p) { read_duration(ctx, x, p, c.gate_pause_ms, "\"2s\"", true); });
   o.on("soak_traffic", [&](const json& x, const std::string& p) { read_duration(ctx, x, p, c.soak_traffic_ms, "\"1m\""); });
+  o.on("soak_heavy", [&](const json& x, const std::string& p) { read_duration(ctx, x, p, c.soak_heavy_ms, "\"6h\""); });
   o.on("build_poll", [&](const json& x, const std::string& p) { read_duration(ctx, x, p, c.build_poll_ms, "\"5m\""); });
   o.finish();
 }
@@ -628,7 +629,7 @@ static nlohmann::ordered_json settings_json(const CampaignSettings& s) {
   j["stages"] = {s.stages.smoke_ms, s.stages.canary_ms, s.stages.gate_ms, s.stages.soak_ms, s.stages.grace_fraction};
   const auto& c = s.cadence;
   j["cadence"] = {c.functional_ms, c.long_context_ms, c.burst_ms, c.cancel_ms, c.scrape_ms, c.gate_pause_ms,
-                  c.soak_traffic_ms, c.build_poll_ms};
+                  c.soak_traffic_ms, c.soak_heavy_ms, c.build_poll_ms};
   j["limits"] = {s.limits.wall_timeout_ms, s.limits.stall_timeout_ms, s.limits.connect_timeout_ms,
                  s.limits.max_response_bytes};
   j["gate"] = {s.gate.min_completed, s.gate.max_failure_ratio, s.gate.min_coverage};

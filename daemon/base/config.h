@@ -36,6 +36,7 @@ inline constexpr int64_t kDefaultCancelEveryMs = 30 * kMinute;
 inline constexpr int64_t kDefaultScrapeEveryMs = kMinute;
 inline constexpr int64_t kDefaultGatePauseMs = 2'000;
 inline constexpr int64_t kDefaultSoakTrafficEveryMs = kMinute;
+inline constexpr int64_t kDefaultSoakHeavyEveryMs = 6 * kHour;  // long context + bursts during the soak
 inline constexpr int64_t kDefaultBuildPollMs = 5 * kMinute;
 inline constexpr int64_t kDefaultSampleEveryMs = 5'000;
 
@@ -65,6 +66,7 @@ struct Cadences {
   int64_t scrape_ms = kDefaultScrapeEveryMs;
   int64_t gate_pause_ms = kDefaultGatePauseMs;
   int64_t soak_traffic_ms = kDefaultSoakTrafficEveryMs;
+  int64_t soak_heavy_ms = kDefaultSoakHeavyEveryMs;
   int64_t build_poll_ms = kDefaultBuildPollMs;
 };
 

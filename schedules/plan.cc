@@ -1,0 +1,157 @@
+#include "schedules/plan.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace soak {
+
+namespace {
+constexpr std::array<std::pair<TaskKind, std::string_view>, 8> kTaskNames{{
+    {TaskKind::Smoke, "smoke"},
+    {TaskKind::Scrape, "scrape"},
+    {TaskKind::Functional, "functional"},
+    {TaskKind::LongContext, "long_context"},
+    {TaskKind::Burst, "burst"},
+    {TaskKind::Cancel, "cancel"},
+    {TaskKind::Agent, "agent"},
+    {TaskKind::SoakTraffic, "soak_traffic"},
+}};
+
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+}  // namespace
+
+std::string_view to_string(TaskKind k) {
+  for (const auto& [kind, name] : kTaskNames)
+    if (kind == k) return name;
+  return "?";
+}
+
+std::optional<TaskKind> parse_task_kind(std::string_view s) {
+  for (const auto& [kind, name] : kTaskNames)
+    if (name == s) return kind;
+  return std::nullopt;
+}
+
+StagePlan plan_for(StageKind stage, const CampaignSettings& s) {
+  const Cadences& c = s.cadence;
+  auto periodic = [](TaskKind k, int64_t every, Weight w = Weight::Light) {
+    return TaskSpec{k, Repeat::Periodic, every, 0, w};
+  };
+  StagePlan p;
+  p.stage = stage;
+  switch (stage) {
+    case StageKind::Smoke:
+      p.tasks = {TaskSpec{TaskKind::Smoke, Repeat::Once, 0, 0, Weight::Light}};
+      break;
+    case StageKind::Canary:
+      p.tasks = {periodic(TaskKind::Scrape, c.scrape_ms), periodic(TaskKind::Functional, c.functional_ms),
+                 periodic(TaskKind::LongContext, c.long_context_ms, Weight::Heavy),
+                 periodic(TaskKind::Burst, c.burst_ms, Weight::Heavy), periodic(TaskKind::Cancel, c.cancel_ms)};
+      p.heartbeat = 0;
+      break;
+    case StageKind::Gate:
+      p.tasks = {periodic(TaskKind::Scrape, c.scrape_ms),
+                 TaskSpec{TaskKind::Agent, Repeat::Continuous, 0, c.gate_pause_ms, Weight::Light}};
+      p.heartbeat = 0;
+      break;
+    case StageKind::Soak:
+      p.tasks = {periodic(TaskKind::Scrape, c.scrape_ms), periodic(TaskKind::SoakTraffic, c.soak_traffic_ms),
+                 periodic(TaskKind::LongContext, c.soak_heavy_ms, Weight::Heavy),
+                 periodic(TaskKind::Burst, c.soak_heavy_ms, Weight::Heavy)};
+      p.heartbeat = 0;
+      break;
+  }
+  return p;
+}
+
+DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int64_t stage_started_ms,
+                int64_t now_ms, HeavyGate heavy) {
+  DueSet out;
+  auto wake = [&](int64_t t) {
+    if (!out.next_wake_ms || t < *out.next_wake_ms) out.next_wake_ms = t;
+  };
+  const int64_t elapsed = std::max<int64_t>(0, now_ms - stage_started_ms);
+  for (size_t i = 0; i < plan.tasks.size() && i < states.size(); ++i) {
+    const TaskSpec& t = plan.tasks[i];
+    const TaskState& st = states[i];
+    if (st.running) continue;  // its completion wakes the scheduler
+    bool is_due = false;
+    int64_t slot = 0;
+    switch (t.repeat) {
+      case Repeat::Once:
+        is_due = st.runs == 0;
+        slot = 0;
+        break;
+      case Repeat::Periodic: {
+        if (t.every_ms <= 0) break;
+        slot = floor_div(elapsed, t.every_ms);
+        is_due = !st.last_slot || *st.last_slot < slot;
+        if (!is_due) wake(stage_started_ms + (slot + 1) * t.every_ms);
+        break;
+      }
+      case Repeat::Continuous: {
+        int64_t ready = st.last_end_ms ? *st.last_end_ms + t.pause_ms : stage_started_ms;
+        is_due = now_ms >= ready;
+        slot = st.runs;
+        if (!is_due) wake(ready);
+        break;
+      }
+    }
+    if (!is_due) continue;
+    if (t.weight == Weight::Heavy && heavy == HeavyGate::Busy) continue;  // waits for the gate
+    out.due.push_back(Due{i, slot});
+    if (t.weight == Weight::Heavy) heavy = HeavyGate::Busy;  // one heavy task at a time
+  }
+  return out;
+}
+
+void mark_started(std::vector<TaskState>& states, const Due& d) {
+  TaskState& st = states.at(d.task);
+  st.running = true;
+  st.last_slot = d.slot;
+}
+
+void mark_finished(std::vector<TaskState>& states, size_t task, int64_t now_ms) {
+  TaskState& st = states.at(task);
+  st.running = false;
+  st.runs += 1;
+  st.last_end_ms = now_ms;
+}
+
+int64_t nominal_slots(const TaskSpec& t, int64_t length_ms) {
+  if (t.repeat != Repeat::Periodic || t.every_ms <= 0) return 1;
+  return std::max<int64_t>(1, length_ms / t.every_ms);
+}
+
+double coverage(const StagePlan& plan, const std::vector<TaskState>& states, int64_t length_ms) {
+  if (!plan.heartbeat || *plan.heartbeat >= states.size()) return 1.0;
+  const TaskSpec& hb = plan.tasks[*plan.heartbeat];
+  double c = static_cast<double>(states[*plan.heartbeat].runs) / static_cast<double>(nominal_slots(hb, length_ms));
+  return std::min(1.0, c);
+}
+
+StageClock stage_clock(const StageRow& stage, double cov, double min_coverage, int64_t now_ms) {
+  if (now_ms < stage.started_ms + stage.length_ms) return StageClock::Running;
+  if (cov >= min_coverage) return StageClock::Complete;
+  if (now_ms < stage.deadline_ms) return StageClock::Extended;
+  return StageClock::DeadlineHit;
+}
+
+int64_t stage_deadline(int64_t started_ms, int64_t length_ms, double grace_fraction) {
+  return started_ms + length_ms + static_cast<int64_t>(static_cast<double>(length_ms) * grace_fraction);
+}
+
+int64_t next_window_start(int64_t now_ms, const std::string& window, int utc_offset_minutes) {
+  if (window == "now" || window.size() != 5) return now_ms;
+  const int64_t minute_of_day = (window[0] - '0') * 600 + (window[1] - '0') * 60 + (window[3] - '0') * 10 + (window[4] - '0');
+  const int64_t offset_ms = static_cast<int64_t>(utc_offset_minutes) * kMinute;
+  const int64_t local = now_ms + offset_ms;
+  const int64_t day_start = floor_div(local, kDay) * kDay;
+  int64_t candidate = day_start + minute_of_day * kMinute;
+  if (candidate > local) candidate -= kDay;                          // the latest window start <= now
+  if (local < candidate + kNightlyWindowLengthMs) return now_ms;     // inside it: go
+  return candidate + kDay - offset_ms;                               // else the next one
+}
+
+}  // namespace soak

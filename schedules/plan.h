@@ -1,0 +1,114 @@
+// Stage plans and the pure scheduling function.
+//
+// A stage runs a few tasks, each on its own cadence, aligned to the stage's
+// start: task slot k falls at started + k * every. next_due() is a pure
+// function of (plan, task states, stage start, now): it never reads a clock and
+// never backfills — if the daemon was down or the host asleep across several
+// slots, only the current slot runs, and the missing ones stay missing (they
+// lower coverage, they are not made up with a burst of catch-up probes).
+//
+// Thread-agnostic, no I/O.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "daemon/base/config.h"
+#include "daemon/base/types.h"
+
+namespace soak {
+
+enum class TaskKind {
+  Smoke,        // health, identity, marker, stream, strict JSON, tool call: once per smoke
+  Scrape,       // health + server metrics/slots/props; the stage's heartbeat for coverage
+  Functional,   // marker, stream, strict JSON, tool call, thinking on/off, repetition
+  LongContext,  // fresh + exact repeat at each configured size (heavy)
+  Burst,        // N requests released together, for each configured N (heavy)
+  Cancel,       // abort mid-stream, then prove the slot was freed
+  Agent,        // gate: one agent-like turn (shared system prompt, tool call), continuously
+  SoakTraffic,  // soak: one lower-rate agent-like turn
+};
+std::string_view to_string(TaskKind k);
+std::optional<TaskKind> parse_task_kind(std::string_view s);
+
+// Heavy tasks (long prefill, bursts) never overlap on one host.
+enum class Weight { Light, Heavy };
+enum class Repeat { Once, Periodic, Continuous };
+
+struct TaskSpec {
+  TaskKind kind = TaskKind::Scrape;
+  Repeat repeat = Repeat::Periodic;
+  int64_t every_ms = 0;  // Periodic: slot length
+  int64_t pause_ms = 0;  // Continuous: pause after each run
+  Weight weight = Weight::Light;
+};
+
+struct StagePlan {
+  StageKind stage = StageKind::Smoke;
+  std::vector<TaskSpec> tasks;
+  // Index into tasks of the heartbeat whose slots measure coverage, if any.
+  std::optional<size_t> heartbeat;
+};
+
+StagePlan plan_for(StageKind stage, const CampaignSettings& s);
+
+// What the scheduler remembers per task of a running stage. Rebuilt from the
+// store on restart (the last slot served is derivable from stored rows).
+struct TaskState {
+  int64_t runs = 0;                    // runs completed in this stage
+  std::optional<int64_t> last_slot;    // Periodic: slot index last served
+  std::optional<int64_t> last_end_ms;  // Continuous: when the last run ended
+  bool running = false;
+};
+
+struct Due {
+  size_t task = 0;   // index into plan.tasks
+  int64_t slot = 0;  // Periodic: slot index; Continuous/Once: run number
+};
+
+struct DueSet {
+  std::vector<Due> due;                 // runnable now, in plan order
+  std::optional<int64_t> next_wake_ms;  // earliest future time something becomes due
+};
+
+enum class HeavyGate { Free, Busy };
+
+// Pure: which tasks are due at `now`. A heavy task that is due while the host's
+// heavy gate is busy is left out (it stays due and runs when the gate frees,
+// still serving its slot unless that slot has passed).
+DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int64_t stage_started_ms,
+                int64_t now_ms, HeavyGate heavy);
+
+// Marks a task started / finished in `states` (keeps the slot bookkeeping in one place).
+void mark_started(std::vector<TaskState>& states, const Due& d);
+void mark_finished(std::vector<TaskState>& states, size_t task, int64_t now_ms);
+
+// Coverage of a stage: heartbeat slots served / heartbeat slots in the nominal
+// length (capped at 1). A stage without a heartbeat has coverage 1.
+double coverage(const StagePlan& plan, const std::vector<TaskState>& states, int64_t length_ms);
+int64_t nominal_slots(const TaskSpec& t, int64_t length_ms);
+
+// Where a stage stands on its clock.
+enum class StageClock {
+  Running,      // before its nominal end
+  Complete,     // past its nominal end with enough coverage: judge it
+  Extended,     // past its nominal end, coverage short: keep running to make up gaps
+  DeadlineHit,  // past its deadline with coverage short: inconclusive
+};
+StageClock stage_clock(const StageRow& stage, double coverage, double min_coverage, int64_t now_ms);
+
+// Deadline of a stage started at `started_ms`: nominal length plus the grace
+// allowed for making up gaps.
+int64_t stage_deadline(int64_t started_ms, int64_t length_ms, double grace_fraction);
+
+inline constexpr int64_t kNightlyWindowLengthMs = 4 * kHour;
+
+// Nightly window: the earliest time >= now at which a canary may start; the
+// window opens at "HH:MM" and stays open kNightlyWindowLengthMs.
+// `window` is "now" or "HH:MM" local time; `utc_offset_minutes` is the local
+// offset at `now` (east of UTC positive).
+int64_t next_window_start(int64_t now_ms, const std::string& window, int utc_offset_minutes);
+
+}  // namespace soak

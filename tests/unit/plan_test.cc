@@ -1,0 +1,120 @@
+#include "schedules/plan.h"
+#include "tests/catch.h"
+
+using namespace soak;
+
+namespace {
+CampaignSettings settings() {
+  CampaignSettings s;
+  s.cadence.scrape_ms = kMinute;
+  s.cadence.functional_ms = 10 * kMinute;
+  s.cadence.long_context_ms = kHour;
+  s.cadence.burst_ms = 30 * kMinute;
+  s.cadence.cancel_ms = 30 * kMinute;
+  s.cadence.gate_pause_ms = 2000;
+  return s;
+}
+
+std::vector<TaskKind> kinds(const StagePlan& p, const DueSet& d) {
+  std::vector<TaskKind> out;
+  for (const auto& x : d.due) out.push_back(p.tasks[x.task].kind);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("canary plan: everything is due at the stage start, heavy tasks one at a time") {
+  StagePlan p = plan_for(StageKind::Canary, settings());
+  std::vector<TaskState> st(p.tasks.size());
+  DueSet d = next_due(p, st, 0, 0, HeavyGate::Free);
+  CHECK(kinds(p, d) == std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Functional, TaskKind::LongContext,
+                                             TaskKind::Cancel});  // burst waits for the long-context prefill
+  DueSet busy = next_due(p, st, 0, 0, HeavyGate::Busy);
+  CHECK(kinds(p, busy) == std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Functional, TaskKind::Cancel});
+}
+
+TEST_CASE("periodic tasks serve each slot once and wake at the next slot") {
+  StagePlan p = plan_for(StageKind::Canary, settings());
+  std::vector<TaskState> st(p.tasks.size());
+  const int64_t t0 = 1'000'000;
+  for (const auto& d : next_due(p, st, t0, t0, HeavyGate::Free).due) {
+    mark_started(st, d);
+    mark_finished(st, d.task, t0 + 500);
+  }
+  DueSet d = next_due(p, st, t0, t0 + 30'000, HeavyGate::Free);
+  CHECK(kinds(p, d) == std::vector<TaskKind>{TaskKind::Burst});  // burst was held back, now runs
+  REQUIRE(d.next_wake_ms);
+  CHECK(*d.next_wake_ms == t0 + kMinute);  // the next scrape slot
+  CHECK(kinds(p, next_due(p, st, t0, t0 + kMinute, HeavyGate::Busy)) == std::vector<TaskKind>{TaskKind::Scrape});
+}
+
+TEST_CASE("missed slots are never backfilled") {
+  StagePlan p = plan_for(StageKind::Canary, settings());
+  std::vector<TaskState> st(p.tasks.size());
+  Due first{0, 0};
+  mark_started(st, first);
+  mark_finished(st, 0, 1000);
+  // The daemon was down for 45 minutes: one scrape is due, for the current slot only.
+  DueSet d = next_due(p, st, 0, 45 * kMinute + 5, HeavyGate::Busy);
+  int scrapes = 0;
+  for (const auto& x : d.due)
+    if (p.tasks[x.task].kind == TaskKind::Scrape) {
+      ++scrapes;
+      CHECK(x.slot == 45);
+      mark_started(st, x);
+      mark_finished(st, x.task, 45 * kMinute + 10);
+    }
+  CHECK(scrapes == 1);
+  CHECK(st[0].runs == 2);
+  // Coverage over a 2 h stage: 2 of 120 heartbeat slots.
+  CHECK(coverage(p, st, 2 * kHour) == Approx(2.0 / 120));
+}
+
+TEST_CASE("continuous gate traffic runs back to back with the configured pause") {
+  StagePlan p = plan_for(StageKind::Gate, settings());
+  REQUIRE(p.tasks[1].kind == TaskKind::Agent);
+  std::vector<TaskState> st(p.tasks.size());
+  st[0].last_slot = 0;  // scrape already served
+  DueSet d = next_due(p, st, 0, 0, HeavyGate::Free);
+  REQUIRE(kinds(p, d) == std::vector<TaskKind>{TaskKind::Agent});
+  mark_started(st, d.due[0]);
+  CHECK(next_due(p, st, 0, 100, HeavyGate::Free).due.empty());  // still running
+  mark_finished(st, 1, 7000);
+  DueSet after = next_due(p, st, 0, 8000, HeavyGate::Free);
+  CHECK(after.due.empty());
+  CHECK(after.next_wake_ms == std::optional<int64_t>(9000));
+  CHECK(kinds(p, next_due(p, st, 0, 9000, HeavyGate::Free)) == std::vector<TaskKind>{TaskKind::Agent});
+}
+
+TEST_CASE("smoke runs once") {
+  StagePlan p = plan_for(StageKind::Smoke, settings());
+  std::vector<TaskState> st(p.tasks.size());
+  REQUIRE(next_due(p, st, 0, 0, HeavyGate::Free).due.size() == 1);
+  mark_started(st, Due{0, 0});
+  mark_finished(st, 0, 10);
+  CHECK(next_due(p, st, 0, kDay, HeavyGate::Free).due.empty());
+}
+
+TEST_CASE("stage clock: complete, extended to make up gaps, then deadline") {
+  StageRow s;
+  s.started_ms = 0;
+  s.length_ms = 2 * kHour;
+  s.deadline_ms = stage_deadline(0, s.length_ms, 0.25);
+  CHECK(s.deadline_ms == 2 * kHour + 30 * kMinute);
+  CHECK(stage_clock(s, 1.0, 0.9, kHour) == StageClock::Running);
+  CHECK(stage_clock(s, 0.95, 0.9, 2 * kHour) == StageClock::Complete);
+  CHECK(stage_clock(s, 0.8, 0.9, 2 * kHour) == StageClock::Extended);
+  CHECK(stage_clock(s, 0.8, 0.9, s.deadline_ms) == StageClock::DeadlineHit);
+}
+
+TEST_CASE("nightly window: inside it now, else the next opening, in local time") {
+  const int64_t day = 1'767'225'600'000;  // 2026-01-01T00:00Z
+  CHECK(next_window_start(day + 5 * kHour, "now", 0) == day + 5 * kHour);
+  // 01:00 local -> 02:00 today.
+  CHECK(next_window_start(day + kHour, "02:00", 0) == day + 2 * kHour);
+  // 03:00 local is inside 02:00 + 4 h: go now.
+  CHECK(next_window_start(day + 3 * kHour, "02:00", 0) == day + 3 * kHour);
+  // 07:00 local: the window closed, next is tomorrow 02:00.
+  CHECK(next_window_start(day + 7 * kHour, "02:00", 0) == day + kDay + 2 * kHour);
+  // UTC+9 (Seoul): 02:00 local is 17:00Z the day before.
+  CHECK(next_window_start(day + 12 * kHour, "02:00", 9 * 60) == day + 17 * kHour);
+}
