@@ -50,6 +50,7 @@ CREATE TABLE probe_results (
   stage_id             INTEGER REFERENCES stages(id),
   started_ms           INTEGER NOT NULL,
   kind                 TEXT NOT NULL,
+  task                 TEXT NOT NULL DEFAULT '',
   workload_id          TEXT NOT NULL,
   fixture_hash         TEXT NOT NULL DEFAULT '',
   size_tokens          INTEGER,

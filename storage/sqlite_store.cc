@@ -175,7 +175,7 @@ VerdictRow read_verdict(const Stmt& s, int o = 0, bool with_metrics = true) {
 }
 
 constexpr const char* kProbeCols =
-    "id, candidate_id, host_id, stage_id, started_ms, kind, workload_id, fixture_hash, size_tokens, "
+    "id, candidate_id, host_id, stage_id, started_ms, kind, task, workload_id, fixture_hash, size_tokens, "
     "cache_state, sampling, thinking, client_concurrency, runtime_slots, group_id, outcome, http_status, "
     "detail, t_connect_us, t_first_byte_us, t_first_event_us, t_first_token_us, t_last_token_us, "
     "t_terminal_us, t_done_us, itl_p50_us, itl_p95_us, itl_max_us, client_decode_tps, timing_artifact, "
@@ -193,6 +193,7 @@ ProbeResult read_probe(const Stmt& s) {
   r.stage_id = s.oi64(c++);
   r.started_wall_ms = s.i64(c++);
   r.kind = parse_probe_kind(s.text(c++)).value_or(ProbeKind::Health);
+  r.task = s.text(c++);
   r.workload_id = s.text(c++);
   r.fixture_hash = s.text(c++);
   r.size_tokens = s.oi64(c++);
@@ -427,7 +428,7 @@ Result<std::vector<CandidateRow>> SqliteStore::candidates() {
 // ============================================================== rows
 Result<int64_t> SqliteStore::insert_probe_result(const ProbeResult& r) {
   Stmt s(db_,
-         "INSERT INTO probe_results (candidate_id, host_id, stage_id, started_ms, kind, workload_id, fixture_hash, "
+         "INSERT INTO probe_results (candidate_id, host_id, stage_id, started_ms, kind, task, workload_id, fixture_hash, "
          "size_tokens, cache_state, sampling, thinking, client_concurrency, runtime_slots, group_id, outcome, "
          "outcome_category, http_status, detail, t_connect_us, t_first_byte_us, t_first_event_us, t_first_token_us, "
          "t_last_token_us, t_terminal_us, t_done_us, itl_p50_us, itl_p95_us, itl_max_us, client_decode_tps, "
@@ -435,7 +436,7 @@ Result<int64_t> SqliteStore::insert_probe_result(const ProbeResult& r) {
          "server_prompt_n, server_cache_n, server_predicted_n, server_prompt_ms, server_prompt_tps, "
          "server_predicted_ms, server_predicted_tps, server_ttft_ms, server_draft_n, server_draft_accepted, "
          "finish_reason, response_model, bytes_received, body_hash, excerpt, extra) VALUES "
-         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   std::string_view category;
   switch (category_of(r.outcome)) {
     case OutcomeCategory::Clean: category = "clean"; break;
@@ -445,7 +446,7 @@ Result<int64_t> SqliteStore::insert_probe_result(const ProbeResult& r) {
   std::optional<int64_t> thinking;
   if (r.thinking) thinking = *r.thinking ? 1 : 0;
   s.bind(r.candidate_id).bind(r.host_id).bind(r.stage_id).bind(r.started_wall_ms).bind(to_string(r.kind))
-      .bind(r.workload_id).bind(r.fixture_hash).bind(r.size_tokens).bind(to_string(r.cache_state))
+      .bind(r.task).bind(r.workload_id).bind(r.fixture_hash).bind(r.size_tokens).bind(to_string(r.cache_state))
       .bind(r.sampling_json).bind(thinking).bind(r.client_concurrency).bind(r.runtime_slots).bind(r.group_id)
       .bind(to_string(r.outcome)).bind(category).bind(r.http_status).bind(r.detail).bind(r.t_connect_us)
       .bind(r.t_first_byte_us).bind(r.t_first_event_us).bind(r.t_first_token_us).bind(r.t_last_token_us)
@@ -630,6 +631,7 @@ Result<std::vector<HostSample>> SqliteStore::host_samples(const SampleQuery& q) 
   w.add("host_id = ?", q.host_id);
   w.add("ts_ms >= ?", q.since_ms);
   w.add("ts_ms <= ?", q.until_ms);
+  w.add("id <= ?", q.max_id);
   return select_all<HostSample>(db_, std::string("SELECT ") + kHostSampleCols + " FROM host_samples" + w.sql() + " ORDER BY ts_ms, id",
                                 w, [](const Stmt& s) {
                                   HostSample h;
@@ -659,6 +661,7 @@ Result<std::vector<ProcessSample>> SqliteStore::process_samples(const SampleQuer
   w.add("candidate_id = ?", q.candidate_id);
   w.add("ts_ms >= ?", q.since_ms);
   w.add("ts_ms <= ?", q.until_ms);
+  w.add("id <= ?", q.max_id);
   return select_all<ProcessSample>(db_, std::string("SELECT ") + kProcessSampleCols + " FROM process_samples" + w.sql() +
                                             " ORDER BY ts_ms, id",
                                    w, [](const Stmt& s) {
@@ -681,10 +684,16 @@ Result<std::vector<ProcessSample>> SqliteStore::process_samples(const SampleQuer
 
 Result<std::vector<Event>> SqliteStore::events(const EventQuery& q) {
   Where w;
-  w.add("candidate_id = ?", q.candidate_id);
+  if (q.host_wide == HostWide::Include)
+    w.add("(candidate_id = ? OR candidate_id IS NULL)", q.candidate_id);
+  else
+    w.add("candidate_id = ?", q.candidate_id);
+  w.add("host_id = ?", q.host_id);
   w.add("kind = ?", q.kind);
   w.add("ts_ms >= ?", q.since_ms);
   w.add("ts_ms <= ?", q.until_ms);
+  w.add("id >= ?", q.min_id);
+  w.add("id <= ?", q.max_id);
   return select_all<Event>(db_, std::string("SELECT ") + kEventCols + " FROM events" + w.sql() + " ORDER BY ts_ms, id", w,
                            [](const Stmt& s) {
                              Event e;
@@ -723,6 +732,17 @@ Result<std::vector<StatusRow>> SqliteStore::status() {
   });
 }
 
-Result<int64_t> SqliteStore::max_probe_id() { return pragma_int(db_, "SELECT COALESCE(MAX(id), 0) FROM probe_results"); }
+Result<Store::MaxIds> SqliteStore::max_ids() {
+  MaxIds m;
+  for (auto [table, out] : {std::pair<const char*, int64_t*>{"probe_results", &m.probe},
+                            {"host_samples", &m.host_sample},
+                            {"process_samples", &m.process_sample},
+                            {"events", &m.event}}) {
+    auto v = pragma_int(db_, (std::string("SELECT COALESCE(MAX(id), 0) FROM ") + table).c_str());
+    if (!v) return v.error();
+    *out = *v;
+  }
+  return m;
+}
 
 }  // namespace soak

@@ -64,7 +64,7 @@ class SqliteStore final : public Store {
   Result<std::vector<ProcessSample>> process_samples(const SampleQuery& q) override;
   Result<std::vector<Event>> events(const EventQuery& q) override;
   Result<std::vector<StatusRow>> status() override;
-  Result<int64_t> max_probe_id() override;
+  Result<MaxIds> max_ids() override;
 
   // Raw handle for the store's own tests and benchmarks.
   sqlite3* db() const { return db_; }

@@ -37,12 +37,18 @@ struct SampleQuery {
   std::optional<int64_t> host_id;
   std::optional<int64_t> candidate_id;  // process samples only
   std::optional<int64_t> since_ms, until_ms;
+  std::optional<int64_t> max_id;        // snapshot bound: rows written after a judgment are left out
 };
+
+enum class HostWide { Exclude, Include };
 
 struct EventQuery {
   std::optional<int64_t> candidate_id;
+  HostWide host_wide = HostWide::Exclude;  // with candidate_id: also events with no candidate (host-wide)
+  std::optional<int64_t> host_id;
   std::optional<std::string> kind;
   std::optional<int64_t> since_ms, until_ms;
+  std::optional<int64_t> min_id, max_id;
 };
 
 class Store {
@@ -84,7 +90,11 @@ class Store {
   virtual Result<std::vector<ProcessSample>> process_samples(const SampleQuery& q) = 0;
   virtual Result<std::vector<Event>> events(const EventQuery& q) = 0;
   virtual Result<std::vector<StatusRow>> status() = 0;
-  virtual Result<int64_t> max_probe_id() = 0;
+  // Highest row id per table (0 when empty): snapshot bounds for a judgment.
+  struct MaxIds {
+    int64_t probe = 0, host_sample = 0, process_sample = 0, event = 0;
+  };
+  virtual Result<MaxIds> max_ids() = 0;
 };
 
 }  // namespace soak

@@ -109,11 +109,12 @@ constexpr Table<StageKind, 4> kStageKinds{{
     {StageKind::Soak, "soak"},
 }};
 
-constexpr Table<StageState, 7> kStageStates{{
+constexpr Table<StageState, 8> kStageStates{{
     {StageState::Pending, "pending"},
     {StageState::Running, "running"},
     {StageState::Passed, "passed"},
     {StageState::Failed, "failed"},
+    {StageState::Hold, "hold"},
     {StageState::Inconclusive, "inconclusive"},
     {StageState::Aborted, "aborted"},
     {StageState::Blocked, "blocked"},

@@ -77,7 +77,7 @@ std::optional<StageKind> parse_stage_kind(std::string_view s);
 inline constexpr StageKind kAllStages[] = {StageKind::Smoke, StageKind::Canary, StageKind::Gate,
                                            StageKind::Soak};
 
-enum class StageState { Pending, Running, Passed, Failed, Inconclusive, Aborted, Blocked };
+enum class StageState { Pending, Running, Passed, Failed, Hold, Inconclusive, Aborted, Blocked };
 std::string_view to_string(StageState s);
 std::optional<StageState> parse_stage_state(std::string_view s);
 
@@ -110,6 +110,7 @@ struct ProbeResult {
   std::optional<int64_t> stage_id;
   int64_t started_wall_ms = 0;
   ProbeKind kind = ProbeKind::Health;
+  std::string task;            // scheduled task that ran it ("functional", "agent", ...; "" for one-off probes)
   std::string workload_id;     // e.g. "long_context/32768/fresh"; never pools different workloads
   std::string fixture_hash;    // hash of the prompt fixture (not the prompt)
   std::optional<int64_t> size_tokens;  // target prompt size for sized workloads
