@@ -3,19 +3,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "probes/transport/http_types.h"
+
 namespace soak::test {
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -58,7 +49,7 @@ Result<std::string_view> parse_block(std::string_view raw, HttpCapture& out) {
 
 const std::string* HttpCapture::header(std::string_view name) const {
   for (const auto& [k, v] : headers) {
-    if (iequals(k, name)) return &v;
+    if (header_name_equals(k, name)) return &v;
   }
   return nullptr;
 }

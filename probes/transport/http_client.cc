@@ -1,0 +1,506 @@
+#include "probes/transport/http_client.h"
+
+#include <curl/curl.h>
+
+#include <deque>
+#include <exception>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "daemon/base/uv_util.h"
+#include "probes/transport/deadline.h"
+
+namespace soak {
+namespace {
+
+// Larger than curl's 16 KiB default: a fast stream is read in fewer calls.
+constexpr long kReceiveBufferBytes = 64 * 1024;
+constexpr int64_t kNsPerMs = 1'000'000;
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// "HTTP/1.1 200 OK" -> 200; 0 if malformed.
+int parse_status(std::string_view line) {
+  size_t sp = line.find(' ');
+  if (sp == std::string_view::npos || sp + 4 > line.size()) return 0;
+  int status = 0;
+  for (size_t i = sp + 1; i < sp + 4; ++i) {
+    if (line[i] < '0' || line[i] > '9') return 0;
+    status = status * 10 + (line[i] - '0');
+  }
+  return status;
+}
+
+bool has_header(const std::vector<HttpHeader>& headers, std::string_view name) {
+  for (const auto& h : headers) {
+    if (header_name_equals(h.name, name)) return true;
+  }
+  return false;
+}
+
+std::string describe_exception(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    return std::string("handler threw: ") + ex.what();
+  } catch (...) {
+    return "handler threw a non-standard exception";
+  }
+}
+
+}  // namespace
+
+struct HttpClient::Impl {
+  struct Socket {
+    uv_poll_t poll;
+    curl_socket_t fd;
+    Impl* impl;
+  };
+
+  struct Transfer {
+    Impl* impl = nullptr;
+    TransferId id = kNoTransfer;
+    TransferHandler* handler = nullptr;
+    HttpRequest req;
+    CURL* easy = nullptr;
+    curl_slist* headers = nullptr;
+    UvHandle<uv_timer_t> timer;  // wall + stall, re-armed lazily
+    TransferResult result;
+    std::optional<int64_t> last_content_ns;
+    int pending_status = 0;      // status line seen, block not yet complete
+    bool headers_done = false;
+    bool in_multi = false;
+    bool ended = false;
+    char errbuf[CURL_ERROR_SIZE] = {};
+
+    ~Transfer() {
+      if (easy) curl_easy_cleanup(easy);
+      curl_slist_free_all(headers);
+    }
+  };
+
+  Impl(uv_loop_t* l, const Clock& c) : loop(l), clock(c) {
+    global_init = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+    multi = curl_multi_init();
+    if (multi) {
+      curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &Impl::on_socket);
+      curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
+      curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &Impl::on_curl_timer);
+      curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+    }
+    for (auto* t : {&curl_timer, &reaper}) {
+      uv_timer_init(loop, t->get());
+      t->mark_initialized();
+      t->get()->data = this;
+    }
+  }
+
+  ~Impl() {
+    shutdown();
+    if (global_init) curl_global_cleanup();
+  }
+
+  // ------------------------------------------------------------ lifecycle
+  TransferId start(HttpRequest req, TransferHandler* handler) {
+    if (shut || handler == nullptr) return kNoTransfer;
+    auto owned = std::make_unique<Transfer>();
+    Transfer* t = owned.get();
+    t->impl = this;
+    t->id = next_id++;
+    t->handler = handler;
+    t->req = std::move(req);
+    t->result.times.start_ns = clock.mono_ns();
+    uv_timer_init(loop, t->timer.get());
+    t->timer.mark_initialized();
+    t->timer.get()->data = t;
+    transfers.emplace(t->id, std::move(owned));
+
+    std::string err = configure(t);
+    if (!err.empty()) {
+      end(t, EndReason::Error, err, 0);
+      schedule_reap();
+      return t->id;
+    }
+    arm(t);
+    if (t->ended) {
+      schedule_reap();
+      return t->id;
+    }
+    if (in_curl) {
+      to_add.push_back(t);  // curl forbids adding handles from inside its callbacks
+    } else {
+      add(t);
+    }
+    return t->id;
+  }
+
+  void cancel(TransferId id) {
+    auto it = transfers.find(id);
+    if (it == transfers.end() || it->second->ended) return;
+    end(it->second.get(), EndReason::Cancelled, "cancelled by the caller", 0);
+    if (!in_curl) schedule_reap();  // inside curl, drive() retires it when curl returns
+  }
+
+  void mark_content(TransferId id) {
+    auto it = transfers.find(id);
+    if (it == transfers.end() || it->second->ended) return;
+    it->second->last_content_ns = clock.mono_ns();
+  }
+
+  void shutdown() {
+    if (shut) return;
+    shut = true;
+    uv_timer_stop(curl_timer.get());
+    uv_timer_stop(reaper.get());
+    for (auto& [id, t] : transfers) end(t.get(), EndReason::Cancelled, "client shut down", 0);
+    to_add.clear();
+    retire_all();
+    if (multi) {
+      curl_multi_cleanup(multi);  // closes cached connections (socket callbacks close their polls)
+      multi = nullptr;
+    }
+    std::vector<Socket*> left(sockets.begin(), sockets.end());
+    for (Socket* s : left) close_socket(s);
+    curl_timer.close();
+    reaper.close();
+  }
+
+  // ------------------------------------------------------------ setup
+  std::string configure(Transfer* t) {
+    if (!multi) return "curl_multi_init failed";
+    CURL* e = curl_easy_init();
+    if (!e) return "curl_easy_init failed";
+    t->easy = e;
+    const HttpRequest& r = t->req;
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    // Runtimes are local: a proxy from the environment would sit inside every timing.
+    curl_easy_setopt(e, CURLOPT_PROXY, "");
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, kReceiveBufferBytes);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+    if (r.connect_timeout_ms > 0) curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout_ms));
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Impl::on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, &Impl::on_prereq);
+    curl_easy_setopt(e, CURLOPT_PREREQDATA, t);
+    if (r.connection == ConnectionPolicy::Fresh) {
+      curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+      curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    }
+
+    if (r.method == "GET" && r.body.empty()) {
+      curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else if (r.method == "HEAD") {
+      curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    } else {
+      if (!r.body.empty() || r.method == "POST") {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+      }
+      if (r.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+    }
+
+    for (const auto& h : r.headers) {
+      std::string line = h.name + ": " + h.value;
+      t->headers = curl_slist_append(t->headers, line.c_str());
+    }
+    if (!r.body.empty() && !has_header(r.headers, "Content-Type")) {
+      t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
+    }
+    // curl waits up to a second for "100 Continue" before sending a large body;
+    // that wait would sit inside every long-context TTFT.
+    t->headers = curl_slist_append(t->headers, "Expect:");
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    return {};
+  }
+
+  void add(Transfer* t) {
+    CURLMcode rc = curl_multi_add_handle(multi, t->easy);
+    if (rc != CURLM_OK) {
+      end(t, EndReason::Error, std::string("curl_multi_add_handle: ") + curl_multi_strerror(rc), 0);
+      schedule_reap();
+      return;
+    }
+    t->in_multi = true;
+  }
+
+  // ------------------------------------------------------------ limits
+  void arm(Transfer* t) {
+    int64_t now = clock.mono_ns();
+    auto check = check_deadlines(t->result.times.start_ns, t->last_content_ns, t->req.wall_timeout_ms * kNsPerMs,
+                                 t->req.stall_timeout_ms * kNsPerMs, now);
+    if (check.tripped) {
+      end(t, *check.tripped, limit_detail(t, *check.tripped), 0);
+      return;
+    }
+    if (check.next_ns) uv_timer_start(t->timer.get(), &Impl::on_transfer_timer, timer_ms_for(*check.next_ns - now), 0);
+  }
+
+  static std::string limit_detail(const Transfer* t, EndReason r) {
+    if (r == EndReason::Timeout) {
+      return "no complete response within the wall timeout of " + std::to_string(t->req.wall_timeout_ms) + " ms";
+    }
+    return "no content for the stall timeout of " + std::to_string(t->req.stall_timeout_ms) + " ms (since " +
+           (t->last_content_ns ? "the last content)" : "the request start)");
+  }
+
+  // ------------------------------------------------------------ ending
+  // Decides the end of a transfer once; delivery waits for retire_all().
+  void end(Transfer* t, EndReason reason, std::string detail, int curl_code) {
+    if (t->ended) return;
+    t->ended = true;
+    t->result.reason = reason;
+    t->result.detail = std::move(detail);
+    t->result.curl_code = curl_code;
+    t->result.times.done_ns = clock.mono_ns();
+    uv_timer_stop(t->timer.get());
+    ended.push_back(t);
+  }
+
+  void schedule_reap() {
+    if (!shut) uv_timer_start(reaper.get(), &Impl::on_reaper, 0, 0);
+  }
+
+  // Removes ended transfers from curl and delivers on_done. Never runs inside curl.
+  void retire_all() {
+    if (retiring) return;
+    retiring = true;
+    while (!ended.empty()) {
+      Transfer* t = ended.front();
+      ended.pop_front();
+      if (t->in_multi) {
+        curl_multi_remove_handle(multi, t->easy);  // an unfinished transfer's connection is closed here
+        t->in_multi = false;
+      }
+      long connects = 0;
+      if (t->easy && curl_easy_getinfo(t->easy, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK) {
+        t->result.reused_connection = t->result.times.connected_ns.has_value() && connects == 0;
+      }
+      auto it = transfers.find(t->id);
+      std::unique_ptr<Transfer> owned = std::move(it->second);
+      transfers.erase(it);
+      try {
+        owned->handler->on_done(owned->id, owned->result);
+      } catch (...) {
+        // The transfer is over; there is nothing left to end. Swallowed so it cannot unwind through libuv.
+      }
+    }
+    retiring = false;
+  }
+
+  // ------------------------------------------------------------ driving curl
+  void drive(curl_socket_t fd, int flags) {
+    int running = 0;
+    in_curl = true;
+    curl_multi_socket_action(multi, fd, flags, &running);
+    in_curl = false;
+    collect_finished();
+    std::vector<Transfer*> adds;
+    adds.swap(to_add);
+    for (Transfer* t : adds) {
+      if (!t->ended) add(t);
+    }
+    retire_all();
+  }
+
+  void collect_finished() {
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      Transfer* t = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
+      if (t == nullptr || t->ended) continue;  // we decided first (cancel, size cap, handler error)
+      CURLcode code = msg->data.result;
+      curl_off_t connect_us = 0;
+      curl_easy_getinfo(t->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+      bool connected = t->result.times.connected_ns.has_value() || connect_us > 0;
+      std::string detail;
+      if (code != CURLE_OK) detail = t->errbuf[0] ? std::string(t->errbuf) : std::string(curl_easy_strerror(code));
+      end(t, end_reason_for_curl(code, connected), std::move(detail), static_cast<int>(code));
+    }
+  }
+
+  void close_socket(Socket* s) {
+    sockets.erase(s);
+    uv_poll_stop(&s->poll);
+    uv_close(reinterpret_cast<uv_handle_t*>(&s->poll),
+             [](uv_handle_t* h) { delete static_cast<Socket*>(h->data); });
+  }
+
+  // ------------------------------------------------------------ C callbacks
+  static int on_socket(CURL*, curl_socket_t fd, int what, void* userp, void* socketp) {
+    auto* m = static_cast<Impl*>(userp);
+    auto* s = static_cast<Socket*>(socketp);
+    if (what == CURL_POLL_REMOVE) {
+      if (s) m->close_socket(s);  // curl drops its own record of the socket after this call
+      return 0;
+    }
+    if (!s) {
+      s = new Socket{};
+      s->fd = fd;
+      s->impl = m;
+      if (uv_poll_init_socket(m->loop, &s->poll, fd) != 0) {
+        delete s;
+        return -1;
+      }
+      s->poll.data = s;
+      m->sockets.insert(s);
+      curl_multi_assign(m->multi, fd, s);
+    }
+    int events = 0;
+    if (what & CURL_POLL_IN) events |= UV_READABLE;
+    if (what & CURL_POLL_OUT) events |= UV_WRITABLE;
+    uv_poll_start(&s->poll, events, &Impl::on_poll);
+    return 0;
+  }
+
+  static void on_poll(uv_poll_t* h, int status, int events) {
+    auto* s = static_cast<Socket*>(h->data);
+    int flags = 0;
+    if (status < 0) {
+      flags = CURL_CSELECT_ERR;
+    } else {
+      if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
+      if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
+    }
+    s->impl->drive(s->fd, flags);  // `s` may be freed by now
+  }
+
+  static int on_curl_timer(CURLM*, long timeout_ms, void* userp) {
+    auto* m = static_cast<Impl*>(userp);
+    if (timeout_ms < 0) {
+      uv_timer_stop(m->curl_timer.get());
+    } else {
+      uv_timer_start(m->curl_timer.get(), &Impl::on_curl_timeout, static_cast<uint64_t>(timeout_ms), 0);
+    }
+    return 0;
+  }
+
+  static void on_curl_timeout(uv_timer_t* h) { static_cast<Impl*>(h->data)->drive(CURL_SOCKET_TIMEOUT, 0); }
+
+  static void on_reaper(uv_timer_t* h) { static_cast<Impl*>(h->data)->retire_all(); }
+
+  static void on_transfer_timer(uv_timer_t* h) {
+    auto* t = static_cast<Transfer*>(h->data);
+    if (t->ended) return;
+    Impl* m = t->impl;
+    m->arm(t);  // ends the transfer if a limit passed, else re-arms for the next deadline
+    if (t->ended) m->retire_all();
+  }
+
+  static int on_prereq(void* userp, char*, char*, int, int local_port) {
+    auto* t = static_cast<Transfer*>(userp);
+    t->result.times.connected_ns = t->impl->clock.mono_ns();
+    t->result.local_port = local_port;
+    return CURL_PREREQFUNC_OK;
+  }
+
+  static size_t on_header(char* buf, size_t size, size_t n, void* userp) {
+    auto* t = static_cast<Transfer*>(userp);
+    size_t len = size * n;
+    if (t->ended) return 0;
+    try {
+      int64_t now = t->impl->clock.mono_ns();
+      if (!t->result.times.first_byte_ns) t->result.times.first_byte_ns = now;
+      if (t->headers_done) return len;  // chunked trailers
+      std::string_view line = trim(std::string_view(buf, len));
+      if (line.rfind("HTTP/", 0) == 0) {
+        t->pending_status = parse_status(line);
+        t->result.head.headers.clear();  // a new block (after a 1xx) replaces the old one
+        return len;
+      }
+      if (line.empty()) {
+        if (t->pending_status >= 200) {
+          t->headers_done = true;
+          t->result.head.status = t->pending_status;
+          t->handler->on_headers(t->id, t->result.head, now);
+        }
+        return t->ended ? 0 : len;
+      }
+      size_t colon = line.find(':');
+      if (colon != std::string_view::npos) {
+        t->result.head.headers.push_back(
+            HttpHeader{std::string(line.substr(0, colon)), std::string(trim(line.substr(colon + 1)))});
+      }
+      return len;
+    } catch (...) {
+      t->impl->end(t, EndReason::Error, describe_exception(std::current_exception()), 0);
+      return 0;
+    }
+  }
+
+  static size_t on_write(char* buf, size_t size, size_t n, void* userp) {
+    auto* t = static_cast<Transfer*>(userp);
+    size_t len = size * n;
+    if (t->ended) return 0;  // cancelled from a handler: make curl stop reading
+    try {
+      int64_t now = t->impl->clock.mono_ns();
+      if (!t->result.times.first_byte_ns) t->result.times.first_byte_ns = now;
+      size_t take = len;
+      bool over = false;
+      const int64_t cap = t->req.max_response_bytes;
+      if (cap > 0 && t->result.bytes_received + static_cast<int64_t>(len) > cap) {
+        take = static_cast<size_t>(cap - t->result.bytes_received);
+        over = true;
+      }
+      t->result.bytes_received += static_cast<int64_t>(take);
+      if (take > 0) {
+        if (t->req.body_mode == BodyMode::Buffer) {
+          t->result.body.append(buf, take);
+          t->last_content_ns = now;
+        } else {
+          t->handler->on_body(t->id, std::string_view(buf, take), now);
+        }
+      }
+      if (over) {
+        t->impl->end(t, EndReason::Truncated,
+                     "response body reached the cap of " + std::to_string(cap) + " bytes", 0);
+        return 0;
+      }
+      return t->ended ? 0 : len;
+    } catch (...) {
+      t->impl->end(t, EndReason::Error, describe_exception(std::current_exception()), 0);
+      return 0;
+    }
+  }
+
+  uv_loop_t* loop;
+  const Clock& clock;
+  CURLM* multi = nullptr;
+  UvHandle<uv_timer_t> curl_timer;
+  UvHandle<uv_timer_t> reaper;  // delivers ends decided outside any loop callback
+  std::unordered_map<TransferId, std::unique_ptr<Transfer>> transfers;
+  std::vector<Transfer*> to_add;  // started from inside a curl callback
+  std::deque<Transfer*> ended;    // decided, not yet delivered
+  std::unordered_set<Socket*> sockets;
+  TransferId next_id = 1;
+  bool in_curl = false;
+  bool retiring = false;
+  bool shut = false;
+  bool global_init = false;
+};
+
+HttpClient::HttpClient(uv_loop_t* loop, const Clock& clock) : impl_(std::make_unique<Impl>(loop, clock)) {}
+HttpClient::~HttpClient() = default;
+
+TransferId HttpClient::start(HttpRequest request, TransferHandler* handler) {
+  return impl_->start(std::move(request), handler);
+}
+void HttpClient::cancel(TransferId id) { impl_->cancel(id); }
+void HttpClient::mark_content(TransferId id) { impl_->mark_content(id); }
+void HttpClient::shutdown() { impl_->shutdown(); }
+size_t HttpClient::active() const { return impl_->transfers.size(); }
+
+}  // namespace soak

@@ -1,0 +1,87 @@
+// HTTP client on the daemon's libuv loop: libcurl's multi interface driven by
+// the loop (the multi-socket pattern of curl's docs/examples/multi-uv.c: one
+// uv_poll per socket curl asks for, one uv_timer for curl's timeouts,
+// curl_multi_socket_action on each). No thread per request: everything,
+// including every handler callback, runs on the loop thread.
+//
+// Limits (HttpRequest): the connect timeout is curl's; the wall and stall
+// limits are our own uv timers that consult the Clock (CURLOPT_LOW_SPEED_*
+// would be reset by keep-alive bytes, DESIGN.md §7); the size cap aborts from
+// the write callback. Each ends the transfer with its own EndReason.
+//
+// Ownership: the caller owns the loop, the clock and every handler; all must
+// outlive the client (a handler: until its on_done). The client owns curl's
+// handles and its uv handles; they are freed in their close callbacks, so run
+// the loop after shutdown() until it has no handles left, then close it.
+//
+// Threading: construct, call and destroy on the loop thread only. Handler
+// callbacks run on that thread from inside the loop; from inside them it is
+// fine to call start(), cancel() and mark_content() (calls that libcurl
+// forbids inside its callbacks are deferred until curl returns), but not to
+// destroy the client or call shutdown().
+//
+// Failure: start() never fails synchronously. Every accepted transfer gets
+// exactly one on_done, never from inside start()/cancel()/mark_content()
+// (shutdown() is the exception: it delivers on_done(Cancelled) to every live
+// transfer before it returns). Nothing throws through curl or libuv: an
+// exception from a handler ends that transfer with EndReason::Error.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "daemon/base/clock.h"
+#include "probes/transport/http_types.h"
+
+namespace soak {
+
+using TransferId = uint64_t;
+inline constexpr TransferId kNoTransfer = 0;
+
+class TransferHandler {
+ public:
+  virtual ~TransferHandler() = default;
+  // The final (non-1xx) status line and headers are complete.
+  virtual void on_headers(TransferId, const ResponseHead&, int64_t /*mono_ns*/) {}
+  // BodyMode::Stream: body bytes as they arrive (de-chunked), stamped on arrival.
+  // `bytes` is valid during the call only.
+  virtual void on_body(TransferId, std::string_view /*bytes*/, int64_t /*mono_ns*/) {}
+  virtual void on_done(TransferId, const TransferResult& result) = 0;
+};
+
+class HttpClient {
+ public:
+  HttpClient(uv_loop_t* loop, const Clock& clock);
+  ~HttpClient();  // calls shutdown() if it was not called
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Starts a transfer and stamps its start. Returns kNoTransfer (and never
+  // calls `handler`) only after shutdown().
+  TransferId start(HttpRequest request, TransferHandler* handler);
+
+  // Ends the transfer as Cancelled and closes its connection. Unknown or
+  // finished ids are ignored.
+  void cancel(TransferId id);
+
+  // The caller saw real content on this transfer (only it can tell a token
+  // from a keep-alive): resets the stall clock. In BodyMode::Stream nothing
+  // else does, and before the first call the stall clock runs from start().
+  void mark_content(TransferId id);
+
+  // Stops the timers, ends every transfer as Cancelled (on_done is delivered
+  // before this returns), releases curl and starts closing every uv handle.
+  // Idempotent.
+  void shutdown();
+
+  size_t active() const;  // transfers started and not yet delivered to on_done
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace soak

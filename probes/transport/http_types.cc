@@ -1,0 +1,58 @@
+#include "probes/transport/http_types.h"
+
+#include <curl/curl.h>
+
+namespace soak {
+
+bool header_name_equals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; };
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+const std::string* ResponseHead::find(std::string_view name) const {
+  for (const auto& h : headers) {
+    if (header_name_equals(h.name, name)) return &h.value;
+  }
+  return nullptr;
+}
+
+std::string_view to_string(EndReason r) {
+  switch (r) {
+    case EndReason::Completed: return "completed";
+    case EndReason::ConnectRefused: return "connect_refused";
+    case EndReason::ConnectTimeout: return "connect_timeout";
+    case EndReason::Timeout: return "timeout";
+    case EndReason::Stalled: return "stalled";
+    case EndReason::Truncated: return "truncated";
+    case EndReason::PeerClosed: return "peer_closed";
+    case EndReason::Cancelled: return "cancelled";
+    case EndReason::Error: return "error";
+  }
+  return "error";
+}
+
+EndReason end_reason_for_curl(int curl_code, bool connected) {
+  switch (static_cast<CURLcode>(curl_code)) {
+    case CURLE_OK:
+      return EndReason::Completed;
+    case CURLE_COULDNT_CONNECT:
+      return EndReason::ConnectRefused;
+    case CURLE_OPERATION_TIMEDOUT:
+      // Only the connect timeout is curl's; wall and stall are our own timers,
+      // so a curl timeout after connecting is not one of our limits.
+      return connected ? EndReason::Error : EndReason::ConnectTimeout;
+    case CURLE_GOT_NOTHING:    // connection closed before any response byte
+    case CURLE_PARTIAL_FILE:   // chunked stream without its last chunk, short Content-Length
+    case CURLE_RECV_ERROR:     // connection reset while reading
+    case CURLE_SEND_ERROR:     // connection reset while sending the request
+      return EndReason::PeerClosed;
+    default:
+      return EndReason::Error;
+  }
+}
+
+}  // namespace soak

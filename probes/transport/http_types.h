@@ -1,0 +1,100 @@
+// Plain values of the HTTP transport: what a request asks for, what came back,
+// and how a transfer ended. No behaviour beyond small pure helpers; owned by
+// whoever holds them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace soak {
+
+// Defaults for every limit (DESIGN.md §2.2: requests carry no max_tokens, so the
+// client's own limits are what bound them). 0 disables a limit.
+inline constexpr int64_t kDefaultConnectTimeoutMs = 5'000;
+inline constexpr int64_t kDefaultWallTimeoutMs = 15 * 60'000;  // a 131K-token fresh prefill fits
+inline constexpr int64_t kDefaultStallTimeoutMs = 120'000;
+inline constexpr int64_t kDefaultMaxResponseBytes = 64LL * 1024 * 1024;
+
+// Stream: body bytes go to TransferHandler::on_body as they arrive, and only
+//   HttpClient::mark_content() resets the stall clock (keep-alives must not).
+// Buffer: the body is collected into TransferResult::body and every received
+//   body byte counts as progress for the stall clock.
+enum class BodyMode { Stream, Buffer };
+
+// Reuse: an idle keep-alive connection to the same host may carry the request.
+// Fresh: open a new connection and close it afterwards (cold measurements,
+//   bursts whose spread must include connection setup).
+enum class ConnectionPolicy { Reuse, Fresh };
+
+// Header names compare ASCII case-insensitively (RFC 9110 §5.1).
+bool header_name_equals(std::string_view a, std::string_view b);
+
+struct HttpHeader {
+  std::string name;
+  std::string value;
+  bool operator==(const HttpHeader&) const = default;
+};
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string url;
+  std::vector<HttpHeader> headers;  // a body without Content-Type is sent as application/json
+  std::string body;
+  int64_t connect_timeout_ms = kDefaultConnectTimeoutMs;
+  int64_t wall_timeout_ms = kDefaultWallTimeoutMs;    // from start(), whatever arrives
+  int64_t stall_timeout_ms = kDefaultStallTimeoutMs;  // from start() or the last content
+  int64_t max_response_bytes = kDefaultMaxResponseBytes;  // body bytes after de-chunking
+  BodyMode body_mode = BodyMode::Stream;
+  ConnectionPolicy connection = ConnectionPolicy::Reuse;
+};
+
+struct ResponseHead {
+  int status = 0;                    // 0 until a final (non-1xx) status line arrived
+  std::vector<HttpHeader> headers;   // in order, names as sent
+  // First header with this name (ASCII case-insensitive), or nullptr.
+  const std::string* find(std::string_view name) const;
+};
+
+// How a transfer ended. Every limit has its own reason; nothing is cut silently.
+enum class EndReason {
+  Completed,       // the response arrived whole (any HTTP status)
+  ConnectRefused,  // TCP connect refused / host unreachable
+  ConnectTimeout,  // no connection within connect_timeout_ms
+  Timeout,         // wall_timeout_ms passed
+  Stalled,         // stall_timeout_ms passed without content
+  Truncated,       // the body reached max_response_bytes; the rest was not read
+  PeerClosed,      // the server closed or reset the connection before the response was whole
+  Cancelled,       // HttpClient::cancel() or shutdown()
+  Error,           // anything else: curl code and message in the result
+};
+std::string_view to_string(EndReason r);
+
+// The reason for a transfer that libcurl finished (rather than one of our own
+// limits): `curl_code` is its CURLcode; `connected` whether a connection was
+// ever ready. Pure, so the mapping is tested without sockets.
+EndReason end_reason_for_curl(int curl_code, bool connected);
+
+// Monotonic stamps (Clock::mono_ns) of one transfer.
+struct TransferTimes {
+  int64_t start_ns = 0;                   // start() was called
+  std::optional<int64_t> connected_ns;    // connection ready (new or reused), request about to be sent
+  std::optional<int64_t> first_byte_ns;   // first response byte (status line) processed
+  int64_t done_ns = 0;                    // the end reason was decided
+};
+
+struct TransferResult {
+  EndReason reason = EndReason::Error;
+  ResponseHead head;            // status 0 if no final status line arrived
+  int64_t bytes_received = 0;   // body bytes delivered (never more than the cap)
+  TransferTimes times;
+  bool reused_connection = false;
+  int local_port = 0;           // client side of the TCP connection, 0 if none
+  int curl_code = 0;            // CURLcode of the transfer (0 when we ended it ourselves)
+  std::string detail;           // human-readable cause for every reason but Completed
+  std::string body;             // BodyMode::Buffer only
+};
+
+}  // namespace soak

@@ -1,0 +1,95 @@
+#include "probes/transport/sse_client.h"
+
+#include <string>
+#include <utility>
+
+namespace soak {
+namespace {
+
+constexpr std::string_view kEventStream = "text/event-stream";
+
+bool is_event_stream(const ResponseHead& head) {
+  const std::string* ct = head.find("Content-Type");
+  if (ct == nullptr) return false;
+  std::string_view v = *ct;
+  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+  return v.size() >= kEventStream.size() && header_name_equals(v.substr(0, kEventStream.size()), kEventStream);
+}
+
+}  // namespace
+
+class SseClient::Stream final : public TransferHandler, private SseSink {
+ public:
+  Stream(SseClient& owner, SseHandler* handler) : owner_(owner), handler_(handler) {}
+
+  void on_headers(TransferId id, const ResponseHead& head, int64_t mono_ns) override {
+    event_stream_ = is_event_stream(head);
+    handler_->on_headers(id, head, mono_ns);
+  }
+
+  void on_body(TransferId id, std::string_view bytes, int64_t mono_ns) override {
+    if (!event_stream_) {
+      other_body_.append(bytes);
+      return;
+    }
+    id_ = id;
+    now_ = mono_ns;
+    parser_.feed(bytes, *this);
+  }
+
+  void on_done(TransferId id, const TransferResult& transfer) override {
+    SseResult out;
+    out.transfer = transfer;
+    if (!event_stream_) out.transfer.body = std::move(other_body_);
+    out.event_stream = event_stream_;
+    out.events = parser_.events();
+    out.comments = parser_.comments();
+    out.first_event_ns = first_event_ns_;
+    out.tail = parser_.tail();
+    SseHandler* handler = handler_;
+    std::unique_ptr<Stream> self = owner_.release(id);  // `this` is freed when `self` goes out of scope
+    handler->on_done(id, out);
+  }
+
+ private:
+  void on_event(const SseEvent& event) override {
+    if (!first_event_ns_) first_event_ns_ = now_;
+    if (handler_->on_event(id_, event, now_) == EventClass::Content) owner_.http_.mark_content(id_);
+  }
+
+  void on_comment(std::string_view text) override { handler_->on_comment(id_, text, now_); }
+
+  SseClient& owner_;
+  SseHandler* handler_;
+  SseParser parser_;
+  std::string other_body_;
+  std::optional<int64_t> first_event_ns_;
+  TransferId id_ = kNoTransfer;
+  int64_t now_ = 0;
+  bool event_stream_ = false;
+};
+
+SseClient::SseClient(HttpClient& http) : http_(http) {}
+SseClient::~SseClient() = default;
+
+TransferId SseClient::start(HttpRequest request, SseHandler* handler) {
+  if (handler == nullptr) return kNoTransfer;
+  request.body_mode = BodyMode::Stream;
+  bool has_accept = false;
+  for (const auto& h : request.headers) has_accept = has_accept || header_name_equals(h.name, "Accept");
+  if (!has_accept) request.headers.push_back(HttpHeader{"Accept", std::string(kEventStream)});
+  auto stream = std::make_unique<Stream>(*this, handler);
+  TransferId id = http_.start(std::move(request), stream.get());
+  if (id != kNoTransfer) streams_.emplace(id, std::move(stream));
+  return id;
+}
+
+std::unique_ptr<SseClient::Stream> SseClient::release(TransferId id) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return nullptr;
+  auto s = std::move(it->second);
+  streams_.erase(it);
+  return s;
+}
+
+}  // namespace soak
