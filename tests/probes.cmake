@@ -2,3 +2,4 @@
 soak_add_test(unit_probes_chat SOURCES unit/probes_chat_test.cc LIBS soak_probes LABELS unit)
 soak_add_test(unit_probes_prometheus SOURCES unit/probes_prometheus_test.cc LIBS soak_probes LABELS unit)
 soak_add_test(unit_probes_validators SOURCES unit/probes_validators_test.cc LIBS soak_probes LABELS unit)
+soak_add_test(unit_probes_adapters SOURCES unit/probes_adapters_test.cc LIBS soak_probes LABELS unit)

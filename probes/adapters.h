@@ -1,0 +1,167 @@
+// Runtime adapters: what each local LLM runtime exposes (DESIGN.md §7), as data
+// plus pure parse functions for its answers. The probe runner asks
+// runtime_traits(kind) which routes to call and how to read them; nothing here
+// does I/O. Each fact below was checked against the runtime's current source or
+// documentation; the comment beside it names where.
+//
+// Thread-agnostic. Traits are static, immutable and live for the whole program.
+// Parse functions never throw: a body that is not the documented shape yields
+// an Error (Result) or an empty/absent value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/base/result.h"
+#include "daemon/base/types.h"
+#include "probes/openai_chat.h"
+#include "probes/prometheus.h"
+
+namespace soak::probes {
+
+struct HttpRoute {
+  std::string_view method;  // "GET" | "POST"
+  std::string_view path;    // appended to the candidate's base URL
+};
+
+enum class HealthState {
+  Up,        // serving
+  Loading,   // alive, model not ready yet (llama.cpp 503 "Loading model", Rapid-MLX /health/ready 503)
+  Draining,  // alive, refusing new work (Rapid-MLX /healthz 503 "draining")
+  Down,      // anything else: dead engine, unexpected status
+};
+std::string_view to_string(HealthState s);
+
+struct HealthVerdict {
+  HealthState state = HealthState::Down;
+  std::string detail;
+};
+
+// Where the build identity comes from.
+enum class BuildSourceKind {
+  LlamaCppProps,      // GET /props `build_info` ("b<N>-<commit>")
+  VersionJson,        // GET /version {"version": ...} (vLLM) or /api/version (Ollama)
+  OmlxStatus,         // GET /api/status `version`
+  MetricsBuildInfo,   // GET /metrics rapid_mlx_build_info{version=...}
+  LmStudioRuntime,    // `runtime{name,version}` in /api/v0/chat/completions answers
+  SystemFingerprint,  // `system_fingerprint` of any chat answer (mlx-lm); else a configured command
+  None,               // nothing over HTTP: a configured command or a fixed string
+};
+
+enum class ReasoningField { ReasoningContent, Reasoning };
+enum class UsageInStream { OnlyWhenRequested, Always };
+enum class KeepAliveStyle {
+  None,
+  SseComments,       // `:` comment lines; invisible to the chat accumulator
+  CommentsAndChunks, // comments, and in some releases fake chunks with "model":"keepalive"
+};
+enum class ToolChoice { Supported, Unsupported };
+
+struct RuntimeTraits {
+  RuntimeKind kind = RuntimeKind::OpenAI;
+  HttpRoute health;
+  HttpRoute models;                       // identity: the model list route
+  std::optional<HttpRoute> build;         // nullopt: not over HTTP (see build_source)
+  BuildSourceKind build_source = BuildSourceKind::None;
+  std::optional<HttpRoute> props;         // server properties (llama.cpp /props: total_slots, n_ctx)
+  std::optional<HttpRoute> slots;         // per-slot state (llama.cpp /slots)
+  std::optional<HttpRoute> metrics;       // Prometheus text
+  std::string_view metrics_prefix;
+  std::span<const std::string_view> key_metrics;  // the series soakd scrapes and stores
+  std::optional<HttpRoute> tokenize;      // exact prompt sizing; nullopt: estimate only
+  ReasoningField reasoning = ReasoningField::ReasoningContent;
+  UsageInStream stream_usage = UsageInStream::OnlyWhenRequested;
+  IdentityEvidence identity = IdentityEvidence::ResponseModel;
+  KeepAliveStyle keepalive = KeepAliveStyle::None;
+  ToolChoice tool_choice = ToolChoice::Supported;
+  std::optional<int> default_max_tokens;  // server-side cap when a request omits max_tokens
+  std::string_view notes;                 // one line for the README table and `soakd probe`
+};
+
+const RuntimeTraits& runtime_traits(RuntimeKind kind);
+
+// ---------------------------------------------------------------- health
+
+// Reads the answer of traits.health for `kind`. Connection failures never get
+// here (the transport reports them); every status that did arrive is judged.
+HealthVerdict interpret_health(RuntimeKind kind, int http_status, std::string_view body);
+
+// ---------------------------------------------------------------- build identity
+
+struct LlamaBuild {
+  int64_t number = 0;  // b<N>
+  std::string commit;  // short hash, may be empty for distro builds ("b8681-Debian" keeps "Debian")
+  std::string text() const;  // "b<N>-<commit>" (or "b<N>")
+};
+// "b9928-81ff7abe5" (/props build_info, system_fingerprint).
+std::optional<LlamaBuild> parse_llamacpp_build_info(std::string_view s);
+// `llama-server --version` output: "version: 9928 (81ff7abe5)".
+Result<LlamaBuild> parse_llama_server_version(std::string_view output);
+
+// The build string a runtime reports, read from the answer of traits.build (for
+// LmStudioRuntime and SystemFingerprint: any chat completion answer body).
+Result<std::string> parse_build(RuntimeKind kind, std::string_view body);
+
+// mlx-lm server.py get_system_fingerprint(): "<mlx-lm>-<mlx>-<platform>-<gpu arch>".
+struct MlxFingerprint {
+  std::string mlx_lm;
+  std::string mlx;
+  std::string text() const;  // "mlx-lm <v> mlx <v>"
+};
+std::optional<MlxFingerprint> parse_mlx_fingerprint(std::string_view fingerprint);
+
+// ---------------------------------------------------------------- server state
+
+struct LlamaProps {
+  std::string build_info;
+  std::string model_alias;
+  std::string model_path;
+  std::optional<int> total_slots;
+  std::optional<int64_t> n_ctx;  // per slot (default_generation_settings.n_ctx)
+  std::optional<bool> is_sleeping;
+};
+Result<LlamaProps> parse_llamacpp_props(std::string_view body);
+
+struct SlotState {
+  int id = 0;
+  bool is_processing = false;
+  std::optional<int64_t> n_ctx;
+  std::optional<int64_t> id_task;
+  std::optional<int64_t> n_decoded;  // next_token[0].n_decoded (stale after the task ends)
+};
+Result<std::vector<SlotState>> parse_llamacpp_slots(std::string_view body);
+
+struct SlotSummary {
+  int total = 0;
+  int busy = 0;
+  bool all_idle() const { return busy == 0; }
+};
+SlotSummary summarize_slots(const std::vector<SlotState>& slots);
+
+struct OmlxStatus {
+  std::string version;
+  std::optional<int64_t> active_requests, waiting_requests, models_loaded, models_loading;
+};
+Result<OmlxStatus> parse_omlx_status(std::string_view body);
+
+// Model ids from a model list answer: OpenAI `data[].id` (+ llama.cpp `aliases`),
+// Ollama /api/tags `models[].name`, LM Studio /api/v0/models `data[].id`.
+std::vector<std::string> parse_model_ids(std::string_view body);
+
+// The identity probe's judgement of a model list: Clean when the canonical id is
+// listed, IdentityMismatch otherwise (with what was listed).
+Verdict check_model_list(const std::vector<std::string>& ids, std::string_view canonical_model);
+
+// ---------------------------------------------------------------- tokenize
+
+// Request body for traits.tokenize: llama.cpp {"content": text}, vLLM
+// {"model": m, "prompt": text}. Empty when the runtime has no tokenize route.
+std::string tokenize_request_body(RuntimeKind kind, std::string_view model, std::string_view text);
+// Token count from its answer: llama.cpp `tokens` array length, vLLM `count`.
+Result<int64_t> parse_tokenize_count(RuntimeKind kind, std::string_view body);
+
+}  // namespace soak::probes
