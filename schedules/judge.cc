@@ -1,0 +1,301 @@
+// Stage rules (smoke, gate, coverage, how the stage ended) and the assembly of
+// findings into one VerdictRow. See judge.h for the order of decisions.
+#include "schedules/judge.h"
+
+#include <algorithm>
+#include <map>
+
+#include "schedules/judge_internal.h"
+#include "schedules/stats.h"
+
+namespace soak {
+
+std::string_view to_string(BaselineMode m) {
+  switch (m) {
+    case BaselineMode::None: return "none";
+    case BaselineMode::Interleaved: return "interleaved";
+    case BaselineMode::History: return "history";
+  }
+  return "none";
+}
+
+namespace judge_detail {
+namespace {
+
+// A verdict's reason quotes this many findings of the deciding severity.
+constexpr size_t kMaxReasons = 3;
+
+struct Counts {
+  int64_t attempts = 0;  // rows that count (harness rows excluded)
+  int64_t clean = 0;
+  int64_t failures = 0;
+  int64_t harness = 0;
+};
+Counts count(const std::vector<const ProbeResult*>& rows) {
+  Counts k;
+  for (const ProbeResult* r : rows) {
+    if (is_harness(*r)) {
+      ++k.harness;
+      continue;
+    }
+    ++k.attempts;
+    if (is_clean(*r)) ++k.clean;
+    if (counts_against(*r)) ++k.failures;
+  }
+  return k;
+}
+
+double coverage_of(const JudgeInput& in) {
+  if (in.slots_planned <= 0) return 0;
+  return static_cast<double>(in.slots_run) / static_cast<double>(in.slots_planned);
+}
+
+bool is_unreachable(Outcome o) {
+  return o == Outcome::ConnectRefused || o == Outcome::ConnectTimeout || o == Outcome::Loading;
+}
+
+void blocked(const Context& c, Judgement& j) {
+  const Counts k = count(c.cand);
+  if (k.attempts == 0) {
+    j.find(Severity::Inconclusive, "no probe results from the candidate");
+    return;
+  }
+  if (k.clean > 0) return;
+  for (const ProbeResult* r : c.cand)
+    if (!is_harness(*r) && !is_unreachable(r->outcome)) return;
+  auto m = metric("blocked", kResultFail,
+                  format("no clean response; all %lld attempts were connect failures or loading",
+                         static_cast<long long>(k.attempts)));
+  m.n = k.attempts;
+  j.find(Severity::Blocked, "unreachable: " + m.reason);
+  j.add(std::move(m));
+}
+
+void stage_end(const Context& c, Judgement& j) {
+  switch (c.in.end) {
+    case StageEnd::Completed: return;
+    case StageEnd::Stopped: j.find(Severity::Inconclusive, "the stage was stopped before its end"); return;
+    case StageEnd::TimedOut: j.find(Severity::Inconclusive, "the stage reached its deadline without completing"); return;
+  }
+}
+
+void coverage(const Context& c, Judgement& j) {
+  const double cov = coverage_of(c.in);
+  const double min = c.in.gate.min_coverage;
+  const bool enough = c.in.slots_planned > 0 && cov >= min;
+  auto m = metric("coverage", enough ? kResultPass : kResultInsufficient,
+                  format("%lld of %lld planned slots ran (%.1f%%), need %.1f%%", static_cast<long long>(c.in.slots_run),
+                         static_cast<long long>(c.in.slots_planned), cov * 100, min * 100));
+  m.n = c.in.slots_run;
+  set_numbers(m, cov, 0, 0, 0, min, 1);
+  if (!enough) j.find(Severity::Inconclusive, "coverage gap: " + m.reason);
+  j.add(std::move(m));
+}
+
+// Smoke passes when every probe it ran was clean and every required kind was
+// seen clean at least once.
+void smoke(const Context& c, Judgement& j) {
+  std::map<ProbeKind, std::vector<const ProbeResult*>> by_kind;
+  for (ProbeKind k : c.in.smoke_required) by_kind[k];
+  for (const ProbeResult* r : c.cand) by_kind[r->kind].push_back(r);
+  for (const auto& [kind, rows] : by_kind) {
+    const Counts k = count(rows);
+    const bool required = std::find(c.in.smoke_required.begin(), c.in.smoke_required.end(), kind) !=
+                          c.in.smoke_required.end();
+    const std::string name = "smoke/" + std::string(to_string(kind));
+    auto m = metric(name, kResultPass, "");
+    m.n = k.attempts;
+    set_numbers(m, static_cast<double>(k.clean), 0, 0, 0, static_cast<double>(k.attempts), 1);
+    if (k.failures > 0) {
+      const auto first = std::find_if(rows.begin(), rows.end(), [](const ProbeResult* r) { return counts_against(*r); });
+      m.result = std::string(kResultFail);
+      m.reason = format("%lld of %lld not clean, first %s (row %lld)", static_cast<long long>(k.failures),
+                        static_cast<long long>(k.attempts), std::string(to_string((*first)->outcome)).c_str(),
+                        static_cast<long long>((*first)->id));
+      if (!(*first)->detail.empty()) m.reason += ": " + (*first)->detail;
+      j.find(Severity::Failure, name + ": " + m.reason);
+    } else if (k.clean == 0 && required) {
+      m.result = std::string(kResultInsufficient);
+      m.reason = "required, never ran";
+      j.find(Severity::Inconclusive, name + ": " + m.reason);
+    } else {
+      m.reason = format("%lld of %lld clean", static_cast<long long>(k.clean), static_cast<long long>(k.attempts));
+    }
+    j.add(std::move(m));
+  }
+}
+
+void failure_ratio(const Context& c, Judgement& j) {
+  const Counts k = count(c.cand);
+  const double max = c.in.gate.max_failure_ratio;
+  auto m = metric("failure_ratio", kResultPass, "");
+  m.n = k.attempts;
+  if (k.attempts == 0) {
+    m.result = std::string(kResultInsufficient);
+    m.reason = "no attempts";
+    set_numbers(m, 0, 0, 0, 1, max, 1);
+    j.add(std::move(m));
+    return;
+  }
+  const double ratio = static_cast<double>(k.failures) / static_cast<double>(k.attempts);
+  const auto ci = stats::wilson_interval(k.failures, k.attempts, c.confidence());
+  const bool fail = ratio >= max;
+  m.result = std::string(fail ? kResultFail : kResultPass);
+  m.reason = format("%lld of %lld attempts failed (%.2f%%), must stay under %.2f%%", static_cast<long long>(k.failures),
+                    static_cast<long long>(k.attempts), ratio * 100, max * 100);
+  set_numbers(m, ratio, 0, ci.lo, ci.hi, max, 1);
+  if (fail) j.find(Severity::Failure, "failure ratio: " + m.reason);
+  j.add(std::move(m));
+}
+
+// The gate counts completed (clean) agent requests. Too few with full coverage
+// of a completed stage means the runtime could not keep up: a failure. Too few
+// otherwise means the evidence is short: inconclusive.
+void gate_completed(const Context& c, Judgement& j) {
+  int64_t completed = 0;
+  for (const ProbeResult* r : c.cand)
+    if (r->kind == ProbeKind::Agent && is_clean(*r)) ++completed;
+  const int64_t need = c.in.gate.min_completed;
+  auto m = metric("gate_completed", kResultPass, "");
+  m.n = completed;
+  set_numbers(m, static_cast<double>(completed), 0, 0, 0, static_cast<double>(need), 1);
+  const std::string text = format("%lld completed agent requests, need %lld", static_cast<long long>(completed),
+                                  static_cast<long long>(need));
+  if (completed >= need) {
+    m.reason = text;
+  } else if (c.in.end == StageEnd::Completed && coverage_of(c.in) >= c.in.gate.min_coverage) {
+    m.result = std::string(kResultFail);
+    m.reason = "too few with full coverage: " + text;
+    j.find(Severity::Failure, "gate: " + m.reason);
+  } else {
+    m.result = std::string(kResultInsufficient);
+    m.reason = text;
+    j.find(Severity::Inconclusive, "gate: " + text);
+  }
+  j.add(std::move(m));
+}
+
+void reports(const Context& c, Judgement& j) {
+  std::map<Outcome, int64_t> harness;
+  int64_t artifacts = 0;
+  for (const ProbeResult* r : c.cand) {
+    if (is_harness(*r)) ++harness[r->outcome];
+    if (r->timing_artifact) ++artifacts;
+  }
+  int64_t total = 0;
+  std::string by_class;
+  for (const auto& [o, n] : harness) {
+    total += n;
+    by_class += format("%s%s %lld", by_class.empty() ? "" : ", ", std::string(to_string(o)).c_str(),
+                       static_cast<long long>(n));
+  }
+  auto h = metric("harness_errors", kResultPass,
+                  total ? "not counted against the candidate: " + by_class : std::string("none"));
+  h.n = total;
+  set_numbers(h, static_cast<double>(total), 0, 0, 0, 0, 1);
+  j.add(std::move(h));
+  auto t = metric("timing_artifacts", kResultPass,
+                  format("%lld row(s) with first output and finish implausibly close, excluded from rates",
+                         static_cast<long long>(artifacts)));
+  t.n = artifacts;
+  set_numbers(t, static_cast<double>(artifacts), 0, 0, 0, 0, 1);
+  j.add(std::move(t));
+}
+
+VerdictState state_of(Severity s) {
+  switch (s) {
+    case Severity::HardFailure:
+    case Severity::Failure: return VerdictState::Rejected;
+    case Severity::Blocked: return VerdictState::Blocked;
+    case Severity::Inconclusive: return VerdictState::Inconclusive;
+    case Severity::Hold: return VerdictState::Hold;
+  }
+  return VerdictState::Inconclusive;
+}
+
+std::string passed_summary(const Context& c, const std::vector<MetricEvidence>& metrics) {
+  int64_t pass = 0, insufficient = 0;
+  for (const auto& m : metrics) {
+    if (m.result == kResultPass) ++pass;
+    if (m.result == kResultInsufficient) ++insufficient;
+  }
+  std::string s = format("passed: %lld checks pass, %lld had too few samples", static_cast<long long>(pass),
+                         static_cast<long long>(insufficient));
+  if (c.in.stage == StageKind::Canary)
+    s += format("; baseline %s", std::string(to_string(c.in.baseline_mode)).c_str());
+  return s;
+}
+
+VerdictRow assemble(const Context& c, Judgement&& j) {
+  const JudgeInput& in = c.in;
+  VerdictRow v;
+  v.candidate_id = in.candidate_id;
+  v.stage_id = in.stage_id;
+  v.wall_ms = in.now_ms;
+  v.stage = std::string(to_string(in.stage));
+  v.judge_version = std::string(kJudgeVersion);
+  v.config_hash = in.config_hash;
+  v.baseline_id = in.baseline_id;
+  v.baseline_mode = std::string(to_string(in.baseline_mode));
+  for (const ProbeResult* r : c.cand) {
+    v.evidence_first_id = v.evidence_first_id ? std::min(v.evidence_first_id, r->id) : r->id;
+    v.evidence_last_id = std::max(v.evidence_last_id, r->id);
+  }
+
+  std::optional<Severity> decisive;
+  for (const auto& f : j.findings)
+    if (!decisive || f.severity < *decisive) decisive = f.severity;
+  if (!decisive) {
+    v.state = VerdictState::Promoted;
+    v.reason = v.stage + " " + passed_summary(c, j.metrics);
+  } else {
+    v.state = state_of(*decisive);
+    std::vector<const Finding*> chosen;
+    for (const auto& f : j.findings)
+      if (f.severity == *decisive) chosen.push_back(&f);
+    std::string reason = v.stage + " " + std::string(to_string(v.state)) + ": ";
+    if (*decisive == Severity::HardFailure) reason += "hard failure, ";
+    for (size_t i = 0; i < chosen.size() && i < kMaxReasons; ++i) reason += (i ? "; " : "") + chosen[i]->reason;
+    if (chosen.size() > kMaxReasons) reason += format(" (and %zu more)", chosen.size() - kMaxReasons);
+    v.reason = std::move(reason);
+  }
+  v.metrics = std::move(j.metrics);
+  return v;
+}
+
+}  // namespace
+}  // namespace judge_detail
+
+VerdictRow judge_stage(const JudgeInput& in) {
+  using namespace judge_detail;
+  const Context c(in);
+  Judgement j;
+  judge_hard(c, j);
+  blocked(c, j);
+  stage_end(c, j);
+  coverage(c, j);
+  switch (in.stage) {
+    case StageKind::Smoke: smoke(c, j); break;
+    case StageKind::Canary: break;
+    case StageKind::Gate:
+      gate_completed(c, j);
+      failure_ratio(c, j);
+      break;
+    case StageKind::Soak: failure_ratio(c, j); break;
+  }
+  judge_compare(c, j);
+  judge_trends(c, j);
+  reports(c, j);
+  return assemble(c, std::move(j));
+}
+
+std::optional<VerdictRow> judge_hard_failures(const JudgeInput& in) {
+  using namespace judge_detail;
+  const Context c(in);
+  Judgement j;
+  judge_hard(c, j);
+  if (j.findings.empty()) return std::nullopt;
+  return assemble(c, std::move(j));
+}
+
+}  // namespace soak

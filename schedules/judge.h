@@ -1,0 +1,113 @@
+// Verdict judges: stored rows in, one VerdictRow out (DESIGN.md §2, §3).
+//
+// judge_stage() is a pure function of its JudgeInput: no clock, no store, no
+// randomness. The daemon builds the input from the store when a stage ends and
+// `soakctl explain` builds the same input from the same rows, so both get a
+// byte-identical verdict (metric order and numbers included) whatever order
+// the rows arrive in. Rows must carry their store ids (unique per table): ties
+// in time are broken by id.
+//
+// What the judge decides, most decisive first:
+//   1. hard failures reject at once (hung stream, missing terminal event,
+//      identity mismatch, repeated 5xx, crash/restart, stale slot, memory guard
+//      trip, invalid JSON / tool call / empty tool arguments beyond tolerance);
+//   2. blocked: no clean response and nothing but connect/loading failures;
+//   3. stage rules reject (smoke not all clean, canary regression vs baseline,
+//      gate failure ratio or too few completed requests, soak leak or drift);
+//   4. inconclusive: stage stopped or timed out, coverage below threshold, no
+//      baseline data (canary), not enough samples to compare anything;
+//   5. hold: a marginal regression (between the effect floor and floor + hold
+//      band, or a significant tail-only regression, or a slope above its bound
+//      whose interval still reaches below it);
+//   6. otherwise promoted (for smoke/canary/gate: the stage passed).
+// Harness outcomes (cancelled_by_daemon, harness_error) never count against
+// the candidate; they are reported in their own metric row.
+//
+// Metric rows (MetricEvidence), in this order: hard/<class>, stage rules,
+// per-locator comparisons, soak trends, harness/timing-artifact counts.
+// Per-locator names are "<metric>/<workload>{<locator>}". Field meanings:
+//   central (ttft_ms, prompt_tps, decode_tps, wall_ms): estimate/baseline are
+//     medians, lo/hi the Hodges–Lehmann shift interval as a signed fraction of
+//     the baseline median, threshold the effect floor, p_value Mann–Whitney;
+//   tails (<metric>.p95, .p99; .p5, .p1 for rates where low is bad):
+//     estimate/baseline are the quantiles, lo/hi the Wilson interval of the
+//     fraction of candidate samples beyond the baseline's quantile, threshold
+//     the tail tolerance, p_value Fisher on those exceedance counts;
+//   error_rate: estimate/baseline are failure fractions, lo/hi the Wilson
+//     interval of the candidate's, threshold alpha, p_value Fisher (one-sided);
+//   trends: see judge_trends.cc.
+// Results are "pass" | "fail" | "marginal" | "insufficient".
+//
+// Thread-agnostic; safe to call from any thread on its own input.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/base/config.h"
+#include "daemon/base/types.h"
+
+namespace soak {
+
+// Bumped whenever a rule or a number format changes, so stored verdicts say
+// which rules produced them.
+inline constexpr std::string_view kJudgeVersion = "judge-1";
+
+inline constexpr std::string_view kResultPass = "pass";
+inline constexpr std::string_view kResultFail = "fail";
+inline constexpr std::string_view kResultMarginal = "marginal";
+inline constexpr std::string_view kResultInsufficient = "insufficient";
+
+// Where the baseline rows came from: interleaved A/B slots in the same period,
+// stored history of the baseline candidate, or no baseline at all.
+enum class BaselineMode { None, Interleaved, History };
+std::string_view to_string(BaselineMode m);
+
+// How the stage ended, as the scheduler saw it. Only Completed can pass.
+enum class StageEnd { Completed, Stopped, TimedOut };
+
+// What smoke must have seen clean at least once.
+inline const std::vector<ProbeKind> kSmokeRequiredKinds{ProbeKind::Health,     ProbeKind::Identity,
+                                                        ProbeKind::Marker,     ProbeKind::Stream,
+                                                        ProbeKind::StrictJson, ProbeKind::ToolCall};
+
+struct JudgeInput {
+  StageKind stage = StageKind::Smoke;
+  StageEnd end = StageEnd::Completed;
+  int64_t candidate_id = 0;
+  int64_t host_id = 0;                 // the candidate's host (host samples, host-wide events)
+  std::optional<int64_t> stage_id;
+  int64_t now_ms = 0;                  // wall time written into the verdict
+  std::string config_hash;             // Config::candidate_hash of the effective settings
+
+  JudgeRules judge;
+  GateRules gate;
+  SoakRules soak;
+  GuardRules guard;
+
+  int64_t slots_planned = 0;           // coverage = slots_run / slots_planned
+  int64_t slots_run = 0;
+
+  BaselineMode baseline_mode = BaselineMode::None;
+  std::optional<int64_t> baseline_id;  // baseline candidate row
+
+  std::vector<ProbeResult> candidate_rows;  // the candidate's rows in this stage
+  std::vector<ProbeResult> baseline_rows;   // the baseline's rows (same period or history)
+  std::vector<ProcessSample> process_samples;
+  std::vector<HostSample> host_samples;
+  std::vector<Event> events;
+
+  std::vector<ProbeKind> smoke_required = kSmokeRequiredKinds;
+};
+
+// The stage's verdict. Never returns VerdictState::Running.
+VerdictRow judge_stage(const JudgeInput& in);
+
+// For checks while a stage runs: the rejecting verdict if a hard failure is
+// already in the rows, nullopt otherwise (nothing else is decided early).
+std::optional<VerdictRow> judge_hard_failures(const JudgeInput& in);
+
+}  // namespace soak

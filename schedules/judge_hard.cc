@@ -1,0 +1,229 @@
+// Hard failures: any one rejects the candidate at once, whatever else the rows
+// say (issue 5, "Verdicts"; DESIGN §2.1). Every class gets a metric row, so a
+// verdict also shows what was checked and found clean.
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "schedules/judge_internal.h"
+#include "schedules/stats.h"
+
+namespace soak::judge_detail {
+
+namespace {
+
+// Reasons quote at most this much of a row's detail or an event's JSON.
+constexpr size_t kMaxQuoted = 160;
+
+std::string quoted(const std::string& s) {
+  if (s.empty() || s == "{}") return {};
+  return ": " + (s.size() > kMaxQuoted ? s.substr(0, kMaxQuoted) + "..." : s);
+}
+
+struct RowClass {
+  std::string_view name;
+  std::vector<Outcome> outcomes;
+};
+
+// Any single row of these classes is a hard failure.
+const std::vector<RowClass>& row_classes() {
+  static const std::vector<RowClass> k{
+      {"hung_stream", {Outcome::NoBody, Outcome::Stalled}},
+      {"no_terminal", {Outcome::NoTerminal}},
+      {"identity_mismatch", {Outcome::IdentityMismatch}},
+      {"stale_slot", {Outcome::StaleSlot}},
+  };
+  return k;
+}
+
+// These are tolerated up to JudgeRules::max_invalid_ratio of the rows that
+// ask for structured output.
+const std::vector<RowClass>& ratio_classes() {
+  static const std::vector<RowClass> k{
+      {"invalid_json", {Outcome::InvalidJson}},
+      {"invalid_tool_call", {Outcome::InvalidToolCall}},
+      {"empty_tool_args", {Outcome::EmptyToolArgs}},
+  };
+  return k;
+}
+
+bool asks_structured_output(ProbeKind k) {
+  return k == ProbeKind::StrictJson || k == ProbeKind::ToolCall || k == ProbeKind::Agent;
+}
+
+bool in_class(const RowClass& c, Outcome o) { return std::find(c.outcomes.begin(), c.outcomes.end(), o) != c.outcomes.end(); }
+
+std::string hard_name(std::string_view cls) { return "hard/" + std::string(cls); }
+
+void row_class(const Context& c, const RowClass& cls, Judgement& j) {
+  std::vector<int64_t> ids;
+  const ProbeResult* first = nullptr;
+  for (const ProbeResult* r : c.cand)
+    if (in_class(cls, r->outcome)) {
+      ids.push_back(r->id);
+      if (!first) first = r;
+    }
+  const auto n = static_cast<int64_t>(ids.size());
+  if (!first) {
+    auto m = metric(hard_name(cls.name), kResultPass, format("none in %zu rows", c.cand.size()));
+    j.add(std::move(m));
+    return;
+  }
+  std::string reason = format("%lld row(s) (%s), first %s at probe %s", static_cast<long long>(n),
+                              id_list(ids).c_str(), std::string(to_string(first->outcome)).c_str(),
+                              first->workload_id.c_str()) +
+                       quoted(first->detail);
+  auto m = metric(hard_name(cls.name), kResultFail, reason);
+  m.n = n;
+  set_numbers(m, static_cast<double>(n), 0, 0, 0, 0, 1);
+  j.add(std::move(m));
+  j.find(Severity::HardFailure, std::string(cls.name) + ": " + reason);
+}
+
+void ratio_class(const Context& c, const RowClass& cls, Judgement& j) {
+  int64_t attempts = 0;
+  std::vector<int64_t> ids;
+  const ProbeResult* first = nullptr;
+  for (const ProbeResult* r : c.cand) {
+    const bool hit = in_class(cls, r->outcome);
+    if (is_harness(*r) || !(hit || asks_structured_output(r->kind))) continue;
+    ++attempts;
+    if (hit) {
+      ids.push_back(r->id);
+      if (!first) first = r;
+    }
+  }
+  const auto bad = static_cast<int64_t>(ids.size());
+  const double ratio = attempts ? static_cast<double>(bad) / static_cast<double>(attempts) : 0.0;
+  const double tolerance = c.in.judge.max_invalid_ratio;
+  const bool fail = bad > 0 && ratio > tolerance;
+  std::string reason = format("%lld of %lld structured-output rows (%.1f%%), tolerance %.1f%%",
+                              static_cast<long long>(bad), static_cast<long long>(attempts), ratio * 100,
+                              tolerance * 100);
+  if (first) reason += "; rows " + id_list(ids) + quoted(first->detail);
+  auto m = metric(hard_name(cls.name), fail ? kResultFail : kResultPass, reason);
+  m.n = attempts;
+  auto ci = stats::wilson_interval(bad, attempts, c.confidence());
+  set_numbers(m, ratio, 0, ci.lo, ci.hi, tolerance, 1);
+  j.add(std::move(m));
+  if (fail) j.find(Severity::HardFailure, std::string(cls.name) + " beyond tolerance: " + reason);
+}
+
+void repeated_5xx(const Context& c, Judgement& j) {
+  const int limit = std::max(1, c.in.judge.repeated_5xx);
+  int64_t total = 0, run = 0, longest = 0;
+  std::vector<int64_t> current, tripped;
+  for (const ProbeResult* r : c.cand) {
+    if (is_harness(*r)) continue;  // soakd's own faults say nothing about the runtime
+    if (r->outcome != Outcome::Http5xx) {
+      run = 0;
+      current.clear();
+      continue;
+    }
+    ++total;
+    ++run;
+    current.push_back(r->id);
+    longest = std::max(longest, run);
+    if (run >= limit && tripped.empty()) tripped = current;
+  }
+  const bool fail = longest >= limit;
+  std::string reason = format("%lld 5xx in all, longest run %lld, limit %d", static_cast<long long>(total),
+                              static_cast<long long>(longest), limit);
+  if (fail) reason += " (rows " + id_list(tripped) + ")";
+  auto m = metric(hard_name("repeated_5xx"), fail ? kResultFail : kResultPass, reason);
+  m.n = total;
+  set_numbers(m, static_cast<double>(longest), 0, 0, 0, limit, 1);
+  j.add(std::move(m));
+  if (fail) j.find(Severity::HardFailure, "repeated_5xx: " + reason);
+}
+
+bool event_applies(const Context& c, const Event& e, bool host_wide_ok) {
+  if (e.candidate_id) return *e.candidate_id == c.in.candidate_id;
+  if (!host_wide_ok) return false;
+  return !e.host_id || *e.host_id == c.in.host_id;
+}
+
+std::vector<const Event*> events_of(const Context& c, std::string_view kind, bool host_wide_ok) {
+  std::vector<const Event*> out;
+  for (const auto& e : c.in.events)
+    if (e.kind == kind && event_applies(c, e, host_wide_ok)) out.push_back(&e);
+  std::sort(out.begin(), out.end(), [](const Event* a, const Event* b) {
+    return a->wall_ms != b->wall_ms ? a->wall_ms < b->wall_ms : a->id < b->id;
+  });
+  return out;
+}
+
+// A process of the candidate that changes pid or start time between two
+// samples was restarted, even when nobody wrote an event for it.
+std::vector<int64_t> sampled_restarts(const Context& c) {
+  std::map<std::string, std::vector<const ProcessSample*>> by_name;
+  for (const auto& s : c.in.process_samples)
+    if (s.candidate_id && *s.candidate_id == c.in.candidate_id && s.pid > 0) by_name[s.name].push_back(&s);
+  std::vector<int64_t> ids;
+  for (auto& [name, samples] : by_name) {
+    std::sort(samples.begin(), samples.end(), [](const ProcessSample* a, const ProcessSample* b) {
+      return a->wall_ms != b->wall_ms ? a->wall_ms < b->wall_ms : a->id < b->id;
+    });
+    for (size_t i = 1; i < samples.size(); ++i) {
+      const auto& prev = *samples[i - 1];
+      const auto& cur = *samples[i];
+      const bool new_start = prev.start_time && cur.start_time && *prev.start_time != *cur.start_time;
+      if (prev.pid != cur.pid || new_start) ids.push_back(cur.id);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+void restarts(const Context& c, Judgement& j) {
+  const auto events = events_of(c, "process_restart", false);
+  const auto sampled = sampled_restarts(c);
+  std::vector<int64_t> event_ids;
+  for (const Event* e : events) event_ids.push_back(e->id);
+  const auto n = static_cast<int64_t>(event_ids.size() + sampled.size());
+  std::string reason;
+  if (n == 0) {
+    reason = format("no restart event, no pid or start-time change in %zu process samples",
+                    c.in.process_samples.size());
+  } else {
+    std::vector<std::string> parts;
+    if (!events.empty())
+      parts.push_back(format("%zu restart event(s) (events %s)", events.size(), id_list(event_ids).c_str()) +
+                      quoted(events.front()->detail_json));
+    if (!sampled.empty())
+      parts.push_back(format("%zu pid/start-time change(s) at samples %s", sampled.size(), id_list(sampled).c_str()));
+    for (const auto& p : parts) reason += (reason.empty() ? "" : "; ") + p;
+  }
+  auto m = metric(hard_name("process_restart"), n ? kResultFail : kResultPass, reason);
+  m.n = n;
+  set_numbers(m, static_cast<double>(n), 0, 0, 0, 0, 1);
+  j.add(std::move(m));
+  if (n) j.find(Severity::HardFailure, "process_restart (crash/restart): " + reason);
+}
+
+void guard_trips(const Context& c, Judgement& j) {
+  const auto events = events_of(c, "guard_trip", true);
+  std::vector<int64_t> ids;
+  for (const Event* e : events) ids.push_back(e->id);
+  const auto n = static_cast<int64_t>(ids.size());
+  std::string reason = n ? format("%lld trip(s) (events %s)", static_cast<long long>(n), id_list(ids).c_str()) +
+                               quoted(events.front()->detail_json)
+                         : std::string("memory guard quiet");
+  auto m = metric(hard_name("guard_trip"), n ? kResultFail : kResultPass, reason);
+  m.n = n;
+  set_numbers(m, static_cast<double>(n), 0, 0, 0, 0, 1);
+  j.add(std::move(m));
+  if (n) j.find(Severity::HardFailure, "guard_trip (memory guard): " + reason);
+}
+
+}  // namespace
+
+void judge_hard(const Context& c, Judgement& j) {
+  for (const auto& cls : row_classes()) row_class(c, cls, j);
+  repeated_5xx(c, j);
+  restarts(c, j);
+  guard_trips(c, j);
+  for (const auto& cls : ratio_classes()) ratio_class(c, cls, j);
+}
+
+}  // namespace soak::judge_detail

@@ -1,0 +1,198 @@
+// Hard failures reject at once, each with its evidence; harness errors never
+// count against the candidate.
+#include "schedules/judge.h"
+#include "tests/catch.h"
+#include "tests/unit/judge_rows.h"
+
+using namespace soak;
+using namespace soak::testing;
+
+namespace {
+
+// A canary that would be promoted on its own.
+struct Healthy {
+  Rows cand{kCandidate, 1};
+  Rows base{kBaseline, 100'000};
+  JudgeInput in = input_for(StageKind::Canary);
+
+  Healthy() {
+    add_perf(cand, 30, Perf{}, 1);
+    add_perf(base, 30, Perf{}, 5000);
+  }
+  VerdictRow judge() {
+    in.candidate_rows = cand.rows;
+    in.baseline_rows = base.rows;
+    return judge_stage(in);
+  }
+};
+
+void expect_hard(const VerdictRow& v, const std::string& cls) {
+  INFO(v.reason);
+  CHECK(v.state == VerdictState::Rejected);
+  CHECK(contains(v.reason, "hard failure"));
+  CHECK(contains(v.reason, cls));
+  const auto* m = find_metric(v, "hard/" + cls);
+  REQUIRE(m);
+  CHECK(m->result == "fail");
+}
+
+}  // namespace
+
+TEST_CASE("the healthy canary used below is promoted and every hard check is listed as passing") {
+  Healthy h;
+  auto v = h.judge();
+  INFO(v.reason);
+  CHECK(v.state == VerdictState::Promoted);
+  for (const char* cls : {"hung_stream", "no_terminal", "identity_mismatch", "stale_slot", "repeated_5xx",
+                          "process_restart", "guard_trip", "invalid_json", "invalid_tool_call", "empty_tool_args"}) {
+    const auto* m = find_metric(v, std::string("hard/") + cls);
+    REQUIRE(m);
+    CHECK(m->result == "pass");
+  }
+}
+
+TEST_CASE("a single row of a hard-failure class rejects with the row ids") {
+  struct Case {
+    Outcome outcome;
+    const char* cls;
+  };
+  for (const Case& k : {Case{Outcome::NoBody, "hung_stream"}, Case{Outcome::Stalled, "hung_stream"},
+                        Case{Outcome::NoTerminal, "no_terminal"}, Case{Outcome::IdentityMismatch, "identity_mismatch"},
+                        Case{Outcome::StaleSlot, "stale_slot"}}) {
+    DYNAMIC_SECTION(to_string(k.outcome)) {
+      Healthy h;
+      const int64_t bad_id = h.cand.add(ProbeKind::Stream, "stream/1k", k.outcome).id;
+      auto v = h.judge();
+      expect_hard(v, k.cls);
+      const auto* m = find_metric(v, std::string("hard/") + k.cls);
+      CHECK(m->n == 1);
+      CHECK(contains(m->reason, std::to_string(bad_id)));
+      CHECK(contains(m->reason, "synthetic"));
+    }
+  }
+}
+
+TEST_CASE("repeated 5xx: consecutive runs reach the limit, harness rows do not break a run") {
+  Healthy h;
+  h.in.judge.repeated_5xx = 3;
+  SECTION("two in a row, then clean, then two: not repeated") {
+    h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
+    h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
+    h.cand.perf(ProbeKind::Stream, "stream/1k", Perf{});
+    h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
+    h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
+    auto v = h.judge();
+    const auto* m = find_metric(v, "hard/repeated_5xx");
+    CHECK(m->result == "pass");
+    CHECK(m->n == 4);
+    CHECK(m->estimate == 2);
+  }
+  SECTION("three in a row with a harness error between them") {
+    h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
+    h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::HarnessError);
+    h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
+    h.cand.add(ProbeKind::Health, "health", Outcome::Http5xx);
+    auto v = h.judge();
+    expect_hard(v, "repeated_5xx");
+    CHECK(find_metric(v, "hard/repeated_5xx")->estimate == 3);
+  }
+  SECTION("row order in the input does not matter: time order decides") {
+    for (int i = 0; i < 3; ++i) h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
+    std::reverse(h.cand.rows.begin(), h.cand.rows.end());
+    expect_hard(h.judge(), "repeated_5xx");
+  }
+}
+
+TEST_CASE("crash/restart: an event or a pid change in the process samples") {
+  Healthy h;
+  SECTION("process_restart event") {
+    h.in.events.push_back(event(11, kT0 + kHourMs, "process_restart"));
+    auto v = h.judge();
+    expect_hard(v, "process_restart");
+    CHECK(contains(find_metric(v, "hard/process_restart")->reason, "events 11"));
+  }
+  SECTION("another candidate's restart does not count") {
+    h.in.events.push_back(event(11, kT0 + kHourMs, "process_restart", 99));
+    CHECK(h.judge().state == VerdictState::Promoted);
+  }
+  SECTION("pid changes between samples") {
+    h.in.process_samples.push_back(process_sample(1, kT0, 20'000, 100));
+    h.in.process_samples.push_back(process_sample(2, kT0 + kMinuteMs, 20'000, 100));
+    h.in.process_samples.push_back(process_sample(3, kT0 + 2 * kMinuteMs, 20'000, 200));
+    auto v = h.judge();
+    expect_hard(v, "process_restart");
+    CHECK(contains(find_metric(v, "hard/process_restart")->reason, "samples 3"));
+  }
+}
+
+TEST_CASE("memory guard trip, also when written host-wide") {
+  Healthy h;
+  SECTION("for the candidate") { h.in.events.push_back(event(5, kT0, "guard_trip")); }
+  SECTION("host-wide") { h.in.events.push_back(event(5, kT0, "guard_trip", std::nullopt)); }
+  expect_hard(h.judge(), "guard_trip");
+}
+
+TEST_CASE("invalid JSON / tool calls / empty tool args: tolerated up to max_invalid_ratio") {
+  struct Case {
+    Outcome outcome;
+    ProbeKind kind;
+    const char* cls;
+  };
+  for (const Case& k : {Case{Outcome::InvalidJson, ProbeKind::StrictJson, "invalid_json"},
+                        Case{Outcome::InvalidToolCall, ProbeKind::ToolCall, "invalid_tool_call"},
+                        Case{Outcome::EmptyToolArgs, ProbeKind::ToolCall, "empty_tool_args"}}) {
+    DYNAMIC_SECTION(k.cls) {
+      Healthy h;
+      h.in.judge.max_invalid_ratio = 0.05;
+      for (int i = 0; i < 38; ++i) h.cand.add(k.kind, "structured");
+      h.cand.add(k.kind, "structured", k.outcome);
+      h.cand.add(k.kind, "structured", k.outcome);
+      // 2 of 40 = 5%: within tolerance (the rule is "beyond").
+      auto within = h.judge();
+      const auto* m = find_metric(within, std::string("hard/") + k.cls);
+      REQUIRE(m);
+      CHECK(m->result == "pass");
+      CHECK(m->n == 40);
+      CHECK(m->estimate == Approx(0.05));
+      CHECK(within.state != VerdictState::Rejected);  // stage rules may still hold it
+      h.cand.add(k.kind, "structured", k.outcome);
+      expect_hard(h.judge(), k.cls);
+    }
+  }
+}
+
+TEST_CASE("interim check: hard failures are found before the stage ends, nothing else is decided") {
+  Healthy h;
+  h.in.candidate_rows = h.cand.rows;
+  CHECK_FALSE(judge_hard_failures(h.in).has_value());
+  h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Stalled);
+  h.in.candidate_rows = h.cand.rows;
+  auto v = judge_hard_failures(h.in);
+  REQUIRE(v);
+  CHECK(v->state == VerdictState::Rejected);
+  CHECK(contains(v->reason, "hung_stream"));
+  CHECK(v->judge_version == kJudgeVersion);
+}
+
+TEST_CASE("harness errors are reported apart and never count against the candidate") {
+  Rows cand{kCandidate, 1};
+  auto in = input_for(StageKind::Gate);
+  in.gate.min_completed = 100;
+  in.gate.max_failure_ratio = 0.01;
+  for (int i = 0; i < 120; ++i) cand.add(ProbeKind::Agent, "agent/7k");
+  for (int i = 0; i < 40; ++i) cand.add(ProbeKind::Agent, "agent/7k", Outcome::HarnessError);
+  for (int i = 0; i < 10; ++i) cand.add(ProbeKind::Agent, "agent/7k", Outcome::CancelledByDaemon);
+  in.candidate_rows = cand.rows;
+  auto v = judge_stage(in);
+  INFO(v.reason);
+  CHECK(v.state == VerdictState::Promoted);
+  const auto* h = find_metric(v, "harness_errors");
+  REQUIRE(h);
+  CHECK(h->n == 50);
+  CHECK(contains(h->reason, "cancelled_by_daemon 10"));
+  CHECK(contains(h->reason, "harness_error 40"));
+  const auto* f = find_metric(v, "failure_ratio");
+  REQUIRE(f);
+  CHECK(f->n == 120);
+  CHECK(f->estimate == 0);
+}
