@@ -1,5 +1,6 @@
 #include "probes/validators.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "probes/json_fields.h"
@@ -181,6 +182,44 @@ Verdict check_marker(const ChatResult& r, std::string_view marker) {
   if (!marker.empty() && r.reasoning.find(marker) != std::string::npos)
     return {Outcome::MissingMarker, "marker appears only in the reasoning, not in the answer"};
   return {Outcome::MissingMarker, "marker absent; answer starts: " + text::excerpt(r.content, 80)};
+}
+
+Verdict check_embeddings(std::string_view body, size_t expected) {
+  json j = jsonf::parse(text::trim(body));
+  const json* data = jsonf::member(j, "data");
+  if (!data || !data->is_array()) return {Outcome::MalformedResponse, "embeddings answer has no data array"};
+  if (data->size() != expected)
+    return {Outcome::MalformedResponse,
+            std::to_string(data->size()) + " embeddings for " + std::to_string(expected) + " inputs"};
+  size_t dim = 0;
+  for (size_t i = 0; i < data->size(); ++i) {
+    const json* e = jsonf::member((*data)[i], "embedding");
+    if (!e || !e->is_array() || e->empty())
+      return {Outcome::MalformedResponse, "data[" + std::to_string(i) + "].embedding is not a non-empty array"};
+    if (dim == 0) dim = e->size();
+    if (e->size() != dim) return {Outcome::MalformedResponse, "embeddings of different dimensions"};
+    for (const auto& x : *e)
+      if (!x.is_number() || !std::isfinite(x.get<double>()))
+        return {Outcome::MalformedResponse, "data[" + std::to_string(i) + "].embedding holds a non-finite value"};
+  }
+  return {Outcome::Clean, ""};
+}
+
+Verdict check_rerank(std::string_view body, size_t documents) {
+  json j = jsonf::parse(text::trim(body));
+  const json* results = jsonf::member(j, "results");
+  if (!results || !results->is_array() || results->empty())
+    return {Outcome::MalformedResponse, "rerank answer has no results"};
+  for (size_t i = 0; i < results->size(); ++i) {
+    const json& r = (*results)[i];
+    auto index = jsonf::get_int(r, "index");
+    auto score = jsonf::get_number(r, "relevance_score");
+    if (!index || *index < 0 || static_cast<size_t>(*index) >= documents)
+      return {Outcome::MalformedResponse, "results[" + std::to_string(i) + "].index is missing or out of range"};
+    if (!score || !std::isfinite(*score))
+      return {Outcome::MalformedResponse, "results[" + std::to_string(i) + "].relevance_score is not a number"};
+  }
+  return {Outcome::Clean, ""};
 }
 
 RepetitionReport detect_repetition(std::string_view text) {

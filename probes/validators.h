@@ -53,6 +53,16 @@ Verdict check_tool_calls(const std::vector<ToolCall>& calls, const ToolExpectati
 // (a model that thinks the marker but never says it failed the probe).
 Verdict check_marker(const ChatResult& r, std::string_view marker);
 
+// ---------------------------------------------------------------- pooling routes
+
+// An embeddings answer (`data[].embedding`): exactly `expected` vectors, all
+// of one non-zero dimension, every value finite. Clean or MalformedResponse.
+Verdict check_embeddings(std::string_view body, size_t expected);
+// A rerank answer (`results[]`, the Jina/Cohere shape served by llama.cpp,
+// vLLM and oMLX): at least one result, every `index` below `documents`, every
+// `relevance_score` a finite number. Clean or MalformedResponse.
+Verdict check_rerank(std::string_view body, size_t documents);
+
 // ---------------------------------------------------------------- repetition
 
 // A reply is looping when its tail ends in one short unit repeated back to

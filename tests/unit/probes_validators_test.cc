@@ -212,3 +212,20 @@ TEST_CASE("check_repetition looks at reasoning when there is no answer") {
   r.content = kProse;
   CHECK(check_repetition(r).outcome == Outcome::Clean);
 }
+
+TEST_CASE("pooling answers: embeddings and rerank shapes") {
+  CHECK(check_embeddings(R"({"object":"list","data":[{"index":0,"embedding":[0.1,-0.2]},{"index":1,"embedding":[0.3,0.4]}],"usage":{"prompt_tokens":4}})", 2)
+            .outcome == Outcome::Clean);
+  CHECK(check_embeddings(R"({"data":[{"embedding":[0.1,0.2]}]})", 2).outcome == Outcome::MalformedResponse);
+  CHECK(check_embeddings(R"({"data":[{"embedding":[0.1]},{"embedding":[0.1,0.2]}]})", 2).outcome ==
+        Outcome::MalformedResponse);
+  CHECK(check_embeddings(R"({"data":[{"embedding":[]}]})", 1).outcome == Outcome::MalformedResponse);
+  CHECK(check_embeddings(R"({"data":[{"embedding":["x"]}]})", 1).outcome == Outcome::MalformedResponse);
+  CHECK(check_embeddings("oops", 1).outcome == Outcome::MalformedResponse);
+
+  CHECK(check_rerank(R"({"model":"r","results":[{"index":2,"relevance_score":0.9},{"index":0,"relevance_score":-1.5}]})", 3)
+            .outcome == Outcome::Clean);
+  CHECK(check_rerank(R"({"results":[{"index":3,"relevance_score":0.9}]})", 3).outcome == Outcome::MalformedResponse);
+  CHECK(check_rerank(R"({"results":[{"index":0}]})", 3).outcome == Outcome::MalformedResponse);
+  CHECK(check_rerank(R"({"results":[]})", 3).outcome == Outcome::MalformedResponse);
+}

@@ -1,0 +1,103 @@
+// Request bodies for every probe kind (DESIGN.md §2): what soakd sends, byte
+// for byte. Pure builders; the runner sends the body to `path` on the
+// candidate's base URL.
+//
+// Rules the builders embody:
+// - No max_tokens / max_completion_tokens in any chat probe (DESIGN.md §2.2:
+//   mlx-lm silently caps at 512 otherwise). Client-side limits bound them.
+// - Streaming chat probes always ask for the usage chunk
+//   (stream_options.include_usage): every runtime sends it only when asked.
+// - Sampling is recorded, not tuned: temperature/top_p/top_k come from the
+//   candidate's soak::Sampling (defaults 0.6 / 0.95 / 20).
+// - Thinking is per probe: chat_template_kwargs.enable_thinking is sent only
+//   when the probe sets it.
+// Bodies are serialized with a fixed key order so the same inputs give the
+// same bytes (an exact repeat is an exact repeat on the wire too).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/base/types.h"
+#include "probes/adapters.h"
+#include "probes/fixtures.h"
+#include "probes/validators.h"
+
+namespace soak::probes {
+
+inline constexpr std::string_view kChatCompletionsPath = "/v1/chat/completions";
+inline constexpr std::string_view kEmbeddingsPath = "/v1/embeddings";
+inline constexpr std::string_view kRerankPath = "/v1/rerank";
+
+enum class Streaming { On, Off };
+enum class Thinking { On, Off };
+
+struct ChatRequestOptions {
+  std::string model;              // the request's `model` (the runtime's name for the candidate)
+  Sampling sampling;
+  Streaming streaming = Streaming::On;
+  std::optional<Thinking> thinking;  // sets chat_template_kwargs.enable_thinking when present
+  ToolChoice tool_choice = ToolChoice::Supported;  // from the runtime's traits
+};
+
+struct BuiltRequest {
+  ProbeKind kind = ProbeKind::Marker;
+  std::string path;              // e.g. "/v1/chat/completions"
+  std::string body;              // JSON, exactly as sent
+  Streaming streaming = Streaming::Off;
+  std::optional<bool> thinking;  // enable_thinking as sent (ProbeResult::thinking)
+  std::string sampling_json;     // Sampling::to_json() (ProbeResult::sampling_json)
+};
+
+// ---------------------------------------------------------------- functional
+
+// Short prompt whose answer must contain `marker` exactly.
+BuiltRequest marker_request(const ChatRequestOptions& o, std::string_view marker);
+
+// Stream lifecycle: a short answer, checked for [DONE], finish_reason and usage.
+BuiltRequest stream_request(const ChatRequestOptions& o);
+
+// Strict JSON under response_format json_schema; validate with strict_json_schema().
+BuiltRequest strict_json_request(const ChatRequestOptions& o);
+const nlohmann::json& strict_json_schema();
+
+// A tool with a required object argument; validate with tool_probe_expectation().
+// tool_choice "required" is sent only where the runtime supports tool_choice.
+BuiltRequest tool_call_request(const ChatRequestOptions& o);
+const ToolExpectation& tool_probe_expectation();
+
+// Thinking on/off: a question with a known answer (kThinkingExpectedAnswer).
+inline constexpr std::string_view kThinkingExpectedAnswer = "391";
+BuiltRequest thinking_request(ChatRequestOptions o, Thinking thinking);
+
+// Ordinary open-ended writing, judged by the repetition detector.
+BuiltRequest repetition_request(const ChatRequestOptions& o);
+
+// ---------------------------------------------------------------- load
+
+// Fresh: pass a new nonce. Exact repeat: pass the previous request's nonce.
+BuiltRequest long_context_request(const ChatRequestOptions& o, const PromptFixture& f, std::string_view nonce);
+
+// The shared ~7 KB system prompt of a session (one nonce per session) and the
+// session's changing user turn.
+BuiltRequest shared_prefix_request(const ChatRequestOptions& o, uint64_t seed, std::string_view session_nonce,
+                                   int64_t turn);
+
+// One of N requests released together; each carries its own nonce so no two
+// members of a burst share a cached prefix.
+BuiltRequest burst_request(const ChatRequestOptions& o, int index, std::string_view nonce);
+
+// A long generation the runner aborts mid-stream, then checks the slot freed.
+BuiltRequest cancel_request(const ChatRequestOptions& o, std::string_view nonce);
+
+// ---------------------------------------------------------------- pooling routes
+
+BuiltRequest embeddings_request(std::string_view model, const std::vector<std::string>& inputs);
+BuiltRequest rerank_request(std::string_view model, std::string_view query, const std::vector<std::string>& documents);
+
+}  // namespace soak::probes
