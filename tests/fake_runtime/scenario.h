@@ -1,0 +1,134 @@
+// What one fake listener is: which runtime it imitates (Flavour), which fault it
+// injects (Scenario) and the knobs that pace it (Knobs). Plain values; the
+// presets live in scenario_defaults() so a scenario name alone gives a listener
+// that shows its fault quickly, and every knob can still be overridden.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace soak::fake {
+
+enum class Flavour { LlamaCpp, MlxLm, Omlx, Ollama };
+std::string_view to_string(Flavour f);
+std::optional<Flavour> parse_flavour(std::string_view s);
+std::string flavour_names();
+
+enum class Scenario {
+  Healthy,
+  PrefillCost,        // prefill time grows with prompt length; prefix cache makes repeats fast
+  FifoSerial,         // one slot: requests are served strictly one after another
+  OkNoBody,           // HTTP 200 headers, then the connection closes with no body
+  NoDone,             // a complete stream that never sends data: [DONE]
+  StallMidStream,     // stops sending content after stall_after_tokens, holds the connection
+  KeepalivesOnly,     // sends only keep-alives (comments / oMLX keepalive chunks), never content
+  Burst5xx,           // every error_every-th inference request starts a run of error_run 500s
+  ModelAlias,         // responses carry alias_model instead of the canonical id
+  EmptyToolArgs,      // tool calls arrive with `{}` arguments
+  InvalidJson,        // content under a json_schema response_format is not valid JSON
+  RepetitionLoop,     // degenerate repeated output until the length cap
+  StuckSlotAfterCancel,  // a client disconnect leaves its slot busy for stuck_slot_ms
+  CrashAfterN,        // the (crash_after + 1)-th inference request kills the runtime
+  DraftSlowdown,      // ~95 % draft acceptance while decode runs draft_slowdown times slower
+  MemoryLeak,         // every inference request allocates and touches leak_mb_per_request MB
+  Loading,            // 503 on every route for loading_ms after start
+};
+std::string_view to_string(Scenario s);
+std::optional<Scenario> parse_scenario(std::string_view s);
+std::string scenario_names();
+
+// Defaults, named so tests and --help quote the same numbers.
+inline constexpr const char* kDefaultModel = "qwen3.6-35b-a3b";
+inline constexpr const char* kDefaultBuild = "b9430";
+inline constexpr int kDefaultSlots = 2;
+inline constexpr int kDefaultCtxPerSlot = 262144;
+inline constexpr int kDefaultReplyTokens = 32;
+inline constexpr int kDefaultReasoningTokens = 12;
+inline constexpr int kDefaultTokenIntervalMs = 5;
+inline constexpr int kDefaultPrefillMsPer1k = 10;
+inline constexpr int kPrefillScenarioMsPer1k = 250;
+inline constexpr int kDefaultKeepaliveIntervalMs = 10000;
+inline constexpr int kMlxLmServerMaxTokens = 512;  // mlx_lm.server --max-tokens default
+inline constexpr int kMlxLmPrefillStepTokens = 2048;
+inline constexpr int kDefaultStallAfterTokens = 4;
+inline constexpr int kDefaultErrorEvery = 4;
+inline constexpr int kDefaultErrorRun = 2;
+inline constexpr int kDefaultStuckSlotMs = 60000;
+inline constexpr int kDefaultCrashAfter = 3;
+inline constexpr int kDefaultDraftSlowdown = 10;
+inline constexpr double kDraftAcceptance = 0.95;
+inline constexpr int kDraftTokensPerStep = 4;
+inline constexpr int kDefaultLeakMbPerRequest = 16;
+inline constexpr int kDefaultLoadingMs = 3000;
+inline constexpr int kDefaultRepetitionTokens = 256;
+
+struct Knobs {
+  std::string model = kDefaultModel;  // canonical id reported by /v1/models and responses
+  std::string alias_model;            // ModelAlias: the `model` string responses carry instead
+  std::string build = kDefaultBuild;  // "b9430" or "b9430-81ff7abe5"; flavour decides where it shows
+  int slots = kDefaultSlots;          // parallel slots (llama.cpp --parallel)
+  int ctx_per_slot = kDefaultCtxPerSlot;
+  int reply_tokens = kDefaultReplyTokens;        // natural answer length (finish_reason "stop")
+  int reasoning_tokens = kDefaultReasoningTokens;  // thinking length when enable_thinking is true
+  int server_max_tokens = 0;          // cap when the request has no max_tokens (0 = none)
+  int token_interval_ms = kDefaultTokenIntervalMs;
+  int prefill_ms_per_1k = kDefaultPrefillMsPer1k;  // per 1000 prompt tokens not served from cache
+  int keepalive_interval_ms = kDefaultKeepaliveIntervalMs;
+  int stall_after_tokens = kDefaultStallAfterTokens;
+  int error_every = kDefaultErrorEvery;
+  int error_run = kDefaultErrorRun;
+  int stuck_slot_ms = kDefaultStuckSlotMs;
+  int crash_after = kDefaultCrashAfter;
+  int draft_slowdown = kDefaultDraftSlowdown;
+  int leak_mb_per_request = kDefaultLeakMbPerRequest;
+  int loading_ms = 0;                 // 503 everywhere for this long after start (any scenario)
+  int repetition_tokens = kDefaultRepetitionTokens;
+};
+
+// The knobs a scenario starts from on a given flavour (e.g. FifoSerial sets
+// slots = 1, Loading sets loading_ms, mlx-lm caps requests without max_tokens).
+Knobs scenario_defaults(Scenario s, Flavour f);
+
+inline constexpr const char* kLoopbackHost = "127.0.0.1";
+
+struct ListenerConfig {
+  std::string host = kLoopbackHost;
+  int port = 0;  // 0 = ephemeral
+  Flavour flavour = Flavour::LlamaCpp;
+  Scenario scenario = Scenario::Healthy;
+  Knobs knobs;
+
+  // A listener with the scenario's default knobs.
+  static ListenerConfig make(Scenario s, Flavour f = Flavour::LlamaCpp) {
+    ListenerConfig c;
+    c.scenario = s;
+    c.flavour = f;
+    c.knobs = scenario_defaults(s, f);
+    return c;
+  }
+};
+
+// What a listener has seen, for tests and for GET /fake/stats. Counters only grow.
+struct ListenerStats {
+  int port = 0;
+  std::string build;
+  std::string scenario;
+  uint64_t http_requests = 0;       // every parsed request, any route
+  uint64_t inference_requests = 0;  // chat / embeddings / rerank requests that parsed
+  uint64_t completed = 0;           // inference responses finished normally
+  uint64_t cancels_seen = 0;        // the client left before its response finished
+  uint64_t errors_5xx = 0;          // 5xx answers sent
+  uint64_t loading_rejections = 0;  // 503 answers while loading
+  uint64_t deferred_total = 0;      // requests that waited for a free slot
+  uint64_t stuck_releases = 0;      // stuck slots that were finally freed
+  int processing = 0;               // busy slots now (stuck ones included)
+  int deferred = 0;                 // requests waiting for a slot now
+  int max_processing = 0;           // high-water mark of `processing`
+  int held = 0;                     // requests held open with no more content coming (stall, keep-alives only)
+  uint64_t leaked_bytes = 0;        // MemoryLeak: bytes allocated and touched so far
+  bool crashed = false;             // CrashAfterN fired (in-process: the listener is gone)
+};
+
+}  // namespace soak::fake
