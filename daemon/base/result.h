@@ -27,11 +27,13 @@ class [[nodiscard]] Result {
 
   T& value() & { return std::get<0>(v_); }
   const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
+  T value() && { return std::get<0>(std::move(v_)); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  // By value on temporaries, so `for (auto& x : *store.rows())` does not dangle.
+  T operator*() && { return std::move(value()); }
 
   const Error& error() const { return std::get<1>(v_); }
   const std::string& message() const { return error().message; }

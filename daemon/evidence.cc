@@ -1,0 +1,252 @@
+#include "daemon/evidence.h"
+
+#include <nlohmann/json.hpp>
+
+namespace soak {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr std::string_view kStageEndNames[] = {"completed", "stopped", "timed_out"};
+
+std::string_view end_name(StageEnd e) { return kStageEndNames[static_cast<int>(e)]; }
+
+std::optional<StageEnd> parse_end(std::string_view s) {
+  for (int i = 0; i < 3; ++i)
+    if (kStageEndNames[i] == s) return static_cast<StageEnd>(i);
+  return std::nullopt;
+}
+
+std::optional<BaselineMode> parse_mode(std::string_view s) {
+  for (auto m : {BaselineMode::None, BaselineMode::Interleaved, BaselineMode::History})
+    if (to_string(m) == s) return m;
+  return std::nullopt;
+}
+
+template <class T>
+void opt_to(json& j, const char* key, const std::optional<T>& v) {
+  j[key] = v ? json(*v) : json(nullptr);
+}
+
+template <class T>
+std::optional<T> opt_from(const json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  return j[key].get<T>();
+}
+
+// How long before a stage window the history baseline may reach back.
+constexpr int64_t kHistoryLookbackMs = 30 * kDay;
+
+}  // namespace
+
+std::string recipe_to_json(const JudgeRecipe& r) {
+  json j;
+  j["stage"] = to_string(r.stage);
+  j["end"] = end_name(r.end);
+  j["candidate_id"] = r.candidate_id;
+  j["host_id"] = r.host_id;
+  opt_to(j, "stage_id", r.stage_id);
+  j["now_ms"] = r.now_ms;
+  j["config_hash"] = r.config_hash;
+  j["judge"] = {{"alpha", r.judge.alpha},
+                {"effect_floor", r.judge.effect_floor},
+                {"hold_band", r.judge.hold_band},
+                {"tail_tolerance", r.judge.tail_tolerance},
+                {"min_samples", r.judge.min_samples},
+                {"max_invalid_ratio", r.judge.max_invalid_ratio},
+                {"repeated_5xx", r.judge.repeated_5xx}};
+  j["gate"] = {{"min_completed", r.gate.min_completed},
+               {"max_failure_ratio", r.gate.max_failure_ratio},
+               {"min_coverage", r.gate.min_coverage}};
+  j["soak"] = {{"max_footprint_growth", r.soak.max_footprint_growth},
+               {"max_footprint_slope_mb_per_h", r.soak.max_footprint_slope_mb_per_h},
+               {"max_decode_drift", r.soak.max_decode_drift}};
+  j["guard"] = {{"swap_growth_bytes", r.guard.swap_growth_bytes},
+                {"swapouts_growth", r.guard.swapouts_growth},
+                {"window_ms", r.guard.window_ms},
+                {"pressure_critical_trips", r.guard.pressure_critical_trips}};
+  j["slots_planned"] = r.slots_planned;
+  j["slots_run"] = r.slots_run;
+  j["baseline_mode"] = to_string(r.baseline_mode);
+  opt_to(j, "baseline_id", r.baseline_id);
+  j["since_ms"] = r.since_ms;
+  j["until_ms"] = r.until_ms;
+  j["baseline_since_ms"] = r.baseline_since_ms;
+  j["baseline_until_ms"] = r.baseline_until_ms;
+  j["max_ids"] = {{"probe", r.max_ids.probe},
+                  {"host_sample", r.max_ids.host_sample},
+                  {"process_sample", r.max_ids.process_sample},
+                  {"event", r.max_ids.event}};
+  return j.dump();
+}
+
+Result<JudgeRecipe> recipe_from_json(const std::string& s) {
+  json j = json::parse(s, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("stage"))
+    return make_error("the verdict carries no judge input (it was not produced by a judge, e.g. an override)");
+  try {
+    JudgeRecipe r;
+    auto stage = parse_stage_kind(j.at("stage").get<std::string>());
+    auto end = parse_end(j.at("end").get<std::string>());
+    auto mode = parse_mode(j.at("baseline_mode").get<std::string>());
+    if (!stage || !end || !mode) return make_error("judge input has an unknown stage, end or baseline mode");
+    r.stage = *stage;
+    r.end = *end;
+    r.baseline_mode = *mode;
+    r.candidate_id = j.at("candidate_id").get<int64_t>();
+    r.host_id = j.at("host_id").get<int64_t>();
+    r.stage_id = opt_from<int64_t>(j, "stage_id");
+    r.now_ms = j.at("now_ms").get<int64_t>();
+    r.config_hash = j.at("config_hash").get<std::string>();
+    const auto& jj = j.at("judge");
+    r.judge.alpha = jj.at("alpha").get<double>();
+    r.judge.effect_floor = jj.at("effect_floor").get<double>();
+    r.judge.hold_band = jj.at("hold_band").get<double>();
+    r.judge.tail_tolerance = jj.at("tail_tolerance").get<double>();
+    r.judge.min_samples = jj.at("min_samples").get<int>();
+    r.judge.max_invalid_ratio = jj.at("max_invalid_ratio").get<double>();
+    r.judge.repeated_5xx = jj.at("repeated_5xx").get<int>();
+    const auto& g = j.at("gate");
+    r.gate.min_completed = g.at("min_completed").get<int64_t>();
+    r.gate.max_failure_ratio = g.at("max_failure_ratio").get<double>();
+    r.gate.min_coverage = g.at("min_coverage").get<double>();
+    const auto& sk = j.at("soak");
+    r.soak.max_footprint_growth = sk.at("max_footprint_growth").get<double>();
+    r.soak.max_footprint_slope_mb_per_h = sk.at("max_footprint_slope_mb_per_h").get<double>();
+    r.soak.max_decode_drift = sk.at("max_decode_drift").get<double>();
+    const auto& gd = j.at("guard");
+    r.guard.swap_growth_bytes = gd.at("swap_growth_bytes").get<int64_t>();
+    r.guard.swapouts_growth = gd.at("swapouts_growth").get<int64_t>();
+    r.guard.window_ms = gd.at("window_ms").get<int64_t>();
+    r.guard.pressure_critical_trips = gd.at("pressure_critical_trips").get<bool>();
+    r.slots_planned = j.at("slots_planned").get<int64_t>();
+    r.slots_run = j.at("slots_run").get<int64_t>();
+    r.baseline_id = opt_from<int64_t>(j, "baseline_id");
+    r.since_ms = j.at("since_ms").get<int64_t>();
+    r.until_ms = j.at("until_ms").get<int64_t>();
+    r.baseline_since_ms = j.at("baseline_since_ms").get<int64_t>();
+    r.baseline_until_ms = j.at("baseline_until_ms").get<int64_t>();
+    const auto& m = j.at("max_ids");
+    r.max_ids.probe = m.at("probe").get<int64_t>();
+    r.max_ids.host_sample = m.at("host_sample").get<int64_t>();
+    r.max_ids.process_sample = m.at("process_sample").get<int64_t>();
+    r.max_ids.event = m.at("event").get<int64_t>();
+    return r;
+  } catch (const json::exception& e) {
+    return make_error(std::string("judge input is malformed: ") + e.what());
+  }
+}
+
+Result<JudgeInput> build_judge_input(Store& store, const JudgeRecipe& r) {
+  JudgeInput in;
+  in.stage = r.stage;
+  in.end = r.end;
+  in.candidate_id = r.candidate_id;
+  in.host_id = r.host_id;
+  in.stage_id = r.stage_id;
+  in.now_ms = r.now_ms;
+  in.config_hash = r.config_hash;
+  in.judge = r.judge;
+  in.gate = r.gate;
+  in.soak = r.soak;
+  in.guard = r.guard;
+  in.slots_planned = r.slots_planned;
+  in.slots_run = r.slots_run;
+  in.baseline_mode = r.baseline_mode;
+  in.baseline_id = r.baseline_id;
+
+  ProbeQuery pq;
+  pq.candidate_id = r.candidate_id;
+  pq.stage_id = r.stage_id;
+  if (!r.stage_id) {
+    pq.since_ms = r.since_ms;
+    pq.until_ms = r.until_ms;
+  }
+  pq.max_id = r.max_ids.probe;
+  auto rows = store.probe_results(pq);
+  if (!rows) return rows.error();
+  in.candidate_rows = std::move(*rows);
+
+  if (r.baseline_id && r.baseline_mode != BaselineMode::None) {
+    ProbeQuery bq;
+    bq.candidate_id = *r.baseline_id;
+    bq.since_ms = r.baseline_since_ms;
+    bq.until_ms = r.baseline_until_ms;
+    bq.max_id = r.max_ids.probe;
+    auto b = store.probe_results(bq);
+    if (!b) return b.error();
+    in.baseline_rows = std::move(*b);
+  }
+
+  SampleQuery ps;
+  ps.candidate_id = r.candidate_id;
+  ps.since_ms = r.since_ms;
+  ps.until_ms = r.until_ms;
+  ps.max_id = r.max_ids.process_sample;
+  auto procs = store.process_samples(ps);
+  if (!procs) return procs.error();
+  in.process_samples = std::move(*procs);
+
+  SampleQuery hs;
+  hs.host_id = r.host_id;
+  hs.since_ms = r.since_ms;
+  hs.until_ms = r.until_ms;
+  hs.max_id = r.max_ids.host_sample;
+  auto hosts = store.host_samples(hs);
+  if (!hosts) return hosts.error();
+  in.host_samples = std::move(*hosts);
+
+  EventQuery eq;
+  eq.candidate_id = r.candidate_id;
+  eq.host_wide = HostWide::Include;
+  eq.since_ms = r.since_ms;
+  eq.until_ms = r.until_ms;
+  eq.max_id = r.max_ids.event;
+  auto ev = store.events(eq);
+  if (!ev) return ev.error();
+  in.events = std::move(*ev);
+  return in;
+}
+
+Result<BaselineChoice> choose_baseline(Store& store, std::optional<int64_t> baseline_id, int64_t since_ms,
+                                       int64_t until_ms) {
+  BaselineChoice c;
+  if (!baseline_id) return c;
+  ProbeQuery same;
+  same.candidate_id = *baseline_id;
+  same.since_ms = since_ms;
+  same.until_ms = until_ms;
+  same.limit = 1;
+  auto now_rows = store.probe_results(same);
+  if (!now_rows) return now_rows.error();
+  if (!now_rows->empty()) {
+    c.mode = BaselineMode::Interleaved;
+    c.since_ms = since_ms;
+    c.until_ms = until_ms;
+    return c;
+  }
+  ProbeQuery hist;
+  hist.candidate_id = *baseline_id;
+  hist.since_ms = since_ms - kHistoryLookbackMs;
+  hist.until_ms = since_ms;
+  hist.limit = 1;
+  auto old_rows = store.probe_results(hist);
+  if (!old_rows) return old_rows.error();
+  if (!old_rows->empty()) {
+    c.mode = BaselineMode::History;
+    c.since_ms = since_ms - kHistoryLookbackMs;
+    c.until_ms = since_ms;
+  }
+  return c;
+}
+
+Result<VerdictRow> judge_from_store(Store& store, const JudgeRecipe& r) {
+  auto in = build_judge_input(store, r);
+  if (!in) return in.error();
+  VerdictRow v = judge_stage(*in);
+  v.judge_input_json = recipe_to_json(r);
+  return v;
+}
+
+}  // namespace soak

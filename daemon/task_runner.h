@@ -1,0 +1,63 @@
+// The seam between campaigns (what to run, when) and probes (how to run it).
+//
+// A TaskRunner executes one scheduled task against one candidate — a smoke
+// pass, a functional cycle, a long-context sweep, a burst, an agent turn —
+// writes every probe result to the store as it finishes, and then reports the
+// row ids and outcomes. The production runner drives libcurl on the daemon's
+// libuv loop; tests use a scripted runner in virtual time.
+//
+// Threading: all calls and callbacks on the loop thread. `done` is called
+// exactly once per run(), never from inside run() itself, also after
+// cancel_all() (with the rows recorded as cancelled_by_daemon). The same holds
+// for read_build(). A runner never throws.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/base/config.h"
+#include "daemon/base/result.h"
+#include "daemon/base/types.h"
+#include "schedules/plan.h"
+
+namespace soak {
+
+struct TaskRequest {
+  int64_t work_id = 0;
+  const CandidateConfig* candidate = nullptr;  // valid until done is called
+  int64_t candidate_id = 0;                    // store row of candidate x build
+  int64_t host_id = 0;
+  std::optional<int64_t> stage_id;             // nullopt: a baseline run interleaved with another's stage
+  StageKind stage = StageKind::Smoke;
+  TaskKind task = TaskKind::Scrape;
+  std::optional<int64_t> group_id;             // pairs candidate and interleaved baseline runs
+};
+
+struct TaskReport {
+  std::vector<int64_t> row_ids;       // probe_results rows written (ascending)
+  std::vector<Outcome> outcomes;      // one per row, same order
+  std::vector<ProbeKind> kinds;       // one per row, same order
+  std::string detail;                 // short summary for the log
+};
+
+// What a runtime said about itself when asked for its build.
+struct BuildIdentity {
+  std::string build;                  // e.g. "b9928-81ff7abe5"
+  std::optional<std::string> model;   // the model it serves, when it says
+};
+
+class TaskRunner {
+ public:
+  virtual ~TaskRunner() = default;
+  virtual void run(const TaskRequest& req, std::function<void(TaskReport)> done) = 0;
+  // Reads the candidate's build identity (HTTP field, version command or fixed).
+  virtual void read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) = 0;
+  // Cancels everything in flight; each pending `done` still fires.
+  virtual void cancel_all() = 0;
+  virtual size_t in_flight() const = 0;
+};
+
+}  // namespace soak

@@ -1,0 +1,273 @@
+#include "tests/support/sim_runner.h"
+
+#include <algorithm>
+
+namespace soak {
+
+namespace {
+
+constexpr int64_t kBaseFootprint = 20LL * 1024 * 1024 * 1024;  // 20 GiB resident model
+constexpr double kPromptRate = 400.0;                             // tokens/s, fresh prefill
+constexpr double kDecodeRate = 40.0;                              // tokens/s
+constexpr double kOutputTokens = 64;
+constexpr int64_t kAgentPromptTokens = 2000;  // ~7 KB shared system prompt + user turn
+
+double slowdown(Behaviour b) {
+  switch (b) {
+    case Behaviour::Marginal: return 1.12;
+    case Behaviour::TinySlower: return 1.03;
+    default: return 1.0;
+  }
+}
+
+}  // namespace
+
+double SimRunner::jitter(double noise) {
+  // splitmix64: deterministic across platforms.
+  uint64_t z = (seed_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return 1.0 - noise + 2 * noise * static_cast<double>(z >> 11) / static_cast<double>(1ULL << 53);
+}
+
+ProbeResult SimRunner::base_row(const TaskRequest& req, int64_t started, ProbeKind kind,
+                                const std::string& workload) const {
+  ProbeResult r;
+  r.candidate_id = req.candidate_id;
+  r.host_id = req.host_id;
+  r.stage_id = req.stage_id;
+  r.started_wall_ms = started;
+  r.kind = kind;
+  r.task = std::string(to_string(req.task));
+  r.workload_id = workload;
+  r.fixture_hash = "fx-" + workload;
+  r.sampling_json = req.candidate->settings.sampling.to_json();
+  r.thinking = false;
+  r.runtime_slots = req.candidate->slots;
+  r.group_id = req.group_id;
+  r.outcome = Outcome::Clean;
+  r.http_status = 200;
+  r.finish_reason = "stop";
+  r.response_model = req.candidate->model;
+  return r;
+}
+
+void SimRunner::perf_row(ProbeResult& r, const SimCandidate& s, double prompt_tokens, double out_tokens,
+                         CacheState cache) {
+  const double slow = slowdown(s.behaviour) * s.speed;
+  const double prompt_rate = cache == CacheState::Fresh || cache == CacheState::None ? kPromptRate : kPromptRate * 20;
+  double decode = kDecodeRate / slow;
+  if (s.behaviour == Behaviour::SlowDecode) {
+    decode = kDecodeRate / 10;
+    r.server_draft_n = 100;
+    r.server_draft_accepted = 95;
+  }
+  const double ttft_s = (prompt_tokens / prompt_rate + 0.05) * slow * jitter(s.noise);
+  decode *= jitter(s.noise);
+  const double wall_s = ttft_s + out_tokens / decode;
+  r.cache_state = cache;
+  r.prompt_tokens = static_cast<int64_t>(prompt_tokens);
+  r.completion_tokens = static_cast<int64_t>(out_tokens);
+  r.t_connect_us = 300;
+  r.t_first_byte_us = static_cast<int64_t>(ttft_s * 0.5e6);
+  r.t_first_event_us = r.t_first_byte_us;
+  r.t_first_token_us = static_cast<int64_t>(ttft_s * 1e6);
+  r.t_last_token_us = static_cast<int64_t>(wall_s * 1e6) - 1000;
+  r.t_terminal_us = static_cast<int64_t>(wall_s * 1e6) - 500;
+  r.t_done_us = static_cast<int64_t>(wall_s * 1e6);
+  r.client_decode_tps = decode;
+  r.server_prompt_tps = prompt_tokens / (ttft_s - 0.01);
+  r.server_predicted_tps = decode;
+  r.content_events = static_cast<int64_t>(out_tokens);
+}
+
+void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done) {
+  const std::string name = req.candidate->name;
+  SimCandidate s = sims_[name];
+  runs_[name]++;
+  const int64_t start = clock_.wall_ms();
+  std::vector<ProbeResult> rows;
+  const bool down = s.behaviour == Behaviour::Unreachable;
+  auto add = [&](ProbeKind k, const std::string& workload) -> ProbeResult& {
+    rows.push_back(base_row(req, start, k, workload));
+    if (down) {
+      rows.back().outcome = Outcome::ConnectRefused;
+      rows.back().http_status.reset();
+      rows.back().response_model.clear();
+    }
+    return rows.back();
+  };
+  auto served = [&] { return ++counters_[name]; };
+  auto functional = [&] {
+    for (auto [k, w] : {std::pair{ProbeKind::Marker, "marker"}, {ProbeKind::Stream, "stream"},
+                        {ProbeKind::StrictJson, "strict_json"}, {ProbeKind::ToolCall, "tool_call"}}) {
+      ProbeResult& r = add(k, w);
+      if (down) continue;
+      perf_row(r, s, 200, kOutputTokens, CacheState::None);
+      if (k == ProbeKind::StrictJson && s.behaviour == Behaviour::InvalidJson) r.outcome = Outcome::InvalidJson;
+      if (s.behaviour == Behaviour::IdentityMismatch) {
+        r.response_model = "qwen-alias";
+        r.outcome = Outcome::IdentityMismatch;
+      }
+      if (s.behaviour == Behaviour::Repeated5xx && served() >= s.fault_after) {
+        r.outcome = Outcome::Http5xx;
+        r.http_status = 500;
+      }
+    }
+  };
+
+  switch (req.task) {
+    case TaskKind::Smoke: {
+      ProbeResult& h = add(ProbeKind::Health, "health");
+      (void)h;
+      ProbeResult& id = add(ProbeKind::Identity, "identity");
+      if (!down && s.behaviour == Behaviour::IdentityMismatch) {
+        id.outcome = Outcome::IdentityMismatch;
+        id.response_model = "qwen-alias";
+      }
+      functional();
+      break;
+    }
+    case TaskKind::Scrape: {
+      ProbeResult& r = add(ProbeKind::Scrape, "scrape");
+      if (!down) r.t_done_us = 2000;
+      const int64_t n = ++scrapes_[name];
+      ProcessSample p;
+      p.host_id = host_id_;
+      p.candidate_id = req.candidate_id;
+      p.wall_ms = start;
+      p.pid = 4242;
+      p.name = "llama-server";
+      p.start_time = 1;
+      double fp = static_cast<double>(kBaseFootprint) * (0.995 + 0.01 * (jitter() - 0.9) * 5);
+      if (s.behaviour == Behaviour::Leak && req.stage == StageKind::Soak) fp += static_cast<double>(n) * 40e6;
+      if (s.behaviour == Behaviour::LeakSpike && req.stage == StageKind::Soak && n % 500 == 7) fp *= 1.3;
+      p.footprint_bytes = static_cast<int64_t>(fp);
+      p.resident_bytes = p.footprint_bytes;
+      if (req.stage_id) store_.insert_process_sample(p).ok();
+      auto event = [&](const char* kind) {
+        Event e;
+        e.wall_ms = start;
+        e.host_id = host_id_;
+        e.candidate_id = req.candidate_id;
+        e.kind = kind;
+        e.detail_json = R"({"simulated":true})";
+        store_.insert_event(e).ok();
+      };
+      if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::Crash) event("process_restart");
+      if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::GuardTrip) event("guard_trip");
+      break;
+    }
+    case TaskKind::Functional:
+      functional();
+      break;
+    case TaskKind::LongContext:
+      for (int64_t size : req.candidate->settings.long_context_sizes) {
+        for (CacheState cache : {CacheState::Fresh, CacheState::Repeat}) {
+          ProbeResult& r = add(ProbeKind::LongContext, "long_context/" + std::to_string(size) + "/" +
+                                                            std::string(to_string(cache)));
+          r.size_tokens = size;
+          r.cache_state = cache;
+          if (!down) perf_row(r, s, static_cast<double>(size), kOutputTokens, cache);
+        }
+      }
+      break;
+    case TaskKind::Burst:
+      for (int n : req.candidate->settings.burst_sizes) {
+        for (int i = 0; i < n; ++i) {
+          ProbeResult& r = add(ProbeKind::Burst, "burst/" + std::to_string(n));
+          r.client_concurrency = n;
+          if (!down) perf_row(r, s, 300, kOutputTokens, CacheState::None);
+        }
+      }
+      break;
+    case TaskKind::Cancel: {
+      ProbeResult& r = add(ProbeKind::Cancel, "cancel");
+      if (!down && s.behaviour == Behaviour::StaleSlot) r.outcome = Outcome::StaleSlot;
+      break;
+    }
+    case TaskKind::Agent:
+    case TaskKind::SoakTraffic: {
+      ProbeResult& r = add(ProbeKind::Agent, req.task == TaskKind::Agent ? "agent/gate" : "agent/soak");
+      if (down) break;
+      r.cache_state = CacheState::SharedPrefix;
+      perf_row(r, s, kAgentPromptTokens, kOutputTokens, CacheState::SharedPrefix);
+      const int64_t k = served();
+      if (s.behaviour == Behaviour::HungStream && k >= s.fault_after) {
+        r.outcome = Outcome::Stalled;
+        r.detail = "no content for 120s after HTTP 200";
+        r.t_last_token_us.reset();
+        r.t_terminal_us.reset();
+      }
+      if (s.behaviour == Behaviour::Repeated5xx && k >= s.fault_after) {
+        r.outcome = Outcome::Http5xx;
+        r.http_status = 500;
+      }
+      break;
+    }
+  }
+
+  // Rows run one after another; the run lasts as long as they took.
+  int64_t offset = 0;
+  for (auto& r : rows) {
+    r.started_wall_ms = start + offset;
+    offset += std::max<int64_t>(5, r.t_done_us.value_or(5000) / 1000);
+  }
+  const int64_t duration = std::max<int64_t>(10, offset);
+  const bool heavy = req.task == TaskKind::LongContext || req.task == TaskKind::Burst;
+  if (heavy && ++heavy_now_ > max_heavy_) max_heavy_ = heavy_now_;
+  queue_.push_back(Pending{start + duration, seq_++,
+                           [this, rows = std::move(rows), done = std::move(done), heavy]() mutable {
+                             TaskReport rep;
+                             for (auto& r : rows) {
+                               auto id = store_.insert_probe_result(r);
+                               if (!id) continue;
+                               rep.row_ids.push_back(*id);
+                               rep.outcomes.push_back(r.outcome);
+                               rep.kinds.push_back(r.kind);
+                             }
+                             if (heavy) --heavy_now_;
+                             done(std::move(rep));
+                           },
+                           heavy});
+}
+
+void SimRunner::read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) {
+  SimCandidate s = sims_[c.name];
+  const int64_t at = clock_.wall_ms() + 10;
+  if (s.behaviour == Behaviour::Unreachable) {
+    queue_.push_back(Pending{at, seq_++, [done] { done(make_error("connection refused")); }, false});
+  } else {
+    std::string model = c.model;
+    queue_.push_back(Pending{at, seq_++, [done, s, model] { done(BuildIdentity{s.build, model}); }, false});
+  }
+}
+
+void SimRunner::cancel_all() { deliver(INT64_MAX); }
+
+void SimRunner::deliver(int64_t now_ms) {
+  while (true) {
+    auto it = std::min_element(queue_.begin(), queue_.end(), [](const Pending& a, const Pending& b) {
+      return a.at_ms != b.at_ms ? a.at_ms < b.at_ms : a.seq < b.seq;
+    });
+    if (it == queue_.end() || it->at_ms > now_ms) return;
+    Pending p = std::move(*it);
+    queue_.erase(it);
+    p.fire();
+  }
+}
+
+std::optional<int64_t> SimRunner::next_completion_ms() const {
+  std::optional<int64_t> t;
+  for (const auto& p : queue_)
+    if (!t || p.at_ms < *t) t = p.at_ms;
+  return t;
+}
+
+int64_t SimRunner::runs_of(const std::string& name) const {
+  auto it = runs_.find(name);
+  return it == runs_.end() ? 0 : it->second;
+}
+
+}  // namespace soak

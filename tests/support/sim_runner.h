@@ -1,0 +1,93 @@
+// A scripted TaskRunner for simulating weeks of campaigns in virtual time.
+//
+// Each run writes the rows a real runner would write for that task (same probe
+// kinds, workload ids, locators and timing fields) with deterministic,
+// seeded jitter, and completes after a virtual duration. Per candidate name a
+// Behaviour says how the simulated runtime misbehaves. Completions are queued;
+// the driver delivers them as virtual time passes (never from inside run()).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/base/clock.h"
+#include "daemon/task_runner.h"
+#include "storage/store.h"
+
+namespace soak {
+
+enum class Behaviour {
+  Healthy,
+  SlowDecode,        // decode 10x slower with 95 % draft acceptance (an overnight update gone wrong)
+  Marginal,          // every latency ~12 % worse: between the effect floor and floor + hold band
+  TinySlower,        // 3 % slower: significant with enough rows, below the effect floor
+  HungStream,        // agent turns stall after HTTP 200 from the `fault_after`-th on
+  IdentityMismatch,  // answers with an alias instead of the canonical model id
+  Unreachable,       // connection refused, always
+  Leak,              // footprint grows steadily through the soak
+  LeakSpike,         // one spike of footprint that goes away again
+  Repeated5xx,       // a run of 5xx from the `fault_after`-th request on
+  StaleSlot,         // cancel probes leave the slot busy
+  InvalidJson,       // strict JSON invalid every time
+  Crash,             // process restarts (event) at the `fault_after`-th scrape
+  GuardTrip,         // memory guard trips at the `fault_after`-th scrape
+};
+
+struct SimCandidate {
+  Behaviour behaviour = Behaviour::Healthy;
+  std::string build = "b9430";
+  double speed = 1.0;       // multiplies every duration
+  int64_t fault_after = 20; // for behaviours that start misbehaving later
+  double noise = 0.10;      // relative jitter of every timing
+};
+
+class SimRunner final : public TaskRunner {
+ public:
+  SimRunner(Store& store, VirtualClock& clock, int64_t host_id, uint64_t seed = 42)
+      : store_(store), clock_(clock), host_id_(host_id), seed_(seed) {}
+
+  void set(const std::string& name, SimCandidate c) { sims_[name] = c; }
+  SimCandidate& at(const std::string& name) { return sims_[name]; }
+
+  void run(const TaskRequest& req, std::function<void(TaskReport)> done) override;
+  void read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) override;
+  void cancel_all() override;
+  size_t in_flight() const override { return queue_.size(); }
+
+  // Delivers every completion due at or before `now` (in time order).
+  void deliver(int64_t now_ms);
+  std::optional<int64_t> next_completion_ms() const;
+
+  int64_t runs_of(const std::string& name) const;
+  int64_t max_concurrent_heavy() const { return max_heavy_; }
+
+ private:
+  struct Pending {
+    int64_t at_ms;
+    int64_t seq;
+    std::function<void()> fire;
+    bool heavy;
+  };
+  double jitter(double noise = 0.10);  // deterministic, in [1 - noise, 1 + noise]
+  ProbeResult base_row(const TaskRequest& req, int64_t started, ProbeKind kind, const std::string& workload) const;
+  void perf_row(ProbeResult& r, const SimCandidate& s, double prompt_tokens, double out_tokens, CacheState cache);
+
+  Store& store_;
+  VirtualClock& clock_;
+  int64_t host_id_;
+  uint64_t seed_;
+  std::map<std::string, SimCandidate> sims_;
+  std::map<std::string, int64_t> counters_;  // per candidate: requests served (for fault_after)
+  std::map<std::string, int64_t> scrapes_;
+  std::map<std::string, int64_t> runs_;
+  std::vector<Pending> queue_;
+  int64_t seq_ = 0;
+  int64_t heavy_now_ = 0;
+  int64_t max_heavy_ = 0;
+};
+
+}  // namespace soak

@@ -1,0 +1,366 @@
+// Whole campaigns in virtual time: smoke -> 2 h canary -> 24 h gate -> 7-day
+// soak, with scripted runtimes, against a real SQLite store. No sleeping: a
+// simulated week takes well under a second.
+#include <cstdlib>
+#include <functional>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/campaigns.h"
+#include "daemon/evidence.h"
+#include "storage/sqlite_store.h"
+#include "tests/catch.h"
+#include "tests/support/sim_runner.h"
+#include "tests/support/temp_dir.h"
+
+using namespace soak;
+
+namespace {
+
+// Cadences stretched so a week is a few thousand rows per candidate.
+const char* kSimDefaults = R"(
+  "defaults": {
+    "stages": { "smoke": "15m", "canary": "2h", "gate": "24h", "soak": "7d" },
+    "cadence": { "scrape": "5m", "functional": "15m", "long_context": "1h", "burst": "1h", "cancel": "1h",
+                 "gate_pause": "30s", "soak_traffic": "10m", "soak_heavy": "12h", "build_poll": "30m" },
+    "gate": { "min_completed": 1000 },
+    "long_context_sizes": [1024, 32768],
+    "burst_sizes": [1, 4]
+  },
+  "schedule": { "nightly_window": "now", "max_concurrent_canaries": 4 },
+)";
+
+std::string candidate(const std::string& name, int port, const std::string& extra = "") {
+  return R"({"name": ")" + name + R"(", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp", "base_url": "http://127.0.0.1:)" +
+         std::to_string(port) + "\"" + extra + "}";
+}
+
+struct World {
+  TempDir tmp;
+  VirtualClock clock{1'767'225'600'000};
+  std::unique_ptr<SqliteStore> store;
+  int64_t host = 0;
+  std::unique_ptr<SimRunner> runner;
+  std::shared_ptr<const Config> cfg;
+  std::unique_ptr<Campaigns> camp;
+
+  explicit World(const std::string& candidates_json, const std::string& extra_top = "") {
+    auto st = SqliteStore::open(tmp.path() + "/s.db", OpenMode::ReadWrite, Durability::Fast);
+    REQUIRE(st.ok());
+    store = std::move(*st);
+    host = *store->upsert_host(HostInfo{"studio", "Mac15,14", 512LL << 30, "macOS 15.5"}, clock.wall_ms());
+    std::string text = std::string("{") + kSimDefaults + extra_top + R"("candidates": [)" + candidates_json + "]}";
+    auto c = parse_config(text, "sim.json", tmp.path());
+    INFO((c.ok() ? "" : c.message()));
+    REQUIRE(c.ok());
+    cfg = std::make_shared<const Config>(std::move(*c));
+    runner = std::make_unique<SimRunner>(*store, clock, host);
+    start();
+  }
+
+  void start() {
+    Logger log = make_null_logger();
+    if (std::getenv("SIM_LOG")) log = *make_logger(LogTarget::Console, "", "debug");
+    camp = std::make_unique<Campaigns>(cfg, CampaignDeps{*store, *runner, log, host, [](int64_t) { return 0; }});
+    camp->set_now_source([this] { return clock.wall_ms(); });
+    REQUIRE(camp->resume(clock.wall_ms()).ok());
+  }
+
+  // Runs until settled or `limit_ms` of virtual time passed.
+  void run(int64_t limit_ms, const std::function<bool()>& stop = nullptr) {
+    const int64_t end = clock.wall_ms() + limit_ms;
+    while (clock.wall_ms() < end) {
+      const int64_t now = clock.wall_ms();
+      runner->deliver(now);
+      camp->tick(now);
+      if (camp->settled() || (stop && stop())) return;
+      auto a = runner->next_completion_ms();
+      auto b = camp->next_wake_ms(now);
+      int64_t next = end;
+      if (a) next = std::min(next, *a);
+      if (b) next = std::min(next, *b);
+      if (next <= now) next = now + 1;
+      clock.advance_ms(next - now);
+    }
+  }
+
+  std::optional<CandidateRow> row(const std::string& name, const std::string& build = "") {
+    std::optional<CandidateRow> out;
+    for (const auto& c : *store->candidates())
+      if (c.name == name && (build.empty() || c.build == build) && (!out || c.id > out->id)) out = c;
+    return out;
+  }
+  std::optional<VerdictRow> verdict(const std::string& name, const std::string& build = "") {
+    auto r = row(name, build);
+    if (!r) return std::nullopt;
+    return *store->latest_verdict(r->id);
+  }
+  std::vector<StageRow> stages(const std::string& name) { return *store->stages(row(name)->id); }
+};
+
+bool has_metric(const VerdictRow& v, const std::string& prefix, const std::string& result) {
+  for (const auto& m : v.metrics)
+    if (m.metric.rfind(prefix, 0) == 0 && m.result == result) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a healthy candidate with a healthy baseline goes smoke -> canary -> gate -> soak -> promoted") {
+  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  w.runner->at("base").build = "b9430";
+  w.runner->at("cand").build = "b9502";
+  w.run(10 * kDay);
+  REQUIRE(w.camp->settled());
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Promoted);
+  CHECK(v->stage == "soak");
+  auto st = w.stages("cand");
+  REQUIRE(st.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    CHECK(st[i].kind == kAllStages[i]);
+    CHECK(st[i].state == StageState::Passed);
+  }
+  // Each stage ran its nominal length (smoke ends when its pass ends).
+  CHECK(*st[1].ended_ms - st[1].started_ms >= 2 * kHour);
+  CHECK(*st[2].ended_ms - st[2].started_ms >= 24 * kHour);
+  CHECK(*st[3].ended_ms - st[3].started_ms >= 7 * kDay);
+  // The canary was compared with the baseline's rows of the same period.
+  auto all = *w.store->verdicts(w.row("cand")->id);
+  bool canary_interleaved = false;
+  for (const auto& x : all)
+    if (x.stage == "canary" && x.baseline_mode == "interleaved") canary_interleaved = true;
+  CHECK(canary_interleaved);
+  // Heavy tasks never overlapped on the host.
+  CHECK(w.runner->max_concurrent_heavy() == 1);
+}
+
+TEST_CASE("hard failures reject at once, with the evidence") {
+  struct Case {
+    Behaviour b;
+    const char* metric;
+    StageKind stage;
+  };
+  const Case cases[] = {
+      {Behaviour::HungStream, "hard/hung_stream", StageKind::Gate},
+      {Behaviour::IdentityMismatch, "hard/identity_mismatch", StageKind::Smoke},
+      {Behaviour::Repeated5xx, "hard/repeated_5xx", StageKind::Canary},
+      {Behaviour::StaleSlot, "hard/stale_slot", StageKind::Canary},
+      {Behaviour::InvalidJson, "hard/invalid_json", StageKind::Smoke},
+      {Behaviour::Crash, "hard/", StageKind::Canary},
+      {Behaviour::GuardTrip, "hard/", StageKind::Canary},
+  };
+  for (const auto& c : cases) {
+    INFO("behaviour " << static_cast<int>(c.b));
+    World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+    w.runner->at("cand").behaviour = c.b;
+    w.runner->at("cand").fault_after = 5;
+    w.run(10 * kDay);
+    auto v = w.verdict("cand");
+    REQUIRE(v);
+    INFO(v->reason);
+    CHECK(v->state == VerdictState::Rejected);
+    CHECK(v->stage == std::string(to_string(c.stage)));
+    CHECK(has_metric(*v, c.metric, "fail"));
+    CHECK_FALSE(v->judge_input_json.empty());
+    // Rejected at once: the stage ended long before its nominal length.
+    auto st = w.stages("cand");
+    CHECK(st.back().state == StageState::Failed);
+    if (c.stage != StageKind::Smoke) CHECK(*st.back().ended_ms - st.back().started_ms < st.back().length_ms);
+  }
+}
+
+TEST_CASE("a regression versus the baseline rejects: 95 % acceptance does not excuse 10x slower decode") {
+  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  w.runner->at("cand").behaviour = Behaviour::SlowDecode;
+  w.run(10 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Rejected);
+  CHECK(v->stage == "canary");
+  CHECK(has_metric(*v, "decode_tps", "fail"));
+  // The healthy baseline is not harmed by the comparison.
+  CHECK(w.verdict("base")->state != VerdictState::Rejected);
+}
+
+TEST_CASE("a marginal regression holds for a person to decide; a tiny one stays below the effect floor") {
+  {
+    World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+    w.runner->at("cand").behaviour = Behaviour::Marginal;
+    w.runner->at("cand").noise = 0.02;
+    w.runner->at("base").noise = 0.02;
+    w.run(10 * kDay);
+    auto v = w.verdict("cand");
+    REQUIRE(v);
+    INFO(v->reason);
+    CHECK(v->state == VerdictState::Hold);
+    CHECK(v->stage == "canary");
+  }
+  {
+    World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+    w.runner->at("cand").behaviour = Behaviour::TinySlower;
+    w.run(10 * kDay);
+    auto v = w.verdict("cand");
+    REQUIRE(v);
+    INFO(v->reason);
+    CHECK(v->state == VerdictState::Promoted);
+  }
+}
+
+TEST_CASE("a leak through the soak rejects; a single spike does not") {
+  {
+    World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+    w.runner->at("cand").behaviour = Behaviour::Leak;
+    w.run(10 * kDay);
+    auto v = w.verdict("cand");
+    REQUIRE(v);
+    INFO(v->reason);
+    CHECK(v->state == VerdictState::Rejected);
+    CHECK(v->stage == "soak");
+  }
+  {
+    World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+    w.runner->at("cand").behaviour = Behaviour::LeakSpike;
+    w.run(10 * kDay);
+    auto v = w.verdict("cand");
+    REQUIRE(v);
+    INFO(v->reason);
+    CHECK(v->state == VerdictState::Promoted);
+  }
+}
+
+TEST_CASE("an unreachable runtime is blocked, not rejected") {
+  World w(candidate("cand", 18432));
+  w.runner->at("cand").behaviour = Behaviour::Unreachable;
+  w.run(2 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Blocked);
+  CHECK(w.row("cand")->build == "unknown");
+}
+
+TEST_CASE("a baseline that has no data leaves the canary inconclusive") {
+  // The baseline is configured but never reachable, so it has no rows at all.
+  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  w.runner->at("base").behaviour = Behaviour::Unreachable;
+  w.run(10 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Inconclusive);
+  CHECK(v->stage == "canary");
+}
+
+TEST_CASE("a restart mid-gate resumes with the original start and deadline; missed slots stay missed") {
+  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  // Run into the gate, then "crash": drop the campaign engine and the runner's queue.
+  w.run(10 * kDay, [&] {
+    auto r = w.row("cand");
+    if (!r) return false;
+    auto st = *w.store->stages(r->id);
+    return !st.empty() && st.back().kind == StageKind::Gate &&
+           w.clock.wall_ms() - st.back().started_ms > 6 * kHour;
+  });
+  auto before = w.stages("cand").back();
+  REQUIRE(before.kind == StageKind::Gate);
+  REQUIRE(before.state == StageState::Running);
+  w.runner = std::make_unique<SimRunner>(*w.store, w.clock, w.host, 7);  // in-flight work is gone
+  w.clock.advance_ms(3 * kHour);                                          // soakd was down 3 h
+  w.start();
+  auto resumed = w.stages("cand").back();
+  CHECK(resumed.id == before.id);
+  CHECK(resumed.started_ms == before.started_ms);
+  CHECK(resumed.deadline_ms == before.deadline_ms);
+  EventQuery gq;
+  gq.candidate_id = w.row("cand")->id;
+  gq.kind = "gap";
+  auto gaps = *w.store->events(gq);
+  REQUIRE(gaps.size() == 1);
+  CHECK(gaps[0].duration_ms.value_or(0) >= 3 * kHour);
+  // No burst of catch-up requests: the first minute after restart runs at most
+  // one gate turn and one scrape.
+  const int64_t max_before = w.store->max_ids()->probe;
+  w.run(kMinute);
+  ProbeQuery aq;
+  aq.stage_id = before.id;
+  aq.min_id = max_before + 1;
+  auto after = *w.store->probe_results(aq);
+  CHECK(after.size() <= 3);
+  w.run(10 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  // 3 h of 24 h missing: 87.5 % coverage at the nominal end, so the gate was
+  // extended to make it up and then passed.
+  auto gate = (*w.store->stages(w.row("cand")->id))[2];
+  CHECK(gate.state == StageState::Passed);
+  CHECK(*gate.ended_ms > gate.started_ms + gate.length_ms);
+  CHECK(*gate.ended_ms <= gate.deadline_ms);
+  CHECK(v->state == VerdictState::Promoted);
+}
+
+TEST_CASE("gaps beyond the grace give inconclusive, never a pass") {
+  World w(candidate("cand", 18432));
+  w.run(10 * kDay, [&] {
+    auto r = w.row("cand");
+    if (!r) return false;
+    auto st = *w.store->stages(r->id);
+    return !st.empty() && st.back().kind == StageKind::Gate;
+  });
+  w.runner = std::make_unique<SimRunner>(*w.store, w.clock, w.host, 9);
+  w.clock.advance_ms(12 * kHour);  // half the gate lost
+  w.start();
+  w.run(10 * kDay);
+  auto st = w.stages("cand");
+  REQUIRE(st.size() >= 3);
+  CHECK(st[2].kind == StageKind::Gate);
+  CHECK(st[2].state == StageState::Inconclusive);
+  CHECK(w.verdict("cand")->state == VerdictState::Inconclusive);
+}
+
+TEST_CASE("a new build is a new candidate, judged against the previous promoted build") {
+  World w(candidate("llama", 18431));
+  w.runner->at("llama").build = "b9430";
+  w.run(10 * kDay);
+  REQUIRE(w.verdict("llama", "b9430")->state == VerdictState::Promoted);
+  const int64_t old_id = w.row("llama", "b9430")->id;
+  w.runner->at("llama").build = "b9502";  // Homebrew upgraded it overnight
+  w.run(10 * kDay);
+  auto fresh = w.row("llama", "b9502");
+  REQUIRE(fresh);
+  CHECK(fresh->id != old_id);
+  CHECK(fresh->baseline_id == std::optional<int64_t>(old_id));
+  EventQuery bq;
+  bq.candidate_id = old_id;
+  bq.kind = "build_change";
+  auto ev = *w.store->events(bq);
+  CHECK(ev.size() == 1);
+  // The old build keeps its verdict.
+  CHECK(w.verdict("llama", "b9430")->state == VerdictState::Promoted);
+  auto v = w.verdict("llama", "b9502");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state != VerdictState::Running);
+}
+
+TEST_CASE("recomputing a stored verdict from its rows gives the same verdict, byte for byte") {
+  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  w.runner->at("cand").behaviour = Behaviour::Marginal;
+  w.run(10 * kDay);
+  auto stored = w.verdict("cand");
+  REQUIRE(stored);
+  auto recipe = recipe_from_json(stored->judge_input_json);
+  REQUIRE(recipe.ok());
+  auto again = judge_from_store(*w.store, *recipe);
+  REQUIRE(again.ok());
+  CHECK(again->state == stored->state);
+  CHECK(again->reason == stored->reason);
+  CHECK(metrics_to_json(again->metrics) == metrics_to_json(stored->metrics));
+  CHECK(again->evidence_first_id == stored->evidence_first_id);
+  CHECK(again->evidence_last_id == stored->evidence_last_id);
+}
