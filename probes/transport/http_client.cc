@@ -193,6 +193,8 @@ struct HttpClient::Impl {
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::on_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+    curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, &Impl::on_sockopt);
+    curl_easy_setopt(e, CURLOPT_SOCKOPTDATA, t);
     curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, &Impl::on_prereq);
     curl_easy_setopt(e, CURLOPT_PREREQDATA, t);
     if (r.connection == ConnectionPolicy::Fresh) {
@@ -398,6 +400,12 @@ struct HttpClient::Impl {
     Impl* m = t->impl;
     m->arm(t);  // ends the transfer if a limit passed, else re-arms for the next deadline
     if (t->ended) m->retire_all();
+  }
+
+  static int on_sockopt(void* userp, curl_socket_t, curlsocktype) {
+    auto* t = static_cast<Transfer*>(userp);
+    t->result.times.connect_start_ns = t->impl->clock.mono_ns();
+    return CURL_SOCKOPT_OK;
   }
 
   static int on_prereq(void* userp, char*, char*, int, int local_port) {

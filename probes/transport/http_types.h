@@ -80,6 +80,7 @@ EndReason end_reason_for_curl(int curl_code, bool connected);
 // Monotonic stamps (Clock::mono_ns) of one transfer.
 struct TransferTimes {
   int64_t start_ns = 0;                   // start() was called
+  std::optional<int64_t> connect_start_ns;  // socket of a new connection created (nullopt if reused)
   std::optional<int64_t> connected_ns;    // connection ready (new or reused), request about to be sent
   std::optional<int64_t> first_byte_ns;   // first response byte (status line) processed
   int64_t done_ns = 0;                    // the end reason was decided

@@ -378,10 +378,12 @@ TEST_CASE("http: real llama-server streams re-chunked arrive as the same events,
     CHECK_FALSE(r.reused_connection);
     CHECK(r.local_port > 0);
     // Timing points are ordered and all present.
+    REQUIRE(r.times.connect_start_ns.has_value());
     REQUIRE(r.times.connected_ns.has_value());
     REQUIRE(r.times.first_byte_ns.has_value());
     REQUIRE(rec.result->first_event_ns.has_value());
-    CHECK(r.times.start_ns <= *r.times.connected_ns);
+    CHECK(r.times.start_ns <= *r.times.connect_start_ns);
+    CHECK(*r.times.connect_start_ns <= *r.times.connected_ns);
     CHECK(*r.times.connected_ns <= *r.times.first_byte_ns);
     CHECK(*r.times.first_byte_ns <= *rec.result->first_event_ns);
     CHECK(*rec.result->first_event_ns <= r.times.done_ns);
@@ -704,12 +706,15 @@ TEST_CASE("http: keep-alive reuse is the default; ConnectionPolicy::Fresh opens 
     CHECK(second.result->reason == EndReason::Completed);
     CHECK(second.body == health.body);
     CHECK_FALSE(first.result->reused_connection);
+    CHECK(first.result->times.connect_start_ns.has_value());
     if (policy == ConnectionPolicy::Reuse) {
       CHECK(second.result->reused_connection);
+      CHECK_FALSE(second.result->times.connect_start_ns.has_value());
       CHECK(second.result->local_port == first.result->local_port);
       CHECK(server.connections() == 1);
     } else {
       CHECK_FALSE(second.result->reused_connection);
+      CHECK(second.result->times.connect_start_ns.has_value());
       CHECK(second.result->local_port != first.result->local_port);
       CHECK(server.connections() == 2);
     }
