@@ -29,7 +29,7 @@ std::vector<const ProbeResult*> time_ordered(const std::vector<ProbeResult>& row
 
 double finite_or_zero(double v) { return std::isfinite(v) ? v : 0.0; }
 
-std::string short_hash(const std::string& s) { return s.empty() ? "-" : hash_hex(s).substr(0, kLabelHashChars); }
+std::string short_hash(std::string_view s) { return s.empty() ? "-" : hash_hex(s).substr(0, kLabelHashChars); }
 
 }  // namespace
 
@@ -54,7 +54,12 @@ std::string format(const char* fmt, ...) {
 }
 
 std::string pct(double fraction) { return format("%+.1f%%", finite_or_zero(fraction) * 100); }
-std::string num(double v) { return format("%.4g", finite_or_zero(v)); }
+std::string num(double v) {
+  v = finite_or_zero(v);
+  // Whole numbers of 5+ digits (bytes, MB, ms) read better in full than as 2e+04.
+  if (std::fabs(v) >= 1e4 && std::fabs(v) < 1e15) return format("%.0f", v);
+  return format("%.4g", v);
+}
 std::string pval(double p) { return format("p=%.2g", finite_or_zero(p)); }
 
 std::string id_list(const std::vector<int64_t>& ids) {
@@ -102,7 +107,7 @@ Locator locator_of(const ProbeResult& r) {
 }
 
 std::string locator_label(const Locator& l) {
-  std::string s = l.workload_id.empty() ? std::string(to_string(l.kind)) : l.workload_id;
+  std::string s(l.workload_id.empty() ? to_string(l.kind) : l.workload_id);
   s += "{kind=";
   s += to_string(l.kind);
   s += ",cache=";
@@ -113,7 +118,8 @@ std::string locator_label(const Locator& l) {
   s += ",conc=" + std::to_string(l.client_concurrency);
   s += ",slots=" + (l.runtime_slots ? std::to_string(*l.runtime_slots) : std::string("?"));
   s += ",host=" + std::to_string(l.host_id);
-  s += ",fixture=" + (l.fixture_hash.empty() ? std::string("-") : l.fixture_hash.substr(0, kLabelHashChars));
+  s += ",fixture=";
+  s += l.fixture_hash.empty() ? std::string_view("-") : l.fixture_hash.substr(0, kLabelHashChars);
   s += ",sampling=" + short_hash(l.sampling_json);
   s += "}";
   return s;

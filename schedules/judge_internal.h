@@ -59,18 +59,19 @@ void set_numbers(MetricEvidence& m, double estimate, double baseline, double lo,
 // ---- locators ------------------------------------------------------------------
 // Everything that must match for two numbers to be comparable (DESIGN §2.3–2.8).
 // The candidate itself is not part of it: candidate and baseline pools with the
-// same locator are compared with each other.
+// same locator are compared with each other. The text fields view the rows'
+// strings: a Locator lives no longer than the JudgeInput it was taken from.
 struct Locator {
   int64_t host_id = 0;
   ProbeKind kind = ProbeKind::Health;
-  std::string workload_id;
+  std::string_view workload_id;
   std::optional<int64_t> size_tokens;
   CacheState cache_state = CacheState::None;
   std::optional<bool> thinking;
   int client_concurrency = 1;
   std::optional<int> runtime_slots;
-  std::string fixture_hash;
-  std::string sampling_json;
+  std::string_view fixture_hash;
+  std::string_view sampling_json;
 
   auto operator<=>(const Locator&) const = default;
   bool operator==(const Locator&) const = default;

@@ -11,8 +11,8 @@ namespace {
 
 // Below this many candidates in the bisection bracket, the k-th pairwise
 // difference is picked by enumerating them (per element of the shorter side).
-constexpr int64_t kMinEnumerate = 4096;
-constexpr int64_t kEnumeratePerElement = 4;
+constexpr int64_t kMinEnumerate = 1024;
+constexpr int64_t kEnumeratePerElement = 1;
 
 // Relative slack when comparing point probabilities in Fisher's two-sided test,
 // so tables as likely as the observed one are not lost to rounding (as R does).
@@ -197,6 +197,25 @@ double mann_whitney_exact_cdf(int m, int n, int64_t u) {
   return exact_u_cdf_table(m, n)[static_cast<size_t>(u)];
 }
 
+namespace {
+
+// The (k+1)-th smallest difference given a = the k-th, in one pass: a itself
+// when more than k differences are <= a, else the smallest difference above a
+// (for each i that is x[i] - y[j_i - 1], j_i the first j with x[i] - y[j] <= a).
+double next_pairwise_difference(std::span<const double> x, std::span<const double> y, double a, int64_t k) {
+  int64_t at_most = 0;
+  double above = INFINITY;
+  size_t j = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    while (j < y.size() && x[i] - y[j] > a) ++j;
+    at_most += static_cast<int64_t>(y.size() - j);
+    if (j > 0) above = std::min(above, x[i] - y[j - 1]);
+  }
+  return at_most > k || !std::isfinite(above) ? a : above;
+}
+
+}  // namespace
+
 MannWhitney mann_whitney(std::span<const double> x_in, std::span<const double> y_in, double confidence) {
   MannWhitney r;
   r.n_x = static_cast<int64_t>(x_in.size());
@@ -258,7 +277,7 @@ MannWhitney mann_whitney(std::span<const double> x_in, std::span<const double> y
     r.shift = kth_pairwise_difference(x, y, (n_pairs + 1) / 2);
   } else {
     const double a = kth_pairwise_difference(x, y, n_pairs / 2);
-    const double b = kth_pairwise_difference(x, y, n_pairs / 2 + 1);
+    const double b = next_pairwise_difference(x, y, a, n_pairs / 2);
     r.shift = a + (b - a) / 2;
   }
   r.shift_lo = kth_pairwise_difference(x, y, c);

@@ -5,3 +5,8 @@ soak_add_test(unit_judge_hard SOURCES unit/judge_hard_test.cc LIBS soak_schedule
 soak_add_test(unit_judge_soak SOURCES unit/judge_soak_test.cc LIBS soak_schedules LABELS unit)
 # The verdict test serializes evidence with the store's metrics_to_json.
 soak_add_test(unit_judge_verdict SOURCES unit/judge_verdict_test.cc LIBS soak_schedules soak_storage LABELS unit)
+
+# Benchmark program (prints figures; not a test).
+add_executable(judge_bench bench/judge_bench.cc)
+target_include_directories(judge_bench PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(judge_bench PRIVATE soak_schedules)
