@@ -1,6 +1,7 @@
-// soakctl: read-only queries of a soakd store (and, through the store, control
-// requests to the daemon). Opens the store read-only, so it works while soakd
-// writes, and never changes results.
+// soakctl: queries of a soakd store, and control requests to the daemon
+// through the store. Queries open the store read-only, so they work while soakd
+// writes; start/abort/promote only append a row to control_requests, which the
+// daemon acts on. soakctl never creates, migrates or rewrites results.
 #include "daemon/soakctl_cli.h"
 
 #include <algorithm>
@@ -10,8 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include "daemon/args.h"
 #include "daemon/base/config.h"
+#include "daemon/evidence.h"
 #include "daemon/version.h"
 #include "storage/sqlite_store.h"
 
@@ -31,6 +35,26 @@ Usage:
       The latest verdict of model M on runtime R (at build B, else the newest
       build seen). Exit code: 0 promoted, 1 rejected, 3 anything else
       (running, hold, inconclusive, blocked, or no verdict yet).
+  soakctl [STORE] explain CANDIDATE [--build B] [--json]
+      Why: recomputes the latest judged verdict of CANDIDATE (a config name)
+      from the stored rows and shows every metric with its n, estimate,
+      baseline, interval, threshold and reason. Exit 5 if the recomputed
+      verdict differs from the stored one.
+  soakctl [STORE] history CANDIDATE [--json]
+      Every build of CANDIDATE with its stages and verdicts.
+  soakctl [STORE] events [--candidate CANDIDATE] [--kind K] [--limit N] [--json]
+      The latest events (daemon start/stop, reloads, build changes, gaps,
+      guard trips, restarts, controls), newest last. Default limit 50.
+  soakctl [STORE] start CANDIDATE [--who W] [--why TEXT]
+      Ask soakd to (re)start CANDIDATE's campaign from smoke now, ignoring the
+      nightly window.
+  soakctl [STORE] abort CANDIDATE [--who W] [--why TEXT]
+      Ask soakd to stop CANDIDATE's running stage; the verdict becomes
+      inconclusive, recording who and why.
+  soakctl [STORE] promote CANDIDATE --override [--who W] --why TEXT
+      Promote by hand. Recorded as an override with who and why.
+      start/abort/promote are requests through the store: soakd picks them up
+      within a second (see `soakctl events --kind control`).
 
 STORE (first match wins):
   --db PATH        the store file
@@ -39,7 +63,8 @@ STORE (first match wins):
 
 Every command takes --json for machine-readable output.
 Exit codes: 0 ok / promoted, 1 rejected, 2 usage error, 3 not decided,
-            4 store or candidate not found / unreadable.
+            4 store or candidate not found / unreadable, 5 explain: the
+            recomputed verdict differs from the stored one.
 )";
 
 std::string usage_text() {
@@ -74,7 +99,7 @@ struct Ctl {
   const Clock& clock;
 };
 
-Result<std::unique_ptr<SqliteStore>> open_store(const Args& a) {
+Result<std::unique_ptr<SqliteStore>> open_store(const Args& a, OpenMode mode) {
   std::string path;
   if (auto db = a.get("db")) {
     path = expand_home(*db);
@@ -85,7 +110,7 @@ Result<std::unique_ptr<SqliteStore>> open_store(const Args& a) {
   } else {
     path = default_store_path();
   }
-  return SqliteStore::open(path, OpenMode::ReadOnly);
+  return SqliteStore::open(path, mode);
 }
 
 json stage_json(const StageRow& s, int64_t now_ms) {
@@ -224,10 +249,290 @@ int cmd_verdict(const Ctl& c, const Args& a, Store& st) {
   return code;
 }
 
+
+// Newest row of a config name (or the named build).
+std::optional<CandidateRow> find_candidate(Store& st, const std::string& name, const std::optional<std::string>& build) {
+  auto rows = st.candidates();
+  if (!rows) return std::nullopt;
+  std::optional<CandidateRow> best;
+  for (const auto& r : *rows) {
+    if (r.name != name || (build && r.build != *build)) continue;
+    if (!best || r.id > best->id) best = r;
+  }
+  return best;
+}
+
+std::string fmt_num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+json metric_json(const MetricEvidence& m) {
+  json j;
+  j["metric"] = m.metric;
+  j["result"] = m.result;
+  j["n"] = m.n;
+  j["n_baseline"] = m.n_baseline;
+  j["estimate"] = m.estimate;
+  j["baseline"] = m.baseline;
+  j["interval"] = {m.lo, m.hi};
+  j["threshold"] = m.threshold;
+  j["p_value"] = m.p_value;
+  j["reason"] = m.reason;
+  return j;
+}
+
+// A stage that passed before the soak is stored as "running" (the campaign goes
+// on) with the judge's evidence; the judge itself says "promoted" for it.
+bool same_verdict(const VerdictRow& stored, const VerdictRow& again) {
+  const bool state_ok = stored.state == again.state ||
+                        (stored.state == VerdictState::Running && again.state == VerdictState::Promoted &&
+                         stored.stage != "soak");
+  return state_ok && stored.reason == again.reason && stored.judge_version == again.judge_version &&
+         stored.evidence_first_id == again.evidence_first_id && stored.evidence_last_id == again.evidence_last_id &&
+         stored.baseline_mode == again.baseline_mode && metrics_to_json(stored.metrics) == metrics_to_json(again.metrics);
+}
+
+int cmd_explain(const Ctl& c, const Args& a, Store& st) {
+  if (a.positionals().size() != 2) {
+    c.err << "soakctl explain: give exactly one CANDIDATE (see soakctl --help)\n";
+    return kCtlExitUsage;
+  }
+  const std::string& name = a.positionals()[1];
+  auto row = find_candidate(st, name, a.get("build"));
+  if (!row) {
+    c.err << "soakctl: no candidate named \"" << name << "\"" << (a.get("build") ? " at build " + *a.get("build") : "")
+          << " in the store\n";
+    return kCtlExitStore;
+  }
+  auto all = st.verdicts(row->id);
+  if (!all) {
+    c.err << "soakctl: " << all.message() << "\n";
+    return kCtlExitStore;
+  }
+  const VerdictRow* judged = nullptr;
+  for (const auto& v : *all)
+    if (recipe_from_json(v.judge_input_json).ok()) judged = &v;
+  const VerdictRow* latest = all->empty() ? nullptr : &all->back();
+  if (!judged) {
+    c.out << name << " (" << row->model << " on " << row->runtime << " at " << row->build << "): ";
+    if (latest)
+      c.out << to_string(latest->state) << (latest->reason.empty() ? "" : " — " + latest->reason)
+            << (latest->is_override ? " (override by " + latest->who + ": " + latest->why + ")" : "")
+            << "\nno judged stage yet: nothing to recompute\n";
+    else
+      c.out << "no verdict yet\n";
+    return kCtlExitOk;
+  }
+  auto recipe = recipe_from_json(judged->judge_input_json);
+  auto again = judge_from_store(st, *recipe);
+  if (!again) {
+    c.err << "soakctl: cannot recompute: " << again.message() << "\n";
+    return kCtlExitStore;
+  }
+  const bool identical = same_verdict(*judged, *again);
+  if (a.flag("json")) {
+    json j;
+    j["candidate"] = name;
+    j["model"] = row->model;
+    j["runtime"] = row->runtime;
+    j["build"] = row->build;
+    j["verdict"] = verdict_json(*judged);
+    json ms = json::array();
+    for (const auto& m : again->metrics) ms.push_back(metric_json(m));
+    j["metrics"] = ms;
+    j["recomputed"] = {{"identical", identical}, {"state", to_string(again->state)}, {"reason", again->reason}};
+    if (latest && latest != judged) j["latest"] = verdict_json(*latest);
+    c.out << j.dump(2) << "\n";
+    return identical ? kCtlExitOk : kCtlExitMismatch;
+  }
+  c.out << name << " (" << row->model << " on " << row->runtime << " at " << row->build << ")\n";
+  c.out << "verdict: " << to_string(judged->state) << " (" << judged->stage << ")"
+        << (judged->reason.empty() ? "" : " — " + judged->reason) << "\n";
+  c.out << "judged " << iso_utc(judged->wall_ms) << " by " << judged->judge_version << ", config " << judged->config_hash
+        << ", evidence probe rows " << judged->evidence_first_id << ".." << judged->evidence_last_id << ", baseline "
+        << judged->baseline_mode
+        << (judged->baseline_id ? " (candidate row " + std::to_string(*judged->baseline_id) + ")" : "") << "\n";
+  if (latest && latest != judged)
+    c.out << "now: " << to_string(latest->state) << (latest->reason.empty() ? "" : " — " + latest->reason) << "\n";
+  c.out << "recomputed from the stored rows: "
+        << (identical ? "identical" : "DIFFERENT: " + std::string(to_string(again->state)) + " — " + again->reason)
+        << "\n\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-8s %7s %7s %11s %11s %23s %9s %9s  %s\n", "RESULT", "N", "N_BASE", "ESTIMATE",
+                "BASELINE", "INTERVAL", "THRESHOLD", "P", "METRIC");
+  c.out << line;
+  for (const auto& m : again->metrics) {
+    std::string interval = "[" + fmt_num(m.lo) + ", " + fmt_num(m.hi) + "]";
+    std::snprintf(line, sizeof line, "%-8s %7lld %7lld %11s %11s %23s %9s %9s  ", m.result.c_str(),
+                  static_cast<long long>(m.n), static_cast<long long>(m.n_baseline), fmt_num(m.estimate).c_str(),
+                  fmt_num(m.baseline).c_str(), interval.c_str(), fmt_num(m.threshold).c_str(),
+                  fmt_num(m.p_value).c_str());
+    c.out << line << m.metric << "\n";
+    if (!m.reason.empty()) c.out << "         " << m.reason << "\n";
+  }
+  return identical ? kCtlExitOk : kCtlExitMismatch;
+}
+
+int cmd_history(const Ctl& c, const Args& a, Store& st) {
+  if (a.positionals().size() != 2) {
+    c.err << "soakctl history: give exactly one CANDIDATE (see soakctl --help)\n";
+    return kCtlExitUsage;
+  }
+  const std::string& name = a.positionals()[1];
+  auto rows = st.candidates();
+  if (!rows) {
+    c.err << "soakctl: " << rows.message() << "\n";
+    return kCtlExitStore;
+  }
+  json arr = json::array();
+  bool any = false;
+  for (const auto& r : *rows) {
+    if (r.name != name) continue;
+    any = true;
+    auto stages = st.stages(r.id);
+    auto verdicts = st.verdicts(r.id);
+    if (!stages || !verdicts) {
+      c.err << "soakctl: cannot read history\n";
+      return kCtlExitStore;
+    }
+    if (a.flag("json")) {
+      json j;
+      j["build"] = r.build;
+      j["candidate_id"] = r.id;
+      j["first_seen"] = iso_utc(r.first_seen_ms);
+      if (r.baseline_id) j["baseline_candidate_id"] = *r.baseline_id;
+      json ss = json::array();
+      for (const auto& s : *stages) ss.push_back(stage_json(s, c.clock.wall_ms()));
+      j["stages"] = ss;
+      json vs = json::array();
+      for (const auto& v : *verdicts) vs.push_back(verdict_json(v));
+      j["verdicts"] = vs;
+      arr.push_back(std::move(j));
+      continue;
+    }
+    c.out << r.build << " (candidate row " << r.id << ", first seen " << iso_utc(r.first_seen_ms)
+          << (r.baseline_id ? ", baseline row " + std::to_string(*r.baseline_id) : "") << ")\n";
+    for (const auto& s : *stages) {
+      c.out << "  stage " << to_string(s.kind) << ": " << to_string(s.state) << ", " << iso_utc(s.started_ms);
+      if (s.ended_ms) c.out << " -> " << iso_utc(*s.ended_ms) << " (" << format_duration(*s.ended_ms - s.started_ms) << ")";
+      if (!s.reason.empty()) c.out << " — " << s.reason;
+      c.out << "\n";
+    }
+    for (const auto& v : *verdicts) {
+      c.out << "  verdict " << iso_utc(v.wall_ms) << " " << to_string(v.state) << " (" << v.stage << ")";
+      if (!v.reason.empty()) c.out << " — " << v.reason;
+      if (v.is_override) c.out << " [override by " << v.who << ": " << v.why << "]";
+      c.out << "\n";
+    }
+  }
+  if (!any) {
+    c.err << "soakctl: no candidate named \"" << name << "\" in the store\n";
+    return kCtlExitStore;
+  }
+  if (a.flag("json")) c.out << arr.dump(2) << "\n";
+  return kCtlExitOk;
+}
+
+int cmd_events(const Ctl& c, const Args& a, Store& st) {
+  EventQuery q;
+  if (auto name = a.get("candidate")) {
+    auto row = find_candidate(st, *name, std::nullopt);
+    if (!row) {
+      c.err << "soakctl: no candidate named \"" << *name << "\" in the store\n";
+      return kCtlExitStore;
+    }
+    q.candidate_id = row->id;
+    q.host_wide = HostWide::Include;
+  }
+  q.kind = a.get("kind");
+  int64_t limit = 50;
+  if (auto l = a.get("limit")) {
+    try {
+      limit = std::stoll(*l);
+    } catch (...) {
+      limit = -1;
+    }
+    if (limit <= 0) {
+      c.err << "soakctl events: --limit must be a positive number\n";
+      return kCtlExitUsage;
+    }
+  }
+  auto ev = st.events(q);
+  if (!ev) {
+    c.err << "soakctl: " << ev.message() << "\n";
+    return kCtlExitStore;
+  }
+  size_t from = ev->size() > static_cast<size_t>(limit) ? ev->size() - static_cast<size_t>(limit) : 0;
+  json arr = json::array();
+  for (size_t i = from; i < ev->size(); ++i) {
+    const Event& e = (*ev)[i];
+    if (a.flag("json")) {
+      json j;
+      j["id"] = e.id;
+      j["at"] = iso_utc(e.wall_ms);
+      j["kind"] = e.kind;
+      if (e.candidate_id) j["candidate_id"] = *e.candidate_id;
+      j["detail"] = json::parse(e.detail_json, nullptr, false);
+      if (e.duration_ms) j["duration_ms"] = *e.duration_ms;
+      arr.push_back(std::move(j));
+    } else {
+      c.out << iso_utc(e.wall_ms) << "  " << e.kind;
+      if (e.candidate_id) c.out << " (candidate row " << *e.candidate_id << ")";
+      if (e.duration_ms) c.out << " " << format_duration(*e.duration_ms);
+      c.out << "  " << e.detail_json << "\n";
+    }
+  }
+  if (a.flag("json")) c.out << arr.dump(2) << "\n";
+  return kCtlExitOk;
+}
+
+int cmd_control(const Ctl& c, const Args& a, Store& st, ControlAction action) {
+  const std::string verb(to_string(action));
+  if (a.positionals().size() != 2) {
+    c.err << "soakctl " << verb << ": give exactly one CANDIDATE (see soakctl --help)\n";
+    return kCtlExitUsage;
+  }
+  if (action == ControlAction::Promote && (!a.flag("override") || !a.get("why"))) {
+    c.err << "soakctl promote: promoting by hand needs --override and --why TEXT (it is recorded as an override)\n";
+    return kCtlExitUsage;
+  }
+  ControlRequest r;
+  r.wall_ms = c.clock.wall_ms();
+  r.candidate = a.positionals()[1];
+  r.action = action;
+  r.is_override = a.flag("override");
+  const char* user = std::getenv("USER");
+  r.who = a.get("who").value_or(user ? user : "unknown");
+  r.why = a.get("why").value_or("");
+  if (auto row = find_candidate(st, r.candidate, std::nullopt)) r.candidate_id = row->id;
+  auto id = st.insert_control(r);
+  if (!id) {
+    c.err << "soakctl: cannot queue the request: " << id.message() << "\n";
+    return kCtlExitStore;
+  }
+  if (a.flag("json")) {
+    json j;
+    j["request_id"] = *id;
+    j["action"] = verb;
+    j["candidate"] = r.candidate;
+    j["who"] = r.who;
+    j["why"] = r.why;
+    c.out << j.dump(2) << "\n";
+  } else {
+    c.out << "request " << *id << " queued: " << verb << " " << r.candidate << " (by " << r.who
+          << (r.why.empty() ? "" : ": " + r.why) << "). soakd picks it up within a second; see "
+          << "`soakctl events --kind control`.\n";
+  }
+  return kCtlExitOk;
+}
+
 }  // namespace
 
 int soakctl_main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err, const Clock& clock) {
-  ArgSpec spec{{"help", "version", "json"}, {"db", "config", "model", "runtime", "build"}};
+  ArgSpec spec{{"help", "version", "json", "override"},
+               {"db", "config", "model", "runtime", "build", "candidate", "kind", "limit", "who", "why"}};
   auto a = Args::parse(argv, spec);
   if (!a) {
     err << "soakctl: " << a.message() << " (see soakctl --help)\n";
@@ -246,18 +551,24 @@ int soakctl_main(const std::vector<std::string>& argv, std::ostream& out, std::o
     return kCtlExitUsage;
   }
   const std::string& cmd = a->positionals()[0];
-  static const std::vector<std::string> kCommands{"status", "verdict"};
+  static const std::vector<std::string> kCommands{"status", "verdict", "explain", "history",
+                                                  "events", "start", "abort", "promote"};
   if (std::find(kCommands.begin(), kCommands.end(), cmd) == kCommands.end()) {
     err << "soakctl: unknown command \"" << cmd << "\" (see soakctl --help)\n";
     return kCtlExitUsage;
   }
-  auto store = open_store(*a);
+  auto action = parse_control_action(cmd);
+  auto store = open_store(*a, action ? OpenMode::Control : OpenMode::ReadOnly);
   if (!store) {
     err << "soakctl: " << store.message() << "\n";
     return kCtlExitStore;
   }
   Ctl c{out, err, clock};
+  if (action) return cmd_control(c, *a, **store, *action);
   if (cmd == "status") return cmd_status(c, *a, **store);
+  if (cmd == "explain") return cmd_explain(c, *a, **store);
+  if (cmd == "history") return cmd_history(c, *a, **store);
+  if (cmd == "events") return cmd_events(c, *a, **store);
   return cmd_verdict(c, *a, **store);
 }
 

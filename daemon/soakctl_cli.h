@@ -15,6 +15,7 @@ inline constexpr int kCtlExitRejected = 1;   // `verdict`: rejected
 inline constexpr int kCtlExitUsage = 2;      // bad command line
 inline constexpr int kCtlExitUndecided = 3;  // `verdict`: running, hold, inconclusive, blocked, none yet
 inline constexpr int kCtlExitStore = 4;      // store missing/unreadable/wrong version, candidate not found
+inline constexpr int kCtlExitMismatch = 5;   // `explain`: recomputed verdict differs from the stored one
 
 // argv excludes the program name.
 int soakctl_main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err, const Clock& clock);

@@ -309,10 +309,11 @@ Result<std::vector<T>> select_all(sqlite3* db, const std::string& sql, const Whe
 
 // ============================================================== open
 Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, OpenMode mode, Durability durability) {
-  const bool rw = mode == OpenMode::ReadWrite;
+  const bool rw = mode != OpenMode::ReadOnly;
+  const bool existing_only = mode != OpenMode::ReadWrite;  // soakctl never creates or migrates a store
   std::error_code ec;
   bool exists = fs::exists(path, ec);
-  if (!exists && !rw)
+  if (!exists && existing_only)
     return make_error("no soakd store at " + path + " (start soakd once to create it, or pass --db PATH)");
   if (!exists) {
     if (auto st = make_parent_dirs_private(path); !st) return make_error(st.message());
@@ -347,12 +348,13 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     return fail(path + " was written by a newer soakd (schema " + std::to_string(*version) + ", this soakd knows up to " +
                 std::to_string(schema_version()) + "); upgrade soakd/soakctl. The store was not modified.");
 
-  if (!rw) {
+  if (existing_only) {
     if (empty) return fail(path + " is an empty file, not a soakd store yet (start soakd once to create it)");
     if (*version < schema_version())
       return fail(path + " has schema " + std::to_string(*version) + " but this soakctl expects " +
                   std::to_string(schema_version()) + "; start the new soakd once to migrate it");
-    if (auto st = exec(db, "PRAGMA query_only = ON"); !st) return fail(st.message());
+    const char* p = mode == OpenMode::ReadOnly ? "PRAGMA query_only = ON" : "PRAGMA foreign_keys = ON";
+    if (auto st = exec(db, p); !st) return fail(st.message());
     return std::unique_ptr<SqliteStore>(new SqliteStore(db, path, static_cast<int>(*version)));
   }
 

@@ -17,7 +17,10 @@ struct sqlite3;
 
 namespace soak {
 
-enum class OpenMode { ReadWrite, ReadOnly };
+// ReadWrite: the daemon (creates, migrates). ReadOnly: soakctl queries.
+// Control: soakctl's control requests — writes to an existing store at the
+// current schema, never creates or migrates it.
+enum class OpenMode { ReadWrite, ReadOnly, Control };
 // Full: synchronous=FULL, every committed row survives a crash or power cut (the
 // daemon). Fast: synchronous=OFF, for tests and benchmarks that build large
 // stores in virtual time and do not need crash safety.
@@ -27,8 +30,8 @@ inline constexpr int kBusyTimeoutMs = 5000;
 
 class SqliteStore final : public Store {
  public:
-  // ReadWrite creates and migrates; ReadOnly requires an existing store at the
-  // current schema version (older: tells the user to run the newer soakd once).
+  // ReadWrite creates and migrates; ReadOnly and Control require an existing
+  // store at the current schema version (older: run the newer soakd once).
   static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, OpenMode mode,
                                                    Durability durability = Durability::Full);
   ~SqliteStore() override;
