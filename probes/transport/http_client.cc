@@ -156,6 +156,10 @@ struct HttpClient::Impl {
 
   void shutdown() {
     if (shut) return;
+    if (in_curl) {
+      shutdown_pending = true;  // curl_multi_cleanup must not run inside curl; drive() finishes this
+      return;
+    }
     shut = true;
     uv_timer_stop(curl_timer.get());
     uv_timer_stop(reaper.get());
@@ -282,7 +286,7 @@ struct HttpClient::Impl {
     while (!ended.empty()) {
       Transfer* t = ended.front();
       ended.pop_front();
-      if (t->in_multi) {
+      if (t->in_multi && multi) {
         curl_multi_remove_handle(multi, t->easy);  // an unfinished transfer's connection is closed here
         t->in_multi = false;
       }
@@ -308,6 +312,10 @@ struct HttpClient::Impl {
     in_curl = true;
     curl_multi_socket_action(multi, fd, flags, &running);
     in_curl = false;
+    if (shutdown_pending) {
+      shutdown();
+      return;
+    }
     collect_finished();
     std::vector<Transfer*> adds;
     adds.swap(to_add);
@@ -418,7 +426,7 @@ struct HttpClient::Impl {
   static size_t on_header(char* buf, size_t size, size_t n, void* userp) {
     auto* t = static_cast<Transfer*>(userp);
     size_t len = size * n;
-    if (t->ended) return 0;
+    if (t->ended || t->impl->shutdown_pending) return 0;
     try {
       int64_t now = t->impl->clock.mono_ns();
       if (!t->result.times.first_byte_ns) t->result.times.first_byte_ns = now;
@@ -452,7 +460,7 @@ struct HttpClient::Impl {
   static size_t on_write(char* buf, size_t size, size_t n, void* userp) {
     auto* t = static_cast<Transfer*>(userp);
     size_t len = size * n;
-    if (t->ended) return 0;  // cancelled from a handler: make curl stop reading
+    if (t->ended || t->impl->shutdown_pending) return 0;  // cancelled from a handler: make curl stop reading
     try {
       int64_t now = t->impl->clock.mono_ns();
       if (!t->result.times.first_byte_ns) t->result.times.first_byte_ns = now;
@@ -497,6 +505,7 @@ struct HttpClient::Impl {
   bool in_curl = false;
   bool retiring = false;
   bool shut = false;
+  bool shutdown_pending = false;  // shutdown() was called from inside a curl callback
   bool global_init = false;
 };
 

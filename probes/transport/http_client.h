@@ -16,15 +16,23 @@
 //
 // Threading: construct, call and destroy on the loop thread only. Handler
 // callbacks run on that thread from inside the loop; from inside them it is
-// fine to call start(), cancel() and mark_content() (calls that libcurl
-// forbids inside its callbacks are deferred until curl returns), but not to
-// destroy the client or call shutdown().
+// fine to call start(), cancel(), mark_content() and shutdown() (what libcurl
+// forbids inside its callbacks is deferred until curl returns), but never to
+// destroy the client.
 //
 // Failure: start() never fails synchronously. Every accepted transfer gets
 // exactly one on_done, never from inside start()/cancel()/mark_content()
-// (shutdown() is the exception: it delivers on_done(Cancelled) to every live
-// transfer before it returns). Nothing throws through curl or libuv: an
-// exception from a handler ends that transfer with EndReason::Error.
+// (shutdown() called outside any callback is the exception: it delivers
+// on_done(Cancelled) to every live transfer before it returns). Nothing throws
+// through curl or libuv: an exception from a handler ends that transfer with
+// EndReason::Error.
+//
+// Timing: TransferTimes separates the client's own queueing (start ->
+// connect_start) from connection setup (connect_start -> connected) and from
+// the runtime (connected, i.e. the request leaving -> first byte). Curl sets
+// up every transfer added in one loop pass before sending any of them, which
+// keeps a burst's requests tight on the wire (they leave back to back) at the
+// price of queueing: measure a runtime's TTFT from `connected`.
 #pragma once
 
 #include <uv.h>

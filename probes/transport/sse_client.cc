@@ -28,6 +28,7 @@ class SseClient::Stream final : public TransferHandler, private SseSink {
   }
 
   void on_body(TransferId id, std::string_view bytes, int64_t mono_ns) override {
+    if (cancelled_) return;
     if (!event_stream_) {
       other_body_.append(bytes);
       return;
@@ -42,8 +43,8 @@ class SseClient::Stream final : public TransferHandler, private SseSink {
     out.transfer = transfer;
     if (!event_stream_) out.transfer.body = std::move(other_body_);
     out.event_stream = event_stream_;
-    out.events = parser_.events();
-    out.comments = parser_.comments();
+    out.events = events_;
+    out.comments = comments_;
     out.first_event_ns = first_event_ns_;
     out.tail = parser_.tail();
     SseHandler* handler = handler_;
@@ -51,13 +52,21 @@ class SseClient::Stream final : public TransferHandler, private SseSink {
     handler->on_done(id, out);
   }
 
+  void cancel() { cancelled_ = true; }
+
  private:
   void on_event(const SseEvent& event) override {
+    if (cancelled_) return;
+    ++events_;
     if (!first_event_ns_) first_event_ns_ = now_;
     if (handler_->on_event(id_, event, now_) == EventClass::Content) owner_.http_.mark_content(id_);
   }
 
-  void on_comment(std::string_view text) override { handler_->on_comment(id_, text, now_); }
+  void on_comment(std::string_view text) override {
+    if (cancelled_) return;
+    ++comments_;
+    handler_->on_comment(id_, text, now_);
+  }
 
   SseClient& owner_;
   SseHandler* handler_;
@@ -66,7 +75,10 @@ class SseClient::Stream final : public TransferHandler, private SseSink {
   std::optional<int64_t> first_event_ns_;
   TransferId id_ = kNoTransfer;
   int64_t now_ = 0;
+  int64_t events_ = 0;    // delivered to the handler
+  int64_t comments_ = 0;
   bool event_stream_ = false;
+  bool cancelled_ = false;
 };
 
 SseClient::SseClient(HttpClient& http) : http_(http) {}
@@ -82,6 +94,12 @@ TransferId SseClient::start(HttpRequest request, SseHandler* handler) {
   TransferId id = http_.start(std::move(request), stream.get());
   if (id != kNoTransfer) streams_.emplace(id, std::move(stream));
   return id;
+}
+
+void SseClient::cancel(TransferId id) {
+  auto it = streams_.find(id);
+  if (it != streams_.end()) it->second->cancel();
+  http_.cancel(id);
 }
 
 std::unique_ptr<SseClient::Stream> SseClient::release(TransferId id) {

@@ -33,7 +33,7 @@ enum class EventClass { Content, NotContent };
 struct SseResult {
   TransferResult transfer;              // body: filled only when the response was not an event stream
   bool event_stream = false;            // Content-Type was text/event-stream
-  int64_t events = 0;
+  int64_t events = 0;                   // delivered to the handler
   int64_t comments = 0;
   std::optional<int64_t> first_event_ns;  // first dispatched event (content or not)
   SseTail tail;                          // what the end of the stream left unfinished
@@ -59,7 +59,9 @@ class SseClient {
   // Forces BodyMode::Stream and adds `Accept: text/event-stream` unless the
   // request has an Accept header. kNoTransfer after HttpClient::shutdown().
   TransferId start(HttpRequest request, SseHandler* handler);
-  void cancel(TransferId id) { http_.cancel(id); }
+  // As HttpClient::cancel(), and no further event or comment is delivered,
+  // not even the rest of the bytes already read.
+  void cancel(TransferId id);
 
  private:
   class Stream;

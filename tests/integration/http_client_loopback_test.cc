@@ -669,6 +669,22 @@ TEST_CASE("http: cancel mid-stream ends Cancelled and the server sees the connec
     CHECK(rec.content_ns.size() == 3);  // nothing delivered after the cancel
     CHECK(server.wait_peer_closed(1));
   }
+  SECTION("from inside the event callback, with more events in the same read") {
+    ScriptServer burst([&](Conn& c) {
+      if (!c.read_request()) return;
+      c.send(sse_head(true));
+      std::string five;
+      for (int i = 0; i < 5; ++i) five += content_event(i);
+      c.send_chunk(five);
+      c.wait(-1);
+    });
+    SseRecorder rec;
+    rec.after_content = [&](TransferId id) { f.sse.cancel(id); };
+    f.sse.start(sse_request(burst, 2000), &rec);
+    REQUIRE(f.run_until([&] { return rec.done(); }));
+    CHECK(rec.tr().reason == EndReason::Cancelled);
+    CHECK(rec.content_ns.size() == 1);
+  }
   SECTION("from outside any callback: on_done comes later, from the loop") {
     SseRecorder rec;
     TransferId id = f.sse.start(sse_request(server, 2000), &rec);
@@ -795,4 +811,25 @@ TEST_CASE("http: shutdown ends every live transfer as Cancelled before it return
   SseRecorder late;
   CHECK(f.sse.start(sse_request(server, 100), &late) == kNoTransfer);
   // ~Fixture drains the loop and checks uv_loop_close() == 0.
+}
+
+TEST_CASE("http: shutdown from inside an event callback is finished once curl returns") {
+  ScriptServer server([&](Conn& c) {
+    if (!c.read_request()) return;
+    c.send(sse_head(true));
+    for (int i = 0; c.send_chunk(content_event(i)) && c.pause(10); ++i) {
+    }
+  });
+  Fixture f;
+  SseRecorder a, b;
+  a.after_content = [&](TransferId) { f.http.shutdown(); };
+  b.after_content = [](TransferId) {};
+  f.sse.start(sse_request(server, 2000), &b);
+  REQUIRE(f.run_until([&] { return !b.content_ns.empty(); }));
+  f.sse.start(sse_request(server, 2000), &a);
+  REQUIRE(f.run_until([&] { return a.done() && b.done(); }));
+  CHECK(a.tr().reason == EndReason::Cancelled);
+  CHECK(b.tr().reason == EndReason::Cancelled);
+  CHECK(a.content_ns.size() == 1);
+  CHECK(f.http.active() == 0);
 }
