@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <locale>
+#include <sstream>
 
 #include "probes/text_util.h"
 
@@ -58,9 +60,18 @@ std::optional<double> parse_value(std::string_view tok) {
   if (body.empty() || (!std::isdigit(static_cast<unsigned char>(body.front())) && body.front() != '.')) {
     return std::nullopt;
   }
+  // Decimal digits, point and exponent only (no hex floats). Floating-point
+  // std::from_chars is missing from older macOS SDKs, so a classic-locale
+  // stream reads the number: locale-independent and portable.
+  for (char ch : body) {
+    if (!std::isdigit(static_cast<unsigned char>(ch)) && ch != '.' && ch != 'e' && ch != 'E' && ch != '+' && ch != '-')
+      return std::nullopt;
+  }
+  std::istringstream in{std::string(body)};
+  in.imbue(std::locale::classic());
   double v = 0;
-  auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), v);
-  if (ec != std::errc() || end != body.data() + body.size()) return std::nullopt;
+  in >> v;
+  if (in.fail() || in.peek() != std::char_traits<char>::eof()) return std::nullopt;
   return negative ? -v : v;
 }
 

@@ -138,3 +138,9 @@ TEST_CASE("a histogram family keeps its bucket, sum and count samples") {
   CHECK(t.value("vllm:time_to_first_token_seconds_bucket", {{"le", "+Inf"}}) == 9);
   CHECK(t.value("vllm:time_to_first_token_seconds_sum") == 2.25);
 }
+
+TEST_CASE("values are decimal only: hex floats and half exponents are errors") {
+  PromText t = parse_prometheus_text("hex 0x1p3\nhalf 1e\nsign_only -\nok 2.5e-1\n");
+  CHECK(t.errors.size() == 3);
+  CHECK(t.value("ok") == 0.25);
+}
