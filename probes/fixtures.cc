@@ -90,7 +90,7 @@ PromptFixture build_long_context(int64_t target_tokens, uint64_t seed, int64_t w
 constexpr int64_t kInstructionTokensEstimate = 40;
 
 constexpr std::string_view kAgentPreamble =
-    "You are a careful engineering assistant working inside a software repository on behalf of one developer. "
+    "You work inside a software repository on behalf of one developer, carefully and precisely. "
     "Follow these rules in every turn.\n\n"
     "1. Read before you write. When a question concerns code, ask for the file with the read_file tool before "
     "answering, and quote only the lines that matter.\n"
