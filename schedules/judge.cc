@@ -194,6 +194,20 @@ void reports(const Context& c, Judgement& j) {
   h.n = total;
   set_numbers(h, static_cast<double>(total), 0, 0, 0, 0, 1);
   j.add(std::move(h));
+  // Another engine resident beside the candidate (often the interleaved
+  // baseline itself) is recorded with the figures, not judged: the memory
+  // guard judges what it does to memory.
+  const auto dups = events_of(c, "duplicate_engine", EventScope::Candidate);
+  std::vector<int64_t> dup_ids;
+  for (const Event* e : dups) dup_ids.push_back(e->id);
+  auto d = metric("duplicate_engine", kResultPass,
+                  dups.empty() ? std::string("none")
+                               : format("another inference engine resident beside the candidate (events %s); "
+                                        "recorded, not judged",
+                                        id_list(dup_ids).c_str()));
+  d.n = static_cast<int64_t>(dups.size());
+  set_numbers(d, static_cast<double>(dups.size()), 0, 0, 0, 0, 1);
+  j.add(std::move(d));
   auto t = metric("timing_artifacts", kResultPass,
                   format("%lld row(s) with first output and finish implausibly close, excluded from rates",
                          static_cast<long long>(artifacts)));

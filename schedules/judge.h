@@ -13,19 +13,25 @@
 //      trip, invalid JSON / tool call / empty tool arguments beyond tolerance);
 //   2. blocked: no clean response and nothing but connect/loading failures;
 //   3. stage rules reject (smoke not all clean, canary regression vs baseline,
-//      gate failure ratio or too few completed requests, soak leak or drift);
-//   4. inconclusive: stage stopped or timed out, coverage below threshold, no
-//      baseline data (canary), not enough samples to compare anything;
+//      gate/soak failure ratio at or over GateRules::max_failure_ratio, too few
+//      completed gate requests, soak leak, swap growth or drift);
+//   4. inconclusive: stage stopped or timed out, coverage below
+//      GateRules::min_coverage (every stage), no baseline data (canary), not
+//      enough samples to compare anything, no footprint samples (soak);
 //   5. hold: a marginal regression (between the effect floor and floor + hold
 //      band, or a significant tail-only regression, or a slope above its bound
 //      whose interval still reaches below it);
 //   6. otherwise promoted (for smoke/canary/gate: the stage passed).
 // Harness outcomes (cancelled_by_daemon, harness_error) never count against
-// the candidate; they are reported in their own metric row.
+// the candidate; they are reported in their own metric row, as are timing
+// artifacts and duplicate_engine events (recorded, not judged). Only the
+// canary compares against the baseline.
 //
 // Metric rows (MetricEvidence), in this order: hard/<class>, stage rules,
 // per-locator comparisons, soak trends, harness/timing-artifact counts.
-// Per-locator names are "<metric>/<workload>{<locator>}". Field meanings:
+// Per-locator names are "<metric>/<workload>{<locator>}" (the locator lists
+// kind, cache state, size, thinking, concurrency, slots, host and short hashes
+// of fixture and sampling). Field meanings:
 //   central (ttft_ms, prompt_tps, decode_tps, wall_ms): estimate/baseline are
 //     medians, lo/hi the Hodges–Lehmann shift interval as a signed fraction of
 //     the baseline median, threshold the effect floor, p_value Mann–Whitney;

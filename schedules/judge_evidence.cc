@@ -90,6 +90,22 @@ void set_numbers(MetricEvidence& m, double estimate, double baseline, double lo,
   m.p_value = std::isfinite(p_value) ? p_value : 1.0;
 }
 
+// ============================================================== events
+std::vector<const Event*> events_of(const Context& c, std::string_view kind, EventScope scope) {
+  auto applies = [&](const Event& e) {
+    if (e.candidate_id) return *e.candidate_id == c.in.candidate_id;
+    if (scope == EventScope::Candidate) return false;
+    return !e.host_id || *e.host_id == c.in.host_id;
+  };
+  std::vector<const Event*> out;
+  for (const auto& e : c.in.events)
+    if (e.kind == kind && applies(e)) out.push_back(&e);
+  std::sort(out.begin(), out.end(), [](const Event* a, const Event* b) {
+    return a->wall_ms != b->wall_ms ? a->wall_ms < b->wall_ms : a->id < b->id;
+  });
+  return out;
+}
+
 // ============================================================== locators
 Locator locator_of(const ProbeResult& r) {
   Locator l;

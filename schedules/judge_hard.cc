@@ -137,46 +137,40 @@ void repeated_5xx(const Context& c, Judgement& j) {
   if (fail) j.find(Severity::HardFailure, "repeated_5xx: " + reason);
 }
 
-bool event_applies(const Context& c, const Event& e, bool host_wide_ok) {
-  if (e.candidate_id) return *e.candidate_id == c.in.candidate_id;
-  if (!host_wide_ok) return false;
-  return !e.host_id || *e.host_id == c.in.host_id;
-}
-
-std::vector<const Event*> events_of(const Context& c, std::string_view kind, bool host_wide_ok) {
-  std::vector<const Event*> out;
-  for (const auto& e : c.in.events)
-    if (e.kind == kind && event_applies(c, e, host_wide_ok)) out.push_back(&e);
-  std::sort(out.begin(), out.end(), [](const Event* a, const Event* b) {
-    return a->wall_ms != b->wall_ms ? a->wall_ms < b->wall_ms : a->id < b->id;
-  });
-  return out;
-}
-
-// A process of the candidate that changes pid or start time between two
-// samples was restarted, even when nobody wrote an event for it.
+// A process identity (pid, start time) of the candidate that appears after
+// another one of the same name was last seen replaced it: the runtime was
+// restarted, even when nobody wrote an event for it. Processes that live side
+// by side (a server and its runner) overlap in time and are never counted.
 std::vector<int64_t> sampled_restarts(const Context& c) {
-  std::map<std::string, std::vector<const ProcessSample*>> by_name;
-  for (const auto& s : c.in.process_samples)
-    if (s.candidate_id && *s.candidate_id == c.in.candidate_id && s.pid > 0) by_name[s.name].push_back(&s);
-  std::vector<int64_t> ids;
-  for (auto& [name, samples] : by_name) {
-    std::sort(samples.begin(), samples.end(), [](const ProcessSample* a, const ProcessSample* b) {
-      return a->wall_ms != b->wall_ms ? a->wall_ms < b->wall_ms : a->id < b->id;
-    });
-    for (size_t i = 1; i < samples.size(); ++i) {
-      const auto& prev = *samples[i - 1];
-      const auto& cur = *samples[i];
-      const bool new_start = prev.start_time && cur.start_time && *prev.start_time != *cur.start_time;
-      if (prev.pid != cur.pid || new_start) ids.push_back(cur.id);
-    }
+  struct Life {
+    int64_t first_ms = 0, first_id = 0, last_ms = 0;
+  };
+  using Identity = std::pair<int, int64_t>;
+  std::map<std::string, std::map<Identity, Life>> by_name;
+  for (const auto& s : c.in.process_samples) {
+    if (!s.candidate_id || *s.candidate_id != c.in.candidate_id || s.pid <= 0) continue;
+    auto [it, fresh] = by_name[s.name].try_emplace(Identity{s.pid, s.start_time.value_or(-1)},
+                                                   Life{s.wall_ms, s.id, s.wall_ms});
+    Life& life = it->second;
+    if (fresh) continue;
+    if (s.wall_ms < life.first_ms || (s.wall_ms == life.first_ms && s.id < life.first_id))
+      life.first_ms = s.wall_ms, life.first_id = s.id;
+    life.last_ms = std::max(life.last_ms, s.wall_ms);
   }
+  std::vector<int64_t> ids;
+  for (const auto& [name, lives] : by_name)
+    for (const auto& [id_b, b] : lives)
+      for (const auto& [id_a, a] : lives)
+        if (id_a != id_b && a.last_ms < b.first_ms) {
+          ids.push_back(b.first_id);
+          break;
+        }
   std::sort(ids.begin(), ids.end());
   return ids;
 }
 
 void restarts(const Context& c, Judgement& j) {
-  const auto events = events_of(c, "process_restart", false);
+  const auto events = events_of(c, "process_restart", EventScope::Candidate);
   const auto sampled = sampled_restarts(c);
   std::vector<int64_t> event_ids;
   for (const Event* e : events) event_ids.push_back(e->id);
@@ -202,7 +196,7 @@ void restarts(const Context& c, Judgement& j) {
 }
 
 void guard_trips(const Context& c, Judgement& j) {
-  const auto events = events_of(c, "guard_trip", true);
+  const auto events = events_of(c, "guard_trip", EventScope::CandidateOrHost);
   std::vector<int64_t> ids;
   for (const Event* e : events) ids.push_back(e->id);
   const auto n = static_cast<int64_t>(ids.size());

@@ -56,6 +56,12 @@ MetricEvidence metric(std::string name, std::string_view result, std::string rea
 void set_numbers(MetricEvidence& m, double estimate, double baseline, double lo, double hi, double threshold,
                  double p_value);
 
+// ---- events --------------------------------------------------------------------
+// Events of `kind` that concern the candidate, by (wall_ms, id). Host-wide
+// events (no candidate id) count when the scope allows them.
+enum class EventScope { Candidate, CandidateOrHost };
+std::vector<const Event*> events_of(const Context& c, std::string_view kind, EventScope scope);
+
 // ---- locators ------------------------------------------------------------------
 // Everything that must match for two numbers to be comparable (DESIGN §2.3–2.8).
 // The candidate itself is not part of it: candidate and baseline pools with the

@@ -76,14 +76,16 @@ Series footprint_series(const Context& c, std::string_view& source) {
   for (const auto& s : c.in.process_samples)
     if (s.candidate_id && *s.candidate_id == c.in.candidate_id && s.footprint_bytes) any_footprint = true;
   source = any_footprint ? "footprint" : "resident";
-  std::map<int64_t, double> by_time;  // the candidate's processes summed per sample time
+  // The candidate's processes summed per sample time, in integers so the sum
+  // does not depend on the order the samples arrive in.
+  std::map<int64_t, int64_t> by_time;
   for (const auto& s : c.in.process_samples) {
     if (!s.candidate_id || *s.candidate_id != c.in.candidate_id) continue;
     const auto bytes = any_footprint ? s.footprint_bytes : s.resident_bytes;
-    if (bytes) by_time[s.wall_ms] += static_cast<double>(*bytes);
+    if (bytes) by_time[s.wall_ms] += *bytes;
   }
   Series out;
-  for (const auto& [t, v] : by_time) out.push_back({t, v / kMB});
+  for (const auto& [t, v] : by_time) out.push_back({t, static_cast<double>(v) / kMB});
   return out;
 }
 

@@ -123,6 +123,15 @@ TEST_CASE("crash/restart: an event or a pid change in the process samples") {
     expect_hard(v, "process_restart");
     CHECK(contains(find_metric(v, "hard/process_restart")->reason, "samples 3"));
   }
+  SECTION("two processes side by side are not a restart") {
+    for (int i = 0; i < 10; ++i) {
+      h.in.process_samples.push_back(process_sample(2 * i + 1, kT0 + i * kMinuteMs, 20'000, 100));
+      h.in.process_samples.push_back(process_sample(2 * i + 2, kT0 + i * kMinuteMs, 3'000, 101));
+    }
+    auto v = h.judge();
+    CHECK(v.state == VerdictState::Promoted);
+    CHECK(find_metric(v, "hard/process_restart")->result == "pass");
+  }
 }
 
 TEST_CASE("memory guard trip, also when written host-wide") {

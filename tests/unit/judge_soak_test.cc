@@ -1,8 +1,10 @@
 // Soak trends over a simulated week: footprint leak (Theil–Sen and sustained
 // growth), spikes, swap growth, decode drift, completion rate.
+#include <algorithm>
 #include <functional>
 
 #include "schedules/judge.h"
+#include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/unit/judge_rows.h"
 
@@ -142,4 +144,31 @@ TEST_CASE("soak: a restart mid-week rejects") {
   auto v = judge_stage(in);
   CHECK(v.state == VerdictState::Rejected);
   CHECK(contains(v.reason, "crash/restart"));
+}
+
+TEST_CASE("soak: samples and events in any order give a byte-identical verdict") {
+  auto in = week([](int64_t t, int64_t i) { return flat(t, i) + 30.0 * static_cast<double>(t) / kHourMs; });
+  // A second process of the candidate, sampled at the same instants, is summed in.
+  const size_t n = in.process_samples.size();
+  for (size_t i = 0; i < n; i += 7) {
+    auto s = in.process_samples[i];
+    s.id += 1'000'000;
+    s.pid = 777;
+    s.name = "runner";
+    s.footprint_bytes = 123'456'789 + static_cast<int64_t>(i);
+    in.process_samples.push_back(s);
+  }
+  in.events.push_back(event(3, kT0 + kDayMs, "duplicate_engine"));
+  in.events.push_back(event(4, kT0 + 2 * kDayMs, "gap"));
+  const auto first = judge_stage(in);
+  auto shuffled = in;
+  std::reverse(shuffled.process_samples.begin(), shuffled.process_samples.end());
+  std::rotate(shuffled.host_samples.begin(), shuffled.host_samples.begin() + 777, shuffled.host_samples.end());
+  std::reverse(shuffled.candidate_rows.begin(), shuffled.candidate_rows.end());
+  std::reverse(shuffled.events.begin(), shuffled.events.end());
+  const auto second = judge_stage(shuffled);
+  CHECK(second.state == first.state);
+  CHECK(second.reason == first.reason);
+  CHECK(metrics_to_json(second.metrics) == metrics_to_json(first.metrics));
+  CHECK(find_metric(first, "duplicate_engine")->n == 1);
 }
