@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "schedules/judge.h"
@@ -79,8 +80,14 @@ struct Locator {
   std::string_view fixture_hash;
   std::string_view sampling_json;
 
-  auto operator<=>(const Locator&) const = default;
-  bool operator==(const Locator&) const = default;
+  // Spelled out rather than defaulted: std::tuple's comparison also works
+  // where a standard library lacks operator<=> for string_view.
+  auto fields() const {
+    return std::tie(host_id, kind, workload_id, size_tokens, cache_state, thinking, client_concurrency, runtime_slots,
+                    fixture_hash, sampling_json);
+  }
+  bool operator<(const Locator& o) const { return fields() < o.fields(); }
+  bool operator==(const Locator& o) const { return fields() == o.fields(); }
 };
 Locator locator_of(const ProbeResult& r);
 std::string locator_label(const Locator& l);  // "<workload>{cache=...,...}"

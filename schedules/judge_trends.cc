@@ -112,7 +112,9 @@ void growth_row(const Context& c, Judgement& j, const Series& s, std::string nam
     return unit == GrowthUnit::Relative ? stats::relative_change(v, initial) : v - initial;
   };
   const double mid = growth(0.5), sustained = growth(kSustainedQuantile), high = growth(1 - kSustainedQuantile);
-  auto show = [&](double g) { return unit == GrowthUnit::Relative ? pct(g) : (g < 0 ? "" : "+") + num(g) + " MB"; };
+  auto show = [&](double g) {
+    return unit == GrowthUnit::Relative ? pct(g) : format("%s%s MB", g < 0 ? "" : "+", num(g).c_str());
+  };
   std::string reason = format("%s %s MB initially; final tenth %s (p25 %s, p75 %s), limit %s", std::string(what).c_str(),
                               num(initial).c_str(), show(mid).c_str(), show(sustained).c_str(), show(high).c_str(),
                               std::string(limit_text).c_str());

@@ -70,7 +70,7 @@ TEST_CASE("Mann–Whitney: scipy's documented example (exact)") {
   CHECK(r.u_x == 17);
   CHECK(r.p_value == Approx(0.1111111111111111).epsilon(1e-12));
   CHECK(r.shift == 7);
-  CHECK(r.shift_lo == -1);  // R: wilcox.test(conf.int = TRUE) -> [-1, 17]
+  CHECK(r.shift_lo == -1);  // c = qwilcox(0.025, 5, 4) = 2: the 2nd smallest and 2nd largest of 20 differences
   CHECK(r.shift_hi == 17);
 }
 
