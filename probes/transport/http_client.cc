@@ -148,10 +148,10 @@ struct HttpClient::Impl {
     if (!in_curl) schedule_reap();  // inside curl, drive() retires it when curl returns
   }
 
-  void mark_content(TransferId id) {
+  void mark_content(TransferId id, std::optional<int64_t> arrived_ns) {
     auto it = transfers.find(id);
     if (it == transfers.end() || it->second->ended) return;
-    it->second->last_content_ns = clock.mono_ns();
+    it->second->last_content_ns = arrived_ns ? *arrived_ns : clock.mono_ns();
   }
 
   void shutdown() {
@@ -192,7 +192,9 @@ struct HttpClient::Impl {
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
     curl_easy_setopt(e, CURLOPT_BUFFERSIZE, kReceiveBufferBytes);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
-    if (r.connect_timeout_ms > 0) curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout_ms));
+    if (r.connect_timeout_ms > 0) {
+      curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout_ms));
+    }
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Impl::on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::on_write);
@@ -516,7 +518,8 @@ TransferId HttpClient::start(HttpRequest request, TransferHandler* handler) {
   return impl_->start(std::move(request), handler);
 }
 void HttpClient::cancel(TransferId id) { impl_->cancel(id); }
-void HttpClient::mark_content(TransferId id) { impl_->mark_content(id); }
+void HttpClient::mark_content(TransferId id) { impl_->mark_content(id, std::nullopt); }
+void HttpClient::mark_content(TransferId id, int64_t arrived_mono_ns) { impl_->mark_content(id, arrived_mono_ns); }
 void HttpClient::shutdown() { impl_->shutdown(); }
 size_t HttpClient::active() const { return impl_->transfers.size(); }
 

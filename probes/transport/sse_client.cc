@@ -59,7 +59,7 @@ class SseClient::Stream final : public TransferHandler, private SseSink {
     if (cancelled_) return;
     ++events_;
     if (!first_event_ns_) first_event_ns_ = now_;
-    if (handler_->on_event(id_, event, now_) == EventClass::Content) owner_.http_.mark_content(id_);
+    if (handler_->on_event(id_, event, now_) == EventClass::Content) owner_.http_.mark_content(id_, now_);
   }
 
   void on_comment(std::string_view text) override {

@@ -34,12 +34,6 @@ int64_t now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-std::string content_event(int i) {
-  return "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"bench\",\"created\":0,"
-         "\"choices\":[{\"index\":0,\"delta\":{\"content\":\" t" +
-         std::to_string(i) + "\"},\"finish_reason\":null}]}\n\n";
-}
-
 std::string tail_events(int tokens, int64_t t0, int64_t t1, int64_t now) {
   const double prompt_ms = static_cast<double>(t1 - t0) / 1e6;
   const double predicted_ms = static_cast<double>(now - t1) / 1e6;
@@ -267,6 +261,12 @@ int bound_port(int fd) {
 }
 
 }  // namespace
+
+std::string content_event(int i) {
+  return "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"bench\",\"created\":0,"
+         "\"choices\":[{\"index\":0,\"delta\":{\"content\":\" t" +
+         std::to_string(i) + "\"},\"finish_reason\":null}]}\n\n";
+}
 
 SourceProcess spawn_source(const SourceConfig& config, int alive_fd) {
   int lfd = listen_on(config.port);

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string>
 
 namespace soak::bench {
 
@@ -33,6 +34,9 @@ struct SourceProcess {
   pid_t pid = -1;
   int port = 0;
 };
+
+// One content event exactly as the source (and ssebench_server.py) writes it.
+std::string content_event(int i);
 
 // Forks a child running the source; returns once it listens. The child exits
 // when `alive_fd` (the read end of a pipe whose write end only the parent

@@ -216,6 +216,30 @@ std::string content_event(int i) {
   return "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"t" + std::to_string(i) + "\"}}]}\n\n";
 }
 
+// Scripts shared by several scenarios. Each reads one request first.
+bool open_stream(Conn& c) {
+  if (!c.read_request()) return false;
+  return c.send(sse_head(true));
+}
+
+// Sends `chunk` every `every_ms` until the client goes away.
+void repeat_chunk(Conn& c, const std::string& chunk, int every_ms) {
+  while (c.send_chunk(chunk) && c.pause(every_ms)) {
+  }
+}
+
+// Content events every `every_ms` until the client goes away.
+void stream_content(Conn& c, int every_ms) {
+  if (!open_stream(c)) return;
+  for (int i = 0; c.send_chunk(content_event(i)) && c.pause(every_ms); ++i) {
+  }
+}
+
+// Headers, then silence until the client goes away.
+void hang_after_headers(Conn& c) {
+  if (open_stream(c)) c.wait(-1);
+}
+
 // Raw capture bytes re-sent with its body in chunks of awkward sizes.
 void serve_capture_chunked(Conn& c, const test::HttpCapture& cap) {
   std::string head = cap.status_line + "\r\n";
@@ -468,9 +492,8 @@ TEST_CASE("http: 200 then no body then close is a Completed empty response; a br
     CHECK(rec.result->event_stream);
   }
   SECTION("chunked, closed after two events without the last chunk") {
-    ScriptServer server([&](Conn& c) {
-      if (!c.read_request()) return;
-      c.send(sse_head(true));
+    ScriptServer server([](Conn& c) {
+      if (!open_stream(c)) return;
       c.send_chunk(content_event(0));
       c.send_chunk(content_event(1));
       c.send_chunk("data: {\"choices\":[{\"delta\":{\"content\":\"cut");
@@ -487,11 +510,7 @@ TEST_CASE("http: 200 then no body then close is a Completed empty response; a br
 }
 
 TEST_CASE("http: 200 then silence trips Stalled, measured from the request start") {
-  ScriptServer server([&](Conn& c) {
-    if (!c.read_request()) return;
-    c.send(sse_head(true));
-    c.wait(-1);
-  });
+  ScriptServer server(hang_after_headers);
   Fixture f;
   SseRecorder rec;
   f.sse.start(sse_request(server, 300), &rec);
@@ -506,11 +525,8 @@ TEST_CASE("http: 200 then silence trips Stalled, measured from the request start
 
 TEST_CASE("http: keep-alive comments never reset the stall clock") {
   SECTION("pings only: stalled from the request start") {
-    ScriptServer server([&](Conn& c) {
-      if (!c.read_request()) return;
-      c.send(sse_head(true));
-      while (c.send_chunk(": ping\n\n") && c.pause(20)) {
-      }
+    ScriptServer server([](Conn& c) {
+      if (open_stream(c)) repeat_chunk(c, ": ping\n\n", 20);
     });
     Fixture f;
     SseRecorder rec;
@@ -521,14 +537,12 @@ TEST_CASE("http: keep-alive comments never reset the stall clock") {
     CHECK(rec.tr().times.done_ns - rec.tr().times.start_ns >= 300 * kMs);
   }
   SECTION("content, then pings: stalled from the last content") {
-    ScriptServer server([&](Conn& c) {
-      if (!c.read_request()) return;
-      c.send(sse_head(true));
+    ScriptServer server([](Conn& c) {
+      if (!open_stream(c)) return;
       for (int i = 0; i < 6; ++i) {
         if (!c.send_chunk(content_event(i)) || !c.pause(50)) return;
       }
-      while (c.send_chunk(": ping\n\n") && c.pause(20)) {
-      }
+      repeat_chunk(c, ": ping\n\n", 20);
     });
     Fixture f;
     SseRecorder rec;
@@ -541,12 +555,10 @@ TEST_CASE("http: keep-alive comments never reset the stall clock") {
     CHECK(rec.tr().detail.find("last content") != std::string::npos);
   }
   SECTION("data chunks the caller calls keep-alives (oMLX style) do not reset it either") {
-    ScriptServer server([&](Conn& c) {
-      if (!c.read_request()) return;
-      c.send(sse_head(true));
-      while (c.send_chunk("data: {\"model\":\"keepalive\",\"choices\":[{\"delta\":{\"content\":\"\"}}]}\n\n") &&
-             c.pause(20)) {
-      }
+    ScriptServer server([](Conn& c) {
+      const std::string omlx_keepalive =
+          "data: {\"model\":\"keepalive\",\"choices\":[{\"delta\":{\"content\":\"\"}}]}\n\n";
+      if (open_stream(c)) repeat_chunk(c, omlx_keepalive, 20);
     });
     Fixture f;
     SseRecorder rec;
@@ -562,12 +574,7 @@ TEST_CASE("http: keep-alive comments never reset the stall clock") {
 }
 
 TEST_CASE("http: steady content keeps a stream alive past its stall timeout; the wall timeout still ends it") {
-  ScriptServer server([&](Conn& c) {
-    if (!c.read_request()) return;
-    c.send(sse_head(true));
-    for (int i = 0; c.send_chunk(content_event(i)) && c.pause(20); ++i) {
-    }
-  });
+  ScriptServer server([](Conn& c) { stream_content(c, 20); });
   Fixture f;
   SseRecorder rec;
   f.sse.start(sse_request(server, 250, 500), &rec);
@@ -649,10 +656,7 @@ TEST_CASE("http: a listener that never completes the handshake is ConnectTimeout
 TEST_CASE("http: cancel mid-stream ends Cancelled and the server sees the connection close") {
   ScriptServer* sp = nullptr;
   ScriptServer server([&](Conn& c) {
-    if (!c.read_request()) return;
-    c.send(sse_head(true));
-    for (int i = 0; c.send_chunk(content_event(i)) && c.pause(10); ++i) {
-    }
+    stream_content(c, 10);
     sp->note_peer_closed();
   });
   sp = &server;
@@ -670,9 +674,8 @@ TEST_CASE("http: cancel mid-stream ends Cancelled and the server sees the connec
     CHECK(server.wait_peer_closed(1));
   }
   SECTION("from inside the event callback, with more events in the same read") {
-    ScriptServer burst([&](Conn& c) {
-      if (!c.read_request()) return;
-      c.send(sse_head(true));
+    ScriptServer burst([](Conn& c) {
+      if (!open_stream(c)) return;
       std::string five;
       for (int i = 0; i < 5; ++i) five += content_event(i);
       c.send_chunk(five);
@@ -776,12 +779,7 @@ TEST_CASE("http: starting transfers from inside callbacks works (deferred while 
 }
 
 TEST_CASE("http: a throwing handler ends its own transfer as Error and nothing unwinds through curl") {
-  ScriptServer server([&](Conn& c) {
-    if (!c.read_request()) return;
-    c.send(sse_head(true));
-    for (int i = 0; c.send_chunk(content_event(i)) && c.pause(10); ++i) {
-    }
-  });
+  ScriptServer server([](Conn& c) { stream_content(c, 10); });
   Fixture f;
   SseRecorder rec;
   rec.after_content = [](TransferId) { throw std::runtime_error("boom"); };
@@ -793,11 +791,7 @@ TEST_CASE("http: a throwing handler ends its own transfer as Error and nothing u
 }
 
 TEST_CASE("http: shutdown ends every live transfer as Cancelled before it returns, and frees every handle") {
-  ScriptServer server([&](Conn& c) {
-    if (!c.read_request()) return;
-    c.send(sse_head(true));
-    c.wait(-1);
-  });
+  ScriptServer server(hang_after_headers);
   Fixture f;
   SseRecorder a, b, c;
   for (auto* r : {&a, &b, &c}) f.sse.start(sse_request(server, 4000), r);
@@ -814,12 +808,7 @@ TEST_CASE("http: shutdown ends every live transfer as Cancelled before it return
 }
 
 TEST_CASE("http: shutdown from inside an event callback is finished once curl returns") {
-  ScriptServer server([&](Conn& c) {
-    if (!c.read_request()) return;
-    c.send(sse_head(true));
-    for (int i = 0; c.send_chunk(content_event(i)) && c.pause(10); ++i) {
-    }
-  });
+  ScriptServer server([](Conn& c) { stream_content(c, 10); });
   Fixture f;
   SseRecorder a, b;
   a.after_content = [&](TransferId) { f.http.shutdown(); };
