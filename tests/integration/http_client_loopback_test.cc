@@ -607,6 +607,26 @@ TEST_CASE("http: a body over the cap ends Truncated with exactly the cap deliver
   CHECK(buffered.result->detail.find("10000") != std::string::npos);
 }
 
+TEST_CASE("http: localhost reaches an IPv4-only server (a refused ::1 falls through to 127.0.0.1)") {
+  auto health = capture("get-health.http");
+  ScriptServer server([&](Conn& c) {
+    while (c.read_request()) {
+      c.send("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(health.body.size()) + "\r\n\r\n" + health.body);
+    }
+  });
+  Fixture f;
+  BodyRecorder rec;
+  HttpRequest r;
+  r.url = server.url("/health");
+  r.url.replace(r.url.find("127.0.0.1"), 9, "localhost");
+  r.body_mode = BodyMode::Buffer;
+  f.http.start(r, &rec);
+  REQUIRE(f.run_until([&] { return rec.done(); }));
+  INFO(rec.result->detail);
+  CHECK(rec.result->reason == EndReason::Completed);
+  CHECK(rec.result->body == health.body);
+}
+
 TEST_CASE("http: a refused port is ConnectRefused with no connection stamp") {
   Fixture f;
   BodyRecorder rec;
