@@ -27,11 +27,13 @@ struct FakeRuntime::Impl {
   bool stop_requested = false;                     // guarded by mu
   bool started = false;
 
-  void post(std::function<void()> task) {
+  // Runs `task` on the loop thread; false once the loop no longer takes tasks.
+  bool post(std::function<void()> task) {
     std::lock_guard<std::mutex> lock(mu);
-    if (!accepting) return;
+    if (!accepting) return false;
     tasks.push_back(std::move(task));
     uv_async_send(&wake);
+    return true;
   }
 
   void drain_tasks() {
@@ -116,7 +118,10 @@ void FakeRuntime::stop() {
 
 size_t FakeRuntime::size() const { return impl_->configs.size(); }
 
-int FakeRuntime::port(size_t listener) const { return stats(listener).port; }
+int FakeRuntime::port(size_t listener) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->board.at(listener).port;  // published once at bind time
+}
 
 std::string FakeRuntime::base_url(size_t listener) const {
   const std::string& host = impl_->configs.at(listener).host;
@@ -125,6 +130,12 @@ std::string FakeRuntime::base_url(size_t listener) const {
 }
 
 ListenerStats FakeRuntime::stats(size_t listener) const {
+  // Asked on the loop thread, so the answer includes every event the loop has
+  // finished handling, e.g. the one whose response the caller just read.
+  auto answer = std::make_shared<std::promise<ListenerStats>>();
+  auto result = answer->get_future();
+  if (impl_->post([this, listener, answer] { answer->set_value(impl_->listeners.at(listener)->engine().stats()); }))
+    return result.get();
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->board.at(listener);
 }

@@ -8,8 +8,8 @@
 //   rt.wait_for(0, [](const ListenerStats& s) { return s.cancels_seen > 0; }, 2s);
 //
 // Threading: start() spawns one thread running one libuv loop for every
-// listener; stop() (or the destructor) shuts it down and joins. All public
-// methods are safe from any thread except during construction/destruction.
+// listener; stop() (or the destructor) shuts it down and joins. Public methods
+// are for other threads (never call them from inside the fake's own loop).
 // Failure: start() reports bind errors; afterwards faults are the scenario's.
 #pragma once
 
@@ -40,6 +40,8 @@ class FakeRuntime {
   size_t size() const;
   int port(size_t listener = 0) const;
   std::string base_url(size_t listener = 0) const;  // "http://127.0.0.1:PORT"
+  // Counters as of every event the loop has finished (a response the caller has
+  // read is counted); the last published values once stopped.
   ListenerStats stats(size_t listener = 0) const;
   // Waits until `pred(stats)` holds, or `timeout` passes; returns whether it held.
   bool wait_for(size_t listener, const std::function<bool(const ListenerStats&)>& pred,

@@ -5,6 +5,7 @@
 
 #include <curl/curl.h>
 
+#include <atomic>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -76,44 +77,63 @@ struct Response {
   std::string body;
 };
 
-// A blocking request. `stop_when(body_so_far)` returning true aborts the transfer
-// (the client hangs up mid-response, the way a cancel looks to the server).
-inline Response fetch(const std::string& url, const std::string& post_body = "", long timeout_ms = 10000,
-                      std::function<bool(const std::string&)> stop_when = nullptr, bool post = false) {
+struct FetchOptions {
+  std::string body;   // non-empty: POST it as JSON
+  bool post = false;  // POST even with an empty body
+  long timeout_ms = 10000;
+  // Returning true aborts the transfer: the client hangs up mid-response.
+  std::function<bool(const std::string& body_so_far)> stop_when;
+  // Set from another thread to hang up; noticed by curl's progress callback.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// A blocking request on its own connection.
+inline Response fetch(const std::string& url, const FetchOptions& o) {
   struct Sink {
-    Response* r;
-    std::function<bool(const std::string&)>* stop;
-  };
-  Response r;
-  Sink sink{&r, &stop_when};
+    Response r;
+    const FetchOptions* o;
+  } sink{{}, &o};
   CURL* h = curl_easy_init();
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, o.timeout_ms);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_slist* hdrs = nullptr;
-  if (!post_body.empty() || post) {
+  if (!o.body.empty() || o.post) {
     hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, post_body.c_str());
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(post_body.size()));
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, o.body.c_str());
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(o.body.size()));
   }
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, +[](char* p, size_t s, size_t n, void* u) {
-    static_cast<Response*>(u)->headers.append(p, s * n);
+    static_cast<Sink*>(u)->r.headers.append(p, s * n);
     return s * n;
   });
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &sink);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, +[](char* p, size_t s, size_t n, void* u) -> size_t {
     auto* k = static_cast<Sink*>(u);
-    k->r->body.append(p, s * n);
-    if (*k->stop && (*k->stop)(k->r->body)) return 0;
+    k->r.body.append(p, s * n);
+    if (k->o->stop_when && k->o->stop_when(k->r.body)) return 0;
     return s * n;
   });
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
-  r.code = curl_easy_perform(h);
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
+  if (o.cancel) {
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, +[](void* u, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+      return static_cast<Sink*>(u)->o->cancel->load() ? 1 : 0;
+    });
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &sink);
+  }
+  sink.r.code = curl_easy_perform(h);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &sink.r.status);
   curl_easy_cleanup(h);
   curl_slist_free_all(hdrs);
-  return r;
+  return sink.r;
+}
+
+inline Response fetch(const std::string& url, const std::string& body = "") {
+  FetchOptions o;
+  o.body = body;
+  return fetch(url, o);
 }
 
 inline nlohmann::json chat_body(const std::string& user, bool stream, bool include_usage = false) {
