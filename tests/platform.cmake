@@ -1,1 +1,18 @@
-# Tests of the platform area (soak_add_test(...) lines).
+# Tests of the platform area: sampler parsers and logic (unit, virtual time),
+# the real Linux sampler (integration), and the sampler benchmark.
+soak_add_test(unit_platform_procfs SOURCES unit/platform_procfs_test.cc LIBS soak_platform LABELS unit)
+soak_add_test(unit_platform_darwin SOURCES unit/platform_darwin_test.cc LIBS soak_platform LABELS unit)
+soak_add_test(unit_platform_engines SOURCES unit/platform_engines_test.cc LIBS soak_platform LABELS unit)
+soak_add_test(unit_platform_watch SOURCES unit/platform_watch_test.cc LIBS soak_platform LABELS unit)
+
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  soak_add_test(unit_platform_linux_sampler SOURCES unit/platform_linux_sampler_test.cc
+                LIBS soak_platform LABELS unit)
+  soak_add_test(integration_sampler_linux SOURCES integration/sampler_linux_test.cc
+                LIBS soak_platform LABELS integration)
+  soak_add_test(integration_sampler_store SOURCES integration/sampler_store_test.cc
+                LIBS soak_platform soak_storage LABELS integration)
+endif()
+
+add_executable(sampler_bench bench/sampler_bench.cc)
+target_link_libraries(sampler_bench PRIVATE soak_platform)
