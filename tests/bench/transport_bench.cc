@@ -145,8 +145,10 @@ class Runner {
     uv_run(loop_, UV_RUN_DEFAULT);
   }
 
-  // `concurrency` streams in flight until `requests` have finished.
-  ClientStats run(int port, int concurrency, int requests, ConnectionPolicy policy) {
+  // `concurrency` streams in flight until `requests` have finished. With
+  // `stagger_ms` > 0 the first `concurrency` start that far apart instead of
+  // together (refills start as streams end, either way).
+  ClientStats run(int port, int concurrency, int requests, ConnectionPolicy policy, double stagger_ms = 0) {
     stats_ = ClientStats{};
     port_ = port;
     policy_ = policy;
@@ -155,8 +157,31 @@ class Runner {
     streams_.clear();
     double c0 = cpu_seconds();
     int64_t w0 = clock_.mono_ns();
-    for (int i = 0; i < concurrency && remaining_ > 0; ++i) start_one();
+    uv_timer_t stagger;
+    int to_stagger = 0;
+    if (stagger_ms > 0) {
+      start_one();
+      to_stagger = std::min(concurrency, requests) - 1;
+      uv_timer_init(loop_, &stagger);
+      stagger.data = this;
+      pending_stagger_ = &to_stagger;
+      auto every = static_cast<uint64_t>(std::max(1.0, stagger_ms));
+      uv_timer_start(&stagger, [](uv_timer_t* t) {
+        auto* self = static_cast<Runner*>(t->data);
+        if (*self->pending_stagger_ > 0 && self->remaining_ > 0) {
+          --*self->pending_stagger_;
+          self->start_one();
+        }
+        if (*self->pending_stagger_ == 0) uv_timer_stop(t);
+      }, every, every);
+    } else {
+      for (int i = 0; i < concurrency && remaining_ > 0; ++i) start_one();
+    }
     while (finished_ < requests) uv_run(loop_, UV_RUN_ONCE);
+    if (stagger_ms > 0) {
+      uv_close(reinterpret_cast<uv_handle_t*>(&stagger), nullptr);
+      uv_run(loop_, UV_RUN_NOWAIT);
+    }
     stats_.cpu_s = cpu_seconds() - c0;
     stats_.wall_s = static_cast<double>(clock_.mono_ns() - w0) / 1e9;
     return stats_;
@@ -265,6 +290,7 @@ class Runner {
   ConnectionPolicy policy_ = ConnectionPolicy::Reuse;
   int remaining_ = 0;
   int finished_ = 0;
+  int* pending_stagger_ = nullptr;
 };
 
 // ------------------------------------------------------------------ anchors
@@ -445,6 +471,10 @@ int main(int argc, char** argv) {
       row("soakd p50 - raw_client p50, from start()", fmt_ms(ours.p50 - raw_tt->overhead.p50), "", "");
       row("  from socket creation (raw's own stamp)", fmt_ms(ours_connect.p50 - raw_tt->overhead.p50), "", "");
     }
+    const double stream_ms = o.delay_ms + o.interval_ms * o.ttft_tokens;
+    ClientStats st = runner.run(ttft_src.port, o.streams, o.ttft_requests, ConnectionPolicy::Reuse,
+                                stream_ms / o.streams);
+    row("overhead, starts staggered (soakd only)", fmt_pct(percentiles(st.overhead_ms)), "", "");
     ClientStats one = runner.run(ttft_src.port, 1, o.single_requests, ConnectionPolicy::Reuse);
     auto raw_one = run_raw(o, ttft_src.port, 1, o.single_requests);
     auto aio_one = run_aiohttp(o, ttft_src.port, 1, o.single_requests);
