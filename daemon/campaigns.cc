@@ -97,6 +97,7 @@ Status Campaigns::resume(int64_t now) {
     const bool final_verdict = *verdict && (*verdict)->state != VerdictState::Running;
     if (final_verdict) {
       t.phase = Phase::Done;
+      t.final_state = (*verdict)->state;
       continue;
     }
     if (!stages->empty() && stages->back().state == StageState::Running) {
@@ -314,6 +315,7 @@ void Campaigns::on_build(const std::string& name, Result<BuildIdentity> b, int64
   auto v = d_.store.latest_verdict(t.row->id);
   if (v && *v && (*v)->state != VerdictState::Running) {
     t.phase = Phase::Done;  // this build was judged before (e.g. a rollback to it)
+    t.final_state = (*v)->state;
     return;
   }
   t.from_build_change = had_build;
@@ -427,6 +429,7 @@ void Campaigns::finish_with(Track& t, VerdictRow v, int64_t now) {
                passed ? "passed" : std::string(to_string(v.state)), v.reason);
   if (!passed || !nxt) {
     t.phase = Phase::Done;
+    t.final_state = v.state;
     return;
   }
   if (*nxt == StageKind::Canary) {
@@ -469,9 +472,18 @@ void Campaigns::make_done(Track& t, VerdictState state, const std::string& reaso
   if (auto r = d_.store.insert_verdict(v); !r) d_.log->error("{}: cannot write verdict: {}", t.name, r.message());
   d_.log->info("{} ({}): {}: {}", t.name, t.row->build, to_string(state), reason);
   t.phase = Phase::Done;
+  t.final_state = state;
 }
 
 // ============================================================== per-track step
+bool Campaigns::baseline_known(const Track& t) const {
+  // A configured baseline whose build is not read yet: wait for it, rather
+  // than judge this canary as if no baseline existed.
+  if (!t.cfg->baseline) return true;
+  auto it = tracks_.find(*t.cfg->baseline);
+  return it == tracks_.end() || it->second.row.has_value();
+}
+
 bool Campaigns::heavy_busy() const {
   for (const auto& [id, f] : in_flight_)
     if (f.weight == Weight::Heavy) return true;
@@ -496,8 +508,15 @@ void Campaigns::step(Track& t, int64_t now) {
     case Phase::Done:
       return;
     case Phase::WaitingCanary:
-      if (now >= t.canary_not_before_ms && canaries_running() < cfg_->schedule.max_concurrent_canaries && !frozen_)
+      if (now >= t.canary_not_before_ms && canaries_running() < cfg_->schedule.max_concurrent_canaries && !frozen_ &&
+          baseline_known(t)) {
+        // The baseline is settled when the canary starts: the previous promoted
+        // build, else the configured baseline's current build.
+        t.baseline_id = find_baseline(t, t.row->id);
+        if (t.baseline_id != t.row->baseline_id && d_.store.set_baseline(t.row->id, t.baseline_id))
+          t.row->baseline_id = t.baseline_id;
         start_stage(t, StageKind::Canary, now);
+      }
       return;
     case Phase::Staged:
       break;
@@ -622,7 +641,7 @@ void Campaigns::on_task_done(int64_t work_id, TaskReport rep, int64_t now) {
     const Track* b = nullptr;
     for (const auto& [n, other] : tracks_)
       if (other.row && other.row->id == *t.baseline_id) b = &other;
-    const bool baseline_idle = b && b->phase == Phase::Done;
+    const bool baseline_idle = b && b->phase == Phase::Done && b->final_state == VerdictState::Promoted;
     if (baseline_idle && (kind == TaskKind::Scrape || t.shadow_live_ok.value_or(0) == 1)) {
       const Weight w = t.plan.tasks[f.task].weight;
       if (w == Weight::Light || !heavy_busy()) {

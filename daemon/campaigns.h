@@ -98,6 +98,7 @@ class Campaigns {
     int64_t next_build_check_ms = 0;
     std::optional<int64_t> first_build_attempt_ms;
     std::string last_build_error;
+    std::optional<VerdictState> final_state;  // once Done
     std::optional<int64_t> shadow_live_ok;  // last shadow scrape of the baseline was clean (1) or not (0)
     int64_t last_event_seen = 0;
   };
@@ -125,6 +126,7 @@ class Campaigns {
   void register_candidate(Track& t, const std::string& build, int64_t now);
   std::optional<int64_t> find_baseline(const Track& t, int64_t exclude_id);
   bool heavy_busy() const;
+  bool baseline_known(const Track& t) const;
   int canaries_running() const;
   int64_t current_time() const { return now_source_ ? now_source_() : last_now_; }
   void changed() {

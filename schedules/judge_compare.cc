@@ -251,8 +251,16 @@ class PoolJudge {
 
 void judge_compare(const Context& c, Judgement& j) {
   if (c.in.stage != StageKind::Canary) return;
+  if (!c.in.baseline_id) {
+    // The first build of its kind: nothing was ever promoted to compare with.
+    // The canary stands on the absolute rules (hard failures, memory guard,
+    // coverage) and says so; every later build is compared with this one.
+    j.add(metric("baseline", kResultPass, "no baseline exists yet (first build of this candidate): judged on the "
+                                          "absolute rules only"));
+    return;
+  }
   if (c.in.baseline_mode == BaselineMode::None) {
-    j.find(Severity::Inconclusive, "no baseline: a canary is never promoted without one");
+    j.find(Severity::Inconclusive, "no baseline data: the baseline has no stored rows to compare with");
     return;
   }
   if (c.base.empty()) {

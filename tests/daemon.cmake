@@ -4,3 +4,8 @@ soak_add_test(integration_daemon_lifecycle SOURCES integration/daemon_lifecycle_
   LIBS soak_daemon soak_test_process LABELS integration)
 add_dependencies(integration_daemon_lifecycle soakd)
 soak_add_test(unit_launchd_plist SOURCES unit/launchd_plist_test.cc LIBS soak_daemon soak_test_process LABELS unit)
+
+# Benchmark (prints figures; not a test): a week of a 10-candidate host, soakctl status/explain timings.
+add_executable(store_bench bench/store_bench.cc)
+target_include_directories(store_bench PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(store_bench PRIVATE soak_test_sim soak_daemon)

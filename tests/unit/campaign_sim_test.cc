@@ -69,14 +69,15 @@ struct World {
     REQUIRE(camp->resume(clock.wall_ms()).ok());
   }
 
-  // Runs until settled or `limit_ms` of virtual time passed.
-  void run(int64_t limit_ms, const std::function<bool()>& stop = nullptr) {
+  // Runs until settled (unless told to go on) or `limit_ms` of virtual time passed.
+  enum class UntilSettled { Stop, GoOn };
+  void run(int64_t limit_ms, const std::function<bool()>& stop = nullptr, UntilSettled until = UntilSettled::Stop) {
     const int64_t end = clock.wall_ms() + limit_ms;
     while (clock.wall_ms() < end) {
       const int64_t now = clock.wall_ms();
       runner->deliver(now);
       camp->tick(now);
-      if (camp->settled() || (stop && stop())) return;
+      if ((until == UntilSettled::Stop && camp->settled()) || (stop && stop())) return;
       auto a = runner->next_completion_ms();
       auto b = camp->next_wake_ms(now);
       int64_t next = end;
@@ -339,7 +340,10 @@ TEST_CASE("a new build is a new candidate, judged against the previous promoted 
   REQUIRE(w.verdict("llama", "b9430")->state == VerdictState::Promoted);
   const int64_t old_id = w.row("llama", "b9430")->id;
   w.runner->at("llama").build = "b9502";  // Homebrew upgraded it overnight
-  w.run(10 * kDay);
+  w.run(10 * kDay, [&] {
+    auto v = w.verdict("llama", "b9502");
+    return v && v->state != VerdictState::Running;
+  }, World::UntilSettled::GoOn);
   auto fresh = w.row("llama", "b9502");
   REQUIRE(fresh);
   CHECK(fresh->id != old_id);

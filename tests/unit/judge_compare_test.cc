@@ -202,17 +202,26 @@ TEST_CASE("canary: timing artifacts are excluded from rates but reported") {
   CHECK(find_metric(v, "timing_artifacts")->n == 5);
 }
 
-TEST_CASE("canary: no baseline means inconclusive, never promoted") {
+TEST_CASE("canary: a baseline without data is inconclusive; the first build stands on absolute rules") {
   Canary c;
   add_perf(c.cand, kN, Perf{}, 1);
-  SECTION("no baseline configured") {
+  SECTION("no baseline exists at all: the first build of its kind") {
     auto in = input_for(StageKind::Canary);
     in.baseline_mode = BaselineMode::None;
     in.baseline_id.reset();
     auto v = c.judge(in);
-    CHECK(v.state == VerdictState::Inconclusive);
-    CHECK(contains(v.reason, "no baseline"));
+    CHECK(v.state == VerdictState::Promoted);
+    const auto* m = find_metric(v, "baseline");
+    REQUIRE(m);
+    CHECK(contains(m->reason, "first build"));
     CHECK(v.baseline_mode == "none");
+  }
+  SECTION("a baseline exists but has no stored rows") {
+    auto in = input_for(StageKind::Canary);
+    in.baseline_mode = BaselineMode::None;
+    auto v = c.judge(in);
+    CHECK(v.state == VerdictState::Inconclusive);
+    CHECK(contains(v.reason, "no baseline data"));
   }
   SECTION("baseline from history without rows") {
     auto in = input_for(StageKind::Canary);

@@ -1,0 +1,50 @@
+// Runs Campaigns on the daemon's loop: one timer, re-armed for the next thing
+// due (and at least every kControlPollEveryMs for soakctl requests); task
+// completions re-arm it at once. Stopping freezes dispatch, cancels what is in
+// flight (recorded as cancelled_by_daemon by the runner) and reports done
+// once nothing is left.
+//
+// Threading: the loop thread. Ownership: owns Campaigns; borrows the rest.
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <memory>
+
+#include "daemon/base/clock.h"
+#include "daemon/base/uv_util.h"
+#include "daemon/campaigns.h"
+#include "daemon/daemon.h"
+
+namespace soak {
+
+class CampaignService final : public Service {
+ public:
+  CampaignService(std::shared_ptr<const Config> cfg, Store& store, TaskRunner& runner, const Clock& clock,
+                  Logger log, uv_loop_t* loop, int64_t host_id, std::function<void()> maybe_settled);
+
+  void start() override;
+  void reload(const Config& cfg) override;
+  void stop(std::function<void()> done) override;
+  bool settled() const override { return campaigns_.settled(); }
+
+ private:
+  void arm(int64_t delay_ms);
+  void on_timer();
+  void on_change();
+
+  const Clock& clock_;
+  TaskRunner& runner_;
+  Logger log_;
+  Campaigns campaigns_;
+  Timer timer_;
+  std::function<void()> maybe_settled_;
+  std::function<void()> stop_done_;
+  bool stopping_ = false;
+};
+
+// The local UTC offset in minutes at a wall time (for the nightly window).
+int local_utc_offset_minutes(int64_t wall_ms);
+
+}  // namespace soak

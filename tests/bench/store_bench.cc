@@ -1,0 +1,180 @@
+// Store benchmark: generates a full week of a 10-candidate host (campaigns run
+// in virtual time at the default cadences, plus 5-second host and process
+// samples), then times `soakctl status` and `soakctl explain` against it and
+// reports the store's size per candidate-week. Prints figures; asserts nothing.
+//
+//   store_bench [DIR] [--candidates N] [--keep]
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sqlite3.h>
+
+#include "daemon/campaigns.h"
+#include "daemon/soakctl_cli.h"
+#include "storage/sqlite_store.h"
+#include "tests/support/sim_runner.h"
+
+using namespace soak;
+namespace fs = std::filesystem;
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Timing {
+  double min = 0, median = 0, max = 0;
+};
+
+template <class F>
+Timing time_runs(int n, F f) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    v.push_back(ms_since(t0));
+  }
+  std::sort(v.begin(), v.end());
+  return {v.front(), v[v.size() / 2], v.back()};
+}
+
+int64_t file_size(const std::string& p) {
+  std::error_code ec;
+  auto s = fs::file_size(p, ec);
+  return ec ? 0 : static_cast<int64_t>(s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir = "/tmp/soakd-store-bench";
+  int n = 10;
+  bool keep = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--candidates" && i + 1 < argc) n = std::stoi(argv[++i]);
+    else if (a == "--keep") keep = true;
+    else dir = a;
+  }
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = dir + "/soakd.db";
+
+  auto opened = SqliteStore::open(db, OpenMode::ReadWrite, Durability::Fast);
+  if (!opened) {
+    std::fprintf(stderr, "%s\n", opened.message().c_str());
+    return 1;
+  }
+  auto& store = **opened;
+  VirtualClock clock{1'767'225'600'000};
+  const int64_t host = *store.upsert_host(HostInfo{"studio", "Mac15,14", 512LL << 30, "macOS 15.5"}, clock.wall_ms());
+
+  // Default stage lengths and cadences; everything compared with candidate 0.
+  std::string cands;
+  for (int i = 0; i < n; ++i) {
+    if (i) cands += ",";
+    cands += R"({"name": "cand)" + std::to_string(i) + R"(", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
+                 "base_url": "http://127.0.0.1:)" + std::to_string(18000 + i) + "\"" +
+             (i ? R"(, "baseline": "cand0")" : "") + "}";
+  }
+  std::string text = R"({"schedule": {"nightly_window": "now", "max_concurrent_canaries": )" + std::to_string(n) +
+                     R"(}, "candidates": [)" + cands + "]}";
+  auto cfg = parse_config(text, "bench.json", dir);
+  if (!cfg) {
+    std::fprintf(stderr, "%s\n", cfg.message().c_str());
+    return 1;
+  }
+  auto shared = std::make_shared<const Config>(std::move(*cfg));
+  SimRunner runner(store, clock, host);
+  for (int i = 0; i < n; ++i) runner.at("cand" + std::to_string(i)).build = "b95" + std::to_string(i);
+  Campaigns camp(shared, CampaignDeps{store, runner, make_null_logger(), host, [](int64_t) { return 0; }});
+  camp.set_now_source([&] { return clock.wall_ms(); });
+  if (!camp.resume(clock.wall_ms())) return 1;
+
+  std::printf("generating: %d candidates, smoke 15m + canary 2h + gate 24h + soak 7d at the default cadences...\n", n);
+  auto t0 = std::chrono::steady_clock::now();
+  const int64_t start = clock.wall_ms();
+  const int64_t end = start + 9 * kDay;
+  while (clock.wall_ms() < end && !camp.settled()) {
+    const int64_t now = clock.wall_ms();
+    runner.deliver(now);
+    camp.tick(now);
+    int64_t next = end;
+    if (auto a = runner.next_completion_ms()) next = std::min(next, *a);
+    if (auto b = camp.next_wake_ms(now)) next = std::min(next, *b);
+    clock.advance_ms(std::max<int64_t>(1, next - now));
+  }
+  const double gen_campaign_s = ms_since(t0) / 1000;
+
+  // The sampler's share: a host sample and one process sample per candidate every 5 s.
+  t0 = std::chrono::steady_clock::now();
+  sqlite3_exec(store.db(), "BEGIN", nullptr, nullptr, nullptr);
+  auto ids = *store.candidates();
+  int64_t samples = 0;
+  for (int64_t t = start; t < clock.wall_ms(); t += kDefaultSampleEveryMs) {
+    HostSample h;
+    h.host_id = host;
+    h.wall_ms = t;
+    h.free_bytes = 100LL << 30;
+    h.active_bytes = 300LL << 30;
+    h.wired_bytes = 80LL << 30;
+    h.swap_used_bytes = 0;
+    h.swapouts = 12;
+    h.pressure_level = 1;
+    store.insert_host_sample(h).ok();
+    ++samples;
+    for (const auto& c : ids) {
+      ProcessSample p;
+      p.host_id = host;
+      p.candidate_id = c.id;
+      p.wall_ms = t;
+      p.pid = 1000 + static_cast<int>(c.id);
+      p.name = "llama-server";
+      p.start_time = 1;
+      p.footprint_bytes = 20LL << 30;
+      p.resident_bytes = 19LL << 30;
+      store.insert_process_sample(p).ok();
+      ++samples;
+    }
+  }
+  sqlite3_exec(store.db(), "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_exec(store.db(), "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr);
+  const double gen_samples_s = ms_since(t0) / 1000;
+  auto max = *store.max_ids();
+  opened->reset();
+
+  const int64_t bytes = file_size(db) + file_size(db + "-wal");
+  const double weeks = static_cast<double>(clock.wall_ms() - start) / static_cast<double>(7 * kDay);
+  std::printf("generated in %.1f s (campaigns) + %.1f s (samples): %lld probe rows, %lld samples, %lld events\n",
+              gen_campaign_s, gen_samples_s, static_cast<long long>(max.probe), static_cast<long long>(samples),
+              static_cast<long long>(max.event));
+  std::printf("store: %.1f MB for %d candidates over %.2f weeks = %.1f MB per candidate-week\n", bytes / 1e6, n, weeks,
+              bytes / 1e6 / n / weeks);
+
+  SystemClock wall;
+  std::ostringstream sink, err;
+  auto status = time_runs(20, [&] {
+    sink.str("");
+    soakctl_main({"--db", db, "status"}, sink, err, wall);
+  });
+  std::printf("soakctl status   (in-process, 20 runs): min %.1f ms, median %.1f ms, max %.1f ms  (target <= 50 ms)\n",
+              status.min, status.median, status.max);
+  int code = 0;
+  auto explain = time_runs(5, [&] {
+    sink.str("");
+    code = soakctl_main({"--db", db, "explain", "cand1"}, sink, err, wall);
+  });
+  std::printf("soakctl explain  (in-process, 5 runs): min %.1f ms, median %.1f ms, max %.1f ms  (target <= 1000 ms; exit %d)\n",
+              explain.min, explain.median, explain.max, code);
+  std::printf("whole commands: soakctl --db %s status / soakctl --db %s explain cand1\n", db.c_str(), db.c_str());
+  if (!keep) fs::remove_all(dir);
+  return 0;
+}
