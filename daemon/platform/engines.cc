@@ -234,15 +234,6 @@ std::optional<uint16_t> local_port_of(std::string_view url) {
   return port;
 }
 
-Result<std::optional<int>> listener_search_result(std::optional<int> lowest, int hidden, uint16_t port) {
-  if (lowest) return lowest;
-  if (hidden > 0) {
-    return make_error("port " + std::to_string(port) + ": no visible process holds the listener; " +
-                      std::to_string(hidden) + " processes could not be inspected (another user's?)");
-  }
-  return std::optional<int>{};
-}
-
 std::string_view to_string(PidSource s) {
   switch (s) {
     case PidSource::Config: return "config";

@@ -53,11 +53,6 @@ std::string display_command(const ProcessInfo& p, size_t max_chars);
 // local listener on the same port would be somebody else.
 std::optional<uint16_t> local_port_of(std::string_view base_url);
 
-// The outcome of a search for a port's listener shared by both samplers:
-// `lowest` found wins; otherwise `hidden` processes whose sockets could not be
-// inspected make it an error (the owner may be among them), else no listener.
-Result<std::optional<int>> listener_search_result(std::optional<int> lowest, int hidden, uint16_t port);
-
 enum class PidSource { Config, Port, Name, Runtime, NotFound };
 std::string_view to_string(PidSource s);
 

@@ -53,20 +53,27 @@ struct KeyTarget {
   std::optional<int64_t>* out;
 };
 
-// Lines of the form "Key: value kB"; fills the listed keys, notes malformed ones.
-template <size_t N>
-void parse_kb_table(std::string_view file, std::string_view text, const KeyTarget (&targets)[N],
-                    std::string& error) {
+// Lines "<key><sep><value>"; fills the listed keys with parse(value) and
+// notes values that do not parse.
+template <size_t N, class Parse>
+void parse_table(std::string_view file, std::string_view text, char sep, const KeyTarget (&targets)[N], Parse parse,
+                 std::string& error) {
   for_each_line(text, [&](std::string_view line) {
-    size_t colon = line.find(':');
-    if (colon == std::string_view::npos) return;
-    std::string_view key = line.substr(0, colon);
+    size_t at = line.find(sep);
+    if (at == std::string_view::npos) return;
+    std::string_view key = line.substr(0, at);
     for (const auto& t : targets) {
       if (t.key != key) continue;
-      *t.out = parse_kb_value(line.substr(colon + 1));
+      *t.out = parse(line.substr(at + 1));
       if (!*t.out) append_error(error, std::string(file) + ": unreadable " + std::string(key));
     }
   });
+}
+
+// "Key: value kB" files (meminfo, status, smaps_rollup).
+template <size_t N>
+void parse_kb_table(std::string_view file, std::string_view text, const KeyTarget (&targets)[N], std::string& error) {
+  parse_table(file, text, ':', targets, parse_kb_value, error);
 }
 
 void require(std::string& error, std::string_view file, std::string_view key, const std::optional<int64_t>& v,
@@ -179,20 +186,9 @@ void apply_meminfo(std::string_view text, HostSample& s) {
 // ---------------------------------------------------------------- vmstat
 VmStat parse_vmstat(std::string_view text) {
   VmStat v;
-  struct {
-    std::string_view key;
-    std::optional<int64_t>* out;
-  } const targets[] = {{"pgpgin", &v.pgpgin}, {"pgpgout", &v.pgpgout}, {"pswpin", &v.pswpin}, {"pswpout", &v.pswpout}};
-  for_each_line(text, [&](std::string_view line) {
-    size_t sp = line.find(' ');
-    if (sp == std::string_view::npos) return;
-    std::string_view key = line.substr(0, sp);
-    for (const auto& t : targets) {
-      if (t.key != key) continue;
-      *t.out = parse_count(trim(line.substr(sp + 1)));
-      if (!*t.out) append_error(v.error, "vmstat: unreadable " + std::string(key));
-    }
-  });
+  const KeyTarget targets[] = {{"pgpgin", &v.pgpgin}, {"pgpgout", &v.pgpgout}, {"pswpin", &v.pswpin},
+                               {"pswpout", &v.pswpout}};
+  parse_table("vmstat", text, ' ', targets, [](std::string_view value) { return parse_count(trim(value)); }, v.error);
   return v;
 }
 

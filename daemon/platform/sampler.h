@@ -64,4 +64,14 @@ class Sampler {
 // The implementation for the platform this was built for.
 std::unique_ptr<Sampler> make_system_sampler();
 
+// ---- shared by the implementations (sampler.cc) -------------------------------
+// A sample stamped with pid and time; an error when the pid cannot name a process.
+ProcessSample begin_process_sample(int pid, int64_t wall_ms);
+// The error text of a pid that names no process (callers match on it).
+std::string no_such_process(int pid);
+// The outcome of a search for a port's listener: `lowest` found wins;
+// otherwise `hidden` processes whose sockets could not be inspected make it an
+// error (the owner may be among them); else nothing listens.
+Result<std::optional<int>> listener_search_result(std::optional<int> lowest, int hidden, uint16_t port);
+
 }  // namespace soak

@@ -76,15 +76,10 @@ class LinuxSampler final : public Sampler {
   }
 
   ProcessSample sample_process(int pid, int64_t wall_ms) override {
-    ProcessSample s;
-    s.pid = pid;
-    s.wall_ms = wall_ms;
-    if (pid <= 0) {
-      append_error(s.error, "invalid pid " + std::to_string(pid));
-      return s;
-    }
+    ProcessSample s = begin_process_sample(pid, wall_ms);
+    if (!s.error.empty()) return s;
     if (int err = read(path("%s/%d/stat", roots_.proc.c_str(), pid))) {
-      append_error(s.error, err == ENOENT ? "pid " + std::to_string(pid) + ": no such process"
+      append_error(s.error, err == ENOENT ? no_such_process(pid)
                                           : "stat: " + std::string(std::strerror(err)));
       return s;
     }

@@ -205,17 +205,12 @@ class MachSampler final : public Sampler {
   }
 
   ProcessSample sample_process(int pid, int64_t wall_ms) override {
-    ProcessSample s;
-    s.pid = pid;
-    s.wall_ms = wall_ms;
-    if (pid <= 0) {
-      append_error(s.error, "invalid pid " + std::to_string(pid));
-      return s;
-    }
+    ProcessSample s = begin_process_sample(pid, wall_ms);
+    if (!s.error.empty()) return s;
     rusage_info_v4 ri{};
     // No task port needed: works for the user's own processes, and for all as root.
     if (::proc_pid_rusage(pid, RUSAGE_INFO_V4, reinterpret_cast<rusage_info_t*>(&ri)) != 0) {
-      append_error(s.error, errno == ESRCH ? "pid " + std::to_string(pid) + ": no such process"
+      append_error(s.error, errno == ESRCH ? no_such_process(pid)
                                            : errno_text("proc_pid_rusage"));
       return s;
     }
