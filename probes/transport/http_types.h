@@ -1,5 +1,5 @@
 // Plain values of the HTTP transport: what a request asks for, what came back,
-// and how a transfer ended. No behaviour beyond small pure helpers; owned by
+// and how a transfer ended. No behaviour beyond a few pure functions; owned by
 // whoever holds them.
 #pragma once
 
