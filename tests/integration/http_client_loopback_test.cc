@@ -40,6 +40,25 @@ constexpr int64_t kServerWaitMs = 2'000;    // bound on waiting for the server t
 const std::string kFixtures = std::string(SOAKD_FIXTURES_DIR) + "/llama-server/";
 
 // ------------------------------------------------------------------ server
+sockaddr_in loopback_addr(int port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+// A TCP socket bound to 127.0.0.1 on an ephemeral port, which lands in `port`.
+int bind_loopback(int* port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = loopback_addr(0);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
 class Conn {
  public:
   enum class Wait { Timeout, Readable, Closed, Stopping };
@@ -120,17 +139,8 @@ class ScriptServer {
   explicit ScriptServer(Script script) : script_(std::move(script)) {
     ::signal(SIGPIPE, SIG_IGN);
     REQUIRE(::pipe(stop_pipe_) == 0);
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    listen_fd_ = bind_loopback(&port_);
     REQUIRE(::listen(listen_fd_, 64) == 0);
-    socklen_t len = sizeof a;
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
     acceptor_ = std::thread([this] { accept_loop(); });
   }
 
@@ -359,15 +369,9 @@ std::vector<std::string> one_shot_events(const std::string& body) {
 }
 
 int closed_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  int port = 0;
+  ::close(bind_loopback(&port));
+  return port;
 }
 
 }  // namespace
@@ -643,26 +647,22 @@ TEST_CASE("http: a refused port is ConnectRefused with no connection stamp") {
 
 TEST_CASE("http: a listener that never completes the handshake is ConnectTimeout") {
   // A listen backlog of 0 that is already full: the kernel drops further SYNs.
-  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  int port = 0;
+  int lfd = bind_loopback(&port);
   REQUIRE(::listen(lfd, 0) == 0);
-  socklen_t len = sizeof a;
-  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  const sockaddr_in a = loopback_addr(port);
   std::vector<int> fillers;
   for (int i = 0; i < 8; ++i) {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     ::fcntl(fd, F_SETFL, O_NONBLOCK);
-    ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a);
     fillers.push_back(fd);
   }
   {
     Fixture f;
     BodyRecorder rec;
     HttpRequest r;
-    r.url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/health";
+    r.url = "http://127.0.0.1:" + std::to_string(port) + "/health";
     r.connect_timeout_ms = 200;
     f.http.start(r, &rec);
     REQUIRE(f.run_until([&] { return rec.done(); }));
