@@ -163,7 +163,8 @@ TEST_CASE("child: SIGHUP re-reads the config file and applies the new build") {
 
 TEST_CASE("child: --help names every scenario and flavour; a bad option exits 2") {
   Child help({"--help"});
-  CHECK(WEXITSTATUS(help.wait_status()) == 0);
+  int help_status = help.wait_status();
+  CHECK(WEXITSTATUS(help_status) == 0);
   std::string text = help.rest();  // all of stdout, read until it closed
   for (const auto& name : {"healthy", "prefill-cost", "fifo", "ok-no-body", "no-done", "stall", "keepalives-only",
                            "burst-5xx", "model-alias", "empty-tool-args", "invalid-json", "repetition", "stuck-slot",

@@ -1,6 +1,8 @@
 #include "tests/fake_runtime/cli.h"
 
 #include <charconv>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -150,6 +152,16 @@ Result<std::vector<ListenerConfig>> parse_config_json(std::string_view text) {
     out.push_back(std::move(*c));
   }
   return out;
+}
+
+Result<std::vector<ListenerConfig>> load_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return make_error("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto parsed = parse_config_json(ss.str());
+  if (!parsed.ok()) return make_error(path + ": " + parsed.message());
+  return parsed;
 }
 
 Result<CliOptions> parse_cli(const std::vector<std::string>& args) {

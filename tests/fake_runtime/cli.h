@@ -22,6 +22,7 @@ Result<CliOptions> parse_cli(const std::vector<std::string>& args);
 // {"defaults": {knobs...}, "listeners": [{"host","port","flavour","scenario", knobs...}]}
 // Knob keys are the --option names with '_' for '-', e.g. "token_interval_ms".
 Result<std::vector<ListenerConfig>> parse_config_json(std::string_view text);
+Result<std::vector<ListenerConfig>> load_config_file(const std::string& path);
 
 std::string usage_text();
 

@@ -525,13 +525,7 @@ void Engine::embeddings(const HttpRequest& req, const std::shared_ptr<Connection
     e["object"] = "embedding";
     data.push_back(std::move(e));
   }
-  ojson out;
-  out["model"] = response_model(body);
-  out["object"] = "list";
-  out["usage"] = ojson{{"prompt_tokens", tokens}, {"total_tokens", tokens}};
-  out["data"] = std::move(data);
-  ++stats_.completed;
-  reply_json(c, 200, out, p);
+  pooling_reply(body, tokens, "data", std::move(data), c, p);
 }
 
 void Engine::rerank(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
@@ -552,11 +546,16 @@ void Engine::rerank(const HttpRequest& req, const std::shared_ptr<Connection>& c
   ojson results = ojson::array();
   for (size_t k = 0; k < std::min(top_n, scored.size()); ++k)
     results.push_back(ojson{{"index", scored[k].second}, {"relevance_score", scored[k].first}});
+  pooling_reply(body, tokens, "results", std::move(results), c, p);
+}
+
+void Engine::pooling_reply(const json& request, size_t tokens, const char* key, ojson items,
+                           const std::shared_ptr<Connection>& c, Persist p) {
   ojson out;
-  out["model"] = response_model(body);
+  out["model"] = response_model(request);
   out["object"] = "list";
   out["usage"] = ojson{{"prompt_tokens", tokens}, {"total_tokens", tokens}};
-  out["results"] = std::move(results);
+  out[key] = std::move(items);
   ++stats_.completed;
   reply_json(c, 200, out, p);
 }

@@ -73,6 +73,9 @@ class Engine {
   void embeddings(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p);
   void rerank(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p);
   void tokenize_route(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p);
+  // The list answer embeddings and rerank share: model, object, usage, then `key`.
+  void pooling_reply(const nlohmann::json& request, size_t tokens, const char* key, ojson items,
+                     const std::shared_ptr<Connection>& c, Persist p);
 
   // job lifecycle
   void schedule();

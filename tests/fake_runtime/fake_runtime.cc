@@ -1,5 +1,7 @@
 #include "tests/fake_runtime/fake_runtime.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <uv.h>
 
 #include <condition_variable>
@@ -54,6 +56,13 @@ struct FakeRuntime::Impl {
   }
 
   void run(std::promise<Status>& ready) {
+    // libuv writes with write(2): a peer that hung up would raise SIGPIPE and kill
+    // the whole process. Blocked on this thread, it stays pending and the write
+    // fails with EPIPE instead, which closes just that connection.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
     uv_loop_init(&loop);
     uv_async_init(&loop, &wake, [](uv_async_t* a) { static_cast<Impl*>(a->data)->drain_tasks(); });
     wake.data = this;

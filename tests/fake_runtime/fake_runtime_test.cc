@@ -435,3 +435,23 @@ TEST_CASE("errors: invalid JSON is a 500 and a missing route a 404, as llama-ser
   CHECK(missing.body == read_capture("error-unknown-endpoint.http").body);
   CHECK(fetch(r.url("/v1/chat/completions")).status == 404);  // GET on a POST route
 }
+
+TEST_CASE("pooling routes: embeddings are stable unit vectors, rerank orders by relevance") {
+  Running r(quick(Scenario::Healthy));
+  json emb = json::parse(fetch(r.url("/v1/embeddings"), R"({"input": ["a cat", "a dog", "a cat"]})").body);
+  REQUIRE(emb["data"].size() == 3);
+  CHECK(emb["object"] == "list");
+  CHECK(emb["data"][0]["embedding"] == emb["data"][2]["embedding"]);
+  CHECK(emb["data"][0]["embedding"] != emb["data"][1]["embedding"]);
+  double norm = 0;
+  for (double x : emb["data"][0]["embedding"]) norm += x * x;
+  CHECK(norm == Approx(1.0).margin(1e-3));
+  CHECK(emb["usage"]["prompt_tokens"].get<int>() > 0);
+
+  json rr = json::parse(fetch(r.url("/v1/rerank"),
+                              R"({"query": "weather in Paris", "documents": ["stock prices", "Paris weather today"], "top_n": 2})")
+                            .body);
+  REQUIRE(rr["results"].size() == 2);
+  CHECK(rr["results"][0]["index"] == 1);
+  CHECK(rr["results"][0]["relevance_score"].get<double>() > rr["results"][1]["relevance_score"].get<double>());
+}

@@ -1,26 +1,12 @@
 // soak-fake-runtime: the fake runtime as a program (demo, child-process tests).
 #include <signal.h>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "tests/fake_runtime/cli.h"
 #include "tests/fake_runtime/fake_runtime.h"
 
 using namespace soak::fake;
-
-namespace {
-
-soak::Result<std::vector<ListenerConfig>> read_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return soak::make_error("cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_config_json(ss.str());
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   auto opts = parse_cli(std::vector<std::string>(argv + 1, argv + argc));
@@ -34,11 +20,12 @@ int main(int argc, char** argv) {
   }
   std::vector<ListenerConfig> listeners = opts->listeners;
   if (!opts->config_path.empty()) {
-    auto from_file = read_config(opts->config_path);
+    auto from_file = load_config_file(opts->config_path);
     if (!from_file.ok()) {
       std::cerr << "soak-fake-runtime: " << from_file.message() << "\n";
       return 2;
     }
+    // Config listeners come first so SIGHUP can match them by index.
     listeners.insert(listeners.begin(), from_file->begin(), from_file->end());
   }
 
@@ -56,12 +43,9 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < runtime.size(); ++i) std::cout << "listening on " << listeners[i].host << ":" << runtime.port(i) << "\n";
   std::cout.flush();
 
-  while (true) {
-    int sig = 0;
-    sigwait(&sigs, &sig);
-    if (sig != SIGHUP) break;
+  for (int sig = 0; sigwait(&sigs, &sig) == 0 && sig == SIGHUP;) {
     if (opts->config_path.empty()) continue;
-    auto fresh = read_config(opts->config_path);
+    auto fresh = load_config_file(opts->config_path);
     if (!fresh.ok()) {
       std::cerr << "soak-fake-runtime: SIGHUP: " << fresh.message() << "\n";
       continue;
