@@ -81,8 +81,8 @@ Status Campaigns::resume(int64_t now) {
   if (!rows) return make_error("cannot read candidates: " + rows.message());
   auto max = d_.store.max_ids();
   if (!max) return make_error(max.message());
+  last_event_seen_ = max->event;
   for (auto& [name, t] : tracks_) {
-    t.last_event_seen = max->event;
     // The newest row of this candidate on this host.
     const CandidateRow* latest = nullptr;
     for (const auto& r : *rows)
@@ -683,19 +683,18 @@ void Campaigns::tick(int64_t now) {
   handle_controls(now);
   // New hard events (memory guard, crash/restart) reach a running stage at once.
   EventQuery eq;
-  for (auto& [name, t] : tracks_) {
-    if (t.phase != Phase::Staged || !t.row) continue;
-    eq.candidate_id = t.row->id;
-    eq.host_wide = HostWide::Include;
-    eq.min_id = t.last_event_seen + 1;
-    auto ev = d_.store.events(eq);
-    if (!ev) continue;
-    bool hard = false;
+  eq.min_id = last_event_seen_ + 1;
+  if (auto ev = d_.store.events(eq); ev) {
+    std::set<int64_t> host_hit, cand_hit;
+    bool host_wide = false;
     for (const auto& e : *ev) {
-      t.last_event_seen = std::max(t.last_event_seen, e.id);
-      if (e.kind == "guard_trip" || e.kind == "process_restart") hard = true;
+      last_event_seen_ = std::max(last_event_seen_, e.id);
+      if (e.kind != "guard_trip" && e.kind != "process_restart") continue;
+      if (e.candidate_id) cand_hit.insert(*e.candidate_id);
+      else host_wide = true;
     }
-    if (hard) check_hard_failures(t, now);
+    for (auto& [name, t] : tracks_)
+      if (t.phase == Phase::Staged && t.row && (host_wide || cand_hit.count(t.row->id))) check_hard_failures(t, now);
   }
   for (auto& [name, t] : tracks_) step(t, now);
 }

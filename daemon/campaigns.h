@@ -100,7 +100,6 @@ class Campaigns {
     std::string last_build_error;
     std::optional<VerdictState> final_state;  // once Done
     std::optional<int64_t> shadow_live_ok;  // last shadow scrape of the baseline was clean (1) or not (0)
-    int64_t last_event_seen = 0;
   };
 
   // steps
@@ -141,6 +140,7 @@ class Campaigns {
   int64_t next_work_id_ = 1;
   int64_t next_control_poll_ms_ = 0;
   int64_t last_now_ = 0;
+  int64_t last_event_seen_ = 0;
   bool frozen_ = false;
   std::function<void()> on_change_;
   std::function<int64_t()> now_source_;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -22,11 +23,52 @@ using json = nlohmann::json;
 
 namespace {
 
+}  // namespace
+
+// Prepared statements kept for reuse, keyed by their SQL text: the daemon runs
+// the same few inserts and queries for weeks, and parsing them anew each time
+// costs more than running them.
+struct SqliteStore::StmtCache {
+  std::unordered_map<std::string, sqlite3_stmt*> idle;
+  ~StmtCache() {
+    for (auto& [sql, st] : idle) sqlite3_finalize(st);
+  }
+  sqlite3_stmt* take(const std::string& sql) {
+    auto it = idle.find(sql);
+    if (it == idle.end()) return nullptr;
+    sqlite3_stmt* st = it->second;
+    idle.erase(it);
+    return st;
+  }
+  void put(std::string sql, sqlite3_stmt* st) {
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (!idle.emplace(std::move(sql), st).second) sqlite3_finalize(st);
+  }
+};
+
+namespace {
+
+using StmtCache = SqliteStore::StmtCache;
+
 // ---- a thin prepared-statement wrapper --------------------------------------
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
-  ~Stmt() { sqlite3_finalize(s_); }
+  // With a cache the statement is borrowed from it and returned on destruction.
+  Stmt(StmtCache* cache, sqlite3* db, const std::string& sql) : db_(db), cache_(cache) {
+    if (cache_ && (s_ = cache_->take(sql))) {
+      rc_ = SQLITE_OK;
+    } else {
+      rc_ = sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr);
+    }
+    if (cache_) sql_ = sql;
+  }
+  ~Stmt() {
+    if (cache_ && rc_ == SQLITE_OK && s_)
+      cache_->put(std::move(sql_), s_);
+    else
+      sqlite3_finalize(s_);
+  }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
 
@@ -69,6 +111,8 @@ class Stmt {
 
  private:
   sqlite3* db_;
+  StmtCache* cache_;
+  std::string sql_;
   sqlite3_stmt* s_ = nullptr;
   int rc_;
   int i_ = 0;
@@ -87,7 +131,7 @@ Status exec(sqlite3* db, const char* sql) {
 }
 
 Result<int64_t> pragma_int(sqlite3* db, const char* pragma) {
-  Stmt s(db, pragma);
+  Stmt s(nullptr, db, pragma);
   if (!s.ok()) return make_error(s.error());
   int rc = s.step();
   if (rc == SQLITE_ROW) return s.i64(0);
@@ -294,8 +338,8 @@ class Where {
 };
 
 template <class T, class F>
-Result<std::vector<T>> select_all(sqlite3* db, const std::string& sql, const Where& w, F read) {
-  Stmt s(db, sql.c_str());
+Result<std::vector<T>> select_all(StmtCache* cache, sqlite3* db, const std::string& sql, const Where& w, F read) {
+  Stmt s(cache, db, sql);
   if (!s.ok()) return make_error(errmsg(db, "prepare query"));
   w.bind(s);
   std::vector<T> out;
@@ -378,11 +422,17 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
   return std::unique_ptr<SqliteStore>(new SqliteStore(db, path, v));
 }
 
-SqliteStore::~SqliteStore() { sqlite3_close(db_); }
+SqliteStore::SqliteStore(sqlite3* db, std::string path, int version)
+    : db_(db), path_(std::move(path)), version_(version), cache_(std::make_unique<StmtCache>()) {}
+
+SqliteStore::~SqliteStore() {
+  cache_.reset();  // statements are finalized before the connection closes
+  sqlite3_close(db_);
+}
 
 // ============================================================== identities
 Result<int64_t> SqliteStore::upsert_host(const HostInfo& h, int64_t now_ms) {
-  Stmt s(db_,
+  Stmt s(cache_.get(), db_,
          "INSERT INTO hosts (hostname, hw_model, mem_bytes, os_version, first_seen_ms, last_seen_ms) "
          "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (hostname, hw_model, mem_bytes, os_version) "
          "DO UPDATE SET last_seen_ms = excluded.last_seen_ms RETURNING id");
@@ -395,7 +445,7 @@ Result<int64_t> SqliteStore::upsert_host(const HostInfo& h, int64_t now_ms) {
 }
 
 Result<int64_t> SqliteStore::upsert_candidate(const CandidateRow& c, int64_t now_ms) {
-  Stmt s(db_,
+  Stmt s(cache_.get(), db_,
          "INSERT INTO candidates (host_id, name, model, runtime, build, base_url, first_seen_ms, last_seen_ms, baseline_id) "
          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (host_id, name, model, runtime, build) "
          "DO UPDATE SET last_seen_ms = excluded.last_seen_ms, base_url = excluded.base_url RETURNING id");
@@ -408,7 +458,7 @@ Result<int64_t> SqliteStore::upsert_candidate(const CandidateRow& c, int64_t now
 }
 
 Status SqliteStore::set_baseline(int64_t candidate_id, std::optional<int64_t> baseline_id) {
-  Stmt s(db_, "UPDATE candidates SET baseline_id = ? WHERE id = ?");
+  Stmt s(cache_.get(), db_, "UPDATE candidates SET baseline_id = ? WHERE id = ?");
   s.bind(baseline_id).bind(candidate_id);
   return run_update(db_, s, "candidate baseline");
 }
@@ -416,20 +466,20 @@ Status SqliteStore::set_baseline(int64_t candidate_id, std::optional<int64_t> ba
 Result<std::optional<CandidateRow>> SqliteStore::candidate(int64_t id) {
   Where w;
   w.add("id = ?", std::optional<int64_t>(id));
-  auto r = select_all<CandidateRow>(db_, std::string("SELECT ") + kCandidateCols + " FROM candidates" + w.sql(), w, read_candidate);
+  auto r = select_all<CandidateRow>(cache_.get(), db_, std::string("SELECT ") + kCandidateCols + " FROM candidates" + w.sql(), w, read_candidate);
   if (!r) return r.error();
   if (r->empty()) return std::optional<CandidateRow>{};
   return std::optional<CandidateRow>(r->front());
 }
 
 Result<std::vector<CandidateRow>> SqliteStore::candidates() {
-  return select_all<CandidateRow>(db_, std::string("SELECT ") + kCandidateCols + " FROM candidates ORDER BY id", Where{},
+  return select_all<CandidateRow>(cache_.get(), db_, std::string("SELECT ") + kCandidateCols + " FROM candidates ORDER BY id", Where{},
                                   read_candidate);
 }
 
 // ============================================================== rows
 Result<int64_t> SqliteStore::insert_probe_result(const ProbeResult& r) {
-  Stmt s(db_,
+  Stmt s(cache_.get(), db_,
          "INSERT INTO probe_results (candidate_id, host_id, stage_id, started_ms, kind, task, workload_id, fixture_hash, "
          "size_tokens, cache_state, sampling, thinking, client_concurrency, runtime_slots, group_id, outcome, "
          "outcome_category, http_status, detail, t_connect_us, t_first_byte_us, t_first_event_us, t_first_token_us, "
@@ -463,7 +513,7 @@ Result<int64_t> SqliteStore::insert_probe_result(const ProbeResult& r) {
 }
 
 Result<int64_t> SqliteStore::insert_host_sample(const HostSample& h) {
-  Stmt s(db_,
+  Stmt s(cache_.get(), db_,
          "INSERT INTO host_samples (host_id, ts_ms, free_bytes, active_bytes, inactive_bytes, wired_bytes, "
          "compressed_bytes, available_bytes, total_bytes, swap_used_bytes, swap_total_bytes, pageins, pageouts, "
          "swapins, swapouts, pressure_level, memorystatus_level, psi_some_avg10, psi_full_avg10, "
@@ -477,7 +527,7 @@ Result<int64_t> SqliteStore::insert_host_sample(const HostSample& h) {
 }
 
 Result<int64_t> SqliteStore::insert_process_sample(const ProcessSample& p) {
-  Stmt s(db_,
+  Stmt s(cache_.get(), db_,
          "INSERT INTO process_samples (host_id, candidate_id, ts_ms, pid, name, start_time, footprint_bytes, "
          "resident_bytes, swap_bytes, pss_bytes, error) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
   s.bind(p.host_id).bind(p.candidate_id).bind(p.wall_ms).bind(p.pid).bind(p.name).bind(p.start_time)
@@ -486,7 +536,7 @@ Result<int64_t> SqliteStore::insert_process_sample(const ProcessSample& p) {
 }
 
 Result<int64_t> SqliteStore::insert_event(const Event& e) {
-  Stmt s(db_, "INSERT INTO events (ts_ms, host_id, candidate_id, kind, detail, duration_ms) VALUES (?,?,?,?,?,?)");
+  Stmt s(cache_.get(), db_, "INSERT INTO events (ts_ms, host_id, candidate_id, kind, detail, duration_ms) VALUES (?,?,?,?,?,?)");
   s.bind(e.wall_ms).bind(e.host_id).bind(e.candidate_id).bind(e.kind)
       .bind(e.detail_json.empty() ? std::string("{}") : e.detail_json).bind(e.duration_ms);
   return run_insert(db_, s, "event");
@@ -494,7 +544,7 @@ Result<int64_t> SqliteStore::insert_event(const Event& e) {
 
 // ============================================================== stages
 Result<int64_t> SqliteStore::insert_stage(const StageRow& r) {
-  Stmt s(db_,
+  Stmt s(cache_.get(), db_,
          "INSERT INTO stages (candidate_id, kind, state, started_ms, length_ms, deadline_ms, ended_ms, reason) "
          "VALUES (?,?,?,?,?,?,?,?)");
   s.bind(r.candidate_id).bind(to_string(r.kind)).bind(to_string(r.state)).bind(r.started_ms).bind(r.length_ms)
@@ -503,7 +553,7 @@ Result<int64_t> SqliteStore::insert_stage(const StageRow& r) {
 }
 
 Status SqliteStore::update_stage(const StageRow& r) {
-  Stmt s(db_, "UPDATE stages SET state = ?, deadline_ms = ?, ended_ms = ?, reason = ? WHERE id = ?");
+  Stmt s(cache_.get(), db_, "UPDATE stages SET state = ?, deadline_ms = ?, ended_ms = ?, reason = ? WHERE id = ?");
   s.bind(to_string(r.state)).bind(r.deadline_ms).bind(r.ended_ms).bind(r.reason).bind(r.id);
   return run_update(db_, s, "stage");
 }
@@ -511,7 +561,7 @@ Status SqliteStore::update_stage(const StageRow& r) {
 Result<std::vector<StageRow>> SqliteStore::stages(int64_t candidate_id) {
   Where w;
   w.add("candidate_id = ?", std::optional<int64_t>(candidate_id));
-  return select_all<StageRow>(db_, std::string("SELECT ") + kStageCols + " FROM stages" + w.sql() + " ORDER BY id", w,
+  return select_all<StageRow>(cache_.get(), db_, std::string("SELECT ") + kStageCols + " FROM stages" + w.sql() + " ORDER BY id", w,
                               [](const Stmt& s) { return read_stage(s); });
 }
 
@@ -559,7 +609,7 @@ Result<std::vector<MetricEvidence>> metrics_from_json(const std::string& s) {
 }
 
 Result<int64_t> SqliteStore::insert_verdict(const VerdictRow& v) {
-  Stmt s(db_,
+  Stmt s(cache_.get(), db_,
          "INSERT INTO verdicts (candidate_id, stage_id, ts_ms, state, stage, reason, judge_version, config_hash, "
          "evidence_first_id, evidence_last_id, baseline_id, baseline_mode, metrics, is_override, who, why, judge_input) "
          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -574,7 +624,7 @@ Result<int64_t> SqliteStore::insert_verdict(const VerdictRow& v) {
 Result<std::optional<VerdictRow>> SqliteStore::latest_verdict(int64_t candidate_id) {
   Where w;
   w.add("candidate_id = ?", std::optional<int64_t>(candidate_id));
-  auto r = select_all<VerdictRow>(db_, std::string("SELECT ") + kVerdictCols + " FROM verdicts" + w.sql() +
+  auto r = select_all<VerdictRow>(cache_.get(), db_, std::string("SELECT ") + kVerdictCols + " FROM verdicts" + w.sql() +
                                            " ORDER BY id DESC LIMIT 1",
                                   w, [](const Stmt& s) { return read_verdict(s); });
   if (!r) return r.error();
@@ -585,13 +635,13 @@ Result<std::optional<VerdictRow>> SqliteStore::latest_verdict(int64_t candidate_
 Result<std::vector<VerdictRow>> SqliteStore::verdicts(int64_t candidate_id) {
   Where w;
   w.add("candidate_id = ?", std::optional<int64_t>(candidate_id));
-  return select_all<VerdictRow>(db_, std::string("SELECT ") + kVerdictCols + " FROM verdicts" + w.sql() + " ORDER BY id",
+  return select_all<VerdictRow>(cache_.get(), db_, std::string("SELECT ") + kVerdictCols + " FROM verdicts" + w.sql() + " ORDER BY id",
                                 w, [](const Stmt& s) { return read_verdict(s); });
 }
 
 // ============================================================== control
 Result<int64_t> SqliteStore::insert_control(const ControlRequest& c) {
-  Stmt s(db_,
+  Stmt s(cache_.get(), db_,
          "INSERT INTO control_requests (ts_ms, candidate, candidate_id, action, is_override, who, why) "
          "VALUES (?,?,?,?,?,?,?)");
   s.bind(c.wall_ms).bind(c.candidate).bind(c.candidate_id).bind(to_string(c.action)).bind(c.is_override)
@@ -600,13 +650,12 @@ Result<int64_t> SqliteStore::insert_control(const ControlRequest& c) {
 }
 
 Result<std::vector<ControlRequest>> SqliteStore::pending_controls() {
-  return select_all<ControlRequest>(
-      db_, std::string("SELECT ") + kControlCols + " FROM control_requests WHERE handled_ms IS NULL ORDER BY id",
+  return select_all<ControlRequest>(cache_.get(), db_, std::string("SELECT ") + kControlCols + " FROM control_requests WHERE handled_ms IS NULL ORDER BY id",
       Where{}, read_control);
 }
 
 Status SqliteStore::mark_control_handled(int64_t id, int64_t now_ms, const std::string& result) {
-  Stmt s(db_, "UPDATE control_requests SET handled_ms = ?, result = ? WHERE id = ?");
+  Stmt s(cache_.get(), db_, "UPDATE control_requests SET handled_ms = ?, result = ? WHERE id = ?");
   s.bind(now_ms).bind(result).bind(id);
   return run_update(db_, s, "control request");
 }
@@ -625,7 +674,7 @@ Result<std::vector<ProbeResult>> SqliteStore::probe_results(const ProbeQuery& q)
   w.add("kind = ?", kind);
   std::string sql = std::string("SELECT ") + kProbeCols + " FROM probe_results" + w.sql() + " ORDER BY id";
   if (q.limit > 0) sql += " LIMIT " + std::to_string(q.limit);
-  return select_all<ProbeResult>(db_, sql, w, read_probe);
+  return select_all<ProbeResult>(cache_.get(), db_, sql, w, read_probe);
 }
 
 Result<std::vector<HostSample>> SqliteStore::host_samples(const SampleQuery& q) {
@@ -634,7 +683,7 @@ Result<std::vector<HostSample>> SqliteStore::host_samples(const SampleQuery& q) 
   w.add("ts_ms >= ?", q.since_ms);
   w.add("ts_ms <= ?", q.until_ms);
   w.add("id <= ?", q.max_id);
-  return select_all<HostSample>(db_, std::string("SELECT ") + kHostSampleCols + " FROM host_samples" + w.sql() + " ORDER BY ts_ms, id",
+  return select_all<HostSample>(cache_.get(), db_, std::string("SELECT ") + kHostSampleCols + " FROM host_samples" + w.sql() + " ORDER BY ts_ms, id",
                                 w, [](const Stmt& s) {
                                   HostSample h;
                                   int c = 0;
@@ -664,7 +713,7 @@ Result<std::vector<ProcessSample>> SqliteStore::process_samples(const SampleQuer
   w.add("ts_ms >= ?", q.since_ms);
   w.add("ts_ms <= ?", q.until_ms);
   w.add("id <= ?", q.max_id);
-  return select_all<ProcessSample>(db_, std::string("SELECT ") + kProcessSampleCols + " FROM process_samples" + w.sql() +
+  return select_all<ProcessSample>(cache_.get(), db_, std::string("SELECT ") + kProcessSampleCols + " FROM process_samples" + w.sql() +
                                             " ORDER BY ts_ms, id",
                                    w, [](const Stmt& s) {
                                      ProcessSample p;
@@ -696,7 +745,7 @@ Result<std::vector<Event>> SqliteStore::events(const EventQuery& q) {
   w.add("ts_ms <= ?", q.until_ms);
   w.add("id >= ?", q.min_id);
   w.add("id <= ?", q.max_id);
-  return select_all<Event>(db_, std::string("SELECT ") + kEventCols + " FROM events" + w.sql() + " ORDER BY ts_ms, id", w,
+  return select_all<Event>(cache_.get(), db_, std::string("SELECT ") + kEventCols + " FROM events" + w.sql() + " ORDER BY ts_ms, id", w,
                            [](const Stmt& s) {
                              Event e;
                              e.id = s.i64(0);
@@ -725,7 +774,7 @@ Result<std::vector<StatusRow>> SqliteStore::status() {
                     "LEFT JOIN stages s ON s.id = (SELECT MAX(id) FROM stages WHERE candidate_id = c.id) "
                     "LEFT JOIN verdicts v ON v.id = (SELECT MAX(id) FROM verdicts WHERE candidate_id = c.id) "
                     "ORDER BY c.name, c.id";
-  return select_all<StatusRow>(db_, sql, Where{}, [](const Stmt& s) {
+  return select_all<StatusRow>(cache_.get(), db_, sql, Where{}, [](const Stmt& s) {
     StatusRow r;
     r.candidate = read_candidate(s);
     if (!s.null(10)) r.stage = read_stage(s, 10);

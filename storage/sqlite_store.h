@@ -72,11 +72,14 @@ class SqliteStore final : public Store {
   // Raw handle for the store's own tests and benchmarks.
   sqlite3* db() const { return db_; }
 
+  struct StmtCache;
+
  private:
-  SqliteStore(sqlite3* db, std::string path, int version) : db_(db), path_(std::move(path)), version_(version) {}
+  SqliteStore(sqlite3* db, std::string path, int version);
   sqlite3* db_;
   std::string path_;
   int version_;
+  std::unique_ptr<StmtCache> cache_;
 };
 
 // Metric evidence <-> JSON (stored in verdicts.metrics; also used by explain).
