@@ -47,7 +47,7 @@ std::shared_ptr<Connection> Connection::accept(uv_stream_t* server, Handler hand
   c->tcp_.data = c.get();
   c->self_ = c;
   if (uv_accept(server, reinterpret_cast<uv_stream_t*>(&c->tcp_)) != 0) {
-    c->close(false);
+    c->close(Cause::Server);
     return nullptr;
   }
   uv_tcp_nodelay(&c->tcp_, 1);
@@ -67,7 +67,7 @@ std::shared_ptr<Connection> Connection::accept(uv_stream_t* server, Handler hand
 void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
   if (closing_) return;
   if (nread < 0) {
-    close(true);
+    close(Cause::Peer);
     return;
   }
   if (nread == 0) return;
@@ -109,14 +109,14 @@ void Connection::write_raw(std::string data, bool close_after) {
   int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&tcp_), &b, 1, [](uv_write_t* req, int status) {
     std::unique_ptr<WriteReq> w(reinterpret_cast<WriteReq*>(req));
     if (status < 0) {
-      if (status != UV_ECANCELED) w->conn->close(true);
+      if (status != UV_ECANCELED) w->conn->close(Cause::Peer);
       return;
     }
-    if (w->close_after) w->conn->close(false);
+    if (w->close_after) w->conn->close(Cause::Server);
   });
   if (rc != 0) {
     delete w;
-    close(true);
+    close(Cause::Peer);
   }
 }
 
@@ -172,10 +172,10 @@ void Connection::head_then_close(int status, const Headers& headers) {
 
 void Connection::abort() {
   on_gone_ = nullptr;
-  close(false);
+  close(Cause::Server);
 }
 
-void Connection::close(bool peer_failed) {
+void Connection::close(Cause cause) {
   if (closing_) return;
   closing_ = true;
   auto gone = std::move(on_gone_);
@@ -187,7 +187,7 @@ void Connection::close(bool peer_failed) {
     if (c->on_closed_) c->on_closed_(c);
     auto last = std::move(c->self_);  // may destroy the connection on scope exit
   });
-  if (peer_failed && was_busy && gone) gone();
+  if (cause == Cause::Peer && was_busy && gone) gone();
 }
 
 }  // namespace soak::fake

@@ -57,7 +57,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void process();
   void write_raw(std::string data, bool close_after);
   void finish_response(Persist persist);
-  void close(bool peer_failed);
+  enum class Cause { Server, Peer };  // only a peer-side failure notifies on_gone
+  void close(Cause cause);
 
   uv_tcp_t tcp_{};
   std::shared_ptr<Connection> self_;  // released in the uv close callback
