@@ -17,6 +17,10 @@
 
 namespace soak {
 
+// Listing every process costs milliseconds (see README.md): the duplicate
+// engine check runs at this cadence, not at every 5 s sample.
+inline constexpr int64_t kDefaultEngineScanEveryMs = 60'000;
+
 struct EngineProcess {
   ProcessInfo process;
   RuntimeKind kind = RuntimeKind::OpenAI;

@@ -128,9 +128,10 @@ TEST_CASE("a child's memory growth shows in the stored process samples") {
     CHECK(r[step].pid == child.pid());
     CHECK(r[step].start_time == r[0].start_time);  // same process throughout
     int64_t grown = *r[step].footprint_bytes - base;
-    // Every page written: exactly the mapped bytes, plus a little allocator slack.
+    // Every page written: at least the mapped bytes; at most a quarter more
+    // (page tables, and AddressSanitizer's 1/8 shadow in sanitizer builds).
     CHECK(grown >= static_cast<int64_t>(step * kStepBytes));
-    CHECK(grown < static_cast<int64_t>(step * kStepBytes + 8 * 1024 * 1024));
+    CHECK(grown <= static_cast<int64_t>(step * kStepBytes * 5 / 4));
     CHECK(*r[step].resident_bytes - *r[0].resident_bytes >= static_cast<int64_t>(step * kStepBytes));
     CHECK(*r[step].pss_bytes > *r[step - 1].pss_bytes);
     CHECK(r[step].wall_ms == r[step - 1].wall_ms + 5'000);
