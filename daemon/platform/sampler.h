@@ -70,8 +70,11 @@ ProcessSample begin_process_sample(int pid, int64_t wall_ms);
 // The error text of a pid that names no process (callers match on it).
 std::string no_such_process(int pid);
 // The outcome of a search for a port's listener: `lowest` found wins;
-// otherwise `hidden` processes whose sockets could not be inspected make it an
-// error (the owner may be among them); else nothing listens.
-Result<std::optional<int>> listener_search_result(std::optional<int> lowest, int hidden, uint16_t port);
+// otherwise it is an error when the socket table showed a listener
+// (Linux knows that before looking for its owner) or when `hidden` processes
+// could not be inspected (the owner may be among them); else nothing listens.
+enum class ListenerInTable { Unknown, Yes };
+Result<std::optional<int>> listener_search_result(std::optional<int> lowest, int hidden, ListenerInTable table,
+                                                  uint16_t port);
 
 }  // namespace soak

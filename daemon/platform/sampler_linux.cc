@@ -148,7 +148,7 @@ class LinuxSampler final : public Sampler {
       if (r < 0) ++hidden;
     }
     ::closedir(dir);
-    return listener_search_result(lowest, hidden, port);
+    return listener_search_result(lowest, hidden, ListenerInTable::Yes, port);
   }
 
  private:

@@ -255,7 +255,7 @@ class MachSampler final : public Sampler {
       if (r > 0) lowest = pid;
       if (r < 0) ++hidden;
     }
-    return listener_search_result(lowest, hidden, port);
+    return listener_search_result(lowest, hidden, ListenerInTable::Unknown, port);
   }
 
  private:

@@ -217,11 +217,15 @@ TEST_CASE("locating a candidate: config pid, then port, then name, then runtime"
 }
 
 TEST_CASE("listener search outcome") {
-  CHECK(*listener_search_result(12, 3, 80) == 12);
-  CHECK_FALSE(listener_search_result(std::nullopt, 0, 80)->has_value());
-  auto hidden = listener_search_result(std::nullopt, 2, 80);
+  CHECK(*listener_search_result(12, 3, ListenerInTable::Yes, 80) == 12);
+  CHECK_FALSE(listener_search_result(std::nullopt, 0, ListenerInTable::Unknown, 80)->has_value());
+  auto hidden = listener_search_result(std::nullopt, 2, ListenerInTable::Unknown, 80);
   REQUIRE_FALSE(hidden.ok());
   CHECK(hidden.message().find("2 processes could not be inspected") != std::string::npos);
+  // The table shows a listener nobody visible holds: say so, not "nothing listens".
+  auto orphan = listener_search_result(std::nullopt, 0, ListenerInTable::Yes, 80);
+  REQUIRE_FALSE(orphan.ok());
+  CHECK(orphan.message().find("no process visible here holds it") != std::string::npos);
 }
 
 TEST_CASE("sample --once report: text and JSON") {

@@ -178,6 +178,12 @@ TEST_CASE("linux sampler: listening port to pid through socket inodes, IPv4 and 
   auto none = sampler->find_listening_pid(9);
   REQUIRE(none);
   CHECK_FALSE(none->has_value());
+  // A listener in the table whose owner is not in this /proc: an error, not "nothing".
+  fs::remove(fs::path(f.roots.proc) / std::to_string(kPid) / "fd/3");
+  auto orphan = sampler->find_listening_pid(18080);
+  REQUIRE_FALSE(orphan.ok());
+  CHECK(orphan.message().find("no process visible here") != std::string::npos);
+  fs::create_symlink("socket:[15278]", fs::path(f.roots.proc) / std::to_string(kPid) / "fd/3");
   // IPv6 disabled: no tcp6 file, IPv4 still answers.
   fs::remove(fs::path(f.roots.proc) / "net/tcp6");
   auto still = sampler->find_listening_pid(18080);
