@@ -14,6 +14,7 @@
 #include "daemon/base/config.h"
 #include "daemon/base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/probe_cli.h"
 #include "daemon/version.h"
 #include "storage/lock.h"
 #include "storage/sqlite_store.h"
@@ -38,6 +39,12 @@ Usage:
                             else the rotating log file named in the config)
       --log-level LEVEL     trace, debug, info (default), warn, error
       --exit-when-settled   exit once every candidate has a final verdict
+  soakd probe --config FILE --candidate NAME [--kind K] [--json]
+      Probe one candidate once (health, identity and the functional probes, or
+      only kind K: marker, stream, strict_json, tool_call, thinking, repetition,
+      identity, health, scrape, long_context, shared_prefix, agent, burst,
+      cancel, embeddings, rerank, or all), print a table (or JSON) and store
+      the rows; it may run beside the daemon. Exit 0 when every row is clean.
   soakd check-config FILE
       Validate FILE without starting anything. Prints every problem with its
       JSON path and an example of a valid value; exit 0 when valid.
@@ -161,6 +168,7 @@ int soakd_main(int argc, char** argv) {
   const std::string& cmd = a->positionals()[0];
   if (cmd == "check-config") return cmd_check_config(*a);
   if (cmd == "run") return cmd_run(*a);
+  if (cmd == "probe") return cmd_probe(*a);
   std::fprintf(stderr, "soakd: unknown command \"%s\" (see soakd --help)\n", cmd.c_str());
   return kExitUsage;
 }

@@ -1,0 +1,279 @@
+#include "daemon/probe_cli.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/base/clock.h"
+#include "daemon/base/config.h"
+#include "probes/engine.h"
+#include "probes/transport/http_client.h"
+#include "storage/sqlite_store.h"
+
+namespace soak {
+
+namespace {
+
+constexpr int kExitClean = 0;
+constexpr int kExitNotClean = 1;
+constexpr int kExitUsage = 2;
+constexpr size_t kDetailColumnChars = 70;
+constexpr const char* kUnknownBuild = "unknown";
+
+using ojson = nlohmann::ordered_json;
+
+// The sampler area describes the host in full; a probe run needs only enough
+// to register it.
+HostInfo uname_host() {
+  HostInfo h;
+  char name[256] = {0};
+  if (gethostname(name, sizeof name - 1) == 0) h.hostname = name;
+  utsname u{};
+  if (uname(&u) == 0) {
+    h.hw_model = u.machine;
+    h.os_version = std::string(u.sysname) + " " + u.release;
+  }
+  h.mem_bytes = static_cast<int64_t>(uv_get_total_memory());
+  return h;
+}
+
+Result<std::vector<ProbeKind>> kinds_from(const std::optional<std::string>& k) {
+  if (!k) return probes::default_probe_kinds();
+  if (*k == "all") return probes::all_probe_kinds();
+  auto kind = parse_probe_kind(*k);
+  if (!kind || !probes::engine_runs(*kind))
+    return make_error("unknown probe kind \"" + *k + "\"; known: all, " + probe_kind_names());
+  return std::vector<ProbeKind>{*kind};
+}
+
+std::string ms(std::optional<int64_t> us) {
+  if (!us) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", static_cast<double>(*us) / 1000.0);
+  return b;
+}
+
+std::string tps(std::optional<double> v) {
+  if (!v) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", *v);
+  return b;
+}
+
+std::string tokens(const ProbeResult& r) {
+  if (!r.prompt_tokens && !r.completion_tokens) return "-";
+  std::string s = r.prompt_tokens ? std::to_string(*r.prompt_tokens) : "?";
+  s += "/" + (r.completion_tokens ? std::to_string(*r.completion_tokens) : std::string("?"));
+  if (r.reasoning_tokens && *r.reasoning_tokens > 0) s += "+" + std::to_string(*r.reasoning_tokens) + "r";
+  return s;
+}
+
+std::string one_line(std::string s, size_t max) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  if (s.size() > max) s = s.substr(0, max - 3) + "...";
+  return s;
+}
+
+template <class T>
+ojson opt(const std::optional<T>& v) {
+  return v ? ojson(*v) : ojson(nullptr);
+}
+
+}  // namespace
+
+std::string format_probe_table(const std::vector<ProbeResult>& rows) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-13s %-30s %-18s %4s %9s %8s %-12s %s\n", "KIND", "WORKLOAD", "OUTCOME", "HTTP",
+                "TTFT ms", "tok/s", "TOKENS p/c", "DETAIL");
+  out += line;
+  size_t clean = 0;
+  for (const auto& r : rows) {
+    clean += r.outcome == Outcome::Clean ? 1 : 0;
+    std::string detail = r.detail;
+    if (r.outcome == Outcome::Clean && !r.extra_json.empty()) detail = r.extra_json;
+    std::snprintf(line, sizeof line, "%-13s %-30s %-18s %4s %9s %8s %-12s %s\n", std::string(to_string(r.kind)).c_str(),
+                  one_line(r.workload_id, 30).c_str(), std::string(to_string(r.outcome)).c_str(),
+                  r.http_status ? std::to_string(*r.http_status).c_str() : "-", ms(r.t_first_token_us).c_str(),
+                  tps(r.client_decode_tps).c_str(), tokens(r).c_str(), one_line(detail, kDetailColumnChars).c_str());
+    out += line;
+  }
+  out += std::to_string(rows.size()) + " row(s), " + std::to_string(clean) + " clean, " +
+         std::to_string(rows.size() - clean) + " not clean\n";
+  return out;
+}
+
+std::string format_probe_json(const std::string& candidate, const std::string& build,
+                              const std::vector<ProbeResult>& rows) {
+  ojson doc;
+  doc["candidate"] = candidate;
+  doc["build"] = build;
+  ojson arr = ojson::array();
+  bool all_clean = !rows.empty();
+  for (const auto& r : rows) {
+    all_clean = all_clean && r.outcome == Outcome::Clean;
+    ojson j;
+    j["id"] = r.id;
+    j["kind"] = std::string(to_string(r.kind));
+    j["workload_id"] = r.workload_id;
+    j["outcome"] = std::string(to_string(r.outcome));
+    j["http_status"] = opt(r.http_status);
+    j["detail"] = r.detail;
+    j["cache_state"] = std::string(to_string(r.cache_state));
+    j["size_tokens"] = opt(r.size_tokens);
+    j["thinking"] = opt(r.thinking);
+    j["client_concurrency"] = r.client_concurrency;
+    j["runtime_slots"] = opt(r.runtime_slots);
+    j["group_id"] = opt(r.group_id);
+    j["ttft_us"] = opt(r.t_first_token_us);
+    j["done_us"] = opt(r.t_done_us);
+    j["client_decode_tps"] = opt(r.client_decode_tps);
+    j["timing_artifact"] = r.timing_artifact;
+    j["prompt_tokens"] = opt(r.prompt_tokens);
+    j["completion_tokens"] = opt(r.completion_tokens);
+    j["reasoning_tokens"] = opt(r.reasoning_tokens);
+    j["server_prompt_tps"] = opt(r.server_prompt_tps);
+    j["server_predicted_tps"] = opt(r.server_predicted_tps);
+    j["server_cache_n"] = opt(r.server_cache_n);
+    j["server_draft_n"] = opt(r.server_draft_n);
+    j["server_draft_accepted"] = opt(r.server_draft_accepted);
+    j["finish_reason"] = r.finish_reason;
+    j["response_model"] = r.response_model;
+    j["body_hash"] = r.body_hash;
+    j["excerpt"] = r.excerpt;
+    ojson extra = ojson::parse(r.extra_json, nullptr, false);
+    j["extra"] = extra.is_discarded() ? ojson(nullptr) : extra;
+    arr.push_back(std::move(j));
+  }
+  doc["rows"] = std::move(arr);
+  doc["all_clean"] = all_clean;
+  return doc.dump(2) + "\n";
+}
+
+int cmd_probe(const Args& a) {
+  auto path = a.get("config");
+  auto name = a.get("candidate");
+  if (!path || !name) {
+    std::fprintf(stderr, "soakd probe: --config FILE and --candidate NAME are required (see soakd --help)\n");
+    return kExitUsage;
+  }
+  auto kinds = kinds_from(a.get("kind"));
+  if (!kinds) {
+    std::fprintf(stderr, "soakd probe: %s\n", kinds.message().c_str());
+    return kExitUsage;
+  }
+  auto cfg = load_config(*path);
+  if (!cfg) {
+    std::fprintf(stderr, "%s\n", cfg.message().c_str());
+    return kExitNotClean;
+  }
+  const CandidateConfig* cand = cfg->find(*name);
+  if (!cand) {
+    std::string names;
+    for (const auto& c : cfg->candidates) names += (names.empty() ? "" : ", ") + c.name;
+    std::fprintf(stderr, "soakd probe: no candidate \"%s\" in %s (candidates: %s)\n", name->c_str(), path->c_str(),
+                 names.c_str());
+    return kExitUsage;
+  }
+  // Beside a running daemon: WAL lets both write; the daemon lock is its alone.
+  auto store = SqliteStore::open(cfg->store_path, OpenMode::ReadWrite);
+  if (!store) {
+    std::fprintf(stderr, "soakd probe: %s\n", store.message().c_str());
+    return kExitNotClean;
+  }
+  SystemClock clock;
+  auto host_id = (*store)->upsert_host(uname_host(), clock.wall_ms());
+  if (!host_id) {
+    std::fprintf(stderr, "soakd probe: cannot register host: %s\n", host_id.message().c_str());
+    return kExitNotClean;
+  }
+
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  std::vector<ProbeResult> rows;
+  std::string build = kUnknownBuild;
+  bool store_failed = false;
+  {
+    HttpClient http(&loop, clock);
+    probes::EngineOptions opts;
+    opts.nonce_seed = static_cast<uint64_t>(clock.wall_ms()) ^ (static_cast<uint64_t>(getpid()) << 40);
+    probes::ProbeEngine engine(&loop, http, clock, opts);
+    int64_t candidate_id = 0;
+    bool finished = false;
+
+    auto start_probes = [&] {
+      CandidateRow c;
+      c.host_id = *host_id;
+      c.name = cand->name;
+      c.model = cand->model;
+      c.runtime = std::string(to_string(cand->runtime));
+      c.build = build;
+      c.base_url = cand->base_url;
+      auto id = (*store)->upsert_candidate(c, clock.wall_ms());
+      if (!id) {
+        std::fprintf(stderr, "soakd probe: cannot register the candidate: %s\n", id.message().c_str());
+        store_failed = true;
+        finished = true;
+        uv_stop(&loop);
+        return;
+      }
+      candidate_id = *id;
+      probes::RunSpec spec{*kinds, std::nullopt};
+      engine.run(
+          *cand, std::move(spec),
+          [&](ProbeResult r) {
+            r.candidate_id = candidate_id;
+            r.host_id = *host_id;
+            auto rid = (*store)->insert_probe_result(r);
+            if (rid) {
+              r.id = *rid;
+            } else {
+              std::fprintf(stderr, "soakd probe: cannot store a %s row: %s\n", std::string(to_string(r.kind)).c_str(),
+                           rid.message().c_str());
+              store_failed = true;
+            }
+            rows.push_back(std::move(r));
+          },
+          [&] {
+            finished = true;
+            uv_stop(&loop);
+          });
+    };
+
+    engine.read_build(*cand, [&](Result<probes::BuildReading> b) {
+      if (b) {
+        build = b->build;
+      } else {
+        std::fprintf(stderr, "soakd probe: cannot read the build (registering it as \"%s\"): %s\n", kUnknownBuild,
+                     b.message().c_str());
+      }
+      start_probes();
+    });
+    // `done` stops the loop (idle keep-alive connections would keep it running).
+    while (!finished && uv_run(&loop, UV_RUN_DEFAULT) != 0) {
+    }
+    http.shutdown();
+  }
+  // Close what the client and the engine left closing.
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+
+  if (a.flag("json")) {
+    std::fputs(format_probe_json(cand->name, build, rows).c_str(), stdout);
+  } else {
+    std::printf("%s (%s, %s) build %s at %s\n", cand->name.c_str(), std::string(to_string(cand->runtime)).c_str(),
+                cand->model.c_str(), build.c_str(), cand->base_url.c_str());
+    std::fputs(format_probe_table(rows).c_str(), stdout);
+  }
+  bool clean = !rows.empty() && !store_failed;
+  for (const auto& r : rows) clean = clean && r.outcome == Outcome::Clean;
+  return clean ? kExitClean : kExitNotClean;
+}
+
+}  // namespace soak

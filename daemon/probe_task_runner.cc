@@ -1,0 +1,104 @@
+#include "daemon/probe_task_runner.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace soak {
+
+std::vector<ProbeKind> probe_kinds_for(TaskKind task) {
+  switch (task) {
+    case TaskKind::Smoke:
+      return {ProbeKind::Health, ProbeKind::Identity, ProbeKind::Marker,
+              ProbeKind::Stream, ProbeKind::StrictJson, ProbeKind::ToolCall};
+    case TaskKind::Scrape: return {ProbeKind::Health, ProbeKind::Scrape};
+    case TaskKind::Functional:
+      return {ProbeKind::Marker,   ProbeKind::Stream,   ProbeKind::StrictJson,
+              ProbeKind::ToolCall, ProbeKind::Thinking, ProbeKind::Repetition};
+    case TaskKind::LongContext: return {ProbeKind::LongContext};
+    case TaskKind::Burst: return {ProbeKind::Burst};
+    case TaskKind::Cancel: return {ProbeKind::Cancel};
+    case TaskKind::Agent:
+    case TaskKind::SoakTraffic: return {ProbeKind::Agent};
+  }
+  return {};
+}
+
+namespace {
+
+std::string summary(const TaskReport& r, size_t refused) {
+  size_t clean = 0;
+  for (Outcome o : r.outcomes) clean += o == Outcome::Clean ? 1 : 0;
+  std::string s = std::to_string(r.row_ids.size()) + " row(s), " + std::to_string(clean) + " clean";
+  for (size_t i = 0; i < r.outcomes.size(); ++i) {
+    if (r.outcomes[i] == Outcome::Clean) continue;
+    s += "; first " + std::string(to_string(r.outcomes[i])) + " at " + std::string(to_string(r.kinds[i]));
+    break;
+  }
+  if (refused) s += "; " + std::to_string(refused) + " row(s) not stored";
+  return s;
+}
+
+}  // namespace
+
+ProbeTaskRunner::ProbeTaskRunner(probes::ProbeEngine& engine, Store& store, Logger log)
+    : engine_(engine), store_(store), log_(std::move(log)) {}
+
+void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done) {
+  ++in_flight_;
+  struct State {
+    TaskReport report;
+    size_t refused = 0;
+  };
+  auto st = std::make_shared<State>();
+  probes::RunSpec spec{probe_kinds_for(req.task), req.group_id};
+  const int64_t candidate_id = req.candidate_id, host_id = req.host_id;
+  const std::optional<int64_t> stage_id = req.stage_id;
+  const std::string task(to_string(req.task));
+  const std::string name = req.candidate ? req.candidate->name : std::string();
+  if (!req.candidate) {
+    // Nothing to probe; still answer on a later pass, as the contract says.
+    CandidateConfig none;
+    none.name = "(none)";
+    engine_.run(none, probes::RunSpec{}, nullptr, [this, done] {
+      --in_flight_;
+      done(TaskReport{{}, {}, {}, "no candidate given"});
+    });
+    return;
+  }
+  engine_.run(
+      *req.candidate, std::move(spec),
+      [this, st, candidate_id, host_id, stage_id, task, name](ProbeResult r) {
+        r.candidate_id = candidate_id;
+        r.host_id = host_id;
+        r.stage_id = stage_id;
+        r.task = task;
+        auto id = store_.insert_probe_result(r);
+        if (!id) {
+          ++st->refused;
+          log_->error("{}: cannot store a {} row: {}", name, to_string(r.kind), id.message());
+          return;
+        }
+        st->report.row_ids.push_back(*id);
+        st->report.outcomes.push_back(r.outcome);
+        st->report.kinds.push_back(r.kind);
+      },
+      [this, st, done] {
+        --in_flight_;
+        st->report.detail = summary(st->report, st->refused);
+        done(std::move(st->report));
+      });
+}
+
+void ProbeTaskRunner::read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) {
+  ++in_flight_;
+  engine_.read_build(c, [this, done](Result<probes::BuildReading> r) {
+    --in_flight_;
+    if (!r) return done(r.error());
+    done(BuildIdentity{r->build, r->model});
+  });
+}
+
+void ProbeTaskRunner::cancel_all() { engine_.cancel_all(); }
+
+}  // namespace soak

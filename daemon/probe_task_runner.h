@@ -1,0 +1,53 @@
+// The production TaskRunner: maps each scheduled task to the probe kinds it
+// runs (below), runs them with the ProbeEngine on the daemon's loop, and
+// stores every row as it finishes — with the task's candidate, host, stage,
+// group and task name — before reporting the row ids and outcomes.
+//
+//   smoke         health, identity, marker, stream, strict_json, tool_call
+//   scrape        health, scrape (the heartbeat)
+//   functional    marker, stream, strict_json, tool_call, thinking, repetition
+//   long_context  long_context (fresh + exact repeat per configured size)
+//   burst         burst (each configured N, members and a summary row)
+//   cancel        cancel
+//   agent, soak_traffic   agent
+//
+// Ownership: borrows the engine, the store and the logger; all must outlive
+// it. The TaskRequest's candidate is copied into the engine's run.
+// Threading: loop thread only. Contract (daemon/task_runner.h): `done` exactly
+// once per run()/read_build(), never from inside them; in_flight() already
+// counts the task out when `done` runs; cancel_all() ends every transfer, the
+// rows of requests in flight are stored as cancelled_by_daemon.
+// Failure: a row the store refuses is logged and left out of the report.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "daemon/base/log.h"
+#include "daemon/task_runner.h"
+#include "probes/engine.h"
+#include "storage/store.h"
+
+namespace soak {
+
+// The probe kinds a task runs, in order.
+std::vector<ProbeKind> probe_kinds_for(TaskKind task);
+
+class ProbeTaskRunner final : public TaskRunner {
+ public:
+  ProbeTaskRunner(probes::ProbeEngine& engine, Store& store, Logger log);
+
+  void run(const TaskRequest& req, std::function<void(TaskReport)> done) override;
+  void read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) override;
+  void cancel_all() override;
+  size_t in_flight() const override { return in_flight_; }
+
+ private:
+  probes::ProbeEngine& engine_;
+  Store& store_;
+  Logger log_;
+  size_t in_flight_ = 0;
+};
+
+}  // namespace soak

@@ -1,0 +1,141 @@
+// The probe engine: runs probe kinds against one candidate on the daemon's
+// libuv loop and turns every request it makes into a fully filled ProbeResult
+// row — outcome class (DESIGN.md §2.1: HTTP 200 is not success), every client
+// timing point, tokens (reasoning apart), the runtime's own figures in the
+// server_* columns, and the locators (workload id, fixture hash, size,
+// cache_state, sampling, thinking, client concurrency, runtime slots). Rows
+// never hold a prompt or an answer: a hash of the answer always, a short
+// excerpt on failure only.
+//
+// What each kind does (one row per request unless said otherwise):
+//   health        GET the adapter's health route (llama.cpp 503 while loading -> loading)
+//   identity      the model list must hold the canonical id, then a non-stream
+//                 answer must name it (or echo the request, per adapter)
+//   marker, stream, strict_json, tool_call, repetition
+//                 one streamed chat each, judged by the stream contract, then
+//                 by its content check
+//   thinking      two rows, enable_thinking on and off (reasoning counted apart)
+//   long_context  per configured size: a fixture sized with /tokenize where the
+//                 adapter has it, sent fresh (nonce) and then as the exact
+//                 repeat (only after a clean fresh); the marker the fixture asks
+//                 for is noted in extra_json, not judged (a timing workload)
+//   shared_prefix a cold turn and kSharedPrefixTurns turns reusing the ~7 KB
+//                 system prompt; reuse ratio median(prefix)/cold on the last row
+//   agent         one turn of a per-candidate shared-prefix session with a tool
+//   burst         per configured N: N requests started in one loop pass on
+//                 fresh connections (rows carry client_concurrency N and one
+//                 group id), then a summary row (workload "burst/N/summary")
+//                 with p50/p95/max, aggregate tok/s and the FIFO check; a
+//                 serialized burst makes the summary row serialized_burst while
+//                 each member keeps its own outcome
+//   cancel        a stream cut after a few tokens, then proof the slot was freed
+//                 (/slots idle where the adapter has it, else a follow-up whose
+//                 first token arrives within the bound), else stale_slot
+//   scrape        /props, /slots, /metrics as the adapter has them, figures in
+//                 extra_json (a route the runtime does not serve is noted, not failed)
+//   embeddings, rerank  the pooling routes
+//
+// Limits: every request is bounded by the candidate's Limits (connect, wall,
+// stall on content, response bytes); hitting one is the row's outcome. The API
+// key is read from the environment variable the candidate names when a request
+// is built, sent as a Bearer header, and never stored or logged.
+//
+// Ownership: the caller owns the loop, the HttpClient and the clock; all must
+// outlive the engine. The engine copies each candidate's config into the run.
+// Destroy the engine after HttpClient::shutdown() (which ends every transfer
+// and so every run) and before the loop is closed.
+//
+// Threading: loop thread only. Callbacks: `on_row` once per finished row, as it
+// finishes; `done` exactly once per run() / read_build(), never from inside
+// run(), read_build(), cancel() or cancel_all().
+// Failure: never throws; every fault becomes a row's outcome (or an Error for
+// read_build).
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/base/clock.h"
+#include "daemon/base/config.h"
+#include "daemon/base/result.h"
+#include "daemon/base/types.h"
+#include "probes/fixtures.h"
+#include "probes/transport/http_client.h"
+
+namespace soak::probes {
+
+inline constexpr int kDefaultCancelCutTokens = 4;             // output events before the cancel probe cuts
+inline constexpr int64_t kDefaultSlotFreeBoundMs = 10'000;    // a cut request's slot must be free by then
+inline constexpr int64_t kDefaultSlotPollMs = 100;            // /slots polling interval after a cut
+inline constexpr int kSharedPrefixTurns = 3;                  // turns after the cold one
+inline constexpr int kMaxSizingRounds = 4;                    // /tokenize measurements per fixture size
+inline constexpr int64_t kDefaultVersionCommandTimeoutMs = 10'000;
+
+using EnvReader = std::function<std::optional<std::string>(const std::string& name)>;
+// getenv().
+EnvReader process_env();
+
+struct EngineOptions {
+  uint64_t nonce_seed = 1;  // fresh-prompt nonces; seed it per daemon run (e.g. from the wall clock)
+  uint64_t fixture_seed = kDefaultFixtureSeed;
+  int cancel_cut_tokens = kDefaultCancelCutTokens;
+  int64_t slot_free_bound_ms = kDefaultSlotFreeBoundMs;
+  int64_t slot_poll_ms = kDefaultSlotPollMs;
+  int64_t version_command_timeout_ms = kDefaultVersionCommandTimeoutMs;
+  EnvReader env;  // empty: process_env()
+};
+
+// What a runtime said about its build (the daemon maps it onto BuildIdentity).
+struct BuildReading {
+  std::string build;
+  std::optional<std::string> model;
+};
+
+using RunId = uint64_t;
+using RowSink = std::function<void(ProbeResult)>;
+
+struct RunSpec {
+  std::vector<ProbeKind> kinds;     // run one after another, in order
+  std::optional<int64_t> group_id;  // set on every row (bursts group by it when given)
+};
+
+class ProbeEngine {
+ public:
+  ProbeEngine(uv_loop_t* loop, HttpClient& http, const Clock& clock, EngineOptions opts = {});
+  ~ProbeEngine();
+  ProbeEngine(const ProbeEngine&) = delete;
+  ProbeEngine& operator=(const ProbeEngine&) = delete;
+
+  // Starts running `spec.kinds` against `c`. Kinds the engine does not run
+  // (build; scrape and health are runnable) are skipped.
+  RunId run(const CandidateConfig& c, RunSpec spec, RowSink on_row, std::function<void()> done);
+  // Ends the run's transfers: requests in flight become cancelled_by_daemon
+  // rows, kinds not started yet are dropped; `done` still fires. Unknown ids
+  // are ignored.
+  void cancel(RunId id);
+  void cancel_all();  // every run and build read
+  size_t in_flight() const;  // runs and build reads whose `done` has not fired
+
+  // The candidate's build: per its BuildSpec (fixed string, a version command
+  // run without a shell and bounded in time, or the adapter's HTTP source).
+  void read_build(const CandidateConfig& c, std::function<void(Result<BuildReading>)> done);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// What `soakd probe` runs when no kind is named: health, identity and the
+// functional kinds.
+std::vector<ProbeKind> default_probe_kinds();
+// Every kind in the order `--kind all` runs them.
+std::vector<ProbeKind> all_probe_kinds();
+bool engine_runs(ProbeKind k);
+
+}  // namespace soak::probes

@@ -1,0 +1,98 @@
+// Pure pieces of the probe engine: how a finished transfer becomes the fields
+// and the outcome of a ProbeResult row, and the figures computed over several
+// rows (burst summary, shared-prefix reuse ratio). No I/O, no clock: the engine
+// hands in the transport's stamps; everything here is tested on literal values.
+//
+// Thread-agnostic; nothing throws.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/base/types.h"
+#include "probes/openai_chat.h"
+#include "probes/transport/http_types.h"
+
+namespace soak::probes {
+
+// Rows keep at most this much of a failing answer (bodies are never stored).
+inline constexpr size_t kExcerptChars = 160;
+
+// Who ended a transfer that the transport reports as Cancelled: the probe
+// itself (the cancel probe cuts its stream on purpose) or soakd's shutdown /
+// plan change (recorded as cancelled_by_daemon, never a candidate failure).
+enum class CutBy { Daemon, Probe };
+
+TransportEnd transport_end(EndReason r, CutBy cancelled_by);
+
+RequestClock request_clock(const TransferTimes& t);
+
+// A row with its probe kind and workload locator set; every other field at
+// its "not measured" value.
+ProbeResult make_row(ProbeKind kind, std::string workload_id);
+
+// Status, byte count and the client stamps that every request has (connect,
+// first byte, done), relative to the request start.
+void fill_transfer(const TransferResult& t, ProbeResult& row);
+
+// A non-chat route (health, model list, props, slots, metrics, tokenize,
+// embeddings, rerank): the transport's end and the HTTP status. Content checks
+// are the caller's, after this answers Clean.
+Verdict classify_plain(TransportEnd end, const TransferResult& t);
+
+// The health route, read per adapter: llama.cpp's 503 "Loading model" ->
+// loading, Rapid-MLX draining -> http_5xx, any answer that is not the
+// runtime's "up" -> its status class.
+Verdict classify_health(RuntimeKind kind, TransportEnd end, const TransferResult& t);
+
+// A short, single-line excerpt of what came back, for a failing row: the
+// error body of a non-2xx answer, else the answer text, reasoning or tool
+// arguments, else the first recorded problem. Secrets are scrubbed.
+std::string failure_excerpt(const ChatResult& r, std::string_view error_body);
+std::string failure_excerpt(std::string_view body);
+
+// ---------------------------------------------------------------- bursts
+
+// One member of a burst, in monotonic ns (the transport's clock).
+struct BurstMember {
+  Outcome outcome = Outcome::HarnessError;
+  int64_t start_ns = 0;
+  std::optional<int64_t> sent_ns;         // connection ready, request about to leave
+  std::optional<int64_t> first_token_ns;
+  std::optional<int64_t> last_token_ns;
+  int64_t done_ns = 0;
+  std::optional<int64_t> completion_tokens;
+};
+
+struct BurstSummary {
+  int n = 0;
+  int clean = 0;
+  std::optional<double> ttft_p50_ms, ttft_p95_ms, ttft_max_ms;
+  std::optional<double> wall_p50_ms, wall_p95_ms, wall_max_ms;
+  std::optional<double> aggregate_tps;   // completion tokens of all members / (last done - first start)
+  std::optional<double> send_spread_ms;  // first to last request leaving soakd
+  int peak_decoding = 0;                 // most members decoding at one instant
+  bool serialized = false;
+  std::string to_json() const;
+};
+
+// FIFO serialization: with N >= 2 members that all decoded at least two
+// tokens, no two decode intervals [first token, last token] ever overlap —
+// the runtime served one request at a time. Its fingerprint in the figures is
+// the one the issue names: every member decodes alike (decode time p50 ≈ p95 ≈
+// max) while time to first token climbs a staircase of whole service times.
+// Intervals that merely touch do not overlap.
+BurstSummary summarize_burst(const std::vector<BurstMember>& members);
+
+// Shared prefix: median TTFT of the turns that reuse the prefix over the TTFT
+// of the cold first turn (DESIGN.md: reuse ratio median(prefix)/cold). Lower is
+// better; nullopt without a cold figure or any prefix figure.
+std::optional<double> reuse_ratio(std::optional<int64_t> cold_ttft_us, const std::vector<int64_t>& prefix_ttfts_us);
+
+// Nearest-rank percentile of unsorted values (q in (0, 1]); nullopt when empty.
+std::optional<double> nearest_rank(std::vector<double> values, double q);
+
+}  // namespace soak::probes

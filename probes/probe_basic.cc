@@ -1,0 +1,249 @@
+// Probes of the runtime's own routes: health, identity (model list, then a
+// non-stream answer), scrape (props, slots, metrics), the pooling routes, and
+// the engine's quiet /props preamble.
+#include <nlohmann/json.hpp>
+
+#include "daemon/base/hash.h"
+#include "probes/engine_rows.h"
+#include "probes/probe_step.h"
+#include "probes/prometheus.h"
+#include "probes/validators.h"
+
+namespace soak::probes {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+constexpr size_t kMaxListedModels = 8;
+
+bool is_2xx(int s) { return s >= 200 && s < 300; }
+// A route this runtime build does not serve (e.g. llama-server without --metrics).
+bool unserved(int s) { return s == 404 || s == 405 || s == 501; }
+
+// ---------------------------------------------------------------- health
+class HealthStep final : public Step {
+ public:
+  using Step::Step;
+  void start() override {
+    send(route(env_.traits.health), [this](const ExchangeResult& x) {
+      ProbeResult r = plain_row(ProbeKind::Health, workload_id(ProbeKind::Health), x);
+      set_verdict(r, classify_health(env_.cand.runtime, x.end, x.transfer), x.transfer.body);
+      emit(std::move(r));
+      finish();
+    });
+  }
+};
+
+// ---------------------------------------------------------------- identity
+class IdentityStep final : public Step {
+ public:
+  using Step::Step;
+  void start() override {
+    send(route(env_.traits.models), [this](const ExchangeResult& x) { on_models(x); });
+  }
+
+ private:
+  void on_models(const ExchangeResult& x) {
+    ProbeResult r = plain_row(ProbeKind::Identity, workload_id(ProbeKind::Identity), x);
+    ojson listed = ojson::array();
+    if (r.outcome == Outcome::Clean) {
+      std::vector<std::string> ids = parse_model_ids(x.transfer.body);
+      for (size_t i = 0; i < ids.size() && i < kMaxListedModels; ++i) listed.push_back(ids[i]);
+      r.extra_json = ojson{{"listed", listed}}.dump();
+      set_verdict(r, check_model_list(ids, env_.cand.model), x.transfer.body);
+    }
+    if (r.outcome != Outcome::Clean || cancelled()) {
+      if (r.outcome == Outcome::Clean) set_verdict(r, {Outcome::CancelledByDaemon, "cancelled by soakd"}, "");
+      emit(std::move(r));
+      return finish();
+    }
+    // The list holds the id; now the answer must name it (or echo the
+    // request, for runtimes whose answers do).
+    ChatJob job;
+    job.req = marker_request(chat_options(Streaming::Off), make_marker(fnv1a64(env_.io.nonces.next())));
+    job.req.kind = ProbeKind::Identity;
+    job.workload = workload_id(ProbeKind::Identity);
+    std::string extra = ojson{{"listed", listed}}.dump();
+    run_chat(std::move(job), [this, extra](ProbeResult& row, const ExchangeResult&) {
+      row.extra_json = extra;
+      emit(std::move(row));
+      finish();
+    });
+  }
+};
+
+// ---------------------------------------------------------------- scrape
+class ScrapeStep final : public Step {
+ public:
+  using Step::Step;
+  void start() override {
+    const RuntimeTraits& t = env_.traits;
+    if (t.props) routes_.push_back({"props", *t.props});
+    if (t.slots) routes_.push_back({"slots", *t.slots});
+    if (t.metrics) routes_.push_back({"metrics", *t.metrics});
+    if (routes_.empty()) return finish();  // nothing to scrape on this runtime: health is its heartbeat
+    row_ = row(ProbeKind::Scrape, workload_id(ProbeKind::Scrape));
+    row_.outcome = Outcome::Clean;
+    next();
+  }
+
+ private:
+  struct Named {
+    std::string_view name;
+    HttpRoute route;
+  };
+
+  void next() {
+    if (i_ >= routes_.size()) return done();
+    send(route(routes_[i_].route), [this](const ExchangeResult& x) { on_answer(x); });
+  }
+
+  void on_answer(const ExchangeResult& x) {
+    const std::string name(routes_[i_++].name);
+    if (!first_start_ns_) {
+      first_start_ns_ = x.transfer.times.start_ns;
+      row_.started_wall_ms = x.started_wall_ms;
+    }
+    row_.bytes_received += x.transfer.bytes_received;
+    row_.t_done_us = (x.transfer.times.done_ns - *first_start_ns_) / 1000;
+    hashes_ += x.body_hash;
+    const int status = x.transfer.head.status;
+    if (x.end == TransportEnd::Completed && unserved(status)) {
+      extra_[name] = "unavailable (HTTP " + std::to_string(status) + ")";
+    } else {
+      Verdict v = classify_plain(x.end, x.transfer);
+      if (v.outcome != Outcome::Clean) {
+        fail(name, v, x);
+        // Nothing more will answer when the runtime is unreachable or soakd stops.
+        if (status == 0 || cancelled()) return done();
+      } else {
+        read(name, x.transfer.body);
+      }
+    }
+    if (cancelled()) return done();
+    next();
+  }
+
+  void fail(const std::string& name, const Verdict& v, const ExchangeResult& x) {
+    extra_[name] = "failed: " + v.detail;
+    if (row_.outcome != Outcome::Clean) return;  // the first failure names the row
+    if (x.transfer.head.status > 0) row_.http_status = x.transfer.head.status;
+    set_verdict(row_, {v.outcome, name + ": " + v.detail}, x.transfer.body);
+  }
+
+  void read(const std::string& name, const std::string& body) {
+    if (name == "props") {
+      auto p = parse_llamacpp_props(body);
+      if (!p) {
+        extra_[name] = "unreadable: " + p.message();
+        return;
+      }
+      ojson j;
+      if (p->total_slots) {
+        j["total_slots"] = *p->total_slots;
+        env_.state.runtime_slots = p->total_slots;
+        env_.state.props_read = true;
+        if (!env_.cand.slots) row_.runtime_slots = p->total_slots;
+      }
+      if (p->n_ctx) j["n_ctx"] = *p->n_ctx;
+      if (!p->build_info.empty()) j["build_info"] = p->build_info;
+      if (p->is_sleeping) j["is_sleeping"] = *p->is_sleeping;
+      extra_[name] = j;
+    } else if (name == "slots") {
+      auto s = parse_llamacpp_slots(body);
+      if (!s) {
+        extra_[name] = "unreadable: " + s.message();
+        return;
+      }
+      SlotSummary sum = summarize_slots(*s);
+      extra_[name] = ojson{{"total", sum.total}, {"busy", sum.busy}};
+    } else if (name == "metrics") {
+      PromText prom = parse_prometheus_text(body);
+      ojson m = ojson::object();
+      for (std::string_view key : env_.traits.key_metrics)
+        if (auto v = prom.value(key)) m[std::string(key)] = *v;
+      extra_[name] = m;
+      if (!prom.errors.empty()) extra_["metrics_line_errors"] = prom.errors.size();
+    }
+  }
+
+  void done() {
+    if (row_.outcome == Outcome::Clean && !row_.http_status) row_.http_status = 200;
+    row_.body_hash = hash_hex(hashes_);
+    row_.extra_json = extra_.dump();
+    if (cancelled() && row_.outcome == Outcome::Clean && i_ < routes_.size())
+      set_verdict(row_, {Outcome::CancelledByDaemon, "cancelled by soakd"}, "");
+    emit(std::move(row_));
+    finish();
+  }
+
+  std::vector<Named> routes_;
+  size_t i_ = 0;
+  ProbeResult row_;
+  ojson extra_ = ojson::object();
+  std::string hashes_;
+  std::optional<int64_t> first_start_ns_;
+};
+
+// ---------------------------------------------------------------- pooling
+class PoolingStep final : public Step {
+ public:
+  PoolingStep(ProbeKind kind, StepEnv env) : Step(std::move(env)), kind_(kind) {}
+  void start() override {
+    static const std::vector<std::string> kInputs{"soakd embedding probe, first input",
+                                                  "a second, different input"};
+    static const std::vector<std::string> kDocuments{"Bridges are inspected for corrosion and cracks.",
+                                                     "The lighthouse keeper lit the lamp at dusk.",
+                                                     "Inspectors look at bridge bearings and cables."};
+    const std::string& model = env_.cand.model;
+    BuiltRequest req = kind_ == ProbeKind::Embeddings
+                           ? embeddings_request(model, kInputs)
+                           : rerank_request(model, "Why are bridges inspected?", kDocuments);
+    ExchangeSpec spec;
+    spec.method = "POST";
+    spec.path = req.path;
+    spec.body = req.body;
+    send(std::move(spec), [this](const ExchangeResult& x) {
+      ProbeResult r = plain_row(kind_, workload_id(kind_), x);
+      if (r.outcome == Outcome::Clean) {
+        Verdict v = kind_ == ProbeKind::Embeddings ? check_embeddings(x.transfer.body, kInputs.size())
+                                                   : check_rerank(x.transfer.body, kDocuments.size());
+        set_verdict(r, v, x.transfer.body);
+      }
+      emit(std::move(r));
+      finish();
+    });
+  }
+
+ private:
+  ProbeKind kind_;
+};
+
+// ---------------------------------------------------------------- props preamble
+class PropsStep final : public Step {
+ public:
+  using Step::Step;
+  void start() override {
+    send(route(*env_.traits.props), [this](const ExchangeResult& x) {
+      if (x.end == TransportEnd::Completed && is_2xx(x.transfer.head.status)) {
+        if (auto p = parse_llamacpp_props(x.transfer.body); p && p->total_slots) {
+          env_.state.runtime_slots = p->total_slots;
+          env_.state.props_read = true;
+        }
+      }
+      finish();
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Step> make_health_step(StepEnv env) { return std::make_unique<HealthStep>(std::move(env)); }
+std::unique_ptr<Step> make_identity_step(StepEnv env) { return std::make_unique<IdentityStep>(std::move(env)); }
+std::unique_ptr<Step> make_scrape_step(StepEnv env) { return std::make_unique<ScrapeStep>(std::move(env)); }
+std::unique_ptr<Step> make_pooling_step(ProbeKind kind, StepEnv env) {
+  return std::make_unique<PoolingStep>(kind, std::move(env));
+}
+std::unique_ptr<Step> make_props_step(StepEnv env) { return std::make_unique<PropsStep>(std::move(env)); }
+
+}  // namespace soak::probes

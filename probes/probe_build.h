@@ -1,0 +1,71 @@
+// Reading a candidate's build identity, per its BuildSpec and adapter: a fixed
+// string; a version command (argv run WITHOUT a shell via uv_spawn, output of
+// both streams read, killed at the time bound); or the adapter's HTTP source
+// (llama.cpp /props build_info, /version, /api/version, oMLX /api/status,
+// Rapid-MLX build_info metric, LM Studio's runtime field, mlx-lm's
+// system_fingerprint from a short answer).
+//
+// Ownership: the engine owns each BuildRead until its done fired and the
+// engine's deferred continuation ran. Threading: loop thread only.
+// Failure: every fault is an Error with the reason; nothing throws. `done`
+// fires exactly once, never from inside start() or cancel().
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/base/config.h"
+#include "daemon/base/result.h"
+#include "daemon/base/types.h"
+#include "probes/engine.h"
+#include "probes/engine_exchange.h"
+
+namespace soak::probes {
+
+// The build string in a version command's output (stdout and stderr joined):
+// llama-server's "version: 9928 (81ff7abe5)" becomes "b9928-81ff7abe5";
+// anything else is its first non-empty line, trimmed.
+Result<std::string> build_from_command_output(RuntimeKind kind, std::string_view output);
+
+// Runs argv without a shell; `done` gets stdout+stderr on exit status 0.
+class CommandRun {
+ public:
+  using Done = std::function<void(Result<std::string>)>;
+  CommandRun(uv_loop_t* loop, Deferrer& defer, std::vector<std::string> argv, int64_t timeout_ms, Done done);
+  ~CommandRun();  // kills the child if it still runs
+  CommandRun(const CommandRun&) = delete;
+  CommandRun& operator=(const CommandRun&) = delete;
+  void start();
+  void cancel();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class BuildRead {
+ public:
+  using Done = std::function<void(Result<BuildReading>)>;
+  BuildRead(EngineIo& io, const EngineOptions& opts, CandidateConfig cand, Done done);
+  ~BuildRead();
+  void start();
+  void cancel();
+
+ private:
+  void finish(Result<BuildReading> r);
+  void over_http();
+
+  EngineIo& io_;
+  const EngineOptions& opts_;
+  CandidateConfig cand_;
+  Done done_;
+  bool done_called_ = false;
+  std::unique_ptr<Exchange> exchange_;
+  std::unique_ptr<CommandRun> command_;
+};
+
+}  // namespace soak::probes

@@ -1,0 +1,160 @@
+// The chat probes that send one request after another and judge each answer:
+// marker, stream, strict JSON, tool call, thinking on/off, repetition, the
+// shared-prefix session and the agent turn.
+#include <nlohmann/json.hpp>
+
+#include "daemon/base/hash.h"
+#include "probes/engine_rows.h"
+#include "probes/probe_step.h"
+#include "probes/validators.h"
+
+namespace soak::probes {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// The agent turn: the shared-prefix request with the tool probe's tool
+// offered (tool_choice left to the model: an agent may answer or call).
+BuiltRequest agent_request(const ChatRequestOptions& o, uint64_t seed, std::string_view session_nonce,
+                           int64_t turn) {
+  BuiltRequest req = shared_prefix_request(o, seed, session_nonce, turn);
+  ojson body = ojson::parse(req.body, nullptr, false);
+  ojson tools = ojson::parse(tool_call_request(o).body, nullptr, false);
+  if (body.is_object() && tools.is_object() && tools.contains("tools")) {
+    body["tools"] = tools["tools"];
+    req.body = body.dump(-1, ' ', false, ojson::error_handler_t::replace);
+  }
+  req.kind = ProbeKind::Agent;
+  return req;
+}
+
+Verdict agent_check(const ChatResult& r) {
+  if (r.tool_calls.empty()) return {Outcome::Clean, ""};
+  return check_tool_calls(r.tool_calls, tool_probe_expectation());
+}
+
+class ChatSeriesStep final : public Step {
+ public:
+  ChatSeriesStep(ProbeKind kind, StepEnv env) : Step(std::move(env)), kind_(kind) {}
+
+  void start() override {
+    jobs_ = make_jobs();
+    next();
+  }
+
+ private:
+  std::vector<ChatJob> make_jobs() {
+    const ChatRequestOptions o = chat_options();
+    std::vector<ChatJob> jobs;
+    auto add = [&](BuiltRequest req, std::string workload) -> ChatJob& {
+      ChatJob j;
+      j.req = std::move(req);
+      j.workload = std::move(workload);
+      jobs.push_back(std::move(j));
+      return jobs.back();
+    };
+    switch (kind_) {
+      case ProbeKind::Marker: {
+        std::string marker = make_marker(fnv1a64(env_.io.nonces.next()));
+        add(marker_request(o, marker), workload_id(kind_)).check = [marker](const ChatResult& r) {
+          return check_marker(r, marker);
+        };
+        break;
+      }
+      case ProbeKind::Stream: add(stream_request(o), workload_id(kind_)); break;
+      case ProbeKind::StrictJson:
+        add(strict_json_request(o), workload_id(kind_)).check = [](const ChatResult& r) {
+          return check_strict_json(r.content, strict_json_schema());
+        };
+        break;
+      case ProbeKind::ToolCall:
+        add(tool_call_request(o), workload_id(kind_)).check = [](const ChatResult& r) {
+          return check_tool_calls(r.tool_calls, tool_probe_expectation());
+        };
+        break;
+      case ProbeKind::Thinking:
+        for (Thinking t : {Thinking::On, Thinking::Off}) {
+          add(thinking_request(o, t), workload_id(kind_, std::nullopt, CacheState::None, t == Thinking::On ? "on" : "off"))
+              .extra = [](const ChatResult& r) {
+            return ojson{{"reasoning_chars", r.reasoning.size()},
+                         {"answer_has_expected", r.content.find(kThinkingExpectedAnswer) != std::string::npos}}
+                .dump();
+          };
+        }
+        break;
+      case ProbeKind::Repetition:
+        add(repetition_request(o), workload_id(kind_)).check = [](const ChatResult& r) { return check_repetition(r); };
+        break;
+      case ProbeKind::SharedPrefix: {
+        // A new session: the first turn is cold, the rest reuse its prefix.
+        const std::string nonce = env_.io.nonces.next();
+        for (int turn = 0; turn <= kSharedPrefixTurns; ++turn) {
+          const CacheState cache = turn == 0 ? CacheState::Fresh : CacheState::SharedPrefix;
+          ChatJob& j = add(shared_prefix_request(o, env_.opts.fixture_seed, nonce, turn),
+                           workload_id(kind_, std::nullopt, cache));
+          j.cache = cache;
+          j.fixture_hash = shared_system_prompt_hash(env_.opts.fixture_seed);
+        }
+        break;
+      }
+      case ProbeKind::Agent: {
+        CandidateState& s = env_.state;
+        if (s.agent_session_nonce.empty()) s.agent_session_nonce = env_.io.nonces.next();
+        const int64_t turn = s.agent_turns++;
+        const CacheState cache = turn == 0 ? CacheState::Fresh : CacheState::SharedPrefix;
+        ChatJob& j = add(agent_request(o, env_.opts.fixture_seed, s.agent_session_nonce, turn),
+                         workload_id(kind_, std::nullopt, cache));
+        j.cache = cache;
+        j.fixture_hash = shared_system_prompt_hash(env_.opts.fixture_seed);
+        j.check = agent_check;
+        j.extra = [turn](const ChatResult&) { return ojson{{"turn", turn}}.dump(); };
+        break;
+      }
+      default: break;
+    }
+    return jobs;
+  }
+
+  void next() {
+    if (stop_if_cancelled()) return;
+    if (i_ >= jobs_.size()) return finish();
+    const size_t index = i_++;
+    run_chat(jobs_[index], [this, index](ProbeResult& r, const ExchangeResult&) {
+      if (kind_ == ProbeKind::SharedPrefix) note_shared_prefix(index, r);
+      emit(std::move(r));
+      next();
+    });
+  }
+
+  // The last turn of a session carries the reuse ratio of the whole session.
+  void note_shared_prefix(size_t index, ProbeResult& r) {
+    if (r.outcome == Outcome::Clean && r.t_first_token_us) {
+      if (index == 0) {
+        cold_ttft_us_ = r.t_first_token_us;
+      } else {
+        prefix_ttfts_us_.push_back(*r.t_first_token_us);
+      }
+    }
+    if (index + 1 != jobs_.size()) return;
+    ojson j;
+    auto ratio = reuse_ratio(cold_ttft_us_, prefix_ttfts_us_);
+    j["reuse_ratio"] = ratio ? ojson(*ratio) : ojson(nullptr);
+    j["cold_ttft_us"] = cold_ttft_us_ ? ojson(*cold_ttft_us_) : ojson(nullptr);
+    j["prefix_turns"] = prefix_ttfts_us_.size();
+    r.extra_json = j.dump();
+  }
+
+  ProbeKind kind_;
+  std::vector<ChatJob> jobs_;
+  size_t i_ = 0;
+  std::optional<int64_t> cold_ttft_us_;
+  std::vector<int64_t> prefix_ttfts_us_;
+};
+
+}  // namespace
+
+std::unique_ptr<Step> make_chat_step(ProbeKind kind, StepEnv env) {
+  return std::make_unique<ChatSeriesStep>(kind, std::move(env));
+}
+
+}  // namespace soak::probes

@@ -1,0 +1,173 @@
+#include "probes/probe_step.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "daemon/base/log.h"
+#include "probes/engine_rows.h"
+
+namespace soak::probes {
+
+void Step::cancel() {
+  if (cancelled_ || finished_) return;
+  cancelled_ = true;
+  on_cancel();
+  for (auto& x : exchanges_)
+    if (x->live()) x->cancel();
+  // Nothing in flight (e.g. between two requests): end now; otherwise the
+  // cancelled requests' rows arrive first and their handlers end the step.
+  if (live_requests() == 0) finish();
+}
+
+bool Step::stop_if_cancelled() {
+  if (!cancelled_) return false;
+  finish();
+  return true;
+}
+
+int64_t Step::live_requests() const {
+  return std::count_if(exchanges_.begin(), exchanges_.end(), [](const auto& x) { return x->live(); });
+}
+
+Exchange& Step::send(ExchangeSpec spec, Exchange::Done then) {
+  exchanges_.push_back(std::make_unique<Exchange>(env_.io, env_.cand, std::move(spec), std::move(then)));
+  Exchange& x = *exchanges_.back();
+  x.start();
+  return x;
+}
+
+void Step::run_chat(ChatJob job, std::function<void(ProbeResult&, const ExchangeResult&)> then) {
+  ExchangeSpec spec;
+  spec.kind = job.req.streaming == Streaming::On ? ExchangeKind::ChatStream : ExchangeKind::ChatBuffered;
+  spec.method = "POST";
+  spec.path = job.req.path;
+  spec.body = job.req.body;
+  spec.connection = job.connection;
+  spec.cut_after_tokens = job.cut_after_tokens;
+  spec.stall_timeout_ms = job.stall_timeout_ms;
+  auto shared = std::make_shared<ChatJob>(std::move(job));
+  send(std::move(spec), [this, shared, then = std::move(then)](const ExchangeResult& x) {
+    ProbeResult r = chat_row(*shared, x);
+    then(r, x);
+  });
+}
+
+ProbeResult Step::row(ProbeKind kind, std::string workload) const {
+  ProbeResult r = make_row(kind, std::move(workload));
+  r.runtime_slots = env_.cand.slots ? env_.cand.slots : env_.state.runtime_slots;
+  r.group_id = env_.group_id;
+  return r;
+}
+
+void Step::set_verdict(ProbeResult& r, const Verdict& v, std::string_view shown) {
+  r.outcome = v.outcome;
+  r.detail = v.detail;
+  r.excerpt.clear();
+  if (v.outcome != Outcome::Clean && v.outcome != Outcome::CancelledByDaemon) r.excerpt = failure_excerpt(shown);
+}
+
+ProbeResult Step::chat_row(const ChatJob& job, const ExchangeResult& x) const {
+  ProbeResult r = row(job.req.kind, job.workload);
+  r.cache_state = job.cache;
+  r.size_tokens = job.size;
+  r.fixture_hash = job.fixture_hash;
+  r.client_concurrency = job.client_concurrency;
+  r.sampling_json = job.req.sampling_json;
+  r.thinking = job.req.thinking;
+  r.started_wall_ms = x.started_wall_ms;
+  fill_transfer(x.transfer, r);
+  fill_probe_result(x.chat, request_clock(x.transfer.times), r);
+  r.body_hash = x.body_hash;
+
+  const int status = x.transfer.head.status;
+  const bool error_status = status > 0 && (status < 200 || status >= 300);
+  const std::string_view error_body = error_status ? std::string_view(x.transfer.body) : std::string_view();
+  const ResponseMode mode = job.req.streaming == Streaming::On ? ResponseMode::Stream : ResponseMode::NonStream;
+  Verdict v = classify_chat(x.end, status > 0 ? std::optional<int>(status) : std::nullopt, error_body, x.chat,
+                            expectations(mode));
+  if (x.end == TransportEnd::LocalError && !x.transfer.detail.empty())
+    v.detail = "soakd could not run the request: " + x.transfer.detail;
+  if (v.outcome == Outcome::Clean && job.check) v = job.check(x.chat);
+  r.outcome = v.outcome;
+  r.detail = v.detail;
+  if (v.outcome != Outcome::Clean && v.outcome != Outcome::CancelledByDaemon)
+    r.excerpt = failure_excerpt(x.chat, error_body);
+  if (job.extra) r.extra_json = job.extra(x.chat);
+  return r;
+}
+
+ProbeResult Step::plain_row(ProbeKind kind, std::string workload, const ExchangeResult& x) const {
+  ProbeResult r = row(kind, std::move(workload));
+  r.started_wall_ms = x.started_wall_ms;
+  fill_transfer(x.transfer, r);
+  r.body_hash = x.body_hash;
+  Verdict v = classify_plain(x.end, x.transfer);
+  if (x.end == TransportEnd::LocalError && !x.transfer.detail.empty())
+    v.detail = "soakd could not run the request: " + x.transfer.detail;
+  set_verdict(r, v, x.transfer.body);
+  return r;
+}
+
+ChatRequestOptions Step::chat_options(Streaming streaming) const {
+  ChatRequestOptions o;
+  o.model = env_.cand.model;
+  o.sampling = env_.cand.settings.sampling;
+  o.streaming = streaming;
+  o.tool_choice = env_.traits.tool_choice;
+  return o;
+}
+
+ChatExpectations Step::expectations(ResponseMode mode) const {
+  ChatExpectations e;
+  e.mode = mode;
+  e.usage = UsagePolicy::Required;  // every chat probe asks for usage (stream_options.include_usage)
+  e.identity = env_.traits.identity;
+  e.canonical_model = env_.cand.model;
+  e.requested_model = env_.cand.model;
+  return e;
+}
+
+ExchangeSpec Step::route(const HttpRoute& r, std::string body) const {
+  ExchangeSpec s;
+  s.kind = ExchangeKind::Plain;
+  s.method = std::string(r.method);
+  s.path = std::string(r.path);
+  s.body = std::move(body);
+  return s;
+}
+
+void Step::emit(ProbeResult r) {
+  r.detail = redact(r.detail);
+  env_.emit(std::move(r));
+}
+
+void Step::finish() {
+  if (finished_) return;
+  finished_ = true;
+  env_.finished();
+}
+
+std::unique_ptr<Step> make_step(ProbeKind kind, StepEnv env) {
+  switch (kind) {
+    case ProbeKind::Health: return make_health_step(std::move(env));
+    case ProbeKind::Identity: return make_identity_step(std::move(env));
+    case ProbeKind::Scrape: return make_scrape_step(std::move(env));
+    case ProbeKind::Embeddings:
+    case ProbeKind::Rerank: return make_pooling_step(kind, std::move(env));
+    case ProbeKind::Marker:
+    case ProbeKind::Stream:
+    case ProbeKind::StrictJson:
+    case ProbeKind::ToolCall:
+    case ProbeKind::Thinking:
+    case ProbeKind::Repetition:
+    case ProbeKind::SharedPrefix:
+    case ProbeKind::Agent: return make_chat_step(kind, std::move(env));
+    case ProbeKind::LongContext: return make_long_context_step(std::move(env));
+    case ProbeKind::Burst: return make_burst_step(std::move(env));
+    case ProbeKind::Cancel: return make_cancel_step(std::move(env));
+    case ProbeKind::Build: return nullptr;
+  }
+  return nullptr;
+}
+
+}  // namespace soak::probes

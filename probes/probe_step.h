@@ -1,0 +1,133 @@
+// One probe kind run once against one candidate: a Step. The engine starts a
+// step, receives its rows through `emit` as each request finishes, and moves
+// on when the step calls `finished`. Every probe kind is a Step subclass in
+// its own probe_*.cc; this header holds what they share: the row locators, the
+// chat request path (stream contract, then the content check) and the
+// cancellation rule.
+//
+// Ownership: the engine owns each step and destroys it only after `finished`
+// has fired and the engine's deferred continuation runs (never from inside a
+// step's own callback); a step owns its exchanges. Threading: loop thread only.
+// Failure: nothing throws; every fault is a row's outcome.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/base/config.h"
+#include "daemon/base/types.h"
+#include "probes/adapters.h"
+#include "probes/engine.h"
+#include "probes/engine_exchange.h"
+#include "probes/fixtures.h"
+#include "probes/requests.h"
+
+namespace soak::probes {
+
+// What the engine remembers about a candidate between runs.
+struct CandidateState {
+  std::optional<int> runtime_slots;  // from /props (config's `slots` wins)
+  bool props_read = false;
+  struct Sized {
+    PromptFixture fixture;
+    std::string sized_by;  // "tokenize" | "estimate"
+    std::optional<int64_t> measured_tokens;
+  };
+  std::map<int64_t, Sized> long_context;  // by target size
+  std::string agent_session_nonce;         // one shared-prefix session per engine lifetime
+  int64_t agent_turns = 0;
+};
+
+struct StepEnv {
+  EngineIo& io;
+  const EngineOptions& opts;
+  const CandidateConfig& cand;
+  const RuntimeTraits& traits;
+  CandidateState& state;
+  std::optional<int64_t> group_id;
+  std::function<void(ProbeResult)> emit;
+  std::function<void()> finished;
+};
+
+// A chat request and how to judge and label its row.
+struct ChatJob {
+  BuiltRequest req;
+  std::string workload;
+  CacheState cache = CacheState::None;
+  std::optional<int64_t> size;
+  std::string fixture_hash;
+  int client_concurrency = 1;
+  ConnectionPolicy connection = ConnectionPolicy::Reuse;
+  int cut_after_tokens = 0;
+  std::optional<int64_t> stall_timeout_ms;
+  // Content check once the stream contract passed (empty: none).
+  std::function<Verdict(const ChatResult&)> check;
+  // Probe-specific figures for extra_json (empty: none).
+  std::function<std::string(const ChatResult&)> extra;
+};
+
+class Step {
+ public:
+  explicit Step(StepEnv env) : env_(std::move(env)) {}
+  virtual ~Step() = default;
+  Step(const Step&) = delete;
+  Step& operator=(const Step&) = delete;
+
+  virtual void start() = 0;
+  // soakd cancels: requests in flight end as cancelled_by_daemon rows, nothing
+  // new starts, `finished` still fires (on a later loop pass).
+  void cancel();
+
+ protected:
+  // Stops the step's own timers; called by cancel() before the exchanges are cancelled.
+  virtual void on_cancel() {}
+
+  Exchange& send(ExchangeSpec spec, Exchange::Done then);
+  // Sends `job` and hands its judged row to `then` (which emits it, maybe after annotating).
+  void run_chat(ChatJob job, std::function<void(ProbeResult&, const ExchangeResult&)> then);
+  ProbeResult chat_row(const ChatJob& job, const ExchangeResult& x) const;
+  // Row of a non-chat request: locators, transfer fields, hash; outcome from classify_plain.
+  ProbeResult plain_row(ProbeKind kind, std::string workload, const ExchangeResult& x) const;
+  ProbeResult row(ProbeKind kind, std::string workload) const;
+  ChatRequestOptions chat_options(Streaming streaming = Streaming::On) const;
+  ChatExpectations expectations(ResponseMode mode) const;
+  ExchangeSpec route(const HttpRoute& r, std::string body = {}) const;
+
+  // Outcome and detail from `v`; an excerpt of `shown` when it is a failure.
+  static void set_verdict(ProbeResult& r, const Verdict& v, std::string_view shown);
+  void emit(ProbeResult r);
+  void finish();  // once; later calls are ignored
+  bool cancelled() const { return cancelled_; }
+  // Ends the step if it was cancelled; true when it did.
+  bool stop_if_cancelled();
+  int64_t live_requests() const;
+
+  StepEnv env_;
+  std::vector<std::unique_ptr<Exchange>> exchanges_;
+
+ private:
+  bool cancelled_ = false;
+  bool finished_ = false;
+};
+
+// The step for one probe kind; nullptr for kinds the engine does not run.
+std::unique_ptr<Step> make_step(ProbeKind kind, StepEnv env);
+// The engine's quiet preamble: reads /props for the runtime's slot count (no row).
+std::unique_ptr<Step> make_props_step(StepEnv env);
+
+// Steps by family (probe_*.cc).
+std::unique_ptr<Step> make_health_step(StepEnv env);
+std::unique_ptr<Step> make_identity_step(StepEnv env);
+std::unique_ptr<Step> make_scrape_step(StepEnv env);
+std::unique_ptr<Step> make_pooling_step(ProbeKind kind, StepEnv env);
+std::unique_ptr<Step> make_chat_step(ProbeKind kind, StepEnv env);
+std::unique_ptr<Step> make_long_context_step(StepEnv env);
+std::unique_ptr<Step> make_burst_step(StepEnv env);
+std::unique_ptr<Step> make_cancel_step(StepEnv env);
+
+}  // namespace soak::probes

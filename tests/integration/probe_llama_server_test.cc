@@ -1,0 +1,128 @@
+// The probe engine against a REAL llama-server, when one is configured:
+//   SOAKD_LLAMA_SERVER=/path/to/llama-server  (required, else the test is skipped)
+//   SOAKD_LLAMA_MODEL=/path/to/model.gguf     (default: ../shared/models/tiny-qwen3.gguf)
+// The server is started on 127.0.0.1 with --jinja --metrics --slots --parallel 2
+// -n 64 and the engine waits for its "listening" line, then for /health to
+// answer 200 (re-trying on a loop timer, bounded). A random-weight model never
+// echoes a marker or writes sensible text: those probes must classify the miss.
+// Without the variables the program exits with kSkipExitCode, which ctest
+// reports as skipped (SKIP_RETURN_CODE).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/probe_cli.h"
+#include "tests/catch.h"
+#include "tests/integration/probe_harness.h"
+#include "tests/support/child_process.h"
+
+using namespace soak;
+using namespace soak::probe_test;
+
+namespace {
+
+constexpr int kSkipExitCode = 77;
+constexpr int kStartupMs = 60'000;
+constexpr int64_t kHealthRetryMs = 50;
+constexpr const char* kAlias = "tiny-qwen3";
+
+[[noreturn]] void skip(const std::string& why) {
+  std::printf("skipped: %s\n", why.c_str());
+  std::fflush(stdout);
+  std::_Exit(kSkipExitCode);
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Re-runs the health probe on a loop timer until it is clean or the deadline passes.
+bool wait_healthy(Harness& h, const CandidateConfig& c) {
+  const int64_t deadline = h.clock().wall_ms() + kStartupMs;
+  while (h.clock().wall_ms() < deadline) {
+    auto rows = h.run(c, {ProbeKind::Health});
+    if (!rows.empty() && rows[0].outcome == Outcome::Clean) return true;
+    bool waited = false;
+    Timer t(h.loop());
+    t.start(kHealthRetryMs, 0, [&] { waited = true; });
+    h.spin_until(waited);
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a real llama-server: every probe kind runs and classifies what it answers") {
+  const char* bin = std::getenv("SOAKD_LLAMA_SERVER");
+  if (!bin || !*bin) skip("SOAKD_LLAMA_SERVER not set");
+  const char* model_env = std::getenv("SOAKD_LLAMA_MODEL");
+  const std::string model = model_env && *model_env
+                                ? model_env
+                                : std::string(SOAKD_SOURCE_DIR) + "/../shared/models/tiny-qwen3.gguf";
+  if (!std::filesystem::exists(model)) skip("model " + model + " not found (set SOAKD_LLAMA_MODEL)");
+
+  const int port = free_port();
+  auto server = ChildProcess::spawn({bin, "-m", model, "--host", "127.0.0.1", "--port", std::to_string(port), "--alias",
+                                     kAlias, "--jinja", "--metrics", "--slots", "--parallel", "2", "-c", "8192", "-n",
+                                     "64"});
+  REQUIRE(server);
+  REQUIRE(server->wait_for_line("listening", kStartupMs));
+
+  CandidateConfig c = candidate("http://127.0.0.1:" + std::to_string(port));
+  c.model = kAlias;
+  c.settings.limits.wall_timeout_ms = 60'000;
+  c.settings.limits.stall_timeout_ms = 20'000;
+  c.settings.burst_sizes = {1, 2};
+  Harness h;
+  REQUIRE(wait_healthy(h, c));
+
+  auto build = h.read_build(c);
+  REQUIRE(build.ok());
+  CHECK(build->build.rfind("b", 0) == 0);
+  CHECK(build->model == std::string(kAlias));
+
+  auto rows = h.run(c, probes::all_probe_kinds());
+  std::printf("%s", format_probe_table(rows).c_str());
+  INFO(describe(rows));
+  // What a random model cannot do is classified, never a harness error.
+  const std::set<Outcome> content_misses{Outcome::Clean, Outcome::MissingMarker, Outcome::InvalidJson,
+                                         Outcome::InvalidToolCall, Outcome::EmptyToolArgs, Outcome::Repetition};
+  for (const auto& r : rows) {
+    INFO(to_string(r.kind) << " " << r.workload_id << ": " << r.detail);
+    CHECK(content_misses.count(r.outcome) == 1);
+    CHECK(r.runtime_slots == 2);
+  }
+  for (ProbeKind k : {ProbeKind::Health, ProbeKind::Identity, ProbeKind::Stream, ProbeKind::Scrape,
+                      ProbeKind::Cancel, ProbeKind::LongContext, ProbeKind::SharedPrefix}) {
+    const ProbeResult* r = find_row(rows, k);
+    REQUIRE(r);
+    INFO(to_string(k) << ": " << r->detail);
+    CHECK(r->outcome == Outcome::Clean);
+  }
+  const ProbeResult* stream = find_row(rows, ProbeKind::Stream);
+  CHECK(stream->completion_tokens == 64);  // -n 64: a random model never stops earlier
+  CHECK(stream->server_predicted_n == 64);
+  CHECK(stream->t_first_token_us);
+  const ProbeResult* repeat = find_row(rows, ProbeKind::LongContext, "long_context/1024/repeat");
+  REQUIRE(repeat);
+  CHECK(repeat->server_cache_n.value_or(0) > 0);
+  const ProbeResult* summary = find_row(rows, ProbeKind::Burst, "burst/2/summary");
+  REQUIRE(summary);
+  CHECK(summary->outcome == Outcome::Clean);  // two slots: the pair decodes together
+}

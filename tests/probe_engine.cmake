@@ -1,0 +1,21 @@
+# Tests of the probe engine (probes/engine*, probes/probe_*, daemon/probe_task_runner, soakd probe).
+soak_add_test(unit_engine_rows SOURCES unit/engine_rows_test.cc LIBS soak_probes LABELS unit)
+soak_add_test(unit_engine_cli SOURCES unit/engine_cli_test.cc LIBS soak_daemon LABELS unit)
+
+# The engine against the in-process fake runtime on 127.0.0.1.
+soak_add_test(integration_probe_faults SOURCES integration/probe_faults_test.cc
+  LIBS soak_probes soak_fake_runtime LABELS integration)
+soak_add_test(integration_probe_wire SOURCES integration/probe_wire_test.cc
+  LIBS soak_probes soak_fake_runtime Threads::Threads LABELS integration)
+soak_add_test(integration_probe_runner SOURCES integration/probe_runner_test.cc
+  LIBS soak_daemon soak_fake_runtime LABELS integration)
+
+# soakd probe and the fake runtime as child processes.
+soak_add_test(integration_probe_cli SOURCES integration/probe_cli_test.cc
+  LIBS soak_storage soak_test_process nlohmann_json::nlohmann_json LABELS integration)
+add_dependencies(integration_probe_cli soakd soak-fake-runtime)
+
+# A real llama-server when SOAKD_LLAMA_SERVER names one; skipped (exit 77) otherwise.
+soak_add_test(integration_probe_llama_server SOURCES integration/probe_llama_server_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
+set_tests_properties(integration_probe_llama_server PROPERTIES SKIP_RETURN_CODE 77)

@@ -1,0 +1,206 @@
+// The probe engine's pure parts on literal values: transport end mapping,
+// classification of plain and health answers, failure excerpts, the burst
+// summary and its FIFO check, the reuse ratio, version-command output, and the
+// HttpRequest an exchange builds.
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "probes/engine_exchange.h"
+#include "probes/engine_rows.h"
+#include "probes/probe_build.h"
+#include "tests/catch.h"
+
+using namespace soak;
+using namespace soak::probes;
+
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+TransferResult answered(int status, std::string body) {
+  TransferResult t;
+  t.reason = EndReason::Completed;
+  t.head.status = status;
+  t.body = std::move(body);
+  t.bytes_received = static_cast<int64_t>(t.body.size());
+  t.times.start_ns = 100 * kMs;
+  t.times.connected_ns = 101 * kMs;
+  t.times.first_byte_ns = 110 * kMs;
+  t.times.done_ns = 120 * kMs;
+  return t;
+}
+
+BurstMember member(int64_t start_ms, int64_t first_ms, int64_t last_ms, int64_t tokens = 10) {
+  BurstMember m;
+  m.outcome = Outcome::Clean;
+  m.start_ns = start_ms * kMs;
+  m.sent_ns = start_ms * kMs;
+  m.first_token_ns = first_ms * kMs;
+  m.last_token_ns = last_ms * kMs;
+  m.done_ns = (last_ms + 1) * kMs;
+  m.completion_tokens = tokens;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("transport ends map onto the stream contract's ends") {
+  CHECK(transport_end(EndReason::Completed, CutBy::Daemon) == TransportEnd::Completed);
+  CHECK(transport_end(EndReason::Stalled, CutBy::Daemon) == TransportEnd::Stalled);
+  CHECK(transport_end(EndReason::Timeout, CutBy::Daemon) == TransportEnd::WallTimeout);
+  CHECK(transport_end(EndReason::Truncated, CutBy::Daemon) == TransportEnd::SizeCapped);
+  CHECK(transport_end(EndReason::PeerClosed, CutBy::Daemon) == TransportEnd::ConnectionLost);
+  CHECK(transport_end(EndReason::ConnectRefused, CutBy::Daemon) == TransportEnd::ConnectRefused);
+  CHECK(transport_end(EndReason::Error, CutBy::Daemon) == TransportEnd::LocalError);
+  // soakd stopping is its own class; the cancel probe's own cut is judged by the probe.
+  CHECK(transport_end(EndReason::Cancelled, CutBy::Daemon) == TransportEnd::CancelledByDaemon);
+  CHECK(transport_end(EndReason::Cancelled, CutBy::Probe) == TransportEnd::Completed);
+}
+
+TEST_CASE("plain routes: transport failures, status classes, a body cut short") {
+  CHECK(classify_plain(TransportEnd::Completed, answered(200, "{}")).outcome == Outcome::Clean);
+  CHECK(classify_plain(TransportEnd::Completed, answered(404, R"({"error":{"message":"File Not Found"}})")).outcome ==
+        Outcome::Http4xx);
+  CHECK(classify_plain(TransportEnd::Completed, answered(500, "boom")).outcome == Outcome::Http5xx);
+  CHECK(classify_plain(TransportEnd::Completed,
+                       answered(503, R"({"error":{"code":503,"message":"Loading model","type":"unavailable_error"}})"))
+            .outcome == Outcome::Loading);
+  CHECK(classify_plain(TransportEnd::ConnectionLost, answered(200, "{\"a\"")).outcome == Outcome::NoTerminal);
+  TransferResult none;
+  CHECK(classify_plain(TransportEnd::ConnectionLost, none).outcome == Outcome::NoBody);
+  CHECK(classify_plain(TransportEnd::ConnectRefused, none).outcome == Outcome::ConnectRefused);
+  CHECK(classify_plain(TransportEnd::Stalled, none).outcome == Outcome::Stalled);
+  CHECK(classify_plain(TransportEnd::CancelledByDaemon, none).outcome == Outcome::CancelledByDaemon);
+  none.detail = "curl said no";
+  Verdict local = classify_plain(TransportEnd::LocalError, none);
+  CHECK(local.outcome == Outcome::HarnessError);
+  CHECK(local.detail.find("curl said no") != std::string::npos);
+}
+
+TEST_CASE("health answers per adapter") {
+  CHECK(classify_health(RuntimeKind::LlamaCpp, TransportEnd::Completed, answered(200, R"({"status":"ok"})")).outcome ==
+        Outcome::Clean);
+  CHECK(classify_health(RuntimeKind::LlamaCpp, TransportEnd::Completed,
+                        answered(503, R"({"error":{"code":503,"message":"Loading model","type":"unavailable_error"}})"))
+            .outcome == Outcome::Loading);
+  CHECK(classify_health(RuntimeKind::RapidMlx, TransportEnd::Completed, answered(503, R"({"detail":"model loading"})"))
+            .outcome == Outcome::Loading);
+  CHECK(classify_health(RuntimeKind::Ollama, TransportEnd::Completed, answered(200, "Ollama is running")).outcome ==
+        Outcome::Clean);
+  CHECK(classify_health(RuntimeKind::Ollama, TransportEnd::Completed, answered(200, "nginx")).outcome ==
+        Outcome::MalformedResponse);
+  CHECK(classify_health(RuntimeKind::Vllm, TransportEnd::Completed, answered(503, "")).outcome == Outcome::Http5xx);
+  CHECK(classify_health(RuntimeKind::LlamaCpp, TransportEnd::ConnectRefused, TransferResult{}).outcome ==
+        Outcome::ConnectRefused);
+}
+
+TEST_CASE("row transfer fields are relative to the request start") {
+  ProbeResult r = make_row(ProbeKind::Health, "health");
+  fill_transfer(answered(200, "{}"), r);
+  CHECK(r.http_status == 200);
+  CHECK(r.bytes_received == 2);
+  CHECK(r.t_connect_us == 1000);
+  CHECK(r.t_first_byte_us == 10000);
+  CHECK(r.t_done_us == 20000);
+  CHECK(r.workload_id == "health");
+}
+
+TEST_CASE("failure excerpts are short, single-line and scrub bearer tokens") {
+  ChatResult r;
+  r.content = std::string(500, 'a') + "\nmore";
+  std::string e = failure_excerpt(r, "");
+  CHECK(e.size() <= kExcerptChars + 3);
+  CHECK(e.find('\n') == std::string::npos);
+  CHECK(failure_excerpt(r, R"({"error":"denied"})").find("denied") != std::string::npos);
+  CHECK(failure_excerpt("Authorization: Bearer abc123secret").find("abc123secret") == std::string::npos);
+  ChatResult tool;
+  tool.tool_calls.push_back(ToolCall{0, "id", "function", "lookup_weather", "{}"});
+  CHECK(failure_excerpt(tool, "") == "lookup_weather {}");
+}
+
+TEST_CASE("burst summary: FIFO serialization is decode intervals that never overlap") {
+  // One slot: each member decodes only after the previous one finished.
+  std::vector<BurstMember> fifo{member(0, 10, 100), member(0, 101, 190), member(0, 191, 280)};
+  BurstSummary s = summarize_burst(fifo);
+  CHECK(s.n == 3);
+  CHECK(s.clean == 3);
+  CHECK(s.peak_decoding == 1);
+  CHECK(s.serialized);
+  CHECK(s.ttft_p50_ms == Approx(101));
+  CHECK(s.ttft_max_ms == Approx(191));
+  CHECK(s.wall_max_ms == Approx(281));
+  CHECK(s.aggregate_tps == Approx(30.0 / 0.281));
+  CHECK(s.send_spread_ms == Approx(0));
+
+  // Two slots: pairs overlap, so not serialized even with a queue behind them.
+  std::vector<BurstMember> two{member(0, 10, 100), member(0, 12, 102), member(0, 101, 190)};
+  BurstSummary t = summarize_burst(two);
+  CHECK(t.peak_decoding == 2);
+  CHECK_FALSE(t.serialized);
+
+  // A single request, or members without two tokens, prove nothing.
+  CHECK_FALSE(summarize_burst({member(0, 10, 100)}).serialized);
+  std::vector<BurstMember> failed{member(0, 10, 100), member(0, 101, 190)};
+  failed[1].first_token_ns.reset();
+  failed[1].last_token_ns.reset();
+  failed[1].outcome = Outcome::Http5xx;
+  BurstSummary f = summarize_burst(failed);
+  CHECK_FALSE(f.serialized);
+  CHECK(f.clean == 1);
+
+  auto j = nlohmann::json::parse(s.to_json());
+  CHECK(j["serialized"] == true);
+  CHECK(j["n"] == 3);
+  CHECK(j["ttft_p95_ms"] == Approx(191));
+}
+
+TEST_CASE("reuse ratio is median(prefix) / cold") {
+  CHECK(reuse_ratio(1000, {100, 300, 200}) == Approx(0.2));
+  CHECK(reuse_ratio(1000, {100, 300}) == Approx(0.2));
+  CHECK_FALSE(reuse_ratio(std::nullopt, {100}));
+  CHECK_FALSE(reuse_ratio(1000, {}));
+  CHECK(nearest_rank({5, 1, 3, 2, 4}, 0.5) == Approx(3));
+  CHECK(nearest_rank({5, 1, 3, 2, 4}, 0.95) == Approx(5));
+  CHECK_FALSE(nearest_rank({}, 0.5));
+}
+
+TEST_CASE("version command output: llama-server's version line, else the first line") {
+  auto l = build_from_command_output(RuntimeKind::LlamaCpp,
+                                     "load_backend: loaded CPU backend\nversion: 9928 (81ff7abe5)\nbuilt with cc\n");
+  REQUIRE(l.ok());
+  CHECK(*l == "b9928-81ff7abe5");
+  auto o = build_from_command_output(RuntimeKind::Ollama, "\n  ollama version is 0.12.6 \n");
+  REQUIRE(o.ok());
+  CHECK(*o == "ollama version is 0.12.6");
+  CHECK_FALSE(build_from_command_output(RuntimeKind::OpenAI, " \n\n").ok());
+}
+
+TEST_CASE("the HTTP request of an exchange carries the candidate's limits and the key as a Bearer header") {
+  Limits l;
+  l.connect_timeout_ms = 1111;
+  l.wall_timeout_ms = 2222;
+  l.stall_timeout_ms = 3333;
+  l.max_response_bytes = 4444;
+  ExchangeSpec s;
+  s.kind = ExchangeKind::ChatStream;
+  s.method = "POST";
+  s.path = "/v1/chat/completions";
+  s.body = "{}";
+  HttpRequest r = build_http_request("http://127.0.0.1:1", l, s, std::string("k3y"));
+  CHECK(r.url == "http://127.0.0.1:1/v1/chat/completions");
+  CHECK(r.connect_timeout_ms == 1111);
+  CHECK(r.wall_timeout_ms == 2222);
+  CHECK(r.stall_timeout_ms == 3333);
+  CHECK(r.max_response_bytes == 4444);
+  CHECK(r.body_mode == BodyMode::Stream);
+  CHECK(std::find(r.headers.begin(), r.headers.end(), HttpHeader{"Authorization", "Bearer k3y"}) != r.headers.end());
+
+  s.kind = ExchangeKind::Plain;
+  s.body.clear();
+  s.stall_timeout_ms = 10;
+  HttpRequest g = build_http_request("http://h", l, s, std::nullopt);
+  CHECK(g.body_mode == BodyMode::Buffer);
+  CHECK(g.stall_timeout_ms == 10);
+  CHECK(g.headers.empty());
+}
