@@ -112,7 +112,9 @@ TEST_CASE("tokenizer rule: pieces of up to 4 bytes per word, specials whole, sha
 TEST_CASE("marker prompts are answered with the marker alone") {
   CHECK(find_marker("Reply with exactly: MARKER-7f3a and nothing else.") == "MARKER-7f3a");
   CHECK(find_marker("Reply with exactly: \"banana42\".") == "banana42");
-  CHECK_FALSE(find_marker("Tell me a story.").has_value());
+  CHECK(find_marker("Reply with exactly this code and nothing else: RIVER-4821") == "RIVER-4821");
+  CHECK(find_marker("lots of filler\n\nReply with one short sentence that contains the code OAK-1234.") == "OAK-1234");
+  CHECK_FALSE(find_marker("Tell me a story about a well-known place.").has_value());
   json req = chat_body("Reply with exactly: MARKER-xyz", false);
   ReplyPlan plan = plan_reply(req, render_chat_prompt(req), Scenario::Healthy, Knobs{});
   std::string content;

@@ -170,9 +170,9 @@ std::string render_chat_prompt(const json& request) {
 }
 
 std::optional<std::string> find_marker(std::string_view prompt) {
-  auto take_word = [&](size_t pos) {
-    while (pos < prompt.size() && (is_space(prompt[pos]) || prompt[pos] == ':' || prompt[pos] == '"' ||
-                                   prompt[pos] == '\'' || prompt[pos] == '`'))
+  auto word_at = [&](size_t pos) {
+    while (pos < prompt.size() && (is_space(prompt[pos]) || prompt[pos] == '"' || prompt[pos] == '\'' ||
+                                   prompt[pos] == '`'))
       ++pos;
     size_t end = pos;
     while (end < prompt.size() && !is_space(prompt[end]) && prompt[end] != '"' && prompt[end] != '`' &&
@@ -182,18 +182,36 @@ std::optional<std::string> find_marker(std::string_view prompt) {
     while (!word.empty() && std::string_view(".,;!?)'").find(word.back()) != std::string_view::npos) word.pop_back();
     return word;
   };
-  size_t m = prompt.rfind("MARKER-");
-  if (m != std::string_view::npos) {
-    std::string w = take_word(m);
-    if (!w.empty()) return w;
-  }
+  // "reply with exactly: X" / "reply with exactly this code and nothing else: X"
   std::string low = lower(prompt);
   size_t e = low.rfind("exactly");
   if (e != std::string::npos) {
-    std::string w = take_word(e + 7);
+    size_t eol = prompt.find('\n', e);
+    size_t colon = prompt.find(':', e);
+    std::string w = word_at(colon != std::string_view::npos && colon < eol ? colon + 1 : e + 7);
     if (!w.empty()) return w;
   }
-  return std::nullopt;
+  // Otherwise the last code-shaped word: capitals or digits, a dash, then letters or
+  // digits ("MARKER-xyz", "RIVER-4821"), as a long-context instruction names it.
+  std::optional<std::string> last;
+  for (size_t i = 0; i < prompt.size();) {
+    while (i < prompt.size() && is_space(prompt[i])) ++i;
+    size_t start = i;
+    while (i < prompt.size() && !is_space(prompt[i])) ++i;
+    std::string w = word_at(start);
+    size_t dash = w.find('-');
+    auto all = [&](size_t from, size_t to, auto pred) {
+      if (from >= to) return false;
+      for (size_t k = from; k < to; ++k)
+        if (!pred(static_cast<unsigned char>(w[k]))) return false;
+      return true;
+    };
+    if (dash != std::string::npos && std::isupper(static_cast<unsigned char>(w[0])) &&
+        all(0, dash, [](unsigned char c) { return std::isupper(c) || std::isdigit(c); }) &&
+        all(dash + 1, w.size(), [](unsigned char c) { return std::isalnum(c); }))
+      last = w;
+  }
+  return last;
 }
 
 json sample_for_schema(const json& schema) {
