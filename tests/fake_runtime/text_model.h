@@ -8,8 +8,9 @@
 // Token ids are a hash of the piece, so equal text gives equal ids and a shared
 // prefix gives a shared id prefix.
 //
-// Reply rules: a prompt asking to "reply with exactly: X" (or containing a word
-// starting with MARKER-) is answered with X alone; a json_schema response_format
+// Reply rules: a prompt asking to "reply with exactly ...: X" (or, failing that,
+// containing a code-shaped word like MARKER-xyz or OAK-1234) is answered with X
+// alone; a json_schema response_format
 // gets one JSON document valid for the schema; tools (unless tool_choice is
 // "none") get one tool call whose arguments satisfy the tool's parameters; any
 // other prompt gets `reply_tokens` filler words. enable_thinking=true puts
