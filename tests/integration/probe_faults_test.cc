@@ -177,6 +177,24 @@ TEST_CASE("stream contract faults: no body, no [DONE], stalls, keep-alives, 5xx,
       CHECK(r.content_events == 0);
     }
   }
+  SECTION("wall timeout -> timeout; response-size cap -> truncated") {
+    ListenerConfig held = ListenerConfig::make(Scenario::KeepalivesOnly);
+    held.knobs.keepalive_interval_ms = 50;
+    Fake f(held);
+    CandidateConfig k = c;
+    k.base_url = f.url();
+    k.settings.limits.wall_timeout_ms = 300;
+    k.settings.limits.stall_timeout_ms = 5'000;
+    CHECK(only(h.run(k, {ProbeKind::Stream}), ProbeKind::Stream).outcome == Outcome::Timeout);
+
+    Fake loop(fast(Scenario::RepetitionLoop));  // 256 tokens: far more than 1 KiB of SSE
+    CandidateConfig capped = c;
+    capped.base_url = loop.url();
+    capped.settings.limits.max_response_bytes = 1024;
+    const ProbeResult r = only(h.run(capped, {ProbeKind::Repetition}), ProbeKind::Repetition);
+    CHECK(r.outcome == Outcome::Truncated);
+    CHECK(r.bytes_received <= 1024);
+  }
   SECTION("5xx -> http_5xx") {
     ListenerConfig lc = ListenerConfig::make(Scenario::Burst5xx);
     lc.knobs.error_every = 1;
