@@ -201,9 +201,7 @@ int cmd_probe(const Args& a) {
   bool store_failed = false;
   {
     HttpClient http(&loop, clock);
-    probes::EngineOptions opts;
-    opts.nonce_seed = static_cast<uint64_t>(clock.wall_ms()) ^ (static_cast<uint64_t>(getpid()) << 40);
-    probes::ProbeEngine engine(&loop, http, clock, opts);
+    probes::ProbeEngine engine(&loop, http, clock);
     int64_t candidate_id = 0;
     bool finished = false;
 

@@ -82,7 +82,9 @@ using EnvReader = std::function<std::optional<std::string>(const std::string& na
 EnvReader process_env();
 
 struct EngineOptions {
-  uint64_t nonce_seed = 1;  // fresh-prompt nonces; seed it per daemon run (e.g. from the wall clock)
+  // Fresh-prompt nonces. 0: seeded from the clock when the engine is built, so
+  // a restarted daemon never re-sends a nonce a runtime may still have cached.
+  uint64_t nonce_seed = 0;
   uint64_t fixture_seed = kDefaultFixtureSeed;
   int cancel_cut_tokens = kDefaultCancelCutTokens;
   int64_t slot_free_bound_ms = kDefaultSlotFreeBoundMs;
