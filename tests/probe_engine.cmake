@@ -7,6 +7,8 @@ soak_add_test(integration_probe_faults SOURCES integration/probe_faults_test.cc
   LIBS soak_probes soak_fake_runtime LABELS integration)
 soak_add_test(integration_probe_wire SOURCES integration/probe_wire_test.cc
   LIBS soak_probes soak_fake_runtime Threads::Threads LABELS integration)
+soak_add_test(integration_probe_captures SOURCES integration/probe_captures_test.cc
+  LIBS soak_probes soak_test_support Threads::Threads LABELS integration)
 soak_add_test(integration_probe_runner SOURCES integration/probe_runner_test.cc
   LIBS soak_daemon soak_fake_runtime LABELS integration)
 
