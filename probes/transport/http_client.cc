@@ -382,7 +382,11 @@ struct HttpClient::Impl {
     auto* s = static_cast<Socket*>(h->data);
     int flags = 0;
     if (status < 0) {
-      flags = CURL_CSELECT_ERR;
+      // libuv reports EPOLLERR (e.g. a reset keep-alive connection) as an error
+      // status. CURL_CSELECT_ERR would fail the transfer with "select/poll
+      // returned error" before curl reads the socket; letting curl read and
+      // write finds the real error and lets it retry a dead reused connection.
+      flags = CURL_CSELECT_IN | CURL_CSELECT_OUT;
     } else {
       if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
       if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
