@@ -87,6 +87,11 @@ ProbeResult Step::chat_row(const ChatJob& job, const ExchangeResult& x) const {
                             expectations(mode));
   if (x.end == TransportEnd::LocalError && !x.transfer.detail.empty())
     v.detail = "soakd could not run the request: " + x.transfer.detail;
+  if (status == 0 && x.end == TransportEnd::ConnectionLost) {
+    // No status line at all: say so, with the transport's own reason.
+    v.detail = "connection closed before a status line" + (x.transfer.detail.empty() ? "" : ": " + x.transfer.detail) +
+               (x.transfer.reused_connection ? " (reused connection)" : "");
+  }
   if (v.outcome == Outcome::Clean && job.check) v = job.check(x.chat);
   r.outcome = v.outcome;
   r.detail = v.detail;
