@@ -28,6 +28,7 @@ class CampaignService final : public Service {
   void reload(const Config& cfg) override;
   void stop(std::function<void()> done) override;
   bool settled() const override { return campaigns_.settled(); }
+  const Campaigns& campaigns() const { return campaigns_; }
 
  private:
   void arm(int64_t delay_ms);

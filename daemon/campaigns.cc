@@ -720,6 +720,17 @@ std::optional<int64_t> Campaigns::next_wake_ms(int64_t now) const {
   return w;
 }
 
+std::vector<Campaigns::Active> Campaigns::active() const {
+  std::vector<Active> out;
+  for (const auto& [name, t] : tracks_) {
+    if (!t.row || t.phase == Phase::Done || t.row->build == "unknown") continue;
+    Active a{name, t.cfg, t.row->id, std::nullopt};
+    if (t.phase == Phase::Staged && t.stage) a.stage = t.stage->kind;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 bool Campaigns::settled() const {
   if (!in_flight_.empty()) return false;
   for (const auto& [name, t] : tracks_)

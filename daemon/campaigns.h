@@ -62,6 +62,16 @@ class Campaigns {
   bool settled() const;
   // Called after any task or build read completes (the daemon re-arms its timer).
   void set_on_change(std::function<void()> f) { on_change_ = std::move(f); }
+  // Candidates with a registered build whose campaign is not over (what the
+  // sampler watches), and the stage each is running, if any.
+  struct Active {
+    std::string name;
+    const CandidateConfig* cfg = nullptr;
+    int64_t candidate_id = 0;
+    std::optional<StageKind> stage;
+  };
+  std::vector<Active> active() const;
+
   // Stop dispatching (shutdown); completions still get recorded.
   void freeze() { frozen_ = true; }
 

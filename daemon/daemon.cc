@@ -73,17 +73,10 @@ Status Daemon::start() {
 
 int Daemon::run() {
   uv_run(loop_, UV_RUN_DEFAULT);
-  // Shutdown order: timers and transfers were stopped by the services; now
-  // destroy them (closing their handles), close anything left, drain the loop.
+  // Shutdown order: the services stopped their timers and transfers; now they
+  // go (closing their handles). The loop's owner drains it afterwards.
   services_.clear();
   stop_deadline_.reset();
-  uv_walk(
-      loop_,
-      [](uv_handle_t* h, void*) {
-        if (!uv_is_closing(h)) uv_close(h, nullptr);
-      },
-      nullptr);
-  uv_run(loop_, UV_RUN_DEFAULT);
   return exit_code_;
 }
 

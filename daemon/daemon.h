@@ -61,7 +61,9 @@ class Daemon {
 
   // Writes daemon_start, installs signal handlers, starts services.
   Status start();
-  // Runs the loop until stopped; returns the exit code (0 on a clean stop).
+  // Runs the loop until stopped, then destroys the services (closing their
+  // handles); returns the exit code (0 on a clean stop). The owner of the loop
+  // then destroys what else it made on it and drains the loop before closing it.
   int run();
 
   void request_stop(const std::string& why);

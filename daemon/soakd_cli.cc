@@ -13,7 +13,15 @@
 #include "daemon/base/clock.h"
 #include "daemon/base/config.h"
 #include "daemon/base/log.h"
+#include "daemon/campaign_service.h"
 #include "daemon/daemon.h"
+#include "daemon/platform/keep_awake.h"
+#include "daemon/platform/sample_report.h"
+#include "daemon/platform/sampler.h"
+#include "daemon/probe_task_runner.h"
+#include "daemon/sampler_service.h"
+#include "probes/engine.h"
+#include "probes/transport/http_client.h"
 #include "daemon/probe_cli.h"
 #include "daemon/version.h"
 #include "storage/lock.h"
@@ -45,6 +53,10 @@ Usage:
       identity, health, scrape, long_context, shared_prefix, agent, burst,
       cancel, embeddings, rerank, or all), print a table (or JSON) and store
       the rows; it may run beside the daemon. Exit 0 when every row is clean.
+  soakd sample --once [--config FILE] [--json]
+      Print this host's memory figures (pressure, swap, compressor) and each
+      candidate's runtime process (how it was found, footprint, resident,
+      swap), plus every inference engine running: a check of the setup.
   soakd check-config FILE
       Validate FILE without starting anything. Prints every problem with its
       JSON path and an example of a valid value; exit 0 when valid.
@@ -92,6 +104,27 @@ int cmd_check_config(const Args& a) {
   return kExitOk;
 }
 
+int cmd_sample(const Args& a) {
+  if (!a.flag("once")) {
+    std::fprintf(stderr, "soakd sample: only --once is supported (the daemon samples on its own timer)\n");
+    return kExitUsage;
+  }
+  Config cfg;
+  if (auto path = a.get("config")) {
+    auto loaded = load_config(*path);
+    if (!loaded) {
+      std::fprintf(stderr, "%s\n", loaded.message().c_str());
+      return kExitFailure;
+    }
+    cfg = std::move(*loaded);
+  }
+  SystemClock clock;
+  auto sampler = make_system_sampler();
+  SampleReport report = collect_sample_report(*sampler, cfg, clock.wall_ms());
+  std::fputs((a.flag("json") ? render_sample_json(report) : render_sample_text(report)).c_str(), stdout);
+  return report.host_error.empty() ? kExitOk : kExitFailure;
+}
+
 int cmd_run(const Args& a) {
   auto path = a.get("config");
   if (!path) {
@@ -121,7 +154,10 @@ int cmd_run(const Args& a) {
     return kExitFailure;
   }
   SystemClock clock;
-  auto host_id = (*store)->upsert_host(basic_host_info(), clock.wall_ms());
+  auto sampler = make_system_sampler();
+  auto host = sampler->host_info();
+  if (!host) (*log)->warn("cannot read this host's locator ({}); using uname", host.message());
+  auto host_id = (*store)->upsert_host(host ? *host : basic_host_info(), clock.wall_ms());
   if (!host_id) {
     (*log)->error("cannot register host: {}", host_id.message());
     return kExitFailure;
@@ -135,14 +171,33 @@ int cmd_run(const Args& a) {
   opts.version = kSoakdVersion;
   int code;
   {
+    auto shared_cfg = std::make_shared<const Config>(*cfg);
+    HttpClient http(&loop, clock);
+    probes::ProbeEngine engine(&loop, http, clock);
+    ProbeTaskRunner runner(engine, **store, *log);
     Daemon d(std::move(*cfg), opts, **store, clock, *log, &loop, *host_id);
+    auto campaigns = std::make_unique<CampaignService>(shared_cfg, **store, runner, clock, *log, &loop, *host_id,
+                                                       [&d] { d.check_settled(); });
+    const Campaigns& view = campaigns->campaigns();
+    d.add_service(std::move(campaigns));
+    d.add_service(std::make_unique<SamplerService>(*shared_cfg, **store, *sampler, clock, *log, &loop, *host_id,
+                                                   [&view] { return view.active(); },
+                                                   make_system_power_assertion(*log)));
     if (auto st = d.start(); !st) {
       (*log)->error("{}", st.message());
       return kExitFailure;
     }
     code = d.run();
+    http.shutdown();
+  }  // the daemon, runner, engine and client close their handles here
+  uv_run(&loop, UV_RUN_DEFAULT);  // their close callbacks free them
+  if (uv_loop_close(&loop) != 0) {
+    uv_walk(
+        &loop, [](uv_handle_t* h, void* arg) {
+          static_cast<spdlog::logger*>(arg)->warn("handle left open at exit: {}", uv_handle_type_name(h->type));
+        },
+        log->get());
   }
-  uv_loop_close(&loop);
   return code;
 }
 
@@ -168,6 +223,7 @@ int soakd_main(int argc, char** argv) {
   const std::string& cmd = a->positionals()[0];
   if (cmd == "check-config") return cmd_check_config(*a);
   if (cmd == "run") return cmd_run(*a);
+  if (cmd == "sample") return cmd_sample(*a);
   if (cmd == "probe") return cmd_probe(*a);
   std::fprintf(stderr, "soakd: unknown command \"%s\" (see soakd --help)\n", cmd.c_str());
   return kExitUsage;

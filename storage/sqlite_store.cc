@@ -682,6 +682,7 @@ Result<std::vector<HostSample>> SqliteStore::host_samples(const SampleQuery& q) 
   w.add("host_id = ?", q.host_id);
   w.add("ts_ms >= ?", q.since_ms);
   w.add("ts_ms <= ?", q.until_ms);
+  w.add("id >= ?", q.min_id);
   w.add("id <= ?", q.max_id);
   return select_all<HostSample>(cache_.get(), db_, std::string("SELECT ") + kHostSampleCols + " FROM host_samples" + w.sql() + " ORDER BY ts_ms, id",
                                 w, [](const Stmt& s) {
@@ -712,6 +713,7 @@ Result<std::vector<ProcessSample>> SqliteStore::process_samples(const SampleQuer
   w.add("candidate_id = ?", q.candidate_id);
   w.add("ts_ms >= ?", q.since_ms);
   w.add("ts_ms <= ?", q.until_ms);
+  w.add("id >= ?", q.min_id);
   w.add("id <= ?", q.max_id);
   return select_all<ProcessSample>(cache_.get(), db_, std::string("SELECT ") + kProcessSampleCols + " FROM process_samples" + w.sql() +
                                             " ORDER BY ts_ms, id",

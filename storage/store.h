@@ -37,6 +37,7 @@ struct SampleQuery {
   std::optional<int64_t> host_id;
   std::optional<int64_t> candidate_id;  // process samples only
   std::optional<int64_t> since_ms, until_ms;
+  std::optional<int64_t> min_id;
   std::optional<int64_t> max_id;        // snapshot bound: rows written after a judgment are left out
 };
 

@@ -1,0 +1,143 @@
+#include "daemon/sampler_service.h"
+
+#include <algorithm>
+#include <set>
+
+namespace soak {
+
+SamplerService::SamplerService(const Config& cfg, Store& store, Sampler& sampler, const Clock& clock, Logger log,
+                               uv_loop_t* loop, int64_t host_id, ActiveSource active,
+                               std::unique_ptr<PowerAssertion> power)
+    : store_(store),
+      sampler_(sampler),
+      clock_(clock),
+      log_(std::move(log)),
+      host_id_(host_id),
+      active_(std::move(active)),
+      interval_ms_(cfg.sampler.interval_ms),
+      guard_(cfg.defaults.guard),
+      gaps_(cfg.sampler.interval_ms, host_id),
+      keep_awake_(std::move(power), cfg.sampler.keep_awake ? KeepAwakeMode::WhileStagesRun : KeepAwakeMode::Off),
+      timer_(loop) {}
+
+void SamplerService::write(const std::vector<Event>& events) {
+  for (const auto& e : events) {
+    if (auto r = store_.insert_event(e); !r) log_->error("cannot record {} event: {}", e.kind, r.message());
+    if (e.kind != "clock_step") log_->warn("{}: {}", e.kind, e.detail_json);
+  }
+}
+
+void SamplerService::start() {
+  // The newest sample of an earlier run tells how long the daemon was away.
+  std::optional<int64_t> last;
+  if (auto max = store_.max_ids(); max && max->host_sample > 0) {
+    SampleQuery q;
+    q.host_id = host_id_;
+    q.min_id = max->host_sample;
+    if (auto rows = store_.host_samples(q); rows && !rows->empty()) last = rows->back().wall_ms;
+  }
+  write(gaps_.start(clock_.now(), last));
+  tick();
+  timer_.start(static_cast<uint64_t>(interval_ms_), static_cast<uint64_t>(interval_ms_), [this] { tick(); });
+}
+
+void SamplerService::tick() {
+  const Instant now = clock_.now();
+  write(gaps_.tick(now));
+
+  HostSample h = sampler_.sample_host(now.wall_ms);
+  h.host_id = host_id_;
+  if (auto r = store_.insert_host_sample(h); !r) log_->error("cannot store host sample: {}", r.message());
+  write(guard_.observe(h));
+
+  const auto active = active_ ? active_() : std::vector<Campaigns::Active>{};
+  std::vector<StageKind> running;
+  for (const auto& a : active)
+    if (a.stage) running.push_back(*a.stage);
+  if (auto st = keep_awake_.update(running); !st) log_->warn("keep-awake: {}", st.message());
+
+  // The process table is walked only for the duplicate-engine scan (while a
+  // stage runs) and to find a candidate's process again.
+  const bool scan_due = !running.empty() && now.wall_ms - last_scan_ms_ >= kDefaultEngineScanEveryMs;
+  std::optional<std::vector<ProcessInfo>> processes;
+  if (scan_due) {
+    last_scan_ms_ = now.wall_ms;
+    auto list = sampler_.list_processes();
+    if (list) processes = std::move(*list);
+    else log_->warn("cannot list processes: {}", list.message());
+  }
+  std::vector<int> candidate_pids;
+  std::set<int64_t> seen;
+  for (const auto& a : active) {
+    seen.insert(a.candidate_id);
+    auto it = watched_.find(a.candidate_id);
+    if (it == watched_.end())
+      it = watched_.emplace(a.candidate_id, Watched{std::nullopt, 0, RestartDetector(a.candidate_id, host_id_),
+                                                    DuplicateEngineDetector(a.candidate_id, host_id_)}).first;
+    if (it->second.pid) candidate_pids.push_back(*it->second.pid);
+  }
+  for (const auto& a : active)
+    sample_candidate(a, watched_.at(a.candidate_id), now.wall_ms, scan_due, processes ? &*processes : nullptr,
+                     candidate_pids);
+  // Candidates whose campaign ended are no longer watched.
+  for (auto it = watched_.begin(); it != watched_.end();) it = seen.count(it->first) ? std::next(it) : watched_.erase(it);
+}
+
+void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, int64_t wall_ms, bool scan_due,
+                                      const std::vector<ProcessInfo>* processes,
+                                      const std::vector<int>& candidate_pids) {
+  auto locate = [&] {
+    LocatedProcess p = locate_candidate_process(sampler_, *a.cfg);
+    w.located_ms = wall_ms;
+    if (p.pid != w.pid)
+      log_->info("{}: runtime process {} ({})", a.name, p.pid ? std::to_string(*p.pid) : std::string("not found"),
+                 p.detail);
+    w.pid = p.pid;
+  };
+  if (!w.pid && wall_ms - w.located_ms >= kDefaultEngineScanEveryMs) locate();
+  std::optional<ProcessIdentity> identity;
+  if (w.pid) {
+    ProcessSample p = sampler_.sample_process(*w.pid, wall_ms);
+    if (!identity_of(p)) {
+      // Gone, or a pid that no longer reads: look for the runtime again (it may
+      // have restarted under a new pid) before saying it is gone.
+      locate();
+      if (w.pid) p = sampler_.sample_process(*w.pid, wall_ms);
+    }
+    p.host_id = host_id_;
+    p.candidate_id = a.candidate_id;
+    if (w.pid) {
+      if (auto r = store_.insert_process_sample(p); !r) log_->error("cannot store process sample: {}", r.message());
+    }
+    identity = identity_of(p);
+  }
+  write(w.restarts.observe(identity, wall_ms));
+  if (scan_due && processes && a.stage) {
+    // Other candidates' runtimes are expected; anything else running is a duplicate.
+    std::vector<ProcessInfo> others;
+    for (const auto& pi : *processes)
+      if (pi.pid == w.pid.value_or(-1) ||
+          std::find(candidate_pids.begin(), candidate_pids.end(), pi.pid) == candidate_pids.end())
+        others.push_back(pi);
+    write(w.duplicates.observe(others, w.pid, wall_ms));
+  }
+}
+
+void SamplerService::reload(const Config& cfg) {
+  if (cfg.sampler.interval_ms != interval_ms_) {
+    interval_ms_ = cfg.sampler.interval_ms;
+    gaps_ = GapDetector(interval_ms_, host_id_);
+    write(gaps_.start(clock_.now(), std::nullopt));
+    timer_.start(static_cast<uint64_t>(interval_ms_), static_cast<uint64_t>(interval_ms_), [this] { tick(); });
+  }
+  keep_awake_.set_mode(cfg.sampler.keep_awake ? KeepAwakeMode::WhileStagesRun : KeepAwakeMode::Off);
+  guard_ = MemoryGuard(cfg.defaults.guard);
+}
+
+void SamplerService::stop(std::function<void()> done) {
+  timer_.stop();
+  if (auto st = keep_awake_.update({}); !st) log_->warn("keep-awake: {}", st.message());
+  done();
+}
+
+}  // namespace soak

@@ -1,0 +1,74 @@
+// Samples host memory and each active candidate's runtime process every
+// `sampler.interval` on one timer, persists every sample, and turns what it
+// sees into events: memory guard trips, sleep/daemon gaps, process restarts
+// and duplicate engines. Holds the keep-awake assertion while a canary, gate
+// or soak runs.
+//
+// Cost: one timer; a tick is a few /proc reads or Mach calls per process. The
+// process table is walked only to (re)locate a candidate's process and for the
+// duplicate-engine scan, at most every kDefaultEngineScanEveryMs.
+//
+// Threading: the loop thread. Ownership: borrows Store, Sampler, Clock and the
+// source of active candidates; owns its detectors and timer.
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "daemon/base/clock.h"
+#include "daemon/base/uv_util.h"
+#include "daemon/campaigns.h"
+#include "daemon/daemon.h"
+#include "daemon/platform/gap_detector.h"
+#include "daemon/platform/keep_awake.h"
+#include "daemon/platform/memory_guard.h"
+#include "daemon/platform/process_watch.h"
+#include "daemon/platform/sampler.h"
+
+namespace soak {
+
+using ActiveSource = std::function<std::vector<Campaigns::Active>()>;
+
+class SamplerService final : public Service {
+ public:
+  SamplerService(const Config& cfg, Store& store, Sampler& sampler, const Clock& clock, Logger log, uv_loop_t* loop,
+                 int64_t host_id, ActiveSource active, std::unique_ptr<PowerAssertion> power);
+
+  void start() override;
+  void reload(const Config& cfg) override;
+  void stop(std::function<void()> done) override;
+
+  // One sampling pass at the current time (the timer calls it; tests may too).
+  void tick();
+
+ private:
+  struct Watched {
+    std::optional<int> pid;
+    int64_t located_ms = 0;
+    RestartDetector restarts;
+    DuplicateEngineDetector duplicates;
+  };
+  void write(const std::vector<Event>& events);
+  void sample_candidate(const Campaigns::Active& a, Watched& w, int64_t wall_ms, bool scan_due,
+                        const std::vector<ProcessInfo>* processes, const std::vector<int>& candidate_pids);
+
+  Store& store_;
+  Sampler& sampler_;
+  const Clock& clock_;
+  Logger log_;
+  int64_t host_id_;
+  ActiveSource active_;
+  int64_t interval_ms_;
+  MemoryGuard guard_;
+  GapDetector gaps_;
+  KeepAwake keep_awake_;
+  Timer timer_;
+  std::map<int64_t, Watched> watched_;  // by candidate row id
+  int64_t last_scan_ms_ = 0;
+};
+
+}  // namespace soak
