@@ -39,7 +39,11 @@ class BurstStep final : public Step {
       j.workload = workload_id(ProbeKind::Burst, n_);
       j.client_concurrency = n_;
       j.connection = ConnectionPolicy::Fresh;
-      if (k == 0) sampling_json_ = j.req.sampling_json;
+      j.fixture_hash = hash_hex(burst_request(o, 0, "").body);  // the prompt without index and nonce
+      if (k == 0) {
+        sampling_json_ = j.req.sampling_json;
+        fixture_hash_ = j.fixture_hash;
+      }
       run_chat(std::move(j), [this](ProbeResult& r, const ExchangeResult& x) { on_member(r, x); });
     }
   }
@@ -70,6 +74,7 @@ class BurstStep final : public Step {
     r.client_concurrency = n_;
     r.started_wall_ms = started_wall_ms_;
     r.sampling_json = sampling_json_;
+    r.fixture_hash = fixture_hash_;
     r.extra_json = s.to_json();
     r.body_hash = hash_hex(member_hashes_);  // the summary's "body" is its members' answers
     if (s.serialized) {
@@ -87,6 +92,7 @@ class BurstStep final : public Step {
   int64_t started_wall_ms_ = 0;
   int64_t group_ = 0;
   std::string sampling_json_;
+  std::string fixture_hash_;
   std::vector<BurstMember> members_;
   std::string member_hashes_;
 };

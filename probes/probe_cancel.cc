@@ -6,6 +6,7 @@
 // stale_slot. One row: the cut stream's timings, the proof in extra_json.
 #include <nlohmann/json.hpp>
 
+#include "daemon/base/hash.h"
 #include "daemon/base/uv_util.h"
 #include "probes/engine_rows.h"
 #include "probes/probe_step.h"
@@ -24,6 +25,7 @@ class CancelStep final : public Step {
     j.req = cancel_request(chat_options(), env_.io.nonces.next());
     j.workload = workload_id(ProbeKind::Cancel);
     j.cut_after_tokens = env_.opts.cancel_cut_tokens;
+    j.fixture_hash = hash_hex(cancel_request(chat_options(), "").body);  // the prompt without its nonce
     run_chat(std::move(j), [this](ProbeResult& r, const ExchangeResult& x) { on_cut(r, x); });
   }
 

@@ -46,8 +46,11 @@ class ChatSeriesStep final : public Step {
   std::vector<ChatJob> make_jobs() {
     const ChatRequestOptions o = chat_options();
     std::vector<ChatJob> jobs;
+    // A fixed prompt's fixture hash is the hash of its body: a release that
+    // changes the prompt starts a new series instead of pooling with the old.
     auto add = [&](BuiltRequest req, std::string workload) -> ChatJob& {
       ChatJob j;
+      j.fixture_hash = hash_hex(req.body);
       j.req = std::move(req);
       j.workload = std::move(workload);
       jobs.push_back(std::move(j));
@@ -56,9 +59,9 @@ class ChatSeriesStep final : public Step {
     switch (kind_) {
       case ProbeKind::Marker: {
         std::string marker = make_marker(fnv1a64(env_.io.nonces.next()));
-        add(marker_request(o, marker), workload_id(kind_)).check = [marker](const ChatResult& r) {
-          return check_marker(r, marker);
-        };
+        ChatJob& j = add(marker_request(o, marker), workload_id(kind_));
+        j.fixture_hash = hash_hex(marker_request(o, "").body);  // the prompt without its one-off marker
+        j.check = [marker](const ChatResult& r) { return check_marker(r, marker); };
         break;
       }
       case ProbeKind::Stream: add(stream_request(o), workload_id(kind_)); break;

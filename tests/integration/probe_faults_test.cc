@@ -88,6 +88,15 @@ TEST_CASE("healthy runtime: every probe kind is clean, with timings, tokens and 
   CHECK(stream.response_model == fake::kDefaultModel);
   CHECK(stream.workload_id == "stream");
   CHECK(stream.sampling_json == Sampling{}.to_json());
+  // Every chat row names its prompt fixture; rows of one fixed prompt share it.
+  for (const auto& r : rows)
+    if (r.kind != ProbeKind::Health && r.kind != ProbeKind::Scrape && r.kind != ProbeKind::Identity &&
+        r.kind != ProbeKind::Embeddings && r.kind != ProbeKind::Rerank)
+      CHECK_FALSE(r.fixture_hash.empty());
+  const ProbeResult* first_member = find_row(rows, ProbeKind::Burst, "burst/4");
+  REQUIRE(first_member);
+  for (const auto& r : rows)
+    if (r.workload_id == "burst/4") CHECK(r.fixture_hash == first_member->fixture_hash);
 
   const ProbeResult* on = find_row(rows, ProbeKind::Thinking, "thinking/on");
   const ProbeResult* off = find_row(rows, ProbeKind::Thinking, "thinking/off");
