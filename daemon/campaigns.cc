@@ -425,8 +425,7 @@ void Campaigns::finish_with(Track& t, VerdictRow v, int64_t now) {
     v.state = VerdictState::Running;
   }
   if (auto r = d_.store.insert_verdict(v); !r) d_.log->error("{}: cannot write verdict: {}", t.name, r.message());
-  d_.log->info("{} ({}): {} {}: {}", t.name, t.row->build, to_string(st.kind),
-               passed ? "passed" : std::string(to_string(v.state)), v.reason);
+  d_.log->info("{} ({}): {}", t.name, t.row->build, v.reason);
   if (!passed || !nxt) {
     t.phase = Phase::Done;
     t.final_state = v.state;
@@ -476,6 +475,13 @@ void Campaigns::make_done(Track& t, VerdictState state, const std::string& reaso
 }
 
 // ============================================================== per-track step
+void Campaigns::cancel_track(const Track& t) {
+  std::vector<int64_t> ids;
+  for (const auto& [id, f] : in_flight_)
+    if (!f.shadow && f.track == t.name) ids.push_back(id);
+  for (int64_t id : ids) d_.runner.cancel(id);
+}
+
 bool Campaigns::baseline_known(const Track& t) const {
   // A configured baseline whose build is not read yet: wait for it, rather
   // than judge this canary as if no baseline existed.
@@ -533,8 +539,11 @@ void Campaigns::step(Track& t, int64_t now) {
       finish_stage(t, StageEnd::Completed, now);
       return;
     }
-    if (!busy && now >= t.stage->started_ms + t.stage->length_ms) {
-      finish_stage(t, StageEnd::TimedOut, now);
+    if (now >= t.stage->started_ms + t.stage->length_ms) {
+      // Out of time: what is still running is cut (recorded as cancelled by
+      // the daemon), then the smoke is judged on what it saw.
+      if (busy) cancel_track(t);
+      else finish_stage(t, StageEnd::TimedOut, now);
       return;
     }
     if (t.smoke_retry_at_ms && now < *t.smoke_retry_at_ms) return;
@@ -568,7 +577,8 @@ void Campaigns::step(Track& t, int64_t now) {
       if (!busy) finish_stage(t, StageEnd::Completed, now);
       return;
     case StageClock::DeadlineHit:
-      if (!busy) finish_stage(t, StageEnd::TimedOut, now);
+      if (busy) cancel_track(t);
+      else finish_stage(t, StageEnd::TimedOut, now);
       return;
   }
 }

@@ -136,6 +136,7 @@ class Campaigns {
   std::optional<int64_t> find_baseline(const Track& t, int64_t exclude_id);
   bool heavy_busy() const;
   bool baseline_known(const Track& t) const;
+  void cancel_track(const Track& t);
   int canaries_running() const;
   int64_t current_time() const { return now_source_ ? now_source_() : last_now_; }
   void changed() {

@@ -66,7 +66,8 @@ void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)
     });
     return;
   }
-  engine_.run(
+  const int64_t work_id = req.work_id;
+  runs_[work_id] = engine_.run(
       *req.candidate, std::move(spec),
       [this, st, candidate_id, host_id, stage_id, task, name](ProbeResult r) {
         r.candidate_id = candidate_id;
@@ -83,8 +84,9 @@ void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)
         st->report.outcomes.push_back(r.outcome);
         st->report.kinds.push_back(r.kind);
       },
-      [this, st, done] {
+      [this, st, done, work_id] {
         --in_flight_;
+        runs_.erase(work_id);
         st->report.detail = summary(st->report, st->refused);
         done(std::move(st->report));
       });
@@ -97,6 +99,11 @@ void ProbeTaskRunner::read_build(const CandidateConfig& c, std::function<void(Re
     if (!r) return done(r.error());
     done(BuildIdentity{r->build, r->model});
   });
+}
+
+void ProbeTaskRunner::cancel(int64_t work_id) {
+  auto it = runs_.find(work_id);
+  if (it != runs_.end()) engine_.cancel(it->second);
 }
 
 void ProbeTaskRunner::cancel_all() { engine_.cancel_all(); }

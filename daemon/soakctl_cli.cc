@@ -93,6 +93,16 @@ std::string progress_bar(double fraction, int width) {
   return bar;
 }
 
+// The status table shows the start of a reason; `explain` shows all of it.
+constexpr size_t kStatusReasonChars = 90;
+
+std::string clip(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  size_t cut = n;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+  return s.substr(0, cut) + "...";
+}
+
 struct Ctl {
   std::ostream& out;
   std::ostream& err;
@@ -186,7 +196,7 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     }
     std::string verdict = r.verdict ? std::string(to_string(r.verdict->state)) : "-";
     if (r.verdict && !r.verdict->reason.empty() && r.verdict->state != VerdictState::Running)
-      verdict += ": " + r.verdict->reason;
+      verdict += ": " + clip(r.verdict->reason, kStatusReasonChars);
     if (r.verdict && r.verdict->is_override) verdict += " (override by " + r.verdict->who + ")";
     std::snprintf(line, sizeof line, "%-22s %-24s %-10s %-18s %-7s %-19s ", r.candidate.name.c_str(),
                   r.candidate.model.c_str(), r.candidate.runtime.c_str(), r.candidate.build.c_str(), stage.c_str(),
@@ -363,7 +373,18 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
   std::snprintf(line, sizeof line, "%-8s %7s %7s %11s %11s %23s %9s %9s  %s\n", "RESULT", "N", "N_BASE", "ESTIMATE",
                 "BASELINE", "INTERVAL", "THRESHOLD", "P", "METRIC");
   c.out << line;
-  for (const auto& m : again->metrics) {
+  // What decided comes first: failures, then marginal results, then the rest.
+  auto rank = [](const MetricEvidence& m) {
+    if (m.result == "fail") return 0;
+    if (m.result == "marginal") return 1;
+    if (m.result == "insufficient") return 3;
+    return 2;
+  };
+  std::vector<const MetricEvidence*> order;
+  for (const auto& m : again->metrics) order.push_back(&m);
+  std::stable_sort(order.begin(), order.end(), [&](const auto* x, const auto* y) { return rank(*x) < rank(*y); });
+  for (const MetricEvidence* mp : order) {
+    const MetricEvidence& m = *mp;
     std::string interval = "[" + fmt_num(m.lo) + ", " + fmt_num(m.hi) + "]";
     std::snprintf(line, sizeof line, "%-8s %7lld %7lld %11s %11s %23s %9s %9s  ", m.result.c_str(),
                   static_cast<long long>(m.n), static_cast<long long>(m.n_baseline), fmt_num(m.estimate).c_str(),

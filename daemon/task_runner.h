@@ -55,6 +55,10 @@ class TaskRunner {
   virtual void run(const TaskRequest& req, std::function<void(TaskReport)> done) = 0;
   // Reads the candidate's build identity (HTTP field, version command or fixed).
   virtual void read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) = 0;
+  // Cancels one run (e.g. its stage hit its deadline); its `done` still fires,
+  // with the requests in flight recorded as cancelled_by_daemon. Unknown ids
+  // are ignored.
+  virtual void cancel(int64_t work_id) = 0;
   // Cancels everything in flight; each pending `done` still fires.
   virtual void cancel_all() = 0;
   virtual size_t in_flight() const = 0;

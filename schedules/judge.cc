@@ -23,7 +23,7 @@ namespace judge_detail {
 namespace {
 
 // A verdict's reason quotes this many findings of the deciding severity.
-constexpr size_t kMaxReasons = 3;
+constexpr size_t kMaxReasons = 2;
 
 struct Counts {
   int64_t attempts = 0;  // rows that count (harness rows excluded)
@@ -270,7 +270,8 @@ VerdictRow assemble(const Context& c, Judgement&& j) {
     std::string reason = v.stage + " " + std::string(to_string(v.state)) + ": ";
     if (*decisive == Severity::HardFailure) reason += "hard failure, ";
     for (size_t i = 0; i < chosen.size() && i < kMaxReasons; ++i) reason += (i ? "; " : "") + chosen[i]->reason;
-    if (chosen.size() > kMaxReasons) reason += format(" (and %zu more)", chosen.size() - kMaxReasons);
+    if (chosen.size() > kMaxReasons)
+      reason += format(" (and %zu more; soakctl explain lists them)", chosen.size() - kMaxReasons);
     v.reason = std::move(reason);
   }
   v.metrics = std::move(j.metrics);

@@ -119,10 +119,23 @@ class PoolJudge {
     m.n = n_c;
     m.n_baseline = n_b;
     set_numbers(m, cm, bm, mw.shift_lo / scale, mw.shift_hi / scale, rules.effect_floor, mw.p_value);
-    if (result == kResultFail) j_.find(Severity::Failure, m.metric + ": " + m.reason);
-    if (result == kResultMarginal) j_.find(Severity::Hold, m.metric + ": " + m.reason);
+    // The verdict's reason gets the short form; the metric row keeps it all.
+    std::string brief = format("%s %s %s vs baseline (median %s vs %s)", std::string(pm.name).c_str(),
+                               short_workload().c_str(), pct(mw.shift / scale).c_str(), num(cm).c_str(),
+                               num(bm).c_str());
+    if (result != kResultPass && pm.figure != Figure::Ttft && !acceptance_.empty()) brief += " despite " + acceptance_;
+    if (result == kResultFail) j_.find(Severity::Failure, brief);
+    if (result == kResultMarginal) j_.find(Severity::Hold, "marginal: " + brief);
     j_.add(std::move(m));
     return true;
+  }
+
+  // "long_context/32768/fresh", "burst/4": enough to name the workload in a sentence.
+  std::string short_workload() const {
+    std::string w = loc_.workload_id.empty() ? std::string(to_string(loc_.kind)) : std::string(loc_.workload_id);
+    if (loc_.client_concurrency > 1 && w.find(std::to_string(loc_.client_concurrency)) == std::string::npos)
+      w += " x" + std::to_string(loc_.client_concurrency);
+    return w;
   }
 
   void tail(const PerfMetric& pm, const TailLevel& level, Pair v) {
@@ -159,7 +172,9 @@ class PoolJudge {
     m.result = std::string(regression ? kResultMarginal : kResultPass);
     m.reason = (regression ? "tail regression: " : "") + reason;
     set_numbers(m, cq, bq, ci.lo, ci.hi, rules.tail_tolerance, p);
-    if (regression) j_.find(Severity::Hold, m.metric + ": " + m.reason);
+    if (regression)
+      j_.find(Severity::Hold, format("tail: %s %s %s worse than baseline (%s vs %s)", m.metric.substr(0, m.metric.find('/')).c_str(),
+                                     short_workload().c_str(), pct(worse).c_str(), num(cq).c_str(), num(bq).c_str()));
     j_.add(std::move(m));
   }
 
@@ -232,7 +247,7 @@ class PoolJudge {
     m.result = std::string(fail ? kResultFail : kResultPass);
     m.reason = (fail ? "error rate higher than baseline: " : "") + counts + ", " + pval(p) + " (Fisher, one-sided)";
     set_numbers(m, rc, rb, ci.lo, ci.hi, rules.alpha, p);
-    if (fail) j_.find(Severity::Failure, m.metric + ": " + m.reason);
+    if (fail) j_.find(Severity::Failure, "error rate " + short_workload() + " higher than baseline: " + counts);
     j_.add(std::move(m));
   }
 

@@ -1,7 +1,9 @@
 #!/bin/sh
-# The demo: builds soakd, starts the bundled fake runtime, runs the daemon with
-# examples/demo.json (time compressed to minutes) until every candidate has a
-# verdict, then shows `soakctl status`.
+# The demo: builds soakd, starts three fake runtimes (one healthy llama.cpp
+# build, one overnight update that decodes 10x slower at 95 % draft acceptance,
+# one oMLX server whose stream hangs after HTTP 200), runs the daemon with
+# examples/demo.json (time compressed to about three minutes) until every
+# candidate has a verdict, then shows what soakctl and sqlite3 say.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh"
@@ -9,17 +11,62 @@ export SOAKD_BUILD_DIR=${SOAKD_BUILD_DIR:-$top/build}
 "$top/scripts/build.sh"
 b=$SOAKD_BUILD_DIR
 demo="$b/demo"
+cfg="$top/examples/demo.json"
+fake="$b/tests/fake_runtime/soak-fake-runtime"
 rm -rf "$demo"
 mkdir -p "$demo"
 
-echo "== soakd check-config examples/demo.json"
-"$b/daemon/soakd" check-config "$top/examples/demo.json"
+pids=""
+cleanup() { [ -z "$pids" ] || kill $pids 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+
+start_fake() {  # name, then soak-fake-runtime arguments
+  name=$1
+  shift
+  "$fake" "$@" > "$demo/$name.out" 2> "$demo/$name.err" &
+  pids="$pids $!"
+  tries=0
+  until grep -q '^listening on' "$demo/$name.out" 2>/dev/null; do
+    tries=$((tries + 1))
+    if [ $tries -gt 100 ] || ! kill -0 $! 2>/dev/null; then
+      echo "demo: the fake runtime '$name' did not start:" >&2
+      cat "$demo/$name.err" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+  echo "  $name: $(cat "$demo/$name.out") ($*)"
+}
+
+echo "== fake runtimes"
+start_fake llama-b9430 --listen 127.0.0.1:18431:healthy --build b9430-5bec3532f --token-interval-ms 4
+start_fake llama-b9502 --listen 127.0.0.1:18432:draft-slowdown --build b9502-64f7e03 --token-interval-ms 4 --draft-slowdown 10
+start_fake omlx-35b --listen 127.0.0.1:18433:stall:omlx --build 0.3.1 --stall-after-tokens 3 --keepalive-interval-ms 1000
 echo
-echo "== soakd run (until every candidate has a verdict)"
-"$b/daemon/soakd" run --config "$top/examples/demo.json" --log-stderr --exit-when-settled
+echo "== soakd check-config examples/demo.json"
+"$b/daemon/soakd" check-config "$cfg"
+echo
+echo "== soakd run (until every candidate has a verdict; about three minutes)"
+"$b/daemon/soakd" run --config "$cfg" --log-stderr --exit-when-settled
 echo
 echo "== soakctl status"
-"$b/daemon/soakctl" --config "$top/examples/demo.json" status
+"$b/daemon/soakctl" --config "$cfg" status
 echo
-echo "== events (sqlite3)"
-sqlite3 -header -column "$demo/soakd.db" "SELECT id, datetime(ts_ms/1000,'unixepoch') AS at, kind, detail FROM events"
+echo "== soakctl explain llama-b9502   (recomputed from the stored rows; first lines)"
+"$b/daemon/soakctl" --config "$cfg" explain llama-b9502 | head -n 16 || true
+echo
+echo "== soakctl verdict, as a script would ask"
+for who in "--model qwen3.6-35b-a3b --runtime llama.cpp --build b9430-5bec3532f" \
+           "--model qwen3.6-35b-a3b --runtime llama.cpp --build b9502-64f7e03"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$b/daemon/soakctl" --config "$cfg" verdict $who
+  echo "  (exit code $?)"
+  set -e
+done
+echo
+echo "== sqlite3: SELECT ... FROM promotion_status"
+sqlite3 -header -column "$demo/soakd.db" \
+  "SELECT candidate, runtime, build, verdict, stage, substr(reason, 1, 60) AS reason FROM promotion_status ORDER BY candidate"
+echo
+echo "The store is $demo/soakd.db; the daemon's log went to the terminal above."

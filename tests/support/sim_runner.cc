@@ -244,6 +244,9 @@ void SimRunner::read_build(const CandidateConfig& c, std::function<void(Result<B
   }
 }
 
+// Simulated runs are not interruptible: a cancelled run completes when due.
+void SimRunner::cancel(int64_t) {}
+
 void SimRunner::cancel_all() { deliver(INT64_MAX); }
 
 void SimRunner::deliver(int64_t now_ms) {

@@ -56,11 +56,13 @@ TEST_CASE("canary: a clear TTFT regression is rejected with its evidence") {
   add_perf(c.base, kN, Perf{}, 5000);
   auto v = c.judge();
   CHECK(v.state == VerdictState::Rejected);
-  CHECK(contains(v.reason, "ttft_ms/stream/1k"));
-  CHECK(contains(v.reason, "regression beyond effect floor"));
+  // The verdict names the metric, the workload and the size of the change...
+  CHECK(contains(v.reason, "ttft_ms stream/1k +40.0% vs baseline"));
   const auto* m = find_metric(v, "ttft_ms/stream/1k{");
   REQUIRE(m);
   CHECK(m->result == "fail");
+  // ...and the metric row carries the whole argument.
+  CHECK(contains(m->reason, "regression beyond effect floor"));
   CHECK(m->estimate == Approx(280).epsilon(0.05));
   CHECK(m->baseline == Approx(200).epsilon(0.05));
   CHECK(m->lo > 0.3);  // the whole interval of the shift is a slowdown
