@@ -1,6 +1,5 @@
 #include "daemon/probe_cli.h"
 
-#include <sys/utsname.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -11,6 +10,7 @@
 
 #include "daemon/base/clock.h"
 #include "daemon/base/config.h"
+#include "daemon/host.h"
 #include "probes/engine.h"
 #include "probes/transport/http_client.h"
 #include "storage/sqlite_store.h"
@@ -26,21 +26,6 @@ constexpr size_t kDetailColumnChars = 70;
 constexpr const char* kUnknownBuild = "unknown";
 
 using ojson = nlohmann::ordered_json;
-
-// The sampler area describes the host in full; a probe run needs only enough
-// to register it.
-HostInfo uname_host() {
-  HostInfo h;
-  char name[256] = {0};
-  if (gethostname(name, sizeof name - 1) == 0) h.hostname = name;
-  utsname u{};
-  if (uname(&u) == 0) {
-    h.hw_model = u.machine;
-    h.os_version = std::string(u.sysname) + " " + u.release;
-  }
-  h.mem_bytes = static_cast<int64_t>(uv_get_total_memory());
-  return h;
-}
 
 Result<std::vector<ProbeKind>> kinds_from(const std::optional<std::string>& k) {
   if (!k) return probes::default_probe_kinds();
@@ -188,7 +173,7 @@ int cmd_probe(const Args& a) {
     return kExitNotClean;
   }
   SystemClock clock;
-  auto host_id = (*store)->upsert_host(uname_host(), clock.wall_ms());
+  auto host_id = (*store)->upsert_host(this_host().info, clock.wall_ms());
   if (!host_id) {
     std::fprintf(stderr, "soakd probe: cannot register host: %s\n", host_id.message().c_str());
     return kExitNotClean;

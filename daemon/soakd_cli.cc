@@ -2,7 +2,6 @@
 // real object graph (config, logger, store, lock, loop, clock, services).
 #include "daemon/soakd_cli.h"
 
-#include <sys/utsname.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -15,6 +14,7 @@
 #include "daemon/base/log.h"
 #include "daemon/campaign_service.h"
 #include "daemon/daemon.h"
+#include "daemon/host.h"
 #include "daemon/platform/keep_awake.h"
 #include "daemon/platform/sample_report.h"
 #include "daemon/platform/sampler.h"
@@ -66,23 +66,6 @@ Usage:
 Files: the config is JSON with comments; see examples/soakd.example.json.
 Exit codes: 0 ok, 1 failure (bad config, store, or another soakd running), 2 usage.
 )";
-
-std::string os_version() {
-  utsname u{};
-  if (uname(&u) != 0) return "unknown";
-  return std::string(u.sysname) + " " + u.release;
-}
-
-HostInfo basic_host_info() {
-  HostInfo h;
-  char name[256] = {0};
-  if (gethostname(name, sizeof name - 1) == 0) h.hostname = name;
-  utsname u{};
-  h.hw_model = uname(&u) == 0 ? u.machine : "unknown";
-  h.mem_bytes = static_cast<int64_t>(uv_get_total_memory());
-  h.os_version = os_version();
-  return h;
-}
 
 int cmd_check_config(const Args& a) {
   if (a.positionals().size() != 2) {
@@ -155,9 +138,9 @@ int cmd_run(const Args& a) {
   }
   SystemClock clock;
   auto sampler = make_system_sampler();
-  auto host = sampler->host_info();
-  if (!host) (*log)->warn("cannot read this host's locator ({}); using uname", host.message());
-  auto host_id = (*store)->upsert_host(host ? *host : basic_host_info(), clock.wall_ms());
+  ThisHost host = this_host();
+  if (!host.warning.empty()) (*log)->warn("{}", host.warning);
+  auto host_id = (*store)->upsert_host(host.info, clock.wall_ms());
   if (!host_id) {
     (*log)->error("cannot register host: {}", host_id.message());
     return kExitFailure;

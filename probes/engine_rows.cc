@@ -29,9 +29,15 @@ TransportEnd transport_end(EndReason r, CutBy cancelled_by) {
   return TransportEnd::LocalError;
 }
 
+int64_t request_origin_ns(const TransferTimes& t) {
+  if (t.connect_start_ns) return *t.connect_start_ns;
+  if (t.connected_ns) return *t.connected_ns;
+  return t.start_ns;
+}
+
 RequestClock request_clock(const TransferTimes& t) {
   RequestClock c;
-  c.start_ns = t.start_ns;
+  c.start_ns = request_origin_ns(t);
   c.connect_ns = t.connected_ns;
   c.first_byte_ns = t.first_byte_ns;
   c.done_ns = t.done_ns;
@@ -48,9 +54,10 @@ ProbeResult make_row(ProbeKind kind, std::string workload_id) {
 void fill_transfer(const TransferResult& t, ProbeResult& row) {
   if (t.head.status > 0) row.http_status = t.head.status;
   row.bytes_received = t.bytes_received;
+  const int64_t origin = request_origin_ns(t.times);
   auto rel = [&](std::optional<int64_t> ns) -> std::optional<int64_t> {
     if (!ns) return std::nullopt;
-    return (*ns - t.times.start_ns) / 1000;
+    return (*ns - origin) / 1000;
   };
   row.t_connect_us = rel(t.times.connected_ns);
   row.t_first_byte_us = rel(t.times.first_byte_ns);

@@ -28,6 +28,12 @@ enum class CutBy { Daemon, Probe };
 
 TransportEnd transport_end(EndReason r, CutBy cancelled_by);
 
+// Where a request's client timings count from: the moment its own network work
+// began (its socket was created, or a reused connection was ready), not when
+// soakd queued it. In a burst of 80, curl sets up every socket before sending
+// any request; counting from start() would charge that queueing (tens of ms)
+// to the runtime's TTFT.
+int64_t request_origin_ns(const TransferTimes& t);
 RequestClock request_clock(const TransferTimes& t);
 
 // A row with its probe kind and workload locator set; every other field at

@@ -101,7 +101,7 @@ class ScrapeStep final : public Step {
   void on_answer(const ExchangeResult& x) {
     const std::string name(routes_[i_++].name);
     if (!first_start_ns_) {
-      first_start_ns_ = x.transfer.times.start_ns;
+      first_start_ns_ = request_origin_ns(x.transfer.times);
       row_.started_wall_ms = x.started_wall_ms;
     }
     row_.bytes_received += x.transfer.bytes_received;

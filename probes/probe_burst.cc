@@ -52,7 +52,7 @@ class BurstStep final : public Step {
     r.group_id = group_;
     BurstMember m;
     m.outcome = r.outcome;
-    m.start_ns = x.transfer.times.start_ns;
+    m.start_ns = request_origin_ns(x.transfer.times);
     m.sent_ns = x.transfer.times.connected_ns;
     m.first_token_ns = x.chat.first_token_ns;
     m.last_token_ns = x.chat.last_token_ns;

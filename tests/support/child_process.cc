@@ -21,8 +21,15 @@ int64_t now_ms() {
 
 std::optional<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv) {
   int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return std::nullopt;
-  if (pipe2(err, O_CLOEXEC) != 0) {
+  // pipe() + FD_CLOEXEC rather than pipe2(), which macOS lacks; tests are single-threaded here.
+  auto make_pipe = [](int fds[2]) {
+    if (pipe(fds) != 0) return false;
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    return true;
+  };
+  if (!make_pipe(out)) return std::nullopt;
+  if (!make_pipe(err)) {
     close(out[0]);
     close(out[1]);
     return std::nullopt;

@@ -1,0 +1,20 @@
+// This host's locator, as every soakd command registers it: from the platform
+// sampler (hardware model, memory, OS version), or from uname when the sampler
+// cannot say (with the reason in `warning`). One function, so `soakd run` and
+// `soakd probe` rows land on the same host row.
+#pragma once
+
+#include <string>
+
+#include "daemon/base/types.h"
+
+namespace soak {
+
+struct ThisHost {
+  HostInfo info;
+  std::string warning;  // empty when the sampler answered
+};
+
+ThisHost this_host();
+
+}  // namespace soak
