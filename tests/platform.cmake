@@ -6,11 +6,11 @@ soak_add_test(unit_platform_engines SOURCES unit/platform_engines_test.cc LIBS s
 soak_add_test(unit_platform_watch SOURCES unit/platform_watch_test.cc LIBS soak_platform LABELS unit)
 
 if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
-  soak_add_test(unit_platform_linux_sampler SOURCES unit/platform_linux_sampler_test.cc
+  soak_add_test(unit_platform_linux_sampler SOURCES unit/platform_sampler_linux_test.cc
                 LIBS soak_platform LABELS unit)
   soak_add_test(integration_sampler_linux SOURCES integration/sampler_linux_test.cc
                 LIBS soak_platform LABELS integration)
-  soak_add_test(integration_sampler_store SOURCES integration/sampler_store_test.cc
+  soak_add_test(integration_sampler_store SOURCES integration/sampler_store_linux_test.cc
                 LIBS soak_platform soak_storage LABELS integration)
 endif()
 

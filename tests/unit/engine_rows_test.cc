@@ -95,15 +95,26 @@ TEST_CASE("health answers per adapter") {
         Outcome::ConnectRefused);
 }
 
-TEST_CASE("row transfer fields are relative to the request start") {
-  ProbeResult r = make_row(ProbeKind::Health, "health");
-  fill_transfer(answered(200, "{}"), r);
-  CHECK(r.http_status == 200);
-  CHECK(r.bytes_received == 2);
-  CHECK(r.t_connect_us == 1000);
-  CHECK(r.t_first_byte_us == 10000);
-  CHECK(r.t_done_us == 20000);
-  CHECK(r.workload_id == "health");
+TEST_CASE("row transfer fields count from the request's own start, not from soakd's queueing") {
+  SECTION("a reused connection: from the moment the request was about to be sent") {
+    ProbeResult r = make_row(ProbeKind::Health, "health");
+    fill_transfer(answered(200, "{}"), r);  // queued at 100 ms, connection ready at 101 ms
+    CHECK(r.http_status == 200);
+    CHECK(r.bytes_received == 2);
+    CHECK(r.t_connect_us == 0);
+    CHECK(r.t_first_byte_us == 9000);
+    CHECK(r.t_done_us == 19000);
+    CHECK(r.workload_id == "health");
+  }
+  SECTION("a new connection: from its socket's creation, so the TCP setup counts") {
+    TransferResult t = answered(200, "{}");
+    t.times.connect_start_ns = 100 * kMs + 600'000;  // 0.6 ms of soakd's own queueing before it
+    ProbeResult r = make_row(ProbeKind::Health, "health");
+    fill_transfer(t, r);
+    CHECK(r.t_connect_us == 400);
+    CHECK(r.t_first_byte_us == 9400);
+    CHECK(request_origin_ns(t.times) == *t.times.connect_start_ns);
+  }
 }
 
 TEST_CASE("failure excerpts are short, single-line and scrub bearer tokens") {
