@@ -9,3 +9,8 @@ soak_add_test(unit_launchd_plist SOURCES unit/launchd_plist_test.cc LIBS soak_da
 add_executable(store_bench bench/store_bench.cc)
 target_include_directories(store_bench PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(store_bench PRIVATE soak_test_sim soak_daemon)
+
+soak_add_test(integration_daemon_e2e SOURCES integration/daemon_e2e_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
+target_compile_definitions(integration_daemon_e2e PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+add_dependencies(integration_daemon_e2e soakd soak-fake-runtime)

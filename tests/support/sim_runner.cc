@@ -200,6 +200,11 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
         r.t_last_token_us.reset();
         r.t_terminal_us.reset();
       }
+      if (s.behaviour == Behaviour::NoTerminal && k >= s.fault_after) {
+        r.outcome = Outcome::NoTerminal;
+        r.detail = "stream ended without data: [DONE]";
+        r.t_terminal_us.reset();
+      }
       if (s.behaviour == Behaviour::Repeated5xx && k >= s.fault_after) {
         r.outcome = Outcome::Http5xx;
         r.http_status = 500;

@@ -26,6 +26,7 @@ enum class Behaviour {
   Marginal,          // every latency ~12 % worse: between the effect floor and floor + hold band
   TinySlower,        // 3 % slower: significant with enough rows, below the effect floor
   HungStream,        // agent turns stall after HTTP 200 from the `fault_after`-th on
+  NoTerminal,        // agent streams end without data: [DONE] from the `fault_after`-th on
   IdentityMismatch,  // answers with an alias instead of the canonical model id
   Unreachable,       // connection refused, always
   Leak,              // footprint grows steadily through the soak

@@ -156,6 +156,7 @@ TEST_CASE("hard failures reject at once, with the evidence") {
   };
   const Case cases[] = {
       {Behaviour::HungStream, "hard/hung_stream", StageKind::Gate},
+      {Behaviour::NoTerminal, "hard/no_terminal", StageKind::Gate},
       {Behaviour::IdentityMismatch, "hard/identity_mismatch", StageKind::Smoke},
       {Behaviour::Repeated5xx, "hard/repeated_5xx", StageKind::Canary},
       {Behaviour::StaleSlot, "hard/stale_slot", StageKind::Canary},
