@@ -172,7 +172,9 @@ namespace {
 // (at most C(40, 20) ~ 1.4e11 for 20 x 20).
 std::vector<double> exact_u_cdf_table(int m, int n) {
   const int64_t max_u = static_cast<int64_t>(m) * n;
-  std::vector<int64_t> c(static_cast<size_t>(max_u) + 1, 0);
+  // Multiplying by (1 - q^(m+i)) reaches degree m*i + i before the division
+  // brings it back to m*i: room for the last step's n extra coefficients.
+  std::vector<int64_t> c(static_cast<size_t>(max_u + n) + 1, 0);
   c[0] = 1;
   int64_t degree = 0;
   for (int i = 1; i <= n; ++i) {
@@ -182,6 +184,7 @@ std::vector<double> exact_u_cdf_table(int m, int n) {
     for (int64_t k = i; k <= degree; ++k) c[k] += c[k - i];
     degree -= i;
   }
+  c.resize(static_cast<size_t>(max_u) + 1);
   std::vector<double> cdf(c.size());
   double running = 0;
   for (size_t k = 0; k < c.size(); ++k) cdf[k] = running += static_cast<double>(c[k]);

@@ -89,24 +89,45 @@ fi
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-failed=()
-for f in "${files[@]}"; do
-  src="$f"; [[ "$src" = /* ]] || src="$repo/$f"
-  obj="$out/$(echo "$f" | tr '/' '_').o"
-  defs=()
+jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+
+# One file: compile it, leave its diagnostics in $out/<name>.err and a
+# .fail marker when it did not compile.
+check_one() {
+  local f="$1" src="$1" name
+  [[ "$src" = /* ]] || src="$repo/$f"
+  name="$(echo "$f" | tr '/' '_')"
+  local defs=()
   if [[ "$f" == tests/* ]]; then
     # What CMake passes to test programs (paths are placeholders: nothing runs).
     defs=(-DSOAKD_FIXTURES_DIR=\"/fixtures\" -DSOAKD_SOURCE_DIR=\"/src\" -DSOAKD_BINARY_DIR=\"/build\"
           -DSOAK_FAKE_RUNTIME_BIN=\"/build/soak-fake-runtime\" -DSOAKD_BUILD_TYPE=\"check\")
   fi
-  if ! "$zig" c++ -target "$target" -std=c++20 -Wall -Wextra -DSPDLOG_FMT_EXTERNAL "${defs[@]}" \
-      -I"$repo" -I"$inc" -c "$src" -o "$obj" 2>"$out/err.txt"; then
+  "$zig" c++ -target "$target" -std=c++20 -Wall -Wextra -DSPDLOG_FMT_EXTERNAL "${defs[@]}" \
+      -I"$repo" -I"$inc" -c "$src" -o "$out/$name.o" 2>"$out/$name.err" || : > "$out/$name.fail"
+}
+
+running=0
+for f in "${files[@]}"; do
+  check_one "$f" &
+  running=$((running + 1))
+  if [[ $running -ge $jobs ]]; then
+    wait -n
+    running=$((running - 1))
+  fi
+done
+wait
+
+failed=()
+for f in "${files[@]}"; do
+  name="$(echo "$f" | tr '/' '_')"
+  if [[ -e "$out/$name.fail" ]]; then
     failed+=("$f")
     echo "FAIL $f" >&2
-    sed 's/^/    /' "$out/err.txt" | head -40 >&2
-  elif [[ -s "$out/err.txt" ]]; then
+    sed 's/^/    /' "$out/$name.err" | head -40 >&2
+  elif [[ -s "$out/$name.err" ]]; then
     echo "WARN $f" >&2
-    sed 's/^/    /' "$out/err.txt" | head -20 >&2
+    sed 's/^/    /' "$out/$name.err" | head -20 >&2
   fi
 done
 
