@@ -60,6 +60,9 @@ TEST_CASE("soakd takes a healthy runtime from smoke to promoted, blocks an unrea
                    "gate_pause": "100ms", "soak_traffic": "500ms", "soak_heavy": "4s", "build_poll": "2s" },
       "limits": { "wall_timeout": "20s", "stall_timeout": "5s", "connect_timeout": "1s" },
       "gate": { "min_completed": 10 },
+      // A 10-second soak extrapolates allocator warm-up (and, under ASan, its
+      // quarantine) to MB per hour; leak detection is proven in virtual time.
+      "soak": { "max_footprint_slope_mb_per_h": 1000000, "max_footprint_growth": 10 },
       "long_context_sizes": [1024],
       "burst_sizes": [1, 2]
     },
