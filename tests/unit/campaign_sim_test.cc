@@ -7,6 +7,7 @@
 #include <memory>
 
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "daemon/campaigns.h"
 #include "daemon/evidence.h"
@@ -72,6 +73,14 @@ struct World {
   // Runs until settled (unless told to go on) or `limit_ms` of virtual time passed.
   enum class UntilSettled { Stop, GoOn };
   void run(int64_t limit_ms, const std::function<bool()>& stop = nullptr, UntilSettled until = UntilSettled::Stop) {
+    // One SQLite transaction per run instead of one per row: the daemon commits
+    // each row as it lands (unit_store proves that survives kill -9); here the
+    // campaign logic is under test, and per-row commits would be most of the time.
+    struct Batch {
+      sqlite3* db;
+      explicit Batch(sqlite3* d) : db(d) { REQUIRE(sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) == SQLITE_OK); }
+      ~Batch() { sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr); }
+    } batch(store->db());
     const int64_t end = clock.wall_ms() + limit_ms;
     while (clock.wall_ms() < end) {
       const int64_t now = clock.wall_ms();
