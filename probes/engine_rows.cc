@@ -30,15 +30,21 @@ TransportEnd transport_end(EndReason r, CutBy cancelled_by) {
 }
 
 int64_t request_origin_ns(const TransferTimes& t) {
-  if (t.connect_start_ns) return *t.connect_start_ns;
   if (t.connected_ns) return *t.connected_ns;
+  if (t.connect_start_ns) return *t.connect_start_ns;
   return t.start_ns;
+}
+
+std::optional<int64_t> connect_setup_us(const TransferTimes& t) {
+  if (!t.connected_ns) return std::nullopt;
+  if (!t.connect_start_ns) return 0;
+  return std::max<int64_t>(0, *t.connected_ns - *t.connect_start_ns) / 1000;
 }
 
 RequestClock request_clock(const TransferTimes& t) {
   RequestClock c;
   c.start_ns = request_origin_ns(t);
-  c.connect_ns = t.connected_ns;
+  c.connect_us = connect_setup_us(t);
   c.first_byte_ns = t.first_byte_ns;
   c.done_ns = t.done_ns;
   return c;
@@ -59,7 +65,7 @@ void fill_transfer(const TransferResult& t, ProbeResult& row) {
     if (!ns) return std::nullopt;
     return (*ns - origin) / 1000;
   };
-  row.t_connect_us = rel(t.times.connected_ns);
+  row.t_connect_us = connect_setup_us(t.times);
   row.t_first_byte_us = rel(t.times.first_byte_ns);
   row.t_done_us = rel(t.times.done_ns);
 }

@@ -28,12 +28,17 @@ enum class CutBy { Daemon, Probe };
 
 TransportEnd transport_end(EndReason r, CutBy cancelled_by);
 
-// Where a request's client timings count from: the moment its own network work
-// began (its socket was created, or a reused connection was ready), not when
-// soakd queued it. In a burst of 80, curl sets up every socket before sending
-// any request; counting from start() would charge that queueing (tens of ms)
-// to the runtime's TTFT.
+// Where a request's client timings count from: the moment the request left —
+// its connection (new or reused) was ready and the request about to be written
+// — not when soakd queued it, nor when curl created its socket. In a burst of
+// 80, curl creates every socket and works through their handshakes before
+// sending any request; counting from start() charges that (tens of ms) to the
+// runtime's TTFT, and counting from socket creation still a few ms. A request
+// that never got a connection counts from its socket's creation, else start().
 int64_t request_origin_ns(const TransferTimes& t);
+// The setup of a new connection before the request left (socket created ->
+// ready), in µs; 0 on a reused connection; nullopt when none was ever ready.
+std::optional<int64_t> connect_setup_us(const TransferTimes& t);
 RequestClock request_clock(const TransferTimes& t);
 
 // A row with its probe kind and workload locator set; every other field at

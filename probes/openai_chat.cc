@@ -333,7 +333,7 @@ void fill_probe_result(const ChatResult& r, const RequestClock& clock, ProbeResu
     if (!ns) return std::nullopt;
     return (*ns - clock.start_ns) / 1000;
   };
-  out.t_connect_us = rel(clock.connect_ns);
+  out.t_connect_us = clock.connect_us;
   out.t_first_byte_us = rel(clock.first_byte_ns);
   out.t_first_event_us = rel(r.first_event_ns);
   out.t_first_token_us = rel(r.first_token_ns);

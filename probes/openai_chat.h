@@ -123,9 +123,11 @@ ApiError parse_api_error(std::string_view body);
 // ---------------------------------------------------------------- row fields
 
 // Monotonic timestamps (ns) the transport recorded for the request.
+// start_ns is the request's origin (see request_origin_ns); connect_us the
+// setup of a new connection before it (0 when reused, nullopt when none).
 struct RequestClock {
   int64_t start_ns = 0;
-  std::optional<int64_t> connect_ns, first_byte_ns, done_ns;
+  std::optional<int64_t> connect_us, first_byte_ns, done_ns;
 };
 
 struct ItlStats {

@@ -95,7 +95,7 @@ TEST_CASE("health answers per adapter") {
         Outcome::ConnectRefused);
 }
 
-TEST_CASE("row transfer fields count from the request's own start, not from soakd's queueing") {
+TEST_CASE("row transfer fields count from the request leaving, not from soakd's queueing") {
   SECTION("a reused connection: from the moment the request was about to be sent") {
     ProbeResult r = make_row(ProbeKind::Health, "health");
     fill_transfer(answered(200, "{}"), r);  // queued at 100 ms, connection ready at 101 ms
@@ -106,14 +106,33 @@ TEST_CASE("row transfer fields count from the request's own start, not from soak
     CHECK(r.t_done_us == 19000);
     CHECK(r.workload_id == "health");
   }
-  SECTION("a new connection: from its socket's creation, so the TCP setup counts") {
+  SECTION("a new connection: from the request leaving; the connection's setup is its own column") {
     TransferResult t = answered(200, "{}");
-    t.times.connect_start_ns = 100 * kMs + 600'000;  // 0.6 ms of soakd's own queueing before it
+    t.times.connect_start_ns = 100 * kMs + 600'000;  // socket created 0.6 ms after queueing, ready 0.4 ms later
     ProbeResult r = make_row(ProbeKind::Health, "health");
     fill_transfer(t, r);
     CHECK(r.t_connect_us == 400);
-    CHECK(r.t_first_byte_us == 9400);
+    CHECK(r.t_first_byte_us == 9000);
+    CHECK(r.t_done_us == 19000);
+    CHECK(request_origin_ns(t.times) == *t.times.connected_ns);
+    RequestClock c = request_clock(t.times);
+    CHECK(c.start_ns == *t.times.connected_ns);
+    CHECK(c.connect_us == 400);
+  }
+  SECTION("no connection ever ready: from the socket's creation, else from start(); no setup time") {
+    TransferResult t = answered(0, "");
+    t.reason = EndReason::ConnectTimeout;
+    t.times.connected_ns.reset();
+    t.times.first_byte_ns.reset();
+    t.times.connect_start_ns = 100 * kMs + 600'000;
     CHECK(request_origin_ns(t.times) == *t.times.connect_start_ns);
+    CHECK_FALSE(connect_setup_us(t.times));
+    ProbeResult r = make_row(ProbeKind::Health, "health");
+    fill_transfer(t, r);
+    CHECK_FALSE(r.t_connect_us);
+    CHECK(r.t_done_us == 19400);
+    t.times.connect_start_ns.reset();
+    CHECK(request_origin_ns(t.times) == t.times.start_ns);
   }
 }
 

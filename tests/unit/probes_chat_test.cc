@@ -402,7 +402,7 @@ TEST_CASE("client decode rate and the timing-artifact rule") {
 TEST_CASE("fill_probe_result on the include-usage capture: client and server columns apart") {
   ChatResult r = replay("post-v1-chat-completions-stream-include-usage.sse.http");
   ProbeResult row;
-  RequestClock clock{kStart, kStart + kMs / 2, kStart + 9 * kMs, kStart + 26 * kMs};
+  RequestClock clock{kStart, 500, kStart + 9 * kMs, kStart + 26 * kMs};  // a new connection set up in 0.5 ms
   fill_probe_result(r, clock, row);
   CHECK(row.t_connect_us == 500);
   CHECK(row.t_first_byte_us == 9000);
