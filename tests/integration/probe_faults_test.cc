@@ -364,6 +364,7 @@ TEST_CASE("a missing API key variable is soakd's own error, and nothing is sent"
   CandidateConfig c = candidate(f.url());
   c.api_key_env = "SOAKD_TEST_KEY";
   auto rows = h.run(c, {ProbeKind::Health, ProbeKind::Stream});
+  REQUIRE(rows.size() == 2);
   for (const auto& r : rows) {
     CHECK(r.outcome == Outcome::HarnessError);
     CHECK(r.detail.find("SOAKD_TEST_KEY") != std::string::npos);

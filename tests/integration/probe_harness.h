@@ -21,6 +21,7 @@
 namespace soak::probe_test {
 
 inline constexpr int64_t kGuardMs = 30'000;  // no run in these tests may take longer
+inline constexpr int kDrainRounds = 100;      // loop passes for cancelled work to report after the guard
 
 // A candidate pointing at `base_url`, with limits and sizes small enough for loopback.
 inline CandidateConfig candidate(const std::string& base_url, RuntimeKind kind = RuntimeKind::LlamaCpp) {
@@ -78,13 +79,15 @@ class Harness {
 
   // Runs the loop until `flag` is set; past kGuardMs everything is cancelled and the test fails.
   // A prepare handle looks at the flag before the loop would block in poll, so
-  // a flag set by a timer callback ends the wait at once.
+  // a flag set by a timer callback ends the wait at once. Past the guard the
+  // wait ends even if the cancelled work never reports back.
   void spin_until(const bool& flag) {
     bool guard_fired = false;
     Timer guard(&loop_);
     guard.start(kGuardMs, 0, [&] {
       guard_fired = true;
       engine_->cancel_all();
+      uv_stop(&loop_);
     });
     struct Watch {
       const bool* flag;
@@ -98,10 +101,12 @@ class Harness {
       auto* w = static_cast<Watch*>(p->data);
       if (*w->flag) uv_stop(w->loop);
     });
-    while (!flag) uv_run(&loop_, UV_RUN_DEFAULT);
+    while (!flag && !guard_fired) uv_run(&loop_, UV_RUN_DEFAULT);
+    for (int i = 0; i < kDrainRounds && !flag; ++i) uv_run(&loop_, UV_RUN_NOWAIT);  // what the cancel delivers
     uv_prepare_stop(prepare.get());
     guard.stop();
     CHECK_FALSE(guard_fired);
+    REQUIRE(flag);
   }
 
  private:

@@ -2,6 +2,7 @@
 // a loopback listener found by port, engine-like children found by argv, and
 // a restart seen through pid and start time. Children are waited for through
 // pipes (exec is confirmed by a close-on-exec pipe), never by sleeping.
+#include <filesystem>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -183,7 +184,7 @@ TEST_CASE("real discovery: engines found by argv, duplicates flagged, a restart 
   REQUIRE(l);
   REQUIRE(m);
   CHECK(l->ppid == ::getpid());
-  CHECK(l->path == "/usr/bin/bash");
+  CHECK(l->path == std::filesystem::canonical("/bin/bash").string());  // /proc/PID/exe is resolved
   CHECK(l->argv[0] == "llama-server");
   CHECK(identify_engine(*l) == RuntimeKind::LlamaCpp);
   CHECK(identify_engine(*m) == RuntimeKind::MlxLm);

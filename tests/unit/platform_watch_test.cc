@@ -39,7 +39,9 @@ ProcessInfo engine(int pid, int ppid, std::vector<std::string> argv) {
   return p;
 }
 
-// Counts outlive the assertion, so a test can see what its owner did at destruction.
+// Counts outlive the assertion, so a test can see what its owner did at
+// destruction. Every call is counted, also one made while already held (or
+// not held), so a test sees whether the owner asked twice.
 struct AssertionLog {
   int acquires = 0, releases = 0;
   std::string last_reason;
@@ -50,18 +52,17 @@ class CountingAssertion final : public PowerAssertion {
   explicit CountingAssertion(AssertionLog& log) : log_(log) {}
   bool fail_next_acquire = false;
   Status acquire(const std::string& reason) override {
+    ++log_.acquires;
     if (held_) return Status::Ok();
     if (fail_next_acquire) {
       fail_next_acquire = false;
       return make_error("denied");
     }
     log_.last_reason = reason;
-    ++log_.acquires;
     held_ = true;
     return Status::Ok();
   }
   Status release() override {
-    if (!held_) return Status::Ok();
     ++log_.releases;
     held_ = false;
     return Status::Ok();
@@ -369,6 +370,7 @@ TEST_CASE("keep-awake: held while a canary, gate or soak runs; smoke alone does 
   CHECK_FALSE(k.held());
   CHECK(k.update(running).ok());
   CHECK(k.held());
+  CHECK(log.acquires == 3);  // the first, the refused one, the retry
 
   // Turned off in the config: released, never taken.
   k.set_mode(KeepAwakeMode::Off);
