@@ -99,10 +99,16 @@ void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, in
   if (w.pid) {
     ProcessSample p = sampler_.sample_process(*w.pid, wall_ms);
     if (!identity_of(p)) {
-      // Gone, or a pid that no longer reads: look for the runtime again (it may
-      // have restarted under a new pid) before saying it is gone.
-      locate();
-      if (w.pid) p = sampler_.sample_process(*w.pid, wall_ms);
+      // Gone: look for the runtime again at once (it may have restarted under
+      // a new pid) before saying it is gone. A pid that exists but does not
+      // read (another user's process) is looked for again only at the scan
+      // cadence, not with a process-table walk every tick.
+      const bool gone = p.error.find(no_such_process(*w.pid)) != std::string::npos;
+      if (gone || wall_ms - w.located_ms >= kDefaultEngineScanEveryMs) {
+        const std::optional<int> before = w.pid;
+        locate();
+        if (w.pid && w.pid != before) p = sampler_.sample_process(*w.pid, wall_ms);
+      }
     }
     p.host_id = host_id_;
     p.candidate_id = a.candidate_id;
@@ -131,7 +137,9 @@ void SamplerService::reload(const Config& cfg) {
     timer_.start(static_cast<uint64_t>(interval_ms_), static_cast<uint64_t>(interval_ms_), [this] { tick(); });
   }
   keep_awake_.set_mode(cfg.sampler.keep_awake ? KeepAwakeMode::WhileStagesRun : KeepAwakeMode::Off);
-  guard_ = MemoryGuard(cfg.defaults.guard);
+  // Rebuilt only when its rules change: a rebuild forgets the window and the
+  // rules already tripped, so an unrelated reload would trip again.
+  if (!(cfg.defaults.guard == guard_.rules())) guard_ = MemoryGuard(cfg.defaults.guard);
 }
 
 void SamplerService::stop(std::function<void()> done) {

@@ -104,6 +104,7 @@ struct GuardRules {
   int64_t swapouts_growth = 1000;
   int64_t window_ms = 10 * kMinute;
   bool pressure_critical_trips = true;
+  bool operator==(const GuardRules&) const = default;
 };
 
 // Everything that may be set globally under "defaults" and overridden per candidate.

@@ -31,6 +31,7 @@ std::string_view to_string(GuardRule r);
 class MemoryGuard {
  public:
   explicit MemoryGuard(GuardRules rules);
+  const GuardRules& rules() const { return rules_; }
 
   // Feed host samples in time order. Returns the trips that begin with this sample.
   std::vector<Event> observe(const HostSample& s);

@@ -1,0 +1,162 @@
+// SamplerService ticked by hand in virtual time, with a scripted Sampler and a
+// real SQLite store: what a config reload keeps, and how often a candidate's
+// process is looked for again. No timer fires (the loop never runs).
+#include <uv.h>
+
+#include <map>
+#include <memory>
+
+#include "daemon/base/config.h"
+#include "daemon/platform/darwin_figures.h"
+#include "daemon/sampler_service.h"
+#include "storage/sqlite_store.h"
+#include "tests/catch.h"
+#include "tests/support/temp_dir.h"
+
+using namespace soak;
+
+namespace {
+
+constexpr int kPort = 18499;
+constexpr int kPid = 4242;
+
+class ScriptedSampler final : public Sampler {
+ public:
+  std::optional<int> pressure_level = 1;
+  std::map<int, ProcessSample> samples;  // pid -> what sample_process returns
+  int listener_lookups = 0;
+
+  Result<HostInfo> host_info() override { return HostInfo{"studio", "Mac15,14", 512LL << 30, "macOS 15.5"}; }
+  HostSample sample_host(int64_t wall_ms) override {
+    HostSample s;
+    s.wall_ms = wall_ms;
+    s.total_bytes = 512LL << 30;
+    s.pressure_level = pressure_level;
+    return s;
+  }
+  ProcessSample sample_process(int pid, int64_t wall_ms) override {
+    ProcessSample s;
+    if (auto it = samples.find(pid); it != samples.end()) s = it->second;
+    else s.error = no_such_process(pid);
+    s.pid = pid;
+    s.wall_ms = wall_ms;
+    return s;
+  }
+  Result<std::vector<ProcessInfo>> list_processes() override { return std::vector<ProcessInfo>{}; }
+  Result<std::optional<int>> find_listening_pid(uint16_t port) override {
+    ++listener_lookups;
+    return port == kPort ? std::optional<int>(kPid) : std::nullopt;
+  }
+};
+
+class NoPower final : public PowerAssertion {
+ public:
+  Status acquire(const std::string&) override { return Status::Ok(); }
+  Status release() override { return Status::Ok(); }
+  bool held() const override { return false; }
+};
+
+Config config(const std::string& guard_window) {
+  const std::string text = R"({"defaults": {"guard": {"window": ")" + guard_window +
+                           R"("}}, "candidates": [{"name": "a", "model": "m", "runtime": "llama.cpp",
+                               "base_url": "http://127.0.0.1:)" + std::to_string(kPort) + R"("}]})";
+  auto c = parse_config(text, "test.json", "/tmp");
+  INFO((c.ok() ? "" : c.message()));
+  REQUIRE(c.ok());
+  return std::move(*c);
+}
+
+struct World {
+  TempDir tmp;
+  VirtualClock clock{1'767'225'600'000};
+  std::unique_ptr<SqliteStore> store;
+  ScriptedSampler sampler;
+  uv_loop_t loop;
+  Config cfg = config("10m");
+  int64_t host = 0;
+  int64_t cand = 0;
+  std::unique_ptr<SamplerService> service;
+
+  World() {
+    uv_loop_init(&loop);
+    store = std::move(*SqliteStore::open(tmp.path() + "/s.db", OpenMode::ReadWrite, Durability::Fast));
+    host = *store->upsert_host(*sampler.host_info(), clock.wall_ms());
+    CandidateRow row;
+    row.host_id = host;
+    row.name = "a";
+    row.model = "m";
+    row.runtime = "llama.cpp";
+    row.build = "b1";
+    row.base_url = cfg.candidates[0].base_url;
+    cand = *store->upsert_candidate(row, clock.wall_ms());
+    service = std::make_unique<SamplerService>(
+        cfg, *store, sampler, clock, make_null_logger(), &loop, host,
+        [this] { return std::vector<Campaigns::Active>{{"a", &cfg.candidates[0], cand, StageKind::Canary}}; },
+        std::make_unique<NoPower>());
+  }
+  ~World() {
+    service.reset();
+    uv_run(&loop, UV_RUN_NOWAIT);  // let closed handles finish
+    uv_loop_close(&loop);
+  }
+  size_t events(const std::string& kind) {
+    EventQuery q;
+    q.kind = kind;
+    return store->events(q)->size();
+  }
+  void tick_after(int64_t ms) {
+    clock.advance_ms(ms);
+    service->tick();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("sampler service: a reload that leaves the guard's rules alone keeps its window and its trips") {
+  World w;
+  w.sampler.pressure_level = darwin::kPressureCritical;
+  w.service->tick();
+  CHECK(w.events("guard_trip") == 1);
+  w.tick_after(5000);
+  CHECK(w.events("guard_trip") == 1);  // the same episode is said once
+
+  w.service->reload(config("10m"));  // e.g. a SIGHUP for another setting
+  w.tick_after(5000);
+  CHECK(w.events("guard_trip") == 1);
+
+  w.service->reload(config("20m"));  // new rules: judged afresh
+  w.tick_after(5000);
+  CHECK(w.events("guard_trip") == 2);
+}
+
+TEST_CASE("sampler service: a pid that does not read is looked for again at the scan cadence, a gone one at once") {
+  World w;
+  ProcessSample denied;
+  denied.error = "pid 4242: permission denied";
+  w.sampler.samples[kPid] = denied;
+
+  w.service->tick();
+  CHECK(w.sampler.listener_lookups == 1);
+  for (int i = 0; i < 10; ++i) w.tick_after(5000);  // 50 s: no process-table search each tick
+  CHECK(w.sampler.listener_lookups == 1);
+  w.tick_after(10'000);  // a minute since it was located
+  CHECK(w.sampler.listener_lookups == 2);
+
+  // Now it reads, then it is gone: looked for again on the very tick.
+  ProcessSample ok;
+  ok.start_time = 77;
+  w.sampler.samples[kPid] = ok;
+  w.tick_after(5000);
+  CHECK(w.sampler.listener_lookups == 2);
+  w.sampler.samples.erase(kPid);
+  w.tick_after(5000);
+  CHECK(w.sampler.listener_lookups == 3);
+  CHECK(w.events("process_gone") == 1);
+  SampleQuery q;
+  q.candidate_id = w.cand;
+  auto samples = *w.store->process_samples(q);
+  REQUIRE(samples.size() == 14);  // one per tick; the ones that did not read keep their error
+  CHECK(samples.front().error.find("permission denied") != std::string::npos);
+  CHECK(samples[12].error.empty());
+  CHECK(samples.back().error.find("no such process") != std::string::npos);
+}
