@@ -232,7 +232,8 @@ void Campaigns::check_build(Track& t, int64_t now) {
 }
 
 std::optional<int64_t> Campaigns::find_baseline(const Track& t, int64_t exclude_id) {
-  // The previous promoted build of this candidate, else the configured baseline's current row.
+  // The previous promoted build of this candidate, else the configured
+  // baseline's current row (its newest stored row when it is not running).
   auto rows = d_.store.candidates();
   if (rows) {
     std::optional<int64_t> best;
@@ -245,7 +246,12 @@ std::optional<int64_t> Campaigns::find_baseline(const Track& t, int64_t exclude_
   }
   if (t.cfg->baseline) {
     auto it = tracks_.find(*t.cfg->baseline);
-    if (it != tracks_.end() && it->second.row) return it->second.row->id;
+    if (it != tracks_.end()) return it->second.row ? std::optional<int64_t>(it->second.row->id) : std::nullopt;
+    std::optional<int64_t> newest;
+    if (rows)
+      for (const auto& r : *rows)
+        if (r.host_id == d_.host_id && r.name == *t.cfg->baseline && (!newest || r.id > *newest)) newest = r.id;
+    return newest;
   }
   return std::nullopt;
 }
@@ -395,6 +401,7 @@ JudgeRecipe Campaigns::recipe_for(const Track& t, StageEnd end, int64_t now) {
       r.baseline_until_ms = choice->until_ms;
     }
     r.baseline_id = t.baseline_id;
+    if (!t.baseline_id && t.cfg->baseline) r.missing_baseline = *t.cfg->baseline;
   }
   auto max = d_.store.max_ids();
   if (max) r.max_ids = *max;

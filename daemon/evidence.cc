@@ -70,6 +70,7 @@ std::string recipe_to_json(const JudgeRecipe& r) {
   j["slots_run"] = r.slots_run;
   j["baseline_mode"] = to_string(r.baseline_mode);
   opt_to(j, "baseline_id", r.baseline_id);
+  if (!r.missing_baseline.empty()) j["missing_baseline"] = r.missing_baseline;
   j["since_ms"] = r.since_ms;
   j["until_ms"] = r.until_ms;
   j["baseline_since_ms"] = r.baseline_since_ms;
@@ -123,6 +124,7 @@ Result<JudgeRecipe> recipe_from_json(const std::string& s) {
     r.slots_planned = j.at("slots_planned").get<int64_t>();
     r.slots_run = j.at("slots_run").get<int64_t>();
     r.baseline_id = opt_from<int64_t>(j, "baseline_id");
+    r.missing_baseline = j.value("missing_baseline", std::string());
     r.since_ms = j.at("since_ms").get<int64_t>();
     r.until_ms = j.at("until_ms").get<int64_t>();
     r.baseline_since_ms = j.at("baseline_since_ms").get<int64_t>();
@@ -155,6 +157,7 @@ Result<JudgeInput> build_judge_input(Store& store, const JudgeRecipe& r) {
   in.slots_run = r.slots_run;
   in.baseline_mode = r.baseline_mode;
   in.baseline_id = r.baseline_id;
+  in.missing_baseline = r.missing_baseline;
 
   ProbeQuery pq;
   pq.candidate_id = r.candidate_id;

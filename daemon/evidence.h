@@ -35,6 +35,7 @@ struct JudgeRecipe {
   int64_t slots_run = 0;
   BaselineMode baseline_mode = BaselineMode::None;
   std::optional<int64_t> baseline_id;
+  std::string missing_baseline;  // a configured baseline with no build to compare with
   // Rows considered: the stage's rows (by stage id) plus samples and events in
   // [since_ms, until_ms]; baseline rows of baseline_id in [baseline_since_ms,
   // baseline_until_ms]. Every table is bounded by its max id at judgment time.

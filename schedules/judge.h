@@ -99,6 +99,7 @@ struct JudgeInput {
 
   BaselineMode baseline_mode = BaselineMode::None;
   std::optional<int64_t> baseline_id;  // baseline candidate row
+  std::string missing_baseline;        // configured baseline that has no build/row (canary is inconclusive)
 
   std::vector<ProbeResult> candidate_rows;  // the candidate's rows in this stage
   std::vector<ProbeResult> baseline_rows;   // the baseline's rows (same period or history)

@@ -266,6 +266,11 @@ class PoolJudge {
 
 void judge_compare(const Context& c, Judgement& j) {
   if (c.in.stage != StageKind::Canary) return;
+  if (!c.in.baseline_id && !c.in.missing_baseline.empty()) {
+    j.find(Severity::Inconclusive, "the configured baseline '" + c.in.missing_baseline +
+                                       "' has no build to compare with (not running and never recorded)");
+    return;
+  }
   if (!c.in.baseline_id) {
     // The first build of its kind: nothing was ever promoted to compare with.
     // The canary stands on the absolute rules (hard failures, memory guard,

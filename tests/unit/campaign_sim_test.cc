@@ -276,6 +276,19 @@ TEST_CASE("a baseline that has no data leaves the canary inconclusive") {
   CHECK(v->stage == "canary");
 }
 
+TEST_CASE("a configured baseline that is not running and never ran leaves the canary inconclusive") {
+  // Not "the first build of this candidate": a baseline was asked for and none exists.
+  World w(candidate("base", 18431, R"(, "enabled": false)") + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  w.run(10 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Inconclusive);
+  CHECK(v->stage == "canary");
+  CHECK(v->reason.find("configured baseline 'base'") != std::string::npos);
+  CHECK_FALSE(w.row("base"));
+}
+
 TEST_CASE("a restart mid-gate resumes with the original start and deadline; missed slots stay missed") {
   World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
   // Run into the gate, then "crash": drop the campaign engine and the runner's queue.
