@@ -702,7 +702,7 @@ void Campaigns::tick(int64_t now) {
   EventQuery eq;
   eq.min_id = last_event_seen_ + 1;
   if (auto ev = d_.store.events(eq); ev) {
-    std::set<int64_t> host_hit, cand_hit;
+    std::set<int64_t> cand_hit;
     bool host_wide = false;
     for (const auto& e : *ev) {
       last_event_seen_ = std::max(last_event_seen_, e.id);

@@ -45,7 +45,6 @@ ProbeTaskRunner::ProbeTaskRunner(probes::ProbeEngine& engine, Store& store, Logg
     : engine_(engine), store_(store), log_(std::move(log)) {}
 
 void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done) {
-  ++in_flight_;
   struct State {
     TaskReport report;
     size_t refused = 0;
@@ -61,7 +60,6 @@ void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)
     CandidateConfig none;
     none.name = "(none)";
     engine_.run(none, probes::RunSpec{}, nullptr, [this, done] {
-      --in_flight_;
       done(TaskReport{{}, {}, {}, "no candidate given"});
     });
     return;
@@ -85,7 +83,6 @@ void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)
         st->report.kinds.push_back(r.kind);
       },
       [this, st, done, work_id] {
-        --in_flight_;
         runs_.erase(work_id);
         st->report.detail = summary(st->report, st->refused);
         done(std::move(st->report));
@@ -93,9 +90,7 @@ void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)
 }
 
 void ProbeTaskRunner::read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) {
-  ++in_flight_;
   engine_.read_build(c, [this, done](Result<probes::BuildReading> r) {
-    --in_flight_;
     if (!r) return done(r.error());
     done(BuildIdentity{r->build, r->model});
   });

@@ -42,13 +42,12 @@ class ProbeTaskRunner final : public TaskRunner {
   void read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) override;
   void cancel(int64_t work_id) override;
   void cancel_all() override;
-  size_t in_flight() const override { return in_flight_; }
+  size_t in_flight() const override { return engine_.in_flight(); }
 
  private:
   probes::ProbeEngine& engine_;
   Store& store_;
   Logger log_;
-  size_t in_flight_ = 0;
   std::map<int64_t, probes::RunId> runs_;  // work id -> engine run, while in flight
 };
 

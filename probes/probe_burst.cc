@@ -32,18 +32,18 @@ class BurstStep final : public Step {
     started_wall_ms_ = env_.io.clock.wall_ms();
     group_ = env_.group_id.value_or(started_wall_ms_);
     const ChatRequestOptions o = chat_options();
+    const BuiltRequest plain = burst_request(o, 0, "");  // the prompt without index and nonce
+    fixture_hash_ = hash_hex(plain.body);
+    sampling_json_ = plain.sampling_json;
+    const std::string workload = workload_id(ProbeKind::Burst, n_);
     // All N start in this one call: the same loop pass.
     for (int k = 0; k < n_; ++k) {
       ChatJob j;
       j.req = burst_request(o, k, env_.io.nonces.next());
-      j.workload = workload_id(ProbeKind::Burst, n_);
+      j.workload = workload;
       j.client_concurrency = n_;
       j.connection = ConnectionPolicy::Fresh;
-      j.fixture_hash = hash_hex(burst_request(o, 0, "").body);  // the prompt without index and nonce
-      if (k == 0) {
-        sampling_json_ = j.req.sampling_json;
-        fixture_hash_ = j.fixture_hash;
-      }
+      j.fixture_hash = fixture_hash_;
       run_chat(std::move(j), [this](ProbeResult& r, const ExchangeResult& x) { on_member(r, x); });
     }
   }
