@@ -148,10 +148,10 @@ struct HttpClient::Impl {
     if (!in_curl) schedule_reap();  // inside curl, drive() retires it when curl returns
   }
 
-  void mark_content(TransferId id, std::optional<int64_t> arrived_ns) {
+  void mark_content(TransferId id, int64_t arrived_ns) {
     auto it = transfers.find(id);
     if (it == transfers.end() || it->second->ended) return;
-    it->second->last_content_ns = arrived_ns ? *arrived_ns : clock.mono_ns();
+    it->second->last_content_ns = arrived_ns;
   }
 
   void shutdown() {
@@ -522,7 +522,6 @@ TransferId HttpClient::start(HttpRequest request, TransferHandler* handler) {
   return impl_->start(std::move(request), handler);
 }
 void HttpClient::cancel(TransferId id) { impl_->cancel(id); }
-void HttpClient::mark_content(TransferId id) { impl_->mark_content(id, std::nullopt); }
 void HttpClient::mark_content(TransferId id, int64_t arrived_mono_ns) { impl_->mark_content(id, arrived_mono_ns); }
 void HttpClient::shutdown() { impl_->shutdown(); }
 size_t HttpClient::active() const { return impl_->transfers.size(); }

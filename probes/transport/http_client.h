@@ -76,11 +76,9 @@ class HttpClient {
   void cancel(TransferId id);
 
   // The caller saw real content on this transfer (only it can tell a token
-  // from a keep-alive): resets the stall clock. In BodyMode::Stream nothing
-  // else does, and before the first call the stall clock runs from start().
-  void mark_content(TransferId id);
-  // The same, for content that arrived at `arrived_mono_ns` (an on_body stamp):
-  // saves a clock read per event on fast streams.
+  // from a keep-alive), arrived at `arrived_mono_ns` (an on_body stamp):
+  // resets the stall clock. In BodyMode::Stream nothing else does, and before
+  // the first call the stall clock runs from start().
   void mark_content(TransferId id, int64_t arrived_mono_ns);
 
   // Stops the timers, ends every transfer as Cancelled (on_done is delivered

@@ -36,6 +36,11 @@ class SseClient::Stream final : public TransferHandler, private SseSink {
     id_ = id;
     now_ = mono_ns;
     parser_.feed(bytes, *this);
+    // One stall-clock reset per chunk: every event in it shares the stamp.
+    if (content_in_chunk_) {
+      content_in_chunk_ = false;
+      owner_.http_.mark_content(id, mono_ns);
+    }
   }
 
   void on_done(TransferId id, const TransferResult& transfer) override {
@@ -59,7 +64,7 @@ class SseClient::Stream final : public TransferHandler, private SseSink {
     if (cancelled_) return;
     ++events_;
     if (!first_event_ns_) first_event_ns_ = now_;
-    if (handler_->on_event(id_, event, now_) == EventClass::Content) owner_.http_.mark_content(id_, now_);
+    if (handler_->on_event(id_, event, now_) == EventClass::Content) content_in_chunk_ = true;
   }
 
   void on_comment(std::string_view text) override {
@@ -79,6 +84,7 @@ class SseClient::Stream final : public TransferHandler, private SseSink {
   int64_t comments_ = 0;
   bool event_stream_ = false;
   bool cancelled_ = false;
+  bool content_in_chunk_ = false;  // a content event in the chunk being fed
 };
 
 SseClient::SseClient(HttpClient& http) : http_(http) {}
