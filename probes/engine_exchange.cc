@@ -93,6 +93,7 @@ void Exchange::start() {
     if (!key || key->empty()) return fail_before_sending("environment variable " + *api_key_env_ + " is not set");
   }
   HttpRequest req = build_http_request(base_url_, limits_, spec_, key);
+  spec_.body = std::string();  // the request holds it now (a long-context body is hundreds of KB)
   if (spec_.kind != ExchangeKind::Plain) {
     ++io_.live_chat[base_url_];
     counted_ = true;

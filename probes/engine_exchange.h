@@ -100,7 +100,6 @@ class Exchange final : public SseHandler, public TransferHandler {
   // soakd's own cancel: ends as TransportEnd::CancelledByDaemon.
   void cancel();
   bool live() const { return state_ == State::Live; }
-  const ExchangeSpec& spec() const { return spec_; }
 
  private:
   enum class State { Idle, Live, Done };

@@ -41,7 +41,7 @@ void Step::run_chat(ChatJob job, std::function<void(ProbeResult&, const Exchange
   spec.kind = job.req.streaming == Streaming::On ? ExchangeKind::ChatStream : ExchangeKind::ChatBuffered;
   spec.method = "POST";
   spec.path = job.req.path;
-  spec.body = job.req.body;
+  spec.body = std::move(job.req.body);  // chat_row reads the job's locators, not its body
   spec.connection = job.connection;
   spec.cut_after_tokens = job.cut_after_tokens;
   spec.stall_timeout_ms = job.stall_timeout_ms;
