@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/result.h"
+#include "core/result.h"
 
 namespace soak {
 

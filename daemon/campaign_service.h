@@ -12,8 +12,8 @@
 #include <functional>
 #include <memory>
 
-#include "daemon/base/clock.h"
-#include "daemon/base/uv_util.h"
+#include "core/clock.h"
+#include "core/uv_util.h"
 #include "daemon/campaigns.h"
 #include "daemon/daemon.h"
 

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/config.h"
-#include "daemon/base/log.h"
+#include "core/config.h"
+#include "core/log.h"
 #include "daemon/evidence.h"
 #include "daemon/task_runner.h"
 #include "schedules/judge.h"

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/clock.h"
-#include "daemon/base/config.h"
-#include "daemon/base/log.h"
-#include "daemon/base/uv_util.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/uv_util.h"
 #include "storage/store.h"
 
 namespace soak {

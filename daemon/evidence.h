@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "daemon/base/result.h"
+#include "core/result.h"
 #include "schedules/judge.h"
 #include "storage/store.h"
 

@@ -4,7 +4,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "daemon/platform/sampler.h"
+#include "platform/sampler.h"
 
 namespace soak {
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "daemon/base/types.h"
+#include "core/types.h"
 
 namespace soak {
 

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/base/clock.h"
-#include "daemon/base/config.h"
+#include "core/clock.h"
+#include "core/config.h"
 #include "daemon/host.h"
 #include "probes/engine.h"
 #include "probes/transport/http_client.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "daemon/args.h"
-#include "daemon/base/types.h"
+#include "core/types.h"
 
 namespace soak {
 

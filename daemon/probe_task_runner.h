@@ -24,7 +24,7 @@
 #include <map>
 #include <vector>
 
-#include "daemon/base/log.h"
+#include "core/log.h"
 #include "daemon/task_runner.h"
 #include "probes/engine.h"
 #include "storage/store.h"

@@ -19,15 +19,15 @@
 #include <memory>
 #include <optional>
 
-#include "daemon/base/clock.h"
-#include "daemon/base/uv_util.h"
+#include "core/clock.h"
+#include "core/uv_util.h"
 #include "daemon/campaigns.h"
 #include "daemon/daemon.h"
-#include "daemon/platform/gap_detector.h"
-#include "daemon/platform/keep_awake.h"
-#include "daemon/platform/memory_guard.h"
-#include "daemon/platform/process_watch.h"
-#include "daemon/platform/sampler.h"
+#include "detectors/gap_detector.h"
+#include "platform/keep_awake.h"
+#include "detectors/memory_guard.h"
+#include "detectors/process_watch.h"
+#include "platform/sampler.h"
 
 namespace soak {
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "daemon/args.h"
-#include "daemon/base/config.h"
+#include "core/config.h"
 #include "daemon/evidence.h"
 #include "daemon/version.h"
 #include "storage/sqlite_store.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/clock.h"
+#include "core/clock.h"
 
 namespace soak {
 

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/base/result.h"
-#include "daemon/base/types.h"
+#include "core/result.h"
+#include "core/types.h"
 #include "probes/openai_chat.h"
 #include "probes/prometheus.h"
 

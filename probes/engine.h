@@ -61,10 +61,10 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/clock.h"
-#include "daemon/base/config.h"
-#include "daemon/base/result.h"
-#include "daemon/base/types.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/result.h"
+#include "core/types.h"
 #include "probes/fixtures.h"
 #include "probes/transport/http_client.h"
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "daemon/base/hash.h"
+#include "core/hash.h"
 #include "probes/engine_rows.h"
 
 namespace soak::probes {

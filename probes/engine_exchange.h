@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/clock.h"
-#include "daemon/base/config.h"
-#include "daemon/base/uv_util.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/uv_util.h"
 #include "probes/engine.h"
 #include "probes/fixtures.h"
 #include "probes/openai_chat.h"

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/base/log.h"
+#include "core/log.h"
 #include "probes/adapters.h"
 #include "probes/text_util.h"
 

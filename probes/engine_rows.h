@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/base/types.h"
+#include "core/types.h"
 #include "probes/openai_chat.h"
 #include "probes/transport/http_types.h"
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "daemon/base/hash.h"
+#include "core/hash.h"
 
 namespace soak::probes {
 namespace {

@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/base/types.h"
+#include "core/types.h"
 
 namespace soak::probes {
 
@@ -49,7 +49,7 @@ struct PromptFixture {
   int64_t target_tokens = 0;
   int64_t words = 0;          // filler words in the body
   std::string body;           // the prompt without its nonce line
-  std::string hash;           // hash of `body` (daemon/base/hash.h); identifies the fixture
+  std::string hash;           // hash of `body` (core/hash.h); identifies the fixture
 };
 
 // A long-context fixture of about `target_tokens` tokens: filler, then one

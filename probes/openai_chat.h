@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/base/types.h"
+#include "core/types.h"
 
 namespace soak::probes {
 

@@ -3,7 +3,7 @@
 // the engine's quiet /props preamble.
 #include <nlohmann/json.hpp>
 
-#include "daemon/base/hash.h"
+#include "core/hash.h"
 #include "probes/engine_rows.h"
 #include "probes/probe_step.h"
 #include "probes/prometheus.h"

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "daemon/base/uv_util.h"
+#include "core/uv_util.h"
 #include "probes/adapters.h"
 #include "probes/engine_rows.h"
 #include "probes/requests.h"

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/config.h"
-#include "daemon/base/result.h"
-#include "daemon/base/types.h"
+#include "core/config.h"
+#include "core/result.h"
+#include "core/types.h"
 #include "probes/engine.h"
 #include "probes/engine_exchange.h"
 

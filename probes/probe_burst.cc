@@ -8,7 +8,7 @@
 // never counted twice.
 #include <algorithm>
 
-#include "daemon/base/hash.h"
+#include "core/hash.h"
 #include "probes/engine_rows.h"
 #include "probes/probe_step.h"
 

@@ -6,8 +6,8 @@
 // stale_slot. One row: the cut stream's timings, the proof in extra_json.
 #include <nlohmann/json.hpp>
 
-#include "daemon/base/hash.h"
-#include "daemon/base/uv_util.h"
+#include "core/hash.h"
+#include "core/uv_util.h"
 #include "probes/engine_rows.h"
 #include "probes/probe_step.h"
 

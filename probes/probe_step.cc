@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "daemon/base/log.h"
+#include "core/log.h"
 #include "probes/engine_rows.h"
 
 namespace soak::probes {

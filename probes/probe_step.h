@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/config.h"
-#include "daemon/base/types.h"
+#include "core/config.h"
+#include "core/types.h"
 #include "probes/adapters.h"
 #include "probes/engine.h"
 #include "probes/engine_exchange.h"

@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/base/types.h"
+#include "core/types.h"
 #include "probes/adapters.h"
 #include "probes/fixtures.h"
 #include "probes/validators.h"

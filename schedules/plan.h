@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/base/config.h"
-#include "daemon/base/types.h"
+#include "core/config.h"
+#include "core/types.h"
 
 namespace soak {
 

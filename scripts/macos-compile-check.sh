@@ -8,8 +8,8 @@
 # (~350 MB, installed once). Dependency headers (libuv, curl, SQLite,
 # nlohmann_json, spdlog, fmt) are the system's, linked into one include folder.
 #
-# Checked: every tracked .cc under daemon/, probes/, schedules/, storage/ and
-# tests/, except *_linux.cc and tests named *_linux_test.cc (Linux-only by
+# Checked: every tracked .cc file of the project (every library folder and
+# tests/), except *_linux.cc and tests named *_linux_test.cc (Linux-only by
 # name; CMake never builds them on Apple). Apple frameworks (IOKit, CoreFoundation) have no
 # headers here: keep_awake_mach.cc declares the few functions it calls itself,
 # so it is checked like every other file.
@@ -79,8 +79,7 @@ link_first catch2 /usr/include /usr/local/include || ok=0
 if [[ $# -gt 0 ]]; then
   files=("$@")
 else
-  mapfile -t files < <(git -C "$repo" ls-files -- 'daemon/*.cc' 'probes/*.cc' 'schedules/*.cc' 'storage/*.cc' \
-                        'tests/*.cc' | grep -v -e '_linux\.cc$' -e '_linux_test\.cc$')
+  mapfile -t files < <(git -C "$repo" ls-files -- '*.cc' | grep -v -e '_linux\.cc$' -e '_linux_test\.cc$')
 fi
 if [[ ${#files[@]} -eq 0 ]]; then
   echo "error: no files to check" >&2

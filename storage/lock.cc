@@ -1,6 +1,6 @@
 #include "storage/lock.h"
 
-#include "daemon/base/files.h"
+#include "core/files.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

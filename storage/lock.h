@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "daemon/base/result.h"
+#include "core/result.h"
 
 namespace soak {
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/base/files.h"
+#include "core/files.h"
 #include "storage/schema.h"
 
 namespace soak {

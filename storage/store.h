@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/result.h"
-#include "daemon/base/types.h"
+#include "core/result.h"
+#include "core/types.h"
 
 namespace soak {
 

@@ -3,13 +3,12 @@
 soak_add_test(unit_platform_procfs SOURCES unit/platform_procfs_test.cc LIBS soak_platform LABELS unit)
 soak_add_test(unit_platform_darwin SOURCES unit/platform_darwin_test.cc LIBS soak_platform LABELS unit)
 soak_add_test(unit_platform_engines SOURCES unit/platform_engines_test.cc LIBS soak_platform LABELS unit)
-soak_add_test(unit_platform_watch SOURCES unit/platform_watch_test.cc LIBS soak_platform LABELS unit)
 
 if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
   soak_add_test(unit_platform_linux_sampler SOURCES unit/platform_sampler_linux_test.cc
                 LIBS soak_platform LABELS unit)
   soak_add_test(integration_sampler_linux SOURCES integration/sampler_linux_test.cc
-                LIBS soak_platform LABELS integration)
+                LIBS soak_detectors LABELS integration)
   soak_add_test(integration_sampler_store SOURCES integration/sampler_store_linux_test.cc
                 LIBS soak_platform soak_storage LABELS integration)
 endif()

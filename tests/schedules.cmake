@@ -1,4 +1,5 @@
 # Tests of the schedules area (soak_add_test(...) lines).
+soak_add_test(unit_plan SOURCES unit/plan_test.cc LIBS soak_schedules LABELS unit)
 soak_add_test(unit_stats SOURCES unit/stats_test.cc LIBS soak_schedules LABELS unit)
 soak_add_test(unit_judge_compare SOURCES unit/judge_compare_test.cc LIBS soak_schedules LABELS unit)
 soak_add_test(unit_judge_hard SOURCES unit/judge_hard_test.cc LIBS soak_schedules LABELS unit)

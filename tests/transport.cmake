@@ -3,7 +3,7 @@
 # Splits raw `.http` captures into status line, headers and body; shared by every area's tests.
 add_library(soak_test_support STATIC support/http_capture.cc)
 target_include_directories(soak_test_support PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(soak_test_support PUBLIC soak_base soak_transport)
+target_link_libraries(soak_test_support PUBLIC soak_core soak_transport)
 
 soak_add_test(unit_sse_parser SOURCES unit/sse_parser_test.cc LIBS soak_transport LABELS unit)
 soak_add_test(unit_sse_captures SOURCES unit/sse_captures_test.cc LIBS soak_transport soak_test_support LABELS unit)

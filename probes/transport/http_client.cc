@@ -9,7 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "daemon/base/uv_util.h"
+#include "core/uv_util.h"
 #include "probes/transport/deadline.h"
 
 namespace soak {

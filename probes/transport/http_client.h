@@ -41,7 +41,7 @@
 #include <memory>
 #include <string_view>
 
-#include "daemon/base/clock.h"
+#include "core/clock.h"
 #include "probes/transport/http_types.h"
 
 namespace soak {

@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "daemon/platform/sampler.h"
+#include "platform/sampler.h"
 
 using namespace soak;
 

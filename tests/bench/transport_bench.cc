@@ -29,7 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/base/clock.h"
+#include "core/clock.h"
 #include "probes/transport/http_client.h"
 #include "probes/transport/sse.h"
 #include "probes/transport/sse_client.h"

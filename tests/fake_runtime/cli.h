@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/base/result.h"
+#include "core/result.h"
 #include "tests/fake_runtime/scenario.h"
 
 namespace soak::fake {

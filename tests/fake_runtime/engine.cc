@@ -5,7 +5,7 @@
 #include <cstring>
 #include <functional>
 
-#include "daemon/base/uv_util.h"
+#include "core/uv_util.h"
 #include "tests/fake_runtime/text_model.h"
 
 namespace soak::fake {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/clock.h"
+#include "core/clock.h"
 #include "tests/fake_runtime/connection.h"
 #include "tests/fake_runtime/scenario.h"
 #include "tests/fake_runtime/shapes.h"

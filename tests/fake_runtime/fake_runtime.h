@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/result.h"
+#include "core/result.h"
 #include "tests/fake_runtime/listener.h"
 #include "tests/fake_runtime/scenario.h"
 

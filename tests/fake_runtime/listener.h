@@ -9,9 +9,9 @@
 #include <memory>
 #include <unordered_map>
 
-#include "daemon/base/clock.h"
-#include "daemon/base/result.h"
-#include "daemon/base/uv_util.h"
+#include "core/clock.h"
+#include "core/result.h"
+#include "core/uv_util.h"
 #include "tests/fake_runtime/connection.h"
 #include "tests/fake_runtime/engine.h"
 

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "daemon/base/hash.h"
+#include "core/hash.h"
 
 namespace soak::fake {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <set>
 
-#include "daemon/base/hash.h"
+#include "core/hash.h"
 
 namespace soak::fake {
 namespace {

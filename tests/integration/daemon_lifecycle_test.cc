@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "daemon/base/clock.h"
+#include "core/clock.h"
 #include "daemon/soakctl_cli.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"

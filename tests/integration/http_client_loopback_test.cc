@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/base/clock.h"
+#include "core/clock.h"
 #include "probes/transport/http_client.h"
 #include "probes/transport/sse_client.h"
 #include "tests/catch.h"

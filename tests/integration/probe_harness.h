@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/clock.h"
-#include "daemon/base/config.h"
-#include "daemon/base/uv_util.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/uv_util.h"
 #include "probes/engine.h"
 #include "probes/transport/http_client.h"
 #include "tests/catch.h"

@@ -6,7 +6,7 @@
 // bounded in time, fixed).
 #include <memory>
 
-#include "daemon/base/log.h"
+#include "core/log.h"
 #include "daemon/probe_task_runner.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"

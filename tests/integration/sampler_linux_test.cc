@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "daemon/platform/engines.h"
-#include "daemon/platform/process_watch.h"
-#include "daemon/platform/sampler.h"
+#include "platform/engines.h"
+#include "detectors/process_watch.h"
+#include "platform/sampler.h"
 #include "tests/catch.h"
 
 using namespace soak;

@@ -8,7 +8,7 @@
 
 #include <cerrno>
 
-#include "daemon/platform/sampler.h"
+#include "platform/sampler.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/temp_dir.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/base/clock.h"
+#include "core/clock.h"
 #include "daemon/task_runner.h"
 #include "storage/store.h"
 

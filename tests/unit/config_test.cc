@@ -1,7 +1,7 @@
 #include <fstream>
 #include <string>
 
-#include "daemon/base/config.h"
+#include "core/config.h"
 #include "tests/catch.h"
 
 using namespace soak;

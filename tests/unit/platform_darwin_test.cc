@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "daemon/platform/darwin_figures.h"
+#include "platform/darwin_figures.h"
 #include "tests/catch.h"
 
 using namespace soak;

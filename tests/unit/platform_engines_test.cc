@@ -3,8 +3,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "daemon/platform/engines.h"
-#include "daemon/platform/sample_report.h"
+#include "platform/engines.h"
+#include "platform/sample_report.h"
 #include "tests/catch.h"
 
 using namespace soak;

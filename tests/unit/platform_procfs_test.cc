@@ -4,7 +4,7 @@
 #include <iterator>
 #include <string>
 
-#include "daemon/platform/procfs.h"
+#include "platform/procfs.h"
 #include "tests/catch.h"
 
 using namespace soak;

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/platform/sampler_linux.h"
+#include "platform/sampler_linux.h"
 #include "tests/catch.h"
 #include "tests/support/temp_dir.h"
 

@@ -6,8 +6,8 @@
 #include <map>
 #include <memory>
 
-#include "daemon/base/config.h"
-#include "daemon/platform/darwin_figures.h"
+#include "core/config.h"
+#include "platform/darwin_figures.h"
 #include "daemon/sampler_service.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"

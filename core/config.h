@@ -1,0 +1,191 @@
+// soakd configuration: one JSON file (// and /* */ comments allowed).
+//
+// parse_config() validates everything before anything runs: unknown keys are
+// errors (a typo must never fall back to a default silently), every error names
+// the file, the JSON path (e.g. `candidates[2].base_url`), what is wrong and an
+// example of what is right. Durations are strings with units ("90s", "2h", "7d").
+//
+// Pure: no I/O except load_config(), which reads the file. Thread-agnostic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "core/types.h"
+
+namespace soak {
+
+// ---- defaults (DESIGN.md §2, §3) -------------------------------------------
+inline constexpr int64_t kMinute = 60'000;
+inline constexpr int64_t kHour = 60 * kMinute;
+inline constexpr int64_t kDay = 24 * kHour;
+
+inline constexpr int64_t kDefaultSmokeMs = 15 * kMinute;
+inline constexpr int64_t kDefaultCanaryMs = 2 * kHour;
+inline constexpr int64_t kDefaultGateMs = 24 * kHour;
+inline constexpr int64_t kDefaultSoakMs = 7 * kDay;
+inline constexpr double kDefaultStageGraceFraction = 0.25;  // gap extension allowed past the nominal length
+
+inline constexpr int64_t kDefaultFunctionalEveryMs = 10 * kMinute;
+inline constexpr int64_t kDefaultLongContextEveryMs = 60 * kMinute;
+inline constexpr int64_t kDefaultBurstEveryMs = 30 * kMinute;
+inline constexpr int64_t kDefaultCancelEveryMs = 30 * kMinute;
+inline constexpr int64_t kDefaultScrapeEveryMs = kMinute;
+inline constexpr int64_t kDefaultGatePauseMs = 2'000;
+inline constexpr int64_t kDefaultSoakTrafficEveryMs = kMinute;
+inline constexpr int64_t kDefaultSoakHeavyEveryMs = 6 * kHour;  // long context + bursts during the soak
+inline constexpr int64_t kDefaultBuildPollMs = 5 * kMinute;
+inline constexpr int64_t kDefaultSampleEveryMs = 5'000;
+
+inline constexpr int64_t kDefaultWallTimeoutMs = 15 * kMinute;
+inline constexpr int64_t kDefaultStallTimeoutMs = 120'000;
+inline constexpr int64_t kDefaultConnectTimeoutMs = 10'000;
+inline constexpr int64_t kDefaultMaxResponseBytes = 8 * 1024 * 1024;
+
+inline const std::vector<int64_t> kDefaultLongContextSizes{1024, 8192, 32768, 65536, 100000, 131072};
+inline const std::vector<int> kDefaultBurstSizes{1, 2, 4, 8};
+
+// ---- sections ---------------------------------------------------------------
+struct StageDurations {
+  int64_t smoke_ms = kDefaultSmokeMs;
+  int64_t canary_ms = kDefaultCanaryMs;
+  int64_t gate_ms = kDefaultGateMs;
+  int64_t soak_ms = kDefaultSoakMs;
+  double grace_fraction = kDefaultStageGraceFraction;
+  int64_t length_ms(StageKind k) const;
+};
+
+struct Cadences {
+  int64_t functional_ms = kDefaultFunctionalEveryMs;
+  int64_t long_context_ms = kDefaultLongContextEveryMs;
+  int64_t burst_ms = kDefaultBurstEveryMs;
+  int64_t cancel_ms = kDefaultCancelEveryMs;
+  int64_t scrape_ms = kDefaultScrapeEveryMs;
+  int64_t gate_pause_ms = kDefaultGatePauseMs;
+  int64_t soak_traffic_ms = kDefaultSoakTrafficEveryMs;
+  int64_t soak_heavy_ms = kDefaultSoakHeavyEveryMs;
+  int64_t build_poll_ms = kDefaultBuildPollMs;
+};
+
+struct Limits {
+  int64_t wall_timeout_ms = kDefaultWallTimeoutMs;
+  int64_t stall_timeout_ms = kDefaultStallTimeoutMs;
+  int64_t connect_timeout_ms = kDefaultConnectTimeoutMs;
+  int64_t max_response_bytes = kDefaultMaxResponseBytes;
+};
+
+struct GateRules {
+  int64_t min_completed = 1000;      // completed (clean) agent requests in the gate
+  double max_failure_ratio = 0.01;   // candidate failures / attempts
+  double min_coverage = 0.9;         // fraction of the stage's planned slots actually run
+};
+
+struct JudgeRules {
+  double alpha = 0.01;               // Mann–Whitney / count-test significance
+  double effect_floor = 0.10;        // relative change below this is never a regression
+  double hold_band = 0.05;           // regression within effect_floor + hold_band: hold, not reject
+  double tail_tolerance = 0.25;      // p95/p99 may be this much worse than baseline
+  int min_samples = 5;               // per metric and side, below this: inconclusive
+  double max_invalid_ratio = 0.05;   // invalid JSON / tool call tolerance before hard failure
+  int repeated_5xx = 3;              // this many 5xx in a row is a hard failure
+};
+
+struct SoakRules {
+  double max_footprint_growth = 0.10;        // growth over the initial footprint, sustained
+  double max_footprint_slope_mb_per_h = 50;  // Theil–Sen slope bound
+  double max_decode_drift = 0.15;            // relative decode tok/s drift first vs last quarter
+};
+
+struct GuardRules {
+  int64_t swap_growth_bytes = 500LL * 1000 * 1000;  // DESIGN §2.10: > 500 MB
+  int64_t swapouts_growth = 1000;
+  int64_t window_ms = 10 * kMinute;
+  bool pressure_critical_trips = true;
+  bool operator==(const GuardRules&) const = default;
+};
+
+// Everything that may be set globally under "defaults" and overridden per candidate.
+struct CampaignSettings {
+  StageDurations stages;
+  Cadences cadence;
+  Limits limits;
+  GateRules gate;
+  JudgeRules judge;
+  SoakRules soak;
+  GuardRules guard;
+  std::vector<int64_t> long_context_sizes = kDefaultLongContextSizes;
+  std::vector<int> burst_sizes = kDefaultBurstSizes;
+  Sampling sampling;
+};
+
+enum class BuildSource { Http, Command, Fixed };
+struct BuildSpec {
+  BuildSource source = BuildSource::Http;
+  std::vector<std::string> command;  // Command: argv, run without a shell
+  std::string fixed;                 // Fixed: the build string
+};
+
+enum class ApiKeyTransport { RequireSecure, AllowInsecure };
+
+struct CandidateConfig {
+  std::string name;                 // unique in the file
+  std::string model;                // canonical model id the runtime must report
+  RuntimeKind runtime = RuntimeKind::OpenAI;
+  std::string base_url;             // scheme://host:port[/prefix], no trailing slash
+  BuildSpec build;
+  std::optional<std::string> baseline;     // name of another candidate
+  std::optional<std::string> api_key_env;  // NAME of an environment variable, never the key
+  ApiKeyTransport api_key_transport = ApiKeyTransport::RequireSecure;
+  std::optional<int> pid;                  // runtime process, if fixed
+  std::optional<std::string> process_name; // else found by listening port, then by name
+  std::optional<int> slots;                // runtime parallel slots, if known
+  bool enabled = true;
+  CampaignSettings settings;               // defaults merged with this candidate's overrides
+};
+
+struct SamplerSettings {
+  int64_t interval_ms = kDefaultSampleEveryMs;
+  bool keep_awake = true;
+};
+
+struct ScheduleSettings {
+  std::string nightly_window = "02:00";    // "HH:MM" local, or "now"
+  bool exclusive_heavy = true;             // long-context prefill and bursts never overlap on a host
+  int max_concurrent_canaries = 1;         // SRE rule: one canary at a time per GPU
+};
+
+struct Config {
+  std::string source_path;   // file it was read from ("<string>" for tests)
+  std::string store_path;    // absolute
+  std::string log_path;      // absolute
+  CampaignSettings defaults;
+  SamplerSettings sampler;
+  ScheduleSettings schedule;
+  std::vector<CandidateConfig> candidates;
+
+  const CandidateConfig* find(std::string_view name) const;
+  // Stable hash of one candidate's effective configuration (verdict rows carry it).
+  std::string candidate_hash(const CandidateConfig& c) const;
+};
+
+// Parse and validate. `source_name` appears in messages; `base_dir` resolves
+// relative paths (the config file's directory). On failure the Error message
+// holds one line per problem.
+Result<Config> parse_config(const std::string& text, const std::string& source_name,
+                            const std::string& base_dir);
+Result<Config> load_config(const std::string& path);
+
+// "90s", "15m", "2h", "7d", "250ms", "1h30m" -> milliseconds.
+Result<int64_t> parse_duration(std::string_view s);
+std::string format_duration(int64_t ms);
+
+// Default locations (macOS: ~/Library/...; elsewhere: XDG state dir).
+std::string default_store_path();
+std::string default_log_path();
+std::string default_config_path();
+std::string expand_home(const std::string& path);
+
+}  // namespace soak

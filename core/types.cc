@@ -1,0 +1,183 @@
+#include "core/types.h"
+
+#include <array>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace soak {
+namespace {
+
+template <class E, size_t N>
+using Table = std::array<std::pair<E, std::string_view>, N>;
+
+template <class E, size_t N>
+std::string_view name_of(const Table<E, N>& t, E e) {
+  for (const auto& [k, v] : t)
+    if (k == e) return v;
+  return "?";
+}
+
+template <class E, size_t N>
+std::optional<E> lookup(const Table<E, N>& t, std::string_view s) {
+  for (const auto& [k, v] : t)
+    if (v == s) return k;
+  return std::nullopt;
+}
+
+template <class E, size_t N>
+std::string joined(const Table<E, N>& t) {
+  std::string out;
+  for (const auto& [k, v] : t) {
+    if (!out.empty()) out += ", ";
+    out += v;
+  }
+  return out;
+}
+
+constexpr Table<RuntimeKind, 8> kRuntimes{{
+    {RuntimeKind::LlamaCpp, "llama.cpp"},
+    {RuntimeKind::MlxLm, "mlx-lm"},
+    {RuntimeKind::Omlx, "omlx"},
+    {RuntimeKind::Vllm, "vllm"},
+    {RuntimeKind::RapidMlx, "rapid-mlx"},
+    {RuntimeKind::Ollama, "ollama"},
+    {RuntimeKind::LmStudio, "lmstudio"},
+    {RuntimeKind::OpenAI, "openai"},
+}};
+
+constexpr Table<Outcome, 26> kOutcomes{{
+    {Outcome::Clean, "clean"},
+    {Outcome::ConnectRefused, "connect_refused"},
+    {Outcome::ConnectTimeout, "connect_timeout"},
+    {Outcome::Loading, "loading"},
+    {Outcome::Http4xx, "http_4xx"},
+    {Outcome::Http5xx, "http_5xx"},
+    {Outcome::ContextExceeded, "context_exceeded"},
+    {Outcome::NoBody, "no_body"},
+    {Outcome::NoTerminal, "no_terminal"},
+    {Outcome::StreamError, "stream_error"},
+    {Outcome::Stalled, "stalled"},
+    {Outcome::Timeout, "timeout"},
+    {Outcome::Truncated, "truncated"},
+    {Outcome::MalformedResponse, "malformed_response"},
+    {Outcome::MissingFinishReason, "missing_finish_reason"},
+    {Outcome::MissingUsage, "missing_usage"},
+    {Outcome::IdentityMismatch, "identity_mismatch"},
+    {Outcome::MissingMarker, "missing_marker"},
+    {Outcome::InvalidJson, "invalid_json"},
+    {Outcome::InvalidToolCall, "invalid_tool_call"},
+    {Outcome::EmptyToolArgs, "empty_tool_args"},
+    {Outcome::Repetition, "repetition"},
+    {Outcome::StaleSlot, "stale_slot"},
+    {Outcome::SerializedBurst, "serialized_burst"},
+    {Outcome::CancelledByDaemon, "cancelled_by_daemon"},
+    {Outcome::HarnessError, "harness_error"},
+}};
+
+constexpr Table<ProbeKind, 17> kProbeKinds{{
+    {ProbeKind::Health, "health"},
+    {ProbeKind::Identity, "identity"},
+    {ProbeKind::Marker, "marker"},
+    {ProbeKind::Stream, "stream"},
+    {ProbeKind::StrictJson, "strict_json"},
+    {ProbeKind::ToolCall, "tool_call"},
+    {ProbeKind::LongContext, "long_context"},
+    {ProbeKind::SharedPrefix, "shared_prefix"},
+    {ProbeKind::Burst, "burst"},
+    {ProbeKind::Cancel, "cancel"},
+    {ProbeKind::Thinking, "thinking"},
+    {ProbeKind::Repetition, "repetition"},
+    {ProbeKind::Embeddings, "embeddings"},
+    {ProbeKind::Rerank, "rerank"},
+    {ProbeKind::Scrape, "scrape"},
+    {ProbeKind::Agent, "agent"},
+    {ProbeKind::Build, "build"},
+}};
+
+constexpr Table<CacheState, 4> kCacheStates{{
+    {CacheState::None, "none"},
+    {CacheState::Fresh, "fresh"},
+    {CacheState::Repeat, "repeat"},
+    {CacheState::SharedPrefix, "shared_prefix"},
+}};
+
+constexpr Table<StageKind, 4> kStageKinds{{
+    {StageKind::Smoke, "smoke"},
+    {StageKind::Canary, "canary"},
+    {StageKind::Gate, "gate"},
+    {StageKind::Soak, "soak"},
+}};
+
+constexpr Table<StageState, 8> kStageStates{{
+    {StageState::Pending, "pending"},
+    {StageState::Running, "running"},
+    {StageState::Passed, "passed"},
+    {StageState::Failed, "failed"},
+    {StageState::Hold, "hold"},
+    {StageState::Inconclusive, "inconclusive"},
+    {StageState::Aborted, "aborted"},
+    {StageState::Blocked, "blocked"},
+}};
+
+constexpr Table<VerdictState, 6> kVerdicts{{
+    {VerdictState::Running, "running"},
+    {VerdictState::Promoted, "promoted"},
+    {VerdictState::Rejected, "rejected"},
+    {VerdictState::Hold, "hold"},
+    {VerdictState::Inconclusive, "inconclusive"},
+    {VerdictState::Blocked, "blocked"},
+}};
+
+constexpr Table<ControlAction, 3> kControlActions{{
+    {ControlAction::Start, "start"},
+    {ControlAction::Abort, "abort"},
+    {ControlAction::Promote, "promote"},
+}};
+
+}  // namespace
+
+std::string_view to_string(ControlAction a) { return name_of(kControlActions, a); }
+std::optional<ControlAction> parse_control_action(std::string_view s) { return lookup(kControlActions, s); }
+
+std::string_view to_string(RuntimeKind k) { return name_of(kRuntimes, k); }
+std::optional<RuntimeKind> parse_runtime_kind(std::string_view s) { return lookup(kRuntimes, s); }
+std::string runtime_kind_names() { return joined(kRuntimes); }
+
+std::string_view to_string(Outcome o) { return name_of(kOutcomes, o); }
+std::optional<Outcome> parse_outcome(std::string_view s) { return lookup(kOutcomes, s); }
+
+OutcomeCategory category_of(Outcome o) {
+  switch (o) {
+    case Outcome::Clean: return OutcomeCategory::Clean;
+    case Outcome::CancelledByDaemon:
+    case Outcome::HarnessError: return OutcomeCategory::Harness;
+    default: return OutcomeCategory::CandidateFailure;
+  }
+}
+
+std::string_view to_string(ProbeKind k) { return name_of(kProbeKinds, k); }
+std::optional<ProbeKind> parse_probe_kind(std::string_view s) { return lookup(kProbeKinds, s); }
+std::string probe_kind_names() { return joined(kProbeKinds); }
+
+std::string_view to_string(CacheState c) { return name_of(kCacheStates, c); }
+std::optional<CacheState> parse_cache_state(std::string_view s) { return lookup(kCacheStates, s); }
+
+std::string_view to_string(StageKind k) { return name_of(kStageKinds, k); }
+std::optional<StageKind> parse_stage_kind(std::string_view s) { return lookup(kStageKinds, s); }
+
+std::string_view to_string(StageState s) { return name_of(kStageStates, s); }
+std::optional<StageState> parse_stage_state(std::string_view s) { return lookup(kStageStates, s); }
+
+std::string_view to_string(VerdictState v) { return name_of(kVerdicts, v); }
+std::optional<VerdictState> parse_verdict_state(std::string_view s) { return lookup(kVerdicts, s); }
+
+std::string Sampling::to_json() const {
+  nlohmann::ordered_json j;
+  j["temperature"] = temperature;
+  j["top_p"] = top_p;
+  j["top_k"] = top_k;
+  return j.dump();
+}
+
+}  // namespace soak

@@ -1,0 +1,68 @@
+#include "detectors/process_watch.h"
+
+#include <nlohmann/json.hpp>
+
+namespace soak {
+namespace {
+
+// Detail rows stay small; long argv tails (paths, prompts) add nothing to "which engine is this".
+constexpr size_t kEventCommandChars = 300;
+
+Event make_event(std::optional<int64_t> candidate_id, std::optional<int64_t> host_id, int64_t wall_ms,
+                 const char* kind, const nlohmann::json& detail) {
+  Event e;
+  e.wall_ms = wall_ms;
+  e.candidate_id = candidate_id;
+  e.host_id = host_id;
+  e.kind = kind;
+  e.detail_json = detail.dump();
+  return e;
+}
+
+}  // namespace
+
+std::optional<ProcessIdentity> identity_of(const ProcessSample& s) {
+  if (s.pid <= 0 || !s.start_time) return std::nullopt;
+  return ProcessIdentity{s.pid, *s.start_time};
+}
+
+std::vector<Event> RestartDetector::observe(std::optional<ProcessIdentity> seen, int64_t wall_ms) {
+  std::vector<Event> out;
+  if (!seen) {
+    if (known_ && !gone_reported_) {
+      out.push_back(make_event(candidate_id_, host_id_, wall_ms, "process_gone",
+                               {{"pid", known_->pid}, {"start_time", known_->start_time}}));
+      gone_reported_ = true;
+    }
+    return out;
+  }
+  if (known_ && !(*known_ == *seen)) {
+    out.push_back(make_event(candidate_id_, host_id_, wall_ms, "process_restart",
+                             {{"old_pid", known_->pid},
+                              {"old_start_time", known_->start_time},
+                              {"new_pid", seen->pid},
+                              {"new_start_time", seen->start_time}}));
+  }
+  known_ = seen;
+  gone_reported_ = false;
+  return out;
+}
+
+std::vector<Event> DuplicateEngineDetector::observe(const std::vector<ProcessInfo>& processes,
+                                                    std::optional<int> candidate_pid, int64_t wall_ms) {
+  std::vector<Event> out;
+  current_ = other_engines(processes, candidate_pid);
+  std::set<int> present;
+  for (const auto& e : current_) {
+    present.insert(e.process.pid);
+    if (reported_.count(e.process.pid)) continue;
+    nlohmann::json d{{"pid", e.process.pid}, {"runtime", std::string(to_string(e.kind))},
+                     {"command", display_command(e.process, kEventCommandChars)}};
+    if (candidate_pid) d["candidate_pid"] = *candidate_pid;
+    out.push_back(make_event(candidate_id_, host_id_, wall_ms, "duplicate_engine", d));
+  }
+  reported_ = std::move(present);
+  return out;
+}
+
+}  // namespace soak

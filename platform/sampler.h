@@ -1,0 +1,80 @@
+// The platform seam for memory sampling: host figures, per-process figures,
+// process discovery and the TCP-listener lookup.
+//
+// Ownership: the composition root makes one Sampler with make_system_sampler()
+// (sampler_linux.cc or sampler_mach.cc, chosen by CMake) and lends it to the
+// sampling service. Tests may use the Linux sampler on a fake /proc tree.
+// Threading: called from the daemon's loop thread only (from its one sampling
+// timer); not thread-safe, because it reuses its read buffers between calls.
+// Cost: calls are synchronous reads of a few small /proc files or a few Mach
+// and sysctl calls; nothing spawns a process or shells out (no ps, no vm_stat).
+// sample_host/sample_process allocate nothing in steady state beyond the
+// returned sample; list_processes and find_listening_pid walk every process
+// and are meant for discovery, not for every tick.
+// Failure: nothing throws. A figure that could not be read is std::nullopt and
+// the reason is appended to the sample's `error` text; never a made-up zero.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "core/types.h"
+
+namespace soak {
+
+struct ProcessInfo {
+  int pid = 0;
+  int ppid = 0;                    // 0 when unknown
+  std::string name;                // kernel's short name (Linux comm, macOS p_comm / p_name)
+  std::string path;                // executable path; empty when not visible to this user
+  std::vector<std::string> argv;   // empty when not visible (another user's process, zombie)
+};
+
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+
+  // This host's locator. Fails when the hostname or the physical memory size
+  // cannot be read; a model or OS version that cannot be read is "unknown".
+  virtual Result<HostInfo> host_info() = 0;
+
+  // Host memory figures now. `wall_ms` is stamped on the sample as given: the
+  // sampler never reads a clock.
+  virtual HostSample sample_host(int64_t wall_ms) = 0;
+
+  // One process's figures now. A pid that does not exist gives a sample with
+  // every figure unknown and an error saying so.
+  virtual ProcessSample sample_process(int pid, int64_t wall_ms) = 0;
+
+  // Every process visible to this user. Processes that exit during the walk
+  // are skipped; fails only when the process table itself cannot be read.
+  virtual Result<std::vector<ProcessInfo>> list_processes() = 0;
+
+  // The process owning a TCP socket that listens on `port` (IPv4 or IPv6, any
+  // local address); the lowest pid when several share it (pre-forked
+  // workers). nullopt when nothing listens there. An error when something
+  // listens but its owner is not visible to this user.
+  virtual Result<std::optional<int>> find_listening_pid(uint16_t port) = 0;
+};
+
+// The implementation for the platform this was built for.
+std::unique_ptr<Sampler> make_system_sampler();
+
+// ---- shared by the implementations (sampler.cc) -------------------------------
+// A sample stamped with pid and time; an error when the pid cannot name a process.
+ProcessSample begin_process_sample(int pid, int64_t wall_ms);
+// The error text of a pid that names no process (callers match on it).
+std::string no_such_process(int pid);
+// The outcome of a search for a port's listener: `lowest` found wins;
+// otherwise it is an error when the socket table showed a listener
+// (Linux knows that before looking for its owner) or when `hidden` processes
+// could not be inspected (the owner may be among them); else nothing listens.
+enum class ListenerInTable { Unknown, Yes };
+Result<std::optional<int>> listener_search_result(std::optional<int> lowest, int hidden, ListenerInTable table,
+                                                  uint16_t port);
+
+}  // namespace soak
