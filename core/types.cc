@@ -129,6 +129,28 @@ constexpr Table<VerdictState, 6> kVerdicts{{
     {VerdictState::Blocked, "blocked"},
 }};
 
+constexpr Table<EventKind, 12> kEventKinds{{
+    {EventKind::DaemonStart, "daemon_start"},
+    {EventKind::DaemonStop, "daemon_stop"},
+    {EventKind::ConfigReload, "config_reload"},
+    {EventKind::BuildChange, "build_change"},
+    {EventKind::Control, "control"},
+    {EventKind::StageExtended, "stage_extended"},
+    {EventKind::Gap, "gap"},
+    {EventKind::ClockStep, "clock_step"},
+    {EventKind::GuardTrip, "guard_trip"},
+    {EventKind::ProcessRestart, "process_restart"},
+    {EventKind::ProcessGone, "process_gone"},
+    {EventKind::DuplicateEngine, "duplicate_engine"},
+}};
+
+constexpr Table<MetricResult, 4> kMetricResults{{
+    {MetricResult::Pass, "pass"},
+    {MetricResult::Fail, "fail"},
+    {MetricResult::Marginal, "marginal"},
+    {MetricResult::Insufficient, "insufficient"},
+}};
+
 constexpr Table<ControlAction, 3> kControlActions{{
     {ControlAction::Start, "start"},
     {ControlAction::Abort, "abort"},
@@ -136,6 +158,13 @@ constexpr Table<ControlAction, 3> kControlActions{{
 }};
 
 }  // namespace
+
+std::string_view to_string(EventKind k) { return name_of(kEventKinds, k); }
+std::optional<EventKind> parse_event_kind(std::string_view s) { return lookup(kEventKinds, s); }
+std::string event_kind_names() { return joined(kEventKinds); }
+
+std::string_view to_string(MetricResult r) { return name_of(kMetricResults, r); }
+std::optional<MetricResult> parse_metric_result(std::string_view s) { return lookup(kMetricResults, s); }
 
 std::string_view to_string(ControlAction a) { return name_of(kControlActions, a); }
 std::optional<ControlAction> parse_control_action(std::string_view s) { return lookup(kControlActions, s); }

@@ -178,18 +178,33 @@ struct ProcessSample {
   std::string error;
 };
 
-// Event kinds are open text (e.g. "daemon_start", "daemon_stop", "config_reload",
-// "build_change", "gap", "guard_trip", "process_restart", "duplicate_engine").
+// What an event row records. A closed vocabulary: a stored kind that does not
+// parse is an error when read, never a default.
+enum class EventKind {
+  DaemonStart, DaemonStop, ConfigReload,  // the daemon's own life
+  BuildChange, Control, StageExtended,    // campaigns
+  Gap, ClockStep,                         // time not covered (sleep, stall, downtime), wall clock steps
+  GuardTrip,                              // memory guard
+  ProcessRestart, ProcessGone, DuplicateEngine,  // the candidate's process
+};
+std::string_view to_string(EventKind k);
+std::optional<EventKind> parse_event_kind(std::string_view s);
+std::string event_kind_names();
+
 struct Event {
   int64_t id = 0;
   int64_t wall_ms = 0;
   std::optional<int64_t> host_id;
   std::optional<int64_t> candidate_id;
-  std::string kind;
+  EventKind kind = EventKind::Gap;
   std::string detail_json;   // object; never contains secrets
   std::optional<int64_t> duration_ms;
 };
 
+
+// The build of a candidate whose runtime would not say (registered so that its
+// rows have a candidate to belong to; a later readable build is a new row).
+inline constexpr std::string_view kUnknownBuild = "unknown";
 
 // A candidate as registered in the store: one model x runtime x build on one host.
 struct CandidateRow {
@@ -197,8 +212,8 @@ struct CandidateRow {
   int64_t host_id = 0;
   std::string name;       // config name; a new build keeps the name, gets a new row
   std::string model;      // canonical model id
-  std::string runtime;    // RuntimeKind name
-  std::string build;      // e.g. "b9928-81ff7abe5"; "unknown" until read
+  RuntimeKind runtime = RuntimeKind::OpenAI;
+  std::string build;      // e.g. "b9928-81ff7abe5"; kUnknownBuild until read
   std::string base_url;
   int64_t first_seen_ms = 0;
   int64_t last_seen_ms = 0;
@@ -217,6 +232,11 @@ struct StageRow {
   std::string reason;
 };
 
+// What one metric of a verdict concluded.
+enum class MetricResult { Pass, Fail, Marginal, Insufficient };
+std::string_view to_string(MetricResult r);
+std::optional<MetricResult> parse_metric_result(std::string_view s);
+
 // Per-metric evidence inside a verdict (DESIGN.md §3).
 struct MetricEvidence {
   std::string metric;       // e.g. "ttft_ms/long_context/32768/fresh"
@@ -227,7 +247,7 @@ struct MetricEvidence {
   double lo = 0, hi = 0;    // interval for the estimate or effect
   double threshold = 0;
   double p_value = 1;
-  std::string result;       // "pass" | "fail" | "marginal" | "insufficient"
+  MetricResult result = MetricResult::Insufficient;
   std::string reason;
 };
 

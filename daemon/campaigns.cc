@@ -62,7 +62,7 @@ Campaigns::Track* Campaigns::track(const std::string& name) {
   return it == tracks_.end() ? nullptr : &it->second;
 }
 
-void Campaigns::write_event(const std::string& kind, std::optional<int64_t> candidate_id, const std::string& detail,
+void Campaigns::write_event(EventKind kind, std::optional<int64_t> candidate_id, const std::string& detail,
                             int64_t now, std::optional<int64_t> duration_ms) {
   Event e;
   e.wall_ms = now;
@@ -71,7 +71,7 @@ void Campaigns::write_event(const std::string& kind, std::optional<int64_t> cand
   e.kind = kind;
   e.detail_json = detail;
   e.duration_ms = duration_ms;
-  if (auto r = d_.store.insert_event(e); !r) d_.log->error("cannot record {} event: {}", kind, r.message());
+  if (auto r = d_.store.insert_event(e); !r) d_.log->error("cannot record {} event: {}", to_string(kind), r.message());
 }
 
 // ============================================================== resume
@@ -115,7 +115,7 @@ Status Campaigns::resume(int64_t now) {
       d["reason"] = "daemon restart";
       d["stage"] = to_string(t.stage->kind);
       d["stage_id"] = t.stage->id;
-      write_event("gap", t.row->id, d.dump(), now, now - last);
+      write_event(EventKind::Gap, t.row->id, d.dump(), now, now - last);
       d_.log->info("{}: resuming {} stage started {} ms ago (deadline unchanged)", name, to_string(t.stage->kind),
                    now - t.stage->started_ms);
     } else if (!stages->empty() && stages->back().state == StageState::Passed) {
@@ -214,7 +214,7 @@ void Campaigns::handle_controls(int64_t now) {
     d["why"] = c.why;
     d["override"] = c.is_override;
     d["result"] = result;
-    write_event("control", t && t->row ? std::optional<int64_t>(t->row->id) : std::nullopt, d.dump(), now);
+    write_event(EventKind::Control, t && t->row ? std::optional<int64_t>(t->row->id) : std::nullopt, d.dump(), now);
   }
 }
 
@@ -261,7 +261,7 @@ void Campaigns::register_candidate(Track& t, const std::string& build, int64_t n
   c.host_id = d_.host_id;
   c.name = t.name;
   c.model = t.cfg->model;
-  c.runtime = std::string(to_string(t.cfg->runtime));
+  c.runtime = t.cfg->runtime;
   c.build = build;
   c.base_url = t.cfg->base_url;
   auto id = d_.store.upsert_candidate(c, now);
@@ -290,7 +290,7 @@ void Campaigns::on_build(const std::string& name, Result<BuildIdentity> b, int64
     // Never reachable for a whole smoke length: the candidate is blocked.
     if (!t.row && t.phase == Phase::ReadingBuild && t.first_build_attempt_ms &&
         now - *t.first_build_attempt_ms >= t.cfg->settings.stages.smoke_ms) {
-      register_candidate(t, "unknown", now);
+      register_candidate(t, std::string(kUnknownBuild), now);
       if (t.row) make_done(t, VerdictState::Blocked, "cannot read the build: " + b.message(), now);
     }
     // Retry sooner while nothing is known yet.
@@ -311,7 +311,7 @@ void Campaigns::on_build(const std::string& name, Result<BuildIdentity> b, int64
     d["from"] = t.row->build;
     d["to"] = b->build;
     d["candidate"] = name;
-    write_event("build_change", t.row->id, d.dump(), now);
+    write_event(EventKind::BuildChange, t.row->id, d.dump(), now);
     d_.log->info("{}: build changed {} -> {}", name, t.row->build, b->build);
     if (t.phase == Phase::Staged || t.phase == Phase::WaitingCanary)
       make_done(t, VerdictState::Inconclusive, "build replaced by " + b->build + " before the campaign finished", now);
@@ -574,7 +574,7 @@ void Campaigns::step(Track& t, int64_t now) {
         d["min_coverage"] = min_cov;
         d["stage"] = to_string(t.stage->kind);
         d["stage_id"] = t.stage->id;
-        write_event("stage_extended", t.row->id, d.dump(), now, t.stage->deadline_ms - now);
+        write_event(EventKind::StageExtended, t.row->id, d.dump(), now, t.stage->deadline_ms - now);
         d_.log->info("{}: {} coverage {:.0f}% < {:.0f}%: extended up to its deadline", t.name,
                      to_string(t.stage->kind), cov * 100, min_cov * 100);
       }
@@ -706,7 +706,7 @@ void Campaigns::tick(int64_t now) {
     bool host_wide = false;
     for (const auto& e : *ev) {
       last_event_seen_ = std::max(last_event_seen_, e.id);
-      if (e.kind != "guard_trip" && e.kind != "process_restart") continue;
+      if (e.kind != EventKind::GuardTrip && e.kind != EventKind::ProcessRestart) continue;
       if (e.candidate_id) cand_hit.insert(*e.candidate_id);
       else host_wide = true;
     }

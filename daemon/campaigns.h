@@ -129,7 +129,7 @@ class Campaigns {
                  const std::string& who = "", const std::string& why = "");
   JudgeRecipe recipe_for(const Track& t, StageEnd end, int64_t now);
   void rebuild_task_states(Track& t);
-  void write_event(const std::string& kind, std::optional<int64_t> candidate_id, const std::string& detail,
+  void write_event(EventKind kind, std::optional<int64_t> candidate_id, const std::string& detail,
                    int64_t now, std::optional<int64_t> duration_ms = std::nullopt);
   void write_running_verdict(Track& t, const std::string& reason, int64_t now);
   void register_candidate(Track& t, const std::string& build, int64_t now);

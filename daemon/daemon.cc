@@ -20,14 +20,14 @@ Daemon::Daemon(Config cfg, DaemonOptions opts, Store& store, const Clock& clock,
 
 Daemon::~Daemon() = default;
 
-void Daemon::write_event(const std::string& kind, const std::string& detail_json) {
+void Daemon::write_event(EventKind kind, const std::string& detail_json) {
   Event e;
   e.wall_ms = clock_.wall_ms();
   e.host_id = host_id_;
   e.kind = kind;
   e.detail_json = detail_json;
-  if (kind == "daemon_stop") e.duration_ms = e.wall_ms - started_wall_ms_;
-  if (auto r = store_.insert_event(e); !r) log_->error("cannot record {} event: {}", kind, r.message());
+  if (kind == EventKind::DaemonStop) e.duration_ms = e.wall_ms - started_wall_ms_;
+  if (auto r = store_.insert_event(e); !r) log_->error("cannot record {} event: {}", to_string(kind), r.message());
 }
 
 Status Daemon::start() {
@@ -40,7 +40,7 @@ Status Daemon::start() {
   Event e;
   e.wall_ms = started_wall_ms_;
   e.host_id = host_id_;
-  e.kind = "daemon_start";
+  e.kind = EventKind::DaemonStart;
   e.detail_json = d.dump();
   if (auto r = store_.insert_event(e); !r) return make_error("cannot write to the store: " + r.message());
 
@@ -89,7 +89,7 @@ void Daemon::reload() {
     log_->error("config reload rejected, keeping the running config:\n{}", next.message());
     d["ok"] = false;
     d["error"] = next.message();
-    write_event("config_reload", d.dump());
+    write_event(EventKind::ConfigReload, d.dump());
     return;
   }
   if (next->store_path != cfg_.store_path) {
@@ -98,13 +98,13 @@ void Daemon::reload() {
     log_->error("config reload rejected: {}", msg);
     d["ok"] = false;
     d["error"] = msg;
-    write_event("config_reload", d.dump());
+    write_event(EventKind::ConfigReload, d.dump());
     return;
   }
   cfg_ = std::move(*next);
   d["ok"] = true;
   d["candidates"] = cfg_.candidates.size();
-  write_event("config_reload", d.dump());
+  write_event(EventKind::ConfigReload, d.dump());
   log_->info("config reloaded from {}: {} candidate(s)", opts_.config_path, cfg_.candidates.size());
   for (auto& s : services_) s->reload(cfg_);
 }
@@ -150,7 +150,7 @@ void Daemon::finish() {
   json d;
   d["reason"] = stop_reason_;
   d["clean"] = services_pending_stop_ == 0;
-  write_event("daemon_stop", d.dump());
+  write_event(EventKind::DaemonStop, d.dump());
   log_->info("stopped ({})", stop_reason_);
   if (stop_deadline_) stop_deadline_->stop();
   sigterm_.close();

@@ -73,7 +73,7 @@ class Daemon {
   void check_settled();
 
  private:
-  void write_event(const std::string& kind, const std::string& detail_json);
+  void write_event(EventKind kind, const std::string& detail_json);
   void on_services_stopped();
   void finish();
 

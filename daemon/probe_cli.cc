@@ -23,7 +23,6 @@ constexpr int kExitClean = 0;
 constexpr int kExitNotClean = 1;
 constexpr int kExitUsage = 2;
 constexpr size_t kDetailColumnChars = 70;
-constexpr const char* kUnknownBuild = "unknown";
 
 using ojson = nlohmann::ordered_json;
 
@@ -182,7 +181,7 @@ int cmd_probe(const Args& a) {
   uv_loop_t loop;
   uv_loop_init(&loop);
   std::vector<ProbeResult> rows;
-  std::string build = kUnknownBuild;
+  std::string build(kUnknownBuild);
   bool store_failed = false;
   {
     HttpClient http(&loop, clock);
@@ -195,7 +194,7 @@ int cmd_probe(const Args& a) {
       c.host_id = *host_id;
       c.name = cand->name;
       c.model = cand->model;
-      c.runtime = std::string(to_string(cand->runtime));
+      c.runtime = cand->runtime;
       c.build = build;
       c.base_url = cand->base_url;
       auto id = (*store)->upsert_candidate(c, clock.wall_ms());
@@ -233,7 +232,7 @@ int cmd_probe(const Args& a) {
       if (b) {
         build = b->build;
       } else {
-        std::fprintf(stderr, "soakd probe: cannot read the build (registering it as \"%s\"): %s\n", kUnknownBuild,
+        std::fprintf(stderr, "soakd probe: cannot read the build (registering it as \"%s\"): %s\n", std::string(kUnknownBuild).c_str(),
                      b.message().c_str());
       }
       start_probes();

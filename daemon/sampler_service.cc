@@ -22,8 +22,8 @@ SamplerService::SamplerService(const Config& cfg, Store& store, Sampler& sampler
 
 void SamplerService::write(const std::vector<Event>& events) {
   for (const auto& e : events) {
-    if (auto r = store_.insert_event(e); !r) log_->error("cannot record {} event: {}", e.kind, r.message());
-    if (e.kind != "clock_step") log_->warn("{}: {}", e.kind, e.detail_json);
+    if (auto r = store_.insert_event(e); !r) log_->error("cannot record {} event: {}", to_string(e.kind), r.message());
+    if (e.kind != EventKind::ClockStep) log_->warn("{}: {}", to_string(e.kind), e.detail_json);
   }
 }
 

@@ -166,7 +166,7 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
       json j;
       j["candidate"] = r.candidate.name;
       j["model"] = r.candidate.model;
-      j["runtime"] = r.candidate.runtime;
+      j["runtime"] = to_string(r.candidate.runtime);
       j["build"] = r.candidate.build;
       j["base_url"] = r.candidate.base_url;
       j["candidate_id"] = r.candidate.id;
@@ -199,7 +199,7 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
       verdict += ": " + clip(r.verdict->reason, kStatusReasonChars);
     if (r.verdict && r.verdict->is_override) verdict += " (override by " + r.verdict->who + ")";
     std::snprintf(line, sizeof line, "%-22s %-24s %-10s %-18s %-7s %-19s ", r.candidate.name.c_str(),
-                  r.candidate.model.c_str(), r.candidate.runtime.c_str(), r.candidate.build.c_str(), stage.c_str(),
+                  r.candidate.model.c_str(), std::string(to_string(r.candidate.runtime)).c_str(), r.candidate.build.c_str(), stage.c_str(),
                   progress.c_str());
     c.out << line << verdict << "\n";
   }
@@ -221,7 +221,7 @@ int cmd_verdict(const Ctl& c, const Args& a, Store& st) {
   }
   const StatusRow* best = nullptr;
   for (const auto& r : *rows) {
-    if (r.candidate.model != *model || r.candidate.runtime != *runtime) continue;
+    if (r.candidate.model != *model || to_string(r.candidate.runtime) != *runtime) continue;
     if (build && r.candidate.build != *build) continue;
     // Newest build seen wins: the most recently first-seen candidate.
     if (!best || r.candidate.first_seen_ms > best->candidate.first_seen_ms ||
@@ -239,14 +239,14 @@ int cmd_verdict(const Ctl& c, const Args& a, Store& st) {
   if (a.flag("json")) {
     json j;
     j["model"] = best->candidate.model;
-    j["runtime"] = best->candidate.runtime;
+    j["runtime"] = to_string(best->candidate.runtime);
     j["build"] = best->candidate.build;
     j["candidate"] = best->candidate.name;
     j["verdict"] = best->verdict ? verdict_json(*best->verdict) : json(nullptr);
     j["exit_code"] = code;
     c.out << j.dump(2) << "\n";
   } else {
-    c.out << best->candidate.model << " on " << best->candidate.runtime << " at " << best->candidate.build << ": ";
+    c.out << best->candidate.model << " on " << to_string(best->candidate.runtime) << " at " << best->candidate.build << ": ";
     if (best->verdict) {
       c.out << to_string(best->verdict->state);
       if (!best->verdict->stage.empty()) c.out << " (" << best->verdict->stage << ")";
@@ -281,7 +281,7 @@ std::string fmt_num(double v) {
 json metric_json(const MetricEvidence& m) {
   json j;
   j["metric"] = m.metric;
-  j["result"] = m.result;
+  j["result"] = to_string(m.result);
   j["n"] = m.n;
   j["n_baseline"] = m.n_baseline;
   j["estimate"] = m.estimate;
@@ -326,7 +326,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     if (recipe_from_json(v.judge_input_json).ok()) judged = &v;
   const VerdictRow* latest = all->empty() ? nullptr : &all->back();
   if (!judged) {
-    c.out << name << " (" << row->model << " on " << row->runtime << " at " << row->build << "): ";
+    c.out << name << " (" << row->model << " on " << to_string(row->runtime) << " at " << row->build << "): ";
     if (latest)
       c.out << to_string(latest->state) << (latest->reason.empty() ? "" : " — " + latest->reason)
             << (latest->is_override ? " (override by " + latest->who + ": " + latest->why + ")" : "")
@@ -346,7 +346,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     json j;
     j["candidate"] = name;
     j["model"] = row->model;
-    j["runtime"] = row->runtime;
+    j["runtime"] = to_string(row->runtime);
     j["build"] = row->build;
     j["verdict"] = verdict_json(*judged);
     json ms = json::array();
@@ -357,7 +357,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     c.out << j.dump(2) << "\n";
     return identical ? kCtlExitOk : kCtlExitMismatch;
   }
-  c.out << name << " (" << row->model << " on " << row->runtime << " at " << row->build << ")\n";
+  c.out << name << " (" << row->model << " on " << to_string(row->runtime) << " at " << row->build << ")\n";
   c.out << "verdict: " << to_string(judged->state) << " (" << judged->stage << ")"
         << (judged->reason.empty() ? "" : " — " + judged->reason) << "\n";
   c.out << "judged " << iso_utc(judged->wall_ms) << " by " << judged->judge_version << ", config " << judged->config_hash
@@ -375,9 +375,9 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
   c.out << line;
   // What decided comes first: failures, then marginal results, then the rest.
   auto rank = [](const MetricEvidence& m) {
-    if (m.result == "fail") return 0;
-    if (m.result == "marginal") return 1;
-    if (m.result == "insufficient") return 3;
+    if (m.result == MetricResult::Fail) return 0;
+    if (m.result == MetricResult::Marginal) return 1;
+    if (m.result == MetricResult::Insufficient) return 3;
     return 2;
   };
   std::vector<const MetricEvidence*> order;
@@ -386,7 +386,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
   for (const MetricEvidence* mp : order) {
     const MetricEvidence& m = *mp;
     std::string interval = "[" + fmt_num(m.lo) + ", " + fmt_num(m.hi) + "]";
-    std::snprintf(line, sizeof line, "%-8s %7lld %7lld %11s %11s %23s %9s %9s  ", m.result.c_str(),
+    std::snprintf(line, sizeof line, "%-8s %7lld %7lld %11s %11s %23s %9s %9s  ", std::string(to_string(m.result)).c_str(),
                   static_cast<long long>(m.n), static_cast<long long>(m.n_baseline), fmt_num(m.estimate).c_str(),
                   fmt_num(m.baseline).c_str(), interval.c_str(), fmt_num(m.threshold).c_str(),
                   fmt_num(m.p_value).c_str());
@@ -467,7 +467,13 @@ int cmd_events(const Ctl& c, const Args& a, Store& st) {
     q.candidate_id = row->id;
     q.host_wide = HostWide::Include;
   }
-  q.kind = a.get("kind");
+  if (auto k = a.get("kind")) {
+    q.kind = parse_event_kind(*k);
+    if (!q.kind) {
+      c.err << "soakctl events: unknown --kind \"" << *k << "\" (one of: " << event_kind_names() << ")\n";
+      return kCtlExitUsage;
+    }
+  }
   int64_t limit = 50;
   if (auto l = a.get("limit")) {
     try {
@@ -493,13 +499,13 @@ int cmd_events(const Ctl& c, const Args& a, Store& st) {
       json j;
       j["id"] = e.id;
       j["at"] = iso_utc(e.wall_ms);
-      j["kind"] = e.kind;
+      j["kind"] = to_string(e.kind);
       if (e.candidate_id) j["candidate_id"] = *e.candidate_id;
       j["detail"] = json::parse(e.detail_json, nullptr, false);
       if (e.duration_ms) j["duration_ms"] = *e.duration_ms;
       arr.push_back(std::move(j));
     } else {
-      c.out << iso_utc(e.wall_ms) << "  " << e.kind;
+      c.out << iso_utc(e.wall_ms) << "  " << to_string(e.kind);
       if (e.candidate_id) c.out << " (candidate row " << *e.candidate_id << ")";
       if (e.duration_ms) c.out << " " << format_duration(*e.duration_ms);
       c.out << "  " << e.detail_json << "\n";

@@ -21,7 +21,7 @@ Event GapDetector::gap_event(const char* cause, int64_t from_ms, int64_t to_ms, 
   Event e;
   e.wall_ms = to_ms;
   e.host_id = host_id_;
-  e.kind = "gap";
+  e.kind = EventKind::Gap;
   e.duration_ms = length_ms;
   e.detail_json = nlohmann::json{{"cause", cause},     {"missed_slots", missed}, {"slept_ms", slept_ms},
                                  {"from_ms", from_ms}, {"to_ms", to_ms},         {"interval_ms", interval_ms_}}
@@ -65,7 +65,7 @@ std::vector<Event> GapDetector::tick(const Instant& now) {
     Event e;
     e.wall_ms = now.wall_ms;
     e.host_id = host_id_;
-    e.kind = "clock_step";
+    e.kind = EventKind::ClockStep;
     e.detail_json = nlohmann::json{{"step_ms", step_ms}, {"wall_elapsed_ms", wall_ms}, {"elapsed_ms", elapsed_ms}}.dump();
     out.push_back(std::move(e));
   }

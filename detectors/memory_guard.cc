@@ -31,7 +31,7 @@ Event trip_event(const HostSample& s, GuardRule rule, nlohmann::json detail, std
   Event e;
   e.wall_ms = s.wall_ms;
   if (s.host_id != 0) e.host_id = s.host_id;
-  e.kind = "guard_trip";
+  e.kind = EventKind::GuardTrip;
   e.detail_json = detail.dump();
   e.duration_ms = duration_ms;
   return e;

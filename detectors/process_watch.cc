@@ -9,7 +9,7 @@ namespace {
 constexpr size_t kEventCommandChars = 300;
 
 Event make_event(std::optional<int64_t> candidate_id, std::optional<int64_t> host_id, int64_t wall_ms,
-                 const char* kind, const nlohmann::json& detail) {
+                 EventKind kind, const nlohmann::json& detail) {
   Event e;
   e.wall_ms = wall_ms;
   e.candidate_id = candidate_id;
@@ -30,14 +30,14 @@ std::vector<Event> RestartDetector::observe(std::optional<ProcessIdentity> seen,
   std::vector<Event> out;
   if (!seen) {
     if (known_ && !gone_reported_) {
-      out.push_back(make_event(candidate_id_, host_id_, wall_ms, "process_gone",
+      out.push_back(make_event(candidate_id_, host_id_, wall_ms, EventKind::ProcessGone,
                                {{"pid", known_->pid}, {"start_time", known_->start_time}}));
       gone_reported_ = true;
     }
     return out;
   }
   if (known_ && !(*known_ == *seen)) {
-    out.push_back(make_event(candidate_id_, host_id_, wall_ms, "process_restart",
+    out.push_back(make_event(candidate_id_, host_id_, wall_ms, EventKind::ProcessRestart,
                              {{"old_pid", known_->pid},
                               {"old_start_time", known_->start_time},
                               {"new_pid", seen->pid},
@@ -59,7 +59,7 @@ std::vector<Event> DuplicateEngineDetector::observe(const std::vector<ProcessInf
     nlohmann::json d{{"pid", e.process.pid}, {"runtime", std::string(to_string(e.kind))},
                      {"command", display_command(e.process, kEventCommandChars)}};
     if (candidate_pid) d["candidate_pid"] = *candidate_pid;
-    out.push_back(make_event(candidate_id_, host_id_, wall_ms, "duplicate_engine", d));
+    out.push_back(make_event(candidate_id_, host_id_, wall_ms, EventKind::DuplicateEngine, d));
   }
   reported_ = std::move(present);
   return out;

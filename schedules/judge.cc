@@ -63,7 +63,7 @@ void blocked(const Context& c, Judgement& j) {
   if (k.clean > 0) return;
   for (const ProbeResult* r : c.cand)
     if (!is_harness(*r) && !is_unreachable(r->outcome)) return;
-  auto m = metric("blocked", kResultFail,
+  auto m = metric("blocked", MetricResult::Fail,
                   format("no clean response; all %lld attempts were connect failures or loading",
                          static_cast<long long>(k.attempts)));
   m.n = k.attempts;
@@ -83,7 +83,7 @@ void coverage(const Context& c, Judgement& j) {
   const double cov = coverage_of(c.in);
   const double min = c.in.gate.min_coverage;
   const bool enough = c.in.slots_planned > 0 && cov >= min;
-  auto m = metric("coverage", enough ? kResultPass : kResultInsufficient,
+  auto m = metric("coverage", enough ? MetricResult::Pass : MetricResult::Insufficient,
                   format("%lld of %lld planned slots ran (%.1f%%), need %.1f%%", static_cast<long long>(c.in.slots_run),
                          static_cast<long long>(c.in.slots_planned), cov * 100, min * 100));
   m.n = c.in.slots_run;
@@ -103,19 +103,19 @@ void smoke(const Context& c, Judgement& j) {
     const bool required = std::find(c.in.smoke_required.begin(), c.in.smoke_required.end(), kind) !=
                           c.in.smoke_required.end();
     const std::string name = "smoke/" + std::string(to_string(kind));
-    auto m = metric(name, kResultPass, "");
+    auto m = metric(name, MetricResult::Pass, "");
     m.n = k.attempts;
     set_numbers(m, static_cast<double>(k.clean), 0, 0, 0, static_cast<double>(k.attempts), 1);
     if (k.failures > 0) {
       const auto first = std::find_if(rows.begin(), rows.end(), [](const ProbeResult* r) { return counts_against(*r); });
-      m.result = std::string(kResultFail);
+      m.result = MetricResult::Fail;
       m.reason = format("%lld of %lld not clean, first %s (row %lld)", static_cast<long long>(k.failures),
                         static_cast<long long>(k.attempts), std::string(to_string((*first)->outcome)).c_str(),
                         static_cast<long long>((*first)->id));
       if (!(*first)->detail.empty()) m.reason += ": " + (*first)->detail;
       j.find(Severity::Failure, name + ": " + m.reason);
     } else if (k.clean == 0 && required) {
-      m.result = std::string(kResultInsufficient);
+      m.result = MetricResult::Insufficient;
       m.reason = "required, never ran";
       j.find(Severity::Inconclusive, name + ": " + m.reason);
     } else {
@@ -128,10 +128,10 @@ void smoke(const Context& c, Judgement& j) {
 void failure_ratio(const Context& c, Judgement& j) {
   const Counts k = count(c.cand);
   const double max = c.in.gate.max_failure_ratio;
-  auto m = metric("failure_ratio", kResultPass, "");
+  auto m = metric("failure_ratio", MetricResult::Pass, "");
   m.n = k.attempts;
   if (k.attempts == 0) {
-    m.result = std::string(kResultInsufficient);
+    m.result = MetricResult::Insufficient;
     m.reason = "no attempts";
     set_numbers(m, 0, 0, 0, 1, max, 1);
     j.add(std::move(m));
@@ -140,7 +140,7 @@ void failure_ratio(const Context& c, Judgement& j) {
   const double ratio = static_cast<double>(k.failures) / static_cast<double>(k.attempts);
   const auto ci = stats::wilson_interval(k.failures, k.attempts, c.confidence());
   const bool fail = ratio >= max;
-  m.result = std::string(fail ? kResultFail : kResultPass);
+  m.result = (fail ? MetricResult::Fail : MetricResult::Pass);
   m.reason = format("%lld of %lld attempts failed (%.2f%%), must stay under %.2f%%", static_cast<long long>(k.failures),
                     static_cast<long long>(k.attempts), ratio * 100, max * 100);
   set_numbers(m, ratio, 0, ci.lo, ci.hi, max, 1);
@@ -156,7 +156,7 @@ void gate_completed(const Context& c, Judgement& j) {
   for (const ProbeResult* r : c.cand)
     if (r->kind == ProbeKind::Agent && is_clean(*r)) ++completed;
   const int64_t need = c.in.gate.min_completed;
-  auto m = metric("gate_completed", kResultPass, "");
+  auto m = metric("gate_completed", MetricResult::Pass, "");
   m.n = completed;
   set_numbers(m, static_cast<double>(completed), 0, 0, 0, static_cast<double>(need), 1);
   const std::string text = format("%lld completed agent requests, need %lld", static_cast<long long>(completed),
@@ -164,11 +164,11 @@ void gate_completed(const Context& c, Judgement& j) {
   if (completed >= need) {
     m.reason = text;
   } else if (c.in.end == StageEnd::Completed && coverage_of(c.in) >= c.in.gate.min_coverage) {
-    m.result = std::string(kResultFail);
+    m.result = MetricResult::Fail;
     m.reason = "too few with full coverage: " + text;
     j.find(Severity::Failure, "gate: " + m.reason);
   } else {
-    m.result = std::string(kResultInsufficient);
+    m.result = MetricResult::Insufficient;
     m.reason = text;
     j.find(Severity::Inconclusive, "gate: " + text);
   }
@@ -189,7 +189,7 @@ void reports(const Context& c, Judgement& j) {
     by_class += format("%s%s %lld", by_class.empty() ? "" : ", ", std::string(to_string(o)).c_str(),
                        static_cast<long long>(n));
   }
-  auto h = metric("harness_errors", kResultPass,
+  auto h = metric("harness_errors", MetricResult::Pass,
                   total ? "not counted against the candidate: " + by_class : std::string("none"));
   h.n = total;
   set_numbers(h, static_cast<double>(total), 0, 0, 0, 0, 1);
@@ -197,10 +197,10 @@ void reports(const Context& c, Judgement& j) {
   // Another engine resident beside the candidate (often the interleaved
   // baseline itself) is recorded with the figures, not judged: the memory
   // guard judges what it does to memory.
-  const auto dups = events_of(c, "duplicate_engine", EventScope::Candidate);
+  const auto dups = events_of(c, EventKind::DuplicateEngine, EventScope::Candidate);
   std::vector<int64_t> dup_ids;
   for (const Event* e : dups) dup_ids.push_back(e->id);
-  auto d = metric("duplicate_engine", kResultPass,
+  auto d = metric(std::string(to_string(EventKind::DuplicateEngine)), MetricResult::Pass,
                   dups.empty() ? std::string("none")
                                : format("another inference engine resident beside the candidate (events %s); "
                                         "recorded, not judged",
@@ -208,7 +208,7 @@ void reports(const Context& c, Judgement& j) {
   d.n = static_cast<int64_t>(dups.size());
   set_numbers(d, static_cast<double>(dups.size()), 0, 0, 0, 0, 1);
   j.add(std::move(d));
-  auto t = metric("timing_artifacts", kResultPass,
+  auto t = metric("timing_artifacts", MetricResult::Pass,
                   format("%lld row(s) with first output and finish implausibly close, excluded from rates",
                          static_cast<long long>(artifacts)));
   t.n = artifacts;
@@ -230,8 +230,8 @@ VerdictState state_of(Severity s) {
 std::string passed_summary(const Context& c, const std::vector<MetricEvidence>& metrics) {
   int64_t pass = 0, insufficient = 0;
   for (const auto& m : metrics) {
-    if (m.result == kResultPass) ++pass;
-    if (m.result == kResultInsufficient) ++insufficient;
+    if (m.result == MetricResult::Pass) ++pass;
+    if (m.result == MetricResult::Insufficient) ++insufficient;
   }
   std::string s = format("passed: %lld checks pass, %lld had too few samples", static_cast<long long>(pass),
                          static_cast<long long>(insufficient));

@@ -62,11 +62,6 @@ namespace soak {
 // which rules produced them.
 inline constexpr std::string_view kJudgeVersion = "judge-1";
 
-inline constexpr std::string_view kResultPass = "pass";
-inline constexpr std::string_view kResultFail = "fail";
-inline constexpr std::string_view kResultMarginal = "marginal";
-inline constexpr std::string_view kResultInsufficient = "insufficient";
-
 // Where the baseline rows came from: interleaved A/B slots in the same period,
 // stored history of the baseline candidate, or no baseline at all.
 enum class BaselineMode { None, Interleaved, History };

@@ -73,7 +73,7 @@ class PoolJudge {
     const int min_n = c_.in.judge.min_samples;
     const double cm = stats::quantile_sorted(v.cand, 0.5), bm = stats::quantile_sorted(v.base, 0.5);
     auto insufficient = [&](std::string why) {
-      auto m = metric(name(pm.name), kResultInsufficient, sizes(n_c, n_b) + "; " + why);
+      auto m = metric(name(pm.name), MetricResult::Insufficient, sizes(n_c, n_b) + "; " + why);
       m.n = n_c;
       m.n_baseline = n_b;
       set_numbers(m, cm, bm, 0, 0, c_.in.judge.effect_floor, 1);
@@ -91,14 +91,14 @@ class PoolJudge {
     const double worse = sign * mw.shift / scale;  // > 0: the candidate is worse
     const bool significant = mw.p_value < rules.alpha;
 
-    std::string_view result = kResultPass;
+    MetricResult result = MetricResult::Pass;
     std::string verdict;
     if (significant && worse > rules.effect_floor + rules.hold_band) {
-      result = kResultFail;
+      result = MetricResult::Fail;
       verdict = format("regression beyond effect floor %s + hold band %s", pct(rules.effect_floor).c_str(),
                        pct(rules.hold_band).c_str());
     } else if (significant && worse > rules.effect_floor) {
-      result = kResultMarginal;
+      result = MetricResult::Marginal;
       verdict = format("marginal regression between effect floor %s and %s", pct(rules.effect_floor).c_str(),
                        pct(rules.effect_floor + rules.hold_band).c_str());
     } else if (significant && worse > 0) {
@@ -108,7 +108,7 @@ class PoolJudge {
     } else {
       verdict = "no significant change";
     }
-    if (result != kResultPass && pm.figure != Figure::Ttft && !acceptance_.empty()) verdict += " despite " + acceptance_;
+    if (result != MetricResult::Pass && pm.figure != Figure::Ttft && !acceptance_.empty()) verdict += " despite " + acceptance_;
 
     std::string reason = format("median %s vs %s baseline, shift %s [%s, %s], %s (%s), %s; source %s",
                                 num(cm).c_str(), num(bm).c_str(), pct(mw.shift / scale).c_str(),
@@ -123,9 +123,9 @@ class PoolJudge {
     std::string brief = format("%s %s %s vs baseline (median %s vs %s)", std::string(pm.name).c_str(),
                                short_workload().c_str(), pct(mw.shift / scale).c_str(), num(cm).c_str(),
                                num(bm).c_str());
-    if (result != kResultPass && pm.figure != Figure::Ttft && !acceptance_.empty()) brief += " despite " + acceptance_;
-    if (result == kResultFail) j_.find(Severity::Failure, brief);
-    if (result == kResultMarginal) j_.find(Severity::Hold, "marginal: " + brief);
+    if (result != MetricResult::Pass && pm.figure != Figure::Ttft && !acceptance_.empty()) brief += " despite " + acceptance_;
+    if (result == MetricResult::Fail) j_.find(Severity::Failure, brief);
+    if (result == MetricResult::Marginal) j_.find(Severity::Hold, "marginal: " + brief);
     j_.add(std::move(m));
     return true;
   }
@@ -145,12 +145,12 @@ class PoolJudge {
     const bool high_bad = pm.better == Better::Lower;
     const double q = high_bad ? level.q : 1 - level.q;
     const double cq = stats::quantile_sorted(v.cand, q), bq = stats::quantile_sorted(v.base, q);
-    auto m = metric(name(pm.name, high_bad ? level.upper : level.lower), kResultPass, "");
+    auto m = metric(name(pm.name, high_bad ? level.upper : level.lower), MetricResult::Pass, "");
     m.n = n_c;
     m.n_baseline = n_b;
     const auto& rules = c_.in.judge;
     if (n_c < min_n || n_b < min_n) {
-      m.result = std::string(kResultInsufficient);
+      m.result = MetricResult::Insufficient;
       m.reason = sizes(n_c, n_b) + format("; need %lld on each side for this quantile", static_cast<long long>(min_n));
       set_numbers(m, cq, bq, 0, 0, rules.tail_tolerance, 1);
       j_.add(std::move(m));
@@ -169,7 +169,7 @@ class PoolJudge {
                                 num(cq).c_str(), num(bq).c_str(), pct(worse).c_str(), pct(rules.tail_tolerance).c_str(),
                                 static_cast<long long>(k_c), static_cast<long long>(n_c), static_cast<long long>(k_b),
                                 static_cast<long long>(n_b), pval(p).c_str());
-    m.result = std::string(regression ? kResultMarginal : kResultPass);
+    m.result = (regression ? MetricResult::Marginal : MetricResult::Pass);
     m.reason = (regression ? "tail regression: " : "") + reason;
     set_numbers(m, cq, bq, ci.lo, ci.hi, rules.tail_tolerance, p);
     if (regression)
@@ -202,7 +202,7 @@ class PoolJudge {
   void acceptance_row() {
     if (cand_drafts_.drafted == 0) return;
     const Drafts b = drafts(base_);
-    auto m = metric(name("draft_acceptance"), kResultPass,
+    auto m = metric(name("draft_acceptance"), MetricResult::Pass,
                     format("%lld of %lld drafted tokens accepted (baseline %lld of %lld); recorded beside wall "
                            "latency, which is what speculative decoding is judged by",
                            static_cast<long long>(cand_drafts_.accepted), static_cast<long long>(cand_drafts_.drafted),
@@ -229,13 +229,13 @@ class PoolJudge {
     const double rc = static_cast<double>(f_c) / static_cast<double>(n_c);
     const double rb = n_b ? static_cast<double>(f_b) / static_cast<double>(n_b) : 0;
     const auto ci = stats::wilson_interval(f_c, n_c, c_.confidence());
-    auto m = metric(name("error_rate"), kResultPass, "");
+    auto m = metric(name("error_rate"), MetricResult::Pass, "");
     m.n = n_c;
     m.n_baseline = n_b;
     std::string counts = format("%lld of %lld failed vs %lld of %lld baseline", static_cast<long long>(f_c),
                                 static_cast<long long>(n_c), static_cast<long long>(f_b), static_cast<long long>(n_b));
     if (n_c < rules.min_samples || n_b < rules.min_samples) {
-      m.result = std::string(kResultInsufficient);
+      m.result = MetricResult::Insufficient;
       m.reason = counts + format("; need %d attempts on each side", rules.min_samples);
       set_numbers(m, rc, rb, ci.lo, ci.hi, rules.alpha, 1);
       j_.add(std::move(m));
@@ -244,7 +244,7 @@ class PoolJudge {
     ++comparable_;
     const double p = stats::fisher_exact(f_c, n_c - f_c, f_b, n_b - f_b, stats::Alternative::Greater);
     const bool fail = p < rules.alpha;
-    m.result = std::string(fail ? kResultFail : kResultPass);
+    m.result = (fail ? MetricResult::Fail : MetricResult::Pass);
     m.reason = (fail ? "error rate higher than baseline: " : "") + counts + ", " + pval(p) + " (Fisher, one-sided)";
     set_numbers(m, rc, rb, ci.lo, ci.hi, rules.alpha, p);
     if (fail) j_.find(Severity::Failure, "error rate " + short_workload() + " higher than baseline: " + counts);
@@ -275,7 +275,7 @@ void judge_compare(const Context& c, Judgement& j) {
     // The first build of its kind: nothing was ever promoted to compare with.
     // The canary stands on the absolute rules (hard failures, memory guard,
     // coverage) and says so; every later build is compared with this one.
-    j.add(metric("baseline", kResultPass, "no baseline exists yet (first build of this candidate): judged on the "
+    j.add(metric("baseline", MetricResult::Pass, "no baseline exists yet (first build of this candidate): judged on the "
                                           "absolute rules only"));
     return;
   }

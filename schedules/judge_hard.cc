@@ -65,7 +65,7 @@ void row_class(const Context& c, const RowClass& cls, Judgement& j) {
     }
   const auto n = static_cast<int64_t>(ids.size());
   if (!first) {
-    auto m = metric(hard_name(cls.name), kResultPass, format("none in %zu rows", c.cand.size()));
+    auto m = metric(hard_name(cls.name), MetricResult::Pass, format("none in %zu rows", c.cand.size()));
     j.add(std::move(m));
     return;
   }
@@ -73,7 +73,7 @@ void row_class(const Context& c, const RowClass& cls, Judgement& j) {
                               id_list(ids).c_str(), std::string(to_string(first->outcome)).c_str(),
                               first->workload_id.c_str()) +
                        quoted(first->detail);
-  auto m = metric(hard_name(cls.name), kResultFail, reason);
+  auto m = metric(hard_name(cls.name), MetricResult::Fail, reason);
   m.n = n;
   set_numbers(m, static_cast<double>(n), 0, 0, 0, 0, 1);
   j.add(std::move(m));
@@ -101,7 +101,7 @@ void ratio_class(const Context& c, const RowClass& cls, Judgement& j) {
                               static_cast<long long>(bad), static_cast<long long>(attempts), ratio * 100,
                               tolerance * 100);
   if (first) reason += "; rows " + id_list(ids) + quoted(first->detail);
-  auto m = metric(hard_name(cls.name), fail ? kResultFail : kResultPass, reason);
+  auto m = metric(hard_name(cls.name), fail ? MetricResult::Fail : MetricResult::Pass, reason);
   m.n = attempts;
   auto ci = stats::wilson_interval(bad, attempts, c.confidence());
   set_numbers(m, ratio, 0, ci.lo, ci.hi, tolerance, 1);
@@ -130,7 +130,7 @@ void repeated_5xx(const Context& c, Judgement& j) {
   std::string reason = format("%lld 5xx in all, longest run %lld, limit %d", static_cast<long long>(total),
                               static_cast<long long>(longest), limit);
   if (fail) reason += " (rows " + id_list(tripped) + ")";
-  auto m = metric(hard_name("repeated_5xx"), fail ? kResultFail : kResultPass, reason);
+  auto m = metric(hard_name("repeated_5xx"), fail ? MetricResult::Fail : MetricResult::Pass, reason);
   m.n = total;
   set_numbers(m, static_cast<double>(longest), 0, 0, 0, limit, 1);
   j.add(std::move(m));
@@ -170,7 +170,7 @@ std::vector<int64_t> sampled_restarts(const Context& c) {
 }
 
 void restarts(const Context& c, Judgement& j) {
-  const auto events = events_of(c, "process_restart", EventScope::Candidate);
+  const auto events = events_of(c, EventKind::ProcessRestart, EventScope::Candidate);
   const auto sampled = sampled_restarts(c);
   std::vector<int64_t> event_ids;
   for (const Event* e : events) event_ids.push_back(e->id);
@@ -188,7 +188,7 @@ void restarts(const Context& c, Judgement& j) {
       parts.push_back(format("%zu pid/start-time change(s) at samples %s", sampled.size(), id_list(sampled).c_str()));
     for (const auto& p : parts) reason += (reason.empty() ? "" : "; ") + p;
   }
-  auto m = metric(hard_name("process_restart"), n ? kResultFail : kResultPass, reason);
+  auto m = metric(hard_name(to_string(EventKind::ProcessRestart)), n ? MetricResult::Fail : MetricResult::Pass, reason);
   m.n = n;
   set_numbers(m, static_cast<double>(n), 0, 0, 0, 0, 1);
   j.add(std::move(m));
@@ -196,14 +196,14 @@ void restarts(const Context& c, Judgement& j) {
 }
 
 void guard_trips(const Context& c, Judgement& j) {
-  const auto events = events_of(c, "guard_trip", EventScope::CandidateOrHost);
+  const auto events = events_of(c, EventKind::GuardTrip, EventScope::CandidateOrHost);
   std::vector<int64_t> ids;
   for (const Event* e : events) ids.push_back(e->id);
   const auto n = static_cast<int64_t>(ids.size());
   std::string reason = n ? format("%lld trip(s) (events %s)", static_cast<long long>(n), id_list(ids).c_str()) +
                                quoted(events.front()->detail_json)
                          : std::string("memory guard quiet");
-  auto m = metric(hard_name("guard_trip"), n ? kResultFail : kResultPass, reason);
+  auto m = metric(hard_name(to_string(EventKind::GuardTrip)), n ? MetricResult::Fail : MetricResult::Pass, reason);
   m.n = n;
   set_numbers(m, static_cast<double>(n), 0, 0, 0, 0, 1);
   j.add(std::move(m));

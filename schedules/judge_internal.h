@@ -53,7 +53,7 @@ std::string id_list(const std::vector<int64_t>& ids);  // "12, 15, 19 and 4 more
 
 // Metric row with the numeric fields sanitised: NaN/inf never reach storage
 // (they would serialize as JSON null).
-MetricEvidence metric(std::string name, std::string_view result, std::string reason);
+MetricEvidence metric(std::string name, MetricResult result, std::string reason);
 void set_numbers(MetricEvidence& m, double estimate, double baseline, double lo, double hi, double threshold,
                  double p_value);
 
@@ -61,7 +61,7 @@ void set_numbers(MetricEvidence& m, double estimate, double baseline, double lo,
 // Events of `kind` that concern the candidate, by (wall_ms, id). Host-wide
 // events (no candidate id) count when the scope allows them.
 enum class EventScope { Candidate, CandidateOrHost };
-std::vector<const Event*> events_of(const Context& c, std::string_view kind, EventScope scope);
+std::vector<const Event*> events_of(const Context& c, EventKind kind, EventScope scope);
 
 // ---- locators ------------------------------------------------------------------
 // Everything that must match for two numbers to be comparable (DESIGN §2.3–2.8).

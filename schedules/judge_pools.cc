@@ -72,10 +72,10 @@ std::string id_list(const std::vector<int64_t>& ids) {
   return out;
 }
 
-MetricEvidence metric(std::string name, std::string_view result, std::string reason) {
+MetricEvidence metric(std::string name, MetricResult result, std::string reason) {
   MetricEvidence m;
   m.metric = std::move(name);
-  m.result = std::string(result);
+  m.result = result;
   m.reason = std::move(reason);
   return m;
 }
@@ -91,7 +91,7 @@ void set_numbers(MetricEvidence& m, double estimate, double baseline, double lo,
 }
 
 // ============================================================== events
-std::vector<const Event*> events_of(const Context& c, std::string_view kind, EventScope scope) {
+std::vector<const Event*> events_of(const Context& c, EventKind kind, EventScope scope) {
   auto applies = [&](const Event& e) {
     if (e.candidate_id) return *e.candidate_id == c.in.candidate_id;
     if (scope == EventScope::Candidate) return false;

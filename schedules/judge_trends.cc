@@ -96,11 +96,11 @@ enum class GrowthUnit { Relative, Absolute };
 void growth_row(const Context& c, Judgement& j, const Series& s, std::string name, std::string_view what,
                 GrowthUnit unit, double threshold, std::string_view limit_text, Severity on_fail) {
   const auto w = edge_windows(s, kEdgeFraction);
-  auto m = metric(std::move(name), kResultPass, "");
+  auto m = metric(std::move(name), MetricResult::Pass, "");
   m.n = static_cast<int64_t>(s.size());
   const auto min_n = static_cast<size_t>(c.in.judge.min_samples);
   if (w.first.size() < min_n || w.last.size() < min_n) {
-    m.result = std::string(kResultInsufficient);
+    m.result = MetricResult::Insufficient;
     m.reason = format("%zu samples in the initial and %zu in the final tenth, need %zu each", w.first.size(),
                       w.last.size(), min_n);
     j.add(std::move(m));
@@ -119,11 +119,11 @@ void growth_row(const Context& c, Judgement& j, const Series& s, std::string nam
                               num(initial).c_str(), show(mid).c_str(), show(sustained).c_str(), show(high).c_str(),
                               std::string(limit_text).c_str());
   if (sustained > threshold) {
-    m.result = std::string(kResultFail);
+    m.result = MetricResult::Fail;
     reason = "sustained growth: " + reason;
     j.find(on_fail, m.metric + ": " + reason);
   } else if (mid > threshold) {
-    m.result = std::string(kResultMarginal);
+    m.result = MetricResult::Marginal;
     reason = "growth above the limit in part of the final window: " + reason;
     j.find(Severity::Hold, m.metric + ": " + reason);
   }
@@ -139,10 +139,10 @@ void footprint(const Context& c, Judgement& j) {
   const auto min_n = static_cast<size_t>(c.in.judge.min_samples);
   std::vector<double> x, y;
   if (!s.empty()) block_medians(s, x, y);
-  auto slope = metric("footprint_slope_mb_per_h", kResultPass, "");
+  auto slope = metric("footprint_slope_mb_per_h", MetricResult::Pass, "");
   slope.n = static_cast<int64_t>(s.size());
   if (x.size() < min_n) {
-    slope.result = std::string(kResultInsufficient);
+    slope.result = MetricResult::Insufficient;
     slope.reason = format("%zu process samples in %zu blocks, need %zu blocks", s.size(), x.size(), min_n);
     j.find(Severity::Inconclusive, "no footprint trend: " + slope.reason);
     j.add(std::move(slope));
@@ -153,11 +153,11 @@ void footprint(const Context& c, Judgement& j) {
                               num(ts.slope).c_str(), num(ts.lo).c_str(), num(ts.hi).c_str(), x.size(), s.size(),
                               std::string(source).c_str(), num(rules.max_footprint_slope_mb_per_h).c_str());
   if (ts.lo > rules.max_footprint_slope_mb_per_h) {
-    slope.result = std::string(kResultFail);
+    slope.result = MetricResult::Fail;
     reason = "footprint grows: " + reason;
     j.find(Severity::Failure, slope.metric + ": " + reason);
   } else if (ts.slope > rules.max_footprint_slope_mb_per_h) {
-    slope.result = std::string(kResultMarginal);
+    slope.result = MetricResult::Marginal;
     reason = "slope above the bound, interval reaches below it: " + reason;
     j.find(Severity::Hold, slope.metric + ": " + reason);
   }
@@ -179,7 +179,7 @@ void swap_growth(const Context& c, Judgement& j) {
   for (const HostSample* h : samples) s.push_back({h->wall_ms, static_cast<double>(*h->swap_used_bytes) / kMB});
   const double limit_mb = static_cast<double>(c.in.guard.swap_growth_bytes) / kMB;
   if (s.empty()) {
-    auto m = metric("swap_growth_mb", kResultInsufficient, "no host samples with swap figures");
+    auto m = metric("swap_growth_mb", MetricResult::Insufficient, "no host samples with swap figures");
     set_numbers(m, 0, 0, 0, 0, limit_mb, 1);
     j.add(std::move(m));
     return;
@@ -209,13 +209,13 @@ void decode_drift(const Context& c, Judgement& j, const Quarters& q) {
     if (ex.values[0].empty() && ex.values[1].empty()) continue;
     const auto& f = ex.values[0];
     const auto& l = ex.values[1];
-    auto m = metric("decode_drift/" + locator_label(loc), kResultPass, "");
+    auto m = metric("decode_drift/" + locator_label(loc), MetricResult::Pass, "");
     m.n = static_cast<int64_t>(l.size());
     m.n_baseline = static_cast<int64_t>(f.size());
     const double fm = stats::median(f), lm = stats::median(l);
     const auto min_n = static_cast<size_t>(c.in.judge.min_samples);
     if (f.size() < min_n || l.size() < min_n || fm <= 0) {
-      m.result = std::string(kResultInsufficient);
+      m.result = MetricResult::Insufficient;
       m.reason = format("%zu samples in the first quarter, %zu in the last, need %zu each", f.size(), l.size(), min_n);
       set_numbers(m, lm, fm, 0, 0, rules.max_decode_drift, 1);
       j.add(std::move(m));
@@ -229,7 +229,7 @@ void decode_drift(const Context& c, Judgement& j, const Quarters& q) {
                                 pct(mw.shift_lo / fm).c_str(), pct(mw.shift_hi / fm).c_str(),
                                 pval(mw.p_value).c_str(), pct(-rules.max_decode_drift).c_str(),
                                 std::string(ex.source).c_str());
-    m.result = std::string(fail ? kResultFail : kResultPass);
+    m.result = (fail ? MetricResult::Fail : MetricResult::Pass);
     m.reason = (fail ? "decode rate drifted down: " : "") + reason;
     set_numbers(m, lm, fm, mw.shift_lo / fm, mw.shift_hi / fm, rules.max_decode_drift, mw.p_value);
     if (fail) j.find(Severity::Failure, m.metric + ": " + m.reason);
@@ -248,7 +248,7 @@ void completion_rate(const Context& c, Judgement& j, const Quarters& q) {
   }
   const double hours =
       std::max(1.0, static_cast<double>(c.cand.back()->started_wall_ms - c.cand.front()->started_wall_ms)) / kMsPerHour;
-  auto m = metric("completion_rate", kResultPass, "");
+  auto m = metric("completion_rate", MetricResult::Pass, "");
   m.n = n_l;
   m.n_baseline = n_f;
   const double rl = n_l ? static_cast<double>(ok_l) / static_cast<double>(n_l) : 0;
@@ -260,7 +260,7 @@ void completion_rate(const Context& c, Judgement& j, const Quarters& q) {
                               static_cast<long long>(n_f), num(static_cast<double>(ok_all) / hours).c_str());
   const int min_n = c.in.judge.min_samples;
   if (n_f < min_n || n_l < min_n) {
-    m.result = std::string(kResultInsufficient);
+    m.result = MetricResult::Insufficient;
     m.reason = counts + format("; need %d attempts in each", min_n);
     set_numbers(m, rl, rf, ci.lo, ci.hi, c.in.judge.alpha, 1);
     j.add(std::move(m));
@@ -268,7 +268,7 @@ void completion_rate(const Context& c, Judgement& j, const Quarters& q) {
   }
   const double p = stats::fisher_exact(n_l - ok_l, ok_l, n_f - ok_f, ok_f, stats::Alternative::Greater);
   const bool fail = p < c.in.judge.alpha;
-  m.result = std::string(fail ? kResultFail : kResultPass);
+  m.result = (fail ? MetricResult::Fail : MetricResult::Pass);
   m.reason = (fail ? "completion rate fell: " : "") + counts + ", " + pval(p) + " (Fisher, one-sided)";
   set_numbers(m, rl, rf, ci.lo, ci.hi, c.in.judge.alpha, p);
   if (fail) j.find(Severity::Failure, m.metric + ": " + m.reason);

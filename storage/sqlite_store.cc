@@ -88,6 +88,10 @@ class Stmt {
     return *this;
   }
   Stmt& bind(const char* v) { return bind(std::string_view(v)); }
+  // Closed vocabularies are stored by their names (core/types.h).
+  template <class E>
+    requires std::is_enum_v<E>
+  Stmt& bind(E e) { return bind(to_string(e)); }
   template <class T>
   Stmt& bind(const std::optional<T>& v) {
     if (v) return bind(*v);
@@ -162,7 +166,7 @@ CandidateRow read_candidate(const Stmt& s) {
   c.host_id = s.i64(1);
   c.name = s.text(2);
   c.model = s.text(3);
-  c.runtime = s.text(4);
+  c.runtime = parse_runtime_kind(s.text(4)).value_or(RuntimeKind::OpenAI);
   c.build = s.text(5);
   c.base_url = s.text(6);
   c.first_seen_ms = s.i64(7);
@@ -579,7 +583,7 @@ std::string metrics_to_json(const std::vector<MetricEvidence>& ms) {
     j["hi"] = m.hi;
     j["threshold"] = m.threshold;
     j["p_value"] = m.p_value;
-    j["result"] = m.result;
+    j["result"] = to_string(m.result);
     j["reason"] = m.reason;
     arr.push_back(std::move(j));
   }
@@ -601,7 +605,9 @@ Result<std::vector<MetricEvidence>> metrics_from_json(const std::string& s) {
     m.hi = j.value("hi", 0.0);
     m.threshold = j.value("threshold", 0.0);
     m.p_value = j.value("p_value", 1.0);
-    m.result = j.value("result", "");
+    auto result = parse_metric_result(j.value("result", ""));
+    if (!result) return make_error("verdict metric \"" + m.metric + "\" has an unknown result \"" + j.value("result", "") + "\"");
+    m.result = *result;
     m.reason = j.value("reason", "");
     out.push_back(std::move(m));
   }
@@ -754,7 +760,7 @@ Result<std::vector<Event>> SqliteStore::events(const EventQuery& q) {
                              e.wall_ms = s.i64(1);
                              e.host_id = s.oi64(2);
                              e.candidate_id = s.oi64(3);
-                             e.kind = s.text(4);
+                             e.kind = parse_event_kind(s.text(4)).value_or(EventKind::Gap);
                              e.detail_json = s.text(5);
                              e.duration_ms = s.oi64(6);
                              return e;

@@ -47,7 +47,7 @@ struct EventQuery {
   std::optional<int64_t> candidate_id;
   HostWide host_wide = HostWide::Exclude;  // with candidate_id: also events with no candidate (host-wide)
   std::optional<int64_t> host_id;
-  std::optional<std::string> kind;
+  std::optional<EventKind> kind;
   std::optional<int64_t> since_ms, until_ms;
   std::optional<int64_t> min_id, max_id;
 };

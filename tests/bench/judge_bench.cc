@@ -53,7 +53,7 @@ void time_judge(const char* what, const JudgeInput& in, bool print) {
   if (!print) return;
   std::printf("  reason: %s\n", v.reason.c_str());
   for (const auto& m : v.metrics)
-    std::printf("  %-12s %s: %s\n", m.result.c_str(), m.metric.c_str(), m.reason.c_str());
+    std::printf("  %-12s %s: %s\n", std::string(to_string(m.result)).c_str(), m.metric.c_str(), m.reason.c_str());
 }
 
 }  // namespace

@@ -138,8 +138,8 @@ TEST_CASE("soakd takes a healthy runtime from smoke to promoted, blocks an unrea
   EventQuery eq;
   auto ev = *store.events(eq);
   REQUIRE_FALSE(ev.empty());
-  CHECK(ev.front().kind == "daemon_start");
-  CHECK(ev.back().kind == "daemon_stop");
+  CHECK(ev.front().kind == EventKind::DaemonStart);
+  CHECK(ev.back().kind == EventKind::DaemonStop);
   CHECK(ev.back().detail_json.find("settled") != std::string::npos);
 
   SystemClock clock;

@@ -41,7 +41,7 @@ std::vector<Event> events_of(const std::string& store) {
   return *ev;
 }
 
-int count_kind(const std::vector<Event>& ev, const std::string& kind, const std::string& detail_part = "") {
+int count_kind(const std::vector<Event>& ev, EventKind kind, const std::string& detail_part = "") {
   int n = 0;
   for (const auto& e : ev)
     if (e.kind == kind && e.detail_json.find(detail_part) != std::string::npos) ++n;
@@ -88,11 +88,11 @@ TEST_CASE("soakd starts, reloads, refuses a second instance, serves soakctl, sto
   CHECK(WEXITSTATUS(*st) == 0);
 
   auto ev = events_of(store);
-  CHECK(count_kind(ev, "daemon_start") == 1);
-  CHECK(count_kind(ev, "config_reload", "\"ok\":true") == 1);
-  CHECK(count_kind(ev, "config_reload", "\"ok\":false") == 1);
-  CHECK(count_kind(ev, "daemon_stop", "SIGTERM") == 1);
-  CHECK(ev.back().kind == "daemon_stop");
+  CHECK(count_kind(ev, EventKind::DaemonStart) == 1);
+  CHECK(count_kind(ev, EventKind::ConfigReload, "\"ok\":true") == 1);
+  CHECK(count_kind(ev, EventKind::ConfigReload, "\"ok\":false") == 1);
+  CHECK(count_kind(ev, EventKind::DaemonStop, "SIGTERM") == 1);
+  CHECK(ev.back().kind == EventKind::DaemonStop);
 }
 
 TEST_CASE("soakd stops gracefully on SIGINT too") {
@@ -105,7 +105,7 @@ TEST_CASE("soakd stops gracefully on SIGINT too") {
   auto st = d->wait_exit(kWaitMs);
   REQUIRE(st);
   CHECK(WIFEXITED(*st));
-  CHECK(count_kind(events_of(tmp.path() + "/store/soakd.db"), "daemon_stop", "SIGINT") == 1);
+  CHECK(count_kind(events_of(tmp.path() + "/store/soakd.db"), EventKind::DaemonStop, "SIGINT") == 1);
 }
 
 TEST_CASE("soakd check-config: exit 0 on a valid file, 1 with the message on a bad one") {

@@ -34,7 +34,7 @@ struct World {
     c.host_id = host_id;
     c.name = "fake";
     c.model = fake::kDefaultModel;
-    c.runtime = "llama.cpp";
+    c.runtime = RuntimeKind::LlamaCpp;
     c.build = "b9430";
     c.base_url = rt.base_url(0);
     candidate_id = *store->upsert_candidate(c, 1);

@@ -211,9 +211,9 @@ TEST_CASE("real discovery: engines found by argv, duplicates flagged, a restart 
   CHECK(gone.error == "pid " + std::to_string(old_pid) + ": no such process");
   auto g = restarts.observe(identity_of(gone), 2);
   REQUIRE(g.size() == 1);
-  CHECK(g[0].kind == "process_gone");
+  CHECK(g[0].kind == EventKind::ProcessGone);
   BlockedChild again("llama-server", {"-m", "tiny.gguf"});
   auto r = restarts.observe(identity_of(sampler->sample_process(again.pid(), 3)), 3);
   REQUIRE(r.size() == 1);
-  CHECK(r[0].kind == "process_restart");
+  CHECK(r[0].kind == EventKind::ProcessRestart);
 }

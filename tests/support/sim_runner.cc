@@ -146,7 +146,7 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
       p.footprint_bytes = static_cast<int64_t>(fp);
       p.resident_bytes = p.footprint_bytes;
       if (req.stage_id) store_.insert_process_sample(p).ok();
-      auto event = [&](const char* kind) {
+      auto event = [&](EventKind kind) {
         Event e;
         e.wall_ms = start;
         e.host_id = host_id_;
@@ -155,8 +155,8 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
         e.detail_json = R"({"simulated":true})";
         store_.insert_event(e).ok();
       };
-      if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::Crash) event("process_restart");
-      if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::GuardTrip) event("guard_trip");
+      if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::Crash) event(EventKind::ProcessRestart);
+      if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::GuardTrip) event(EventKind::GuardTrip);
       break;
     }
     case TaskKind::Functional:

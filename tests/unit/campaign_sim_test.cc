@@ -118,7 +118,7 @@ struct World {
   std::vector<StageRow> stages(const std::string& name) { return *store->stages(row(name)->id); }
 };
 
-bool has_metric(const VerdictRow& v, const std::string& prefix, const std::string& result) {
+bool has_metric(const VerdictRow& v, const std::string& prefix, MetricResult result) {
   for (const auto& m : v.metrics)
     if (m.metric.rfind(prefix, 0) == 0 && m.result == result) return true;
   return false;
@@ -184,7 +184,7 @@ TEST_CASE("hard failures reject at once, with the evidence") {
     INFO(v->reason);
     CHECK(v->state == VerdictState::Rejected);
     CHECK(v->stage == std::string(to_string(c.stage)));
-    CHECK(has_metric(*v, c.metric, "fail"));
+    CHECK(has_metric(*v, c.metric, MetricResult::Fail));
     CHECK_FALSE(v->judge_input_json.empty());
     // Rejected at once: the stage ended long before its nominal length.
     auto st = w.stages("cand");
@@ -202,7 +202,7 @@ TEST_CASE("a regression versus the baseline rejects: 95 % acceptance does not ex
   INFO(v->reason);
   CHECK(v->state == VerdictState::Rejected);
   CHECK(v->stage == "canary");
-  CHECK(has_metric(*v, "decode_tps", "fail"));
+  CHECK(has_metric(*v, "decode_tps", MetricResult::Fail));
   // The healthy baseline is not harmed by the comparison.
   CHECK(w.verdict("base")->state != VerdictState::Rejected);
 }
@@ -311,7 +311,7 @@ TEST_CASE("a restart mid-gate resumes with the original start and deadline; miss
   CHECK(resumed.deadline_ms == before.deadline_ms);
   EventQuery gq;
   gq.candidate_id = w.row("cand")->id;
-  gq.kind = "gap";
+  gq.kind = EventKind::Gap;
   auto gaps = *w.store->events(gq);
   REQUIRE(gaps.size() == 1);
   CHECK(gaps[0].duration_ms.value_or(0) >= 3 * kHour);
@@ -373,7 +373,7 @@ TEST_CASE("a new build is a new candidate, judged against the previous promoted 
   CHECK(fresh->baseline_id == std::optional<int64_t>(old_id));
   EventQuery bq;
   bq.candidate_id = old_id;
-  bq.kind = "build_change";
+  bq.kind = EventKind::BuildChange;
   auto ev = *w.store->events(bq);
   CHECK(ev.size() == 1);
   // The old build keeps its verdict.

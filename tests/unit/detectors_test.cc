@@ -87,7 +87,7 @@ TEST_CASE("guard: swap growth above 500 MB within the window trips once per epis
   t += kStepMs;
   auto ev = g.observe(host(t, 1501 * kMB, 0));
   REQUIRE(ev.size() == 1);
-  CHECK(ev[0].kind == "guard_trip");
+  CHECK(ev[0].kind == EventKind::GuardTrip);
   CHECK(ev[0].host_id == 3);
   CHECK(ev[0].wall_ms == t);
   CHECK(ev[0].duration_ms == 2 * kStepMs);
@@ -208,7 +208,7 @@ TEST_CASE("gaps: the host slept") {
   clock.advance_ms(4'000);
   auto ev = gaps.tick(clock.now());
   REQUIRE(ev.size() == 1);
-  CHECK(ev[0].kind == "gap");
+  CHECK(ev[0].kind == EventKind::Gap);
   CHECK(ev[0].duration_ms == 3'605'000);
   CHECK(ev[0].host_id == 3);
   auto d = detail(ev[0]);
@@ -241,7 +241,7 @@ TEST_CASE("gaps: a wall clock step is reported apart, and is not a gap") {
   clock.step_wall_ms(-3'600'000);  // NTP or the user set the clock back an hour
   auto ev = gaps.tick(clock.now());
   REQUIRE(ev.size() == 1);
-  CHECK(ev[0].kind == "clock_step");
+  CHECK(ev[0].kind == EventKind::ClockStep);
   CHECK(detail(ev[0])["step_ms"] == -3'600'000);
   // Small NTP slews are not steps.
   clock.advance_ms(kStepMs);
@@ -255,7 +255,7 @@ TEST_CASE("gaps: time the daemon was down, from the last stored sample") {
   int64_t last = clock.wall_ms() - 600'000;
   auto ev = gaps.start(clock.now(), last);
   REQUIRE(ev.size() == 1);
-  CHECK(ev[0].kind == "gap");
+  CHECK(ev[0].kind == EventKind::Gap);
   CHECK(ev[0].duration_ms == 600'000);
   CHECK(detail(ev[0])["cause"] == "daemon_down");
   CHECK(detail(ev[0])["missed_slots"] == 119);
@@ -287,14 +287,14 @@ TEST_CASE("restart: a new pid or a new start time is a restart; vanishing is rep
   // Gone: one event, not one per sample.
   auto gone = r.observe(std::nullopt, kT0 + 2 * kStepMs);
   REQUIRE(gone.size() == 1);
-  CHECK(gone[0].kind == "process_gone");
+  CHECK(gone[0].kind == EventKind::ProcessGone);
   CHECK(gone[0].candidate_id == 7);
   CHECK(r.observe(std::nullopt, kT0 + 3 * kStepMs).empty());
 
   // Back under a new pid: a restart, compared with the last process seen.
   auto ev = r.observe(ProcessIdentity{200, 9000}, kT0 + 4 * kStepMs);
   REQUIRE(ev.size() == 1);
-  CHECK(ev[0].kind == "process_restart");
+  CHECK(ev[0].kind == EventKind::ProcessRestart);
   auto d = detail(ev[0]);
   CHECK(d["old_pid"] == 100);
   CHECK(d["new_pid"] == 200);
@@ -303,7 +303,7 @@ TEST_CASE("restart: a new pid or a new start time is a restart; vanishing is rep
   // Same pid reused by a new process: the start time tells.
   auto reuse = r.observe(ProcessIdentity{200, 9500}, kT0 + 5 * kStepMs);
   REQUIRE(reuse.size() == 1);
-  CHECK(reuse[0].kind == "process_restart");
+  CHECK(reuse[0].kind == EventKind::ProcessRestart);
   CHECK(r.current() == ProcessIdentity{200, 9500});
 }
 
@@ -325,7 +325,7 @@ TEST_CASE("duplicate engines: reported once per process while resident") {
   table.push_back(engine(50, 1, {"ollama", "serve"}));
   auto ev = d.observe(table, 40, kT0 + kStepMs);
   REQUIRE(ev.size() == 1);
-  CHECK(ev[0].kind == "duplicate_engine");
+  CHECK(ev[0].kind == EventKind::DuplicateEngine);
   CHECK(ev[0].candidate_id == 7);
   auto j = detail(ev[0]);
   CHECK(j["pid"] == 50);

@@ -35,7 +35,7 @@ TEST_CASE("canary: same performance as the baseline is promoted") {
   CHECK(contains(v.reason, "baseline interleaved"));
   const auto* ttft = find_metric(v, "ttft_ms/stream/1k{");
   REQUIRE(ttft);
-  CHECK(ttft->result == "pass");
+  CHECK(ttft->result == MetricResult::Pass);
   CHECK(ttft->n == kN);
   CHECK(ttft->n_baseline == kN);
   CHECK(ttft->threshold == Approx(0.10));
@@ -60,7 +60,7 @@ TEST_CASE("canary: a clear TTFT regression is rejected with its evidence") {
   CHECK(contains(v.reason, "ttft_ms stream/1k +40.0% vs baseline"));
   const auto* m = find_metric(v, "ttft_ms/stream/1k{");
   REQUIRE(m);
-  CHECK(m->result == "fail");
+  CHECK(m->result == MetricResult::Fail);
   // ...and the metric row carries the whole argument.
   CHECK(contains(m->reason, "regression beyond effect floor"));
   CHECK(m->estimate == Approx(280).epsilon(0.05));
@@ -78,7 +78,7 @@ TEST_CASE("canary: a regression between the effect floor and floor + hold band i
   CHECK(v.state == VerdictState::Hold);
   const auto* m = find_metric(v, "wall_ms/stream/1k{");
   REQUIRE(m);
-  CHECK(m->result == "marginal");
+  CHECK(m->result == MetricResult::Marginal);
 }
 
 TEST_CASE("canary: a significant change smaller than the effect floor stays promoted") {
@@ -91,7 +91,7 @@ TEST_CASE("canary: a significant change smaller than the effect floor stays prom
   const auto* m = find_metric(v, "ttft_ms/stream/1k{");
   REQUIRE(m);
   CHECK(m->p_value < 1e-6);  // statistically clear...
-  CHECK(m->result == "pass");  // ...and too small to matter
+  CHECK(m->result == MetricResult::Pass);  // ...and too small to matter
   CHECK(contains(m->reason, "within the effect floor"));
 }
 
@@ -109,10 +109,10 @@ TEST_CASE("canary: a tail-only regression is a hold") {
   CHECK(v.state == VerdictState::Hold);
   const auto* central = find_metric(v, "ttft_ms/stream/1k{");
   REQUIRE(central);
-  CHECK(central->result == "pass");
+  CHECK(central->result == MetricResult::Pass);
   const auto* p95 = find_metric(v, "ttft_ms.p95/stream/1k{");
   REQUIRE(p95);
-  CHECK(p95->result == "marginal");
+  CHECK(p95->result == MetricResult::Marginal);
   CHECK(p95->estimate > 2 * p95->baseline);
   CHECK(find_metric(v, "ttft_ms.p99/stream/1k{"));  // enough samples for p99 too
 }
@@ -127,7 +127,7 @@ TEST_CASE("canary: higher error rate than the baseline is rejected by the count 
   CHECK(v.state == VerdictState::Rejected);
   const auto* m = find_metric(v, "error_rate/stream/1k{");
   REQUIRE(m);
-  CHECK(m->result == "fail");
+  CHECK(m->result == MetricResult::Fail);
   CHECK(m->estimate == Approx(30.0 / 330));
   CHECK(m->baseline == 0);
   CHECK(m->p_value < 0.01);
@@ -150,8 +150,8 @@ TEST_CASE("canary: high draft acceptance with slower decode is a regression") {
   CHECK(acc->n == kN);
   const auto* wall = find_metric(v, "wall_ms/stream/1k{");
   REQUIRE(wall);
-  CHECK(wall->result == "fail");
-  CHECK(find_metric(v, "decode_tps/stream/1k{")->result == "fail");
+  CHECK(wall->result == MetricResult::Fail);
+  CHECK(find_metric(v, "decode_tps/stream/1k{")->result == MetricResult::Fail);
 }
 
 TEST_CASE("canary: a fast repeat never rescues a slow fresh prompt") {
@@ -172,11 +172,11 @@ TEST_CASE("canary: a fast repeat never rescues a slow fresh prompt") {
   REQUIRE(fresh_ttft);
   REQUIRE(repeat_ttft);
   REQUIRE(fresh_prompt);
-  CHECK(fresh_ttft->result == "fail");
+  CHECK(fresh_ttft->result == MetricResult::Fail);
   CHECK(fresh_ttft->n == kN);  // only fresh rows in the fresh pool
-  CHECK(fresh_prompt->result == "fail");
+  CHECK(fresh_prompt->result == MetricResult::Fail);
   CHECK(fresh_prompt->estimate == Approx(730).epsilon(0.05));
-  CHECK(repeat_ttft->result == "pass");
+  CHECK(repeat_ttft->result == MetricResult::Pass);
   CHECK(repeat_ttft->n == kN);
   CHECK_FALSE(find_metric(v, "prompt_tps/" + repeat));
 }
@@ -243,14 +243,14 @@ TEST_CASE("canary: a baseline without data is inconclusive; the first build stan
     CHECK(contains(v.reason, "same locator"));
     const auto* m = find_metric(v, "ttft_ms/stream/1k{");
     REQUIRE(m);
-    CHECK(m->result == "insufficient");
+    CHECK(m->result == MetricResult::Insufficient);
     CHECK(m->n_baseline == 0);
   }
   SECTION("too few samples on one side") {
     add_perf(c.base, 3, Perf{}, 5000);
     auto v = c.judge();
     CHECK(v.state == VerdictState::Inconclusive);
-    CHECK(find_metric(v, "ttft_ms/stream/1k{")->result == "insufficient");
+    CHECK(find_metric(v, "ttft_ms/stream/1k{")->result == MetricResult::Insufficient);
   }
 }
 

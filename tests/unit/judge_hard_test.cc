@@ -33,7 +33,7 @@ void expect_hard(const VerdictRow& v, const std::string& cls) {
   CHECK(contains(v.reason, cls));
   const auto* m = find_metric(v, "hard/" + cls);
   REQUIRE(m);
-  CHECK(m->result == "fail");
+  CHECK(m->result == MetricResult::Fail);
 }
 
 }  // namespace
@@ -47,7 +47,7 @@ TEST_CASE("the healthy canary used below is promoted and every hard check is lis
                           "process_restart", "guard_trip", "invalid_json", "invalid_tool_call", "empty_tool_args"}) {
     const auto* m = find_metric(v, std::string("hard/") + cls);
     REQUIRE(m);
-    CHECK(m->result == "pass");
+    CHECK(m->result == MetricResult::Pass);
   }
 }
 
@@ -83,7 +83,7 @@ TEST_CASE("repeated 5xx: consecutive runs reach the limit, harness rows do not b
     h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
     auto v = h.judge();
     const auto* m = find_metric(v, "hard/repeated_5xx");
-    CHECK(m->result == "pass");
+    CHECK(m->result == MetricResult::Pass);
     CHECK(m->n == 4);
     CHECK(m->estimate == 2);
   }
@@ -106,13 +106,13 @@ TEST_CASE("repeated 5xx: consecutive runs reach the limit, harness rows do not b
 TEST_CASE("crash/restart: an event or a pid change in the process samples") {
   Healthy h;
   SECTION("process_restart event") {
-    h.in.events.push_back(event(11, kT0 + kHourMs, "process_restart"));
+    h.in.events.push_back(event(11, kT0 + kHourMs, EventKind::ProcessRestart));
     auto v = h.judge();
     expect_hard(v, "process_restart");
     CHECK(contains(find_metric(v, "hard/process_restart")->reason, "events 11"));
   }
   SECTION("another candidate's restart does not count") {
-    h.in.events.push_back(event(11, kT0 + kHourMs, "process_restart", 99));
+    h.in.events.push_back(event(11, kT0 + kHourMs, EventKind::ProcessRestart, 99));
     CHECK(h.judge().state == VerdictState::Promoted);
   }
   SECTION("pid changes between samples") {
@@ -130,14 +130,14 @@ TEST_CASE("crash/restart: an event or a pid change in the process samples") {
     }
     auto v = h.judge();
     CHECK(v.state == VerdictState::Promoted);
-    CHECK(find_metric(v, "hard/process_restart")->result == "pass");
+    CHECK(find_metric(v, "hard/process_restart")->result == MetricResult::Pass);
   }
 }
 
 TEST_CASE("memory guard trip, also when written host-wide") {
   Healthy h;
-  SECTION("for the candidate") { h.in.events.push_back(event(5, kT0, "guard_trip")); }
-  SECTION("host-wide") { h.in.events.push_back(event(5, kT0, "guard_trip", std::nullopt)); }
+  SECTION("for the candidate") { h.in.events.push_back(event(5, kT0, EventKind::GuardTrip)); }
+  SECTION("host-wide") { h.in.events.push_back(event(5, kT0, EventKind::GuardTrip, std::nullopt)); }
   expect_hard(h.judge(), "guard_trip");
 }
 
@@ -160,7 +160,7 @@ TEST_CASE("invalid JSON / tool calls / empty tool args: tolerated up to max_inva
       auto within = h.judge();
       const auto* m = find_metric(within, std::string("hard/") + k.cls);
       REQUIRE(m);
-      CHECK(m->result == "pass");
+      CHECK(m->result == MetricResult::Pass);
       CHECK(m->n == 40);
       CHECK(m->estimate == Approx(0.05));
       CHECK(within.state != VerdictState::Rejected);  // stage rules may still hold it

@@ -147,13 +147,13 @@ inline HostSample host_sample(int64_t id, int64_t wall_ms, double swap_mb) {
   return h;
 }
 
-inline Event event(int64_t id, int64_t wall_ms, std::string kind, std::optional<int64_t> candidate = kCandidate) {
+inline Event event(int64_t id, int64_t wall_ms, EventKind kind, std::optional<int64_t> candidate = kCandidate) {
   Event e;
   e.id = id;
   e.wall_ms = wall_ms;
   e.host_id = kHost;
   e.candidate_id = candidate;
-  e.kind = std::move(kind);
+  e.kind = kind;
   e.detail_json = "{}";
   return e;
 }

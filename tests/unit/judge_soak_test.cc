@@ -47,13 +47,13 @@ TEST_CASE("soak: a quiet week is promoted with every trend listed") {
   CHECK(v.state == VerdictState::Promoted);
   const auto* slope = find_metric(v, "footprint_slope_mb_per_h");
   REQUIRE(slope);
-  CHECK(slope->result == "pass");
+  CHECK(slope->result == MetricResult::Pass);
   CHECK(slope->n == 7 * 24 * 60);
   CHECK(std::abs(slope->estimate) < 1);
-  CHECK(find_metric(v, "footprint_growth")->result == "pass");
-  CHECK(find_metric(v, "swap_growth_mb")->result == "pass");
-  CHECK(find_metric(v, "decode_drift/agent/7k{")->result == "pass");
-  CHECK(find_metric(v, "completion_rate")->result == "pass");
+  CHECK(find_metric(v, "footprint_growth")->result == MetricResult::Pass);
+  CHECK(find_metric(v, "swap_growth_mb")->result == MetricResult::Pass);
+  CHECK(find_metric(v, "decode_drift/agent/7k{")->result == MetricResult::Pass);
+  CHECK(find_metric(v, "completion_rate")->result == MetricResult::Pass);
 }
 
 TEST_CASE("soak: a slowly growing footprint is a leak by its Theil–Sen slope") {
@@ -62,7 +62,7 @@ TEST_CASE("soak: a slowly growing footprint is a leak by its Theil–Sen slope")
   INFO(v.reason);
   CHECK(v.state == VerdictState::Rejected);
   const auto* slope = find_metric(v, "footprint_slope_mb_per_h");
-  CHECK(slope->result == "fail");
+  CHECK(slope->result == MetricResult::Fail);
   CHECK(slope->estimate == Approx(60).epsilon(0.05));
   CHECK(slope->lo > 50);
   CHECK(contains(v.reason, "footprint_slope_mb_per_h"));
@@ -73,9 +73,9 @@ TEST_CASE("soak: growth over the initial footprint sustained to the end fails ev
   auto v = judge_stage(week([](int64_t t, int64_t i) { return flat(t, i) + 15.0 * static_cast<double>(t) / kHourMs; }));
   INFO(v.reason);
   CHECK(v.state == VerdictState::Rejected);
-  CHECK(find_metric(v, "footprint_slope_mb_per_h")->result == "pass");
+  CHECK(find_metric(v, "footprint_slope_mb_per_h")->result == MetricResult::Pass);
   const auto* growth = find_metric(v, "footprint_growth");
-  CHECK(growth->result == "fail");
+  CHECK(growth->result == MetricResult::Fail);
   CHECK(growth->lo > 0.10);
 }
 
@@ -89,7 +89,7 @@ TEST_CASE("soak: a single spike is not a leak") {
     auto v = judge_stage(week([](int64_t t, int64_t i) { return t > kWeekMs - 10 * kMinuteMs ? 2 * kFootprintMb : flat(t, i); }));
     INFO(v.reason);
     CHECK(v.state == VerdictState::Promoted);
-    CHECK(find_metric(v, "footprint_growth")->result == "pass");
+    CHECK(find_metric(v, "footprint_growth")->result == MetricResult::Pass);
   }
 }
 
@@ -100,7 +100,7 @@ TEST_CASE("soak: sustained swap growth rejects") {
   auto v = judge_stage(in);
   CHECK(v.state == VerdictState::Rejected);
   const auto* swap = find_metric(v, "swap_growth_mb");
-  CHECK(swap->result == "fail");
+  CHECK(swap->result == MetricResult::Fail);
   CHECK(swap->estimate > 1500);
 }
 
@@ -109,7 +109,7 @@ TEST_CASE("soak: decode rate drifting down over the week rejects") {
   INFO(v.reason);
   CHECK(v.state == VerdictState::Rejected);
   const auto* drift = find_metric(v, "decode_drift/agent/7k{");
-  CHECK(drift->result == "fail");
+  CHECK(drift->result == MetricResult::Fail);
   CHECK(drift->estimate == Approx(35).epsilon(0.06));
   CHECK(drift->baseline == Approx(50).epsilon(0.06));
 }
@@ -124,7 +124,7 @@ TEST_CASE("soak: completed-request rate falling late in the week rejects") {
   auto v = judge_stage(in);
   const auto* rate = find_metric(v, "completion_rate");
   REQUIRE(rate);
-  CHECK(rate->result == "fail");
+  CHECK(rate->result == MetricResult::Fail);
   CHECK(rate->estimate < rate->baseline);
   CHECK(v.state == VerdictState::Rejected);
 }
@@ -158,8 +158,8 @@ TEST_CASE("soak: samples and events in any order give a byte-identical verdict")
     s.footprint_bytes = 123'456'789 + static_cast<int64_t>(i);
     in.process_samples.push_back(s);
   }
-  in.events.push_back(event(3, kT0 + kDayMs, "duplicate_engine"));
-  in.events.push_back(event(4, kT0 + 2 * kDayMs, "gap"));
+  in.events.push_back(event(3, kT0 + kDayMs, EventKind::DuplicateEngine));
+  in.events.push_back(event(4, kT0 + 2 * kDayMs, EventKind::Gap));
   const auto first = judge_stage(in);
   auto shuffled = in;
   std::reverse(shuffled.process_samples.begin(), shuffled.process_samples.end());

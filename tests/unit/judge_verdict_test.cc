@@ -50,7 +50,7 @@ JudgeInput rich_canary() {
   cand.rows[3].timing_artifact = true;
   in.candidate_rows = cand.rows;
   in.baseline_rows = base.rows;
-  in.events.push_back(event(1, kT0, "daemon_start"));
+  in.events.push_back(event(1, kT0, EventKind::DaemonStart));
   return in;
 }
 
@@ -75,7 +75,7 @@ TEST_CASE("smoke: every required probe clean is a pass") {
   CHECK(v.stage == "smoke");
   const auto* m = find_metric(v, "smoke/tool_call");
   REQUIRE(m);
-  CHECK(m->result == "pass");
+  CHECK(m->result == MetricResult::Pass);
 }
 
 TEST_CASE("smoke: any candidate failure rejects, a missing probe is inconclusive") {
@@ -96,7 +96,7 @@ TEST_CASE("smoke: any candidate failure rejects, a missing probe is inconclusive
     in.candidate_rows = rows.rows;
     auto v = judge_stage(in);
     CHECK(v.state == VerdictState::Inconclusive);
-    CHECK(find_metric(v, "smoke/tool_call")->result == "insufficient");
+    CHECK(find_metric(v, "smoke/tool_call")->result == MetricResult::Insufficient);
   }
   SECTION("harness errors alone do not fail it") {
     rows.add(ProbeKind::Stream, "stream", Outcome::HarnessError);
@@ -133,7 +133,7 @@ TEST_CASE("gate: completed requests, failure ratio and coverage") {
     auto v = judge_stage(in);
     CHECK(v.state == VerdictState::Rejected);
     const auto* f = find_metric(v, "failure_ratio");
-    CHECK(f->result == "fail");
+    CHECK(f->result == MetricResult::Fail);
     CHECK(f->estimate == Approx(2.0 / 122));
   }
   SECTION("too few completed with full coverage rejects") {
@@ -212,7 +212,7 @@ TEST_CASE("the verdict row carries its bookkeeping") {
     CHECK(std::isfinite(m.lo));
     CHECK(std::isfinite(m.hi));
     CHECK(std::isfinite(m.p_value));
-    CHECK((m.result == "pass" || m.result == "fail" || m.result == "marginal" || m.result == "insufficient"));
+    CHECK((m.result == MetricResult::Pass || m.result == MetricResult::Fail || m.result == MetricResult::Marginal || m.result == MetricResult::Insufficient));
     CHECK_FALSE(m.reason.empty());
   }
 }

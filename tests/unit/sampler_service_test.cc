@@ -85,7 +85,7 @@ struct World {
     row.host_id = host;
     row.name = "a";
     row.model = "m";
-    row.runtime = "llama.cpp";
+    row.runtime = RuntimeKind::LlamaCpp;
     row.build = "b1";
     row.base_url = cfg.candidates[0].base_url;
     cand = *store->upsert_candidate(row, clock.wall_ms());
@@ -99,7 +99,7 @@ struct World {
     uv_run(&loop, UV_RUN_NOWAIT);  // let closed handles finish
     uv_loop_close(&loop);
   }
-  size_t events(const std::string& kind) {
+  size_t events(EventKind kind) {
     EventQuery q;
     q.kind = kind;
     return store->events(q)->size();
@@ -116,17 +116,17 @@ TEST_CASE("sampler service: a reload that leaves the guard's rules alone keeps i
   World w;
   w.sampler.pressure_level = darwin::kPressureCritical;
   w.service->tick();
-  CHECK(w.events("guard_trip") == 1);
+  CHECK(w.events(EventKind::GuardTrip) == 1);
   w.tick_after(5000);
-  CHECK(w.events("guard_trip") == 1);  // the same episode is said once
+  CHECK(w.events(EventKind::GuardTrip) == 1);  // the same episode is said once
 
   w.service->reload(config("10m"));  // e.g. a SIGHUP for another setting
   w.tick_after(5000);
-  CHECK(w.events("guard_trip") == 1);
+  CHECK(w.events(EventKind::GuardTrip) == 1);
 
   w.service->reload(config("20m"));  // new rules: judged afresh
   w.tick_after(5000);
-  CHECK(w.events("guard_trip") == 2);
+  CHECK(w.events(EventKind::GuardTrip) == 2);
 }
 
 TEST_CASE("sampler service: a pid that does not read is looked for again at the scan cadence, a gone one at once") {
@@ -151,7 +151,7 @@ TEST_CASE("sampler service: a pid that does not read is looked for again at the 
   w.sampler.samples.erase(kPid);
   w.tick_after(5000);
   CHECK(w.sampler.listener_lookups == 3);
-  CHECK(w.events("process_gone") == 1);
+  CHECK(w.events(EventKind::ProcessGone) == 1);
   SampleQuery q;
   q.candidate_id = w.cand;
   auto samples = *w.store->process_samples(q);

@@ -35,7 +35,7 @@ struct Fixture {
     c.host_id = host;
     c.name = name;
     c.model = "qwen3.6-35b-a3b";
-    c.runtime = "llama.cpp";
+    c.runtime = RuntimeKind::LlamaCpp;
     c.build = build;
     c.base_url = "http://127.0.0.1:8080";
     int64_t id = *(*st)->upsert_candidate(c, clock.wall_ms());

@@ -41,7 +41,7 @@ Ids seed(Store& st) {
   c.host_id = *host;
   c.name = "qwen35b-llama";
   c.model = "qwen3.6-35b-a3b";
-  c.runtime = "llama.cpp";
+  c.runtime = RuntimeKind::LlamaCpp;
   c.build = "b9928-81ff7abe5";
   c.base_url = "http://127.0.0.1:8080";
   auto cand = st.upsert_candidate(c, 1000);
@@ -139,7 +139,7 @@ TEST_CASE("promotion_status view answers the latest verdict per model/runtime/bu
   REQUIRE(st->insert_verdict(v).ok());
   v.wall_ms = 20'000;
   v.state = VerdictState::Promoted;
-  v.metrics = {MetricEvidence{"ttft_ms/x", 10, 12, 1.5, 1.4, 1.3, 1.7, 0.1, 0.2, "pass", "within floor"}};
+  v.metrics = {MetricEvidence{"ttft_ms/x", 10, 12, 1.5, 1.4, 1.3, 1.7, 0.1, 0.2, MetricResult::Pass, "within floor"}};
   REQUIRE(st->insert_verdict(v).ok());
   sqlite3_stmt* s = nullptr;
   REQUIRE(sqlite3_prepare_v2(st->db(),
@@ -218,7 +218,7 @@ TEST_CASE("read-only open: missing store is a clear error; reads work while a wr
   REQUIRE(w->insert_probe_result(sample_result(ids, 2)).ok());
   CHECK((*ro)->probe_results({})->size() == 2);
   // The reader cannot write.
-  CHECK_FALSE((*ro)->insert_event(Event{0, 1, std::nullopt, std::nullopt, "x", "{}", std::nullopt}).ok());
+  CHECK_FALSE((*ro)->insert_event(Event{0, 1, std::nullopt, std::nullopt, EventKind::Gap, "{}", std::nullopt}).ok());
 }
 
 TEST_CASE("kill -9 in the middle of a stream of inserts loses no reported row") {
