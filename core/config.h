@@ -18,7 +18,7 @@
 
 namespace soak {
 
-// ---- defaults (DESIGN.md §2, §3) -------------------------------------------
+// ---- defaults (docs/DESIGN.md §2, §3) --------------------------------------
 inline constexpr int64_t kMinute = 60'000;
 inline constexpr int64_t kHour = 60 * kMinute;
 inline constexpr int64_t kDay = 24 * kHour;
@@ -100,7 +100,7 @@ struct SoakRules {
 };
 
 struct GuardRules {
-  int64_t swap_growth_bytes = 500LL * 1000 * 1000;  // DESIGN §2.10: > 500 MB
+  int64_t swap_growth_bytes = 500LL * 1000 * 1000;  // docs/DESIGN.md §2.10: > 500 MB
   int64_t swapouts_growth = 1000;
   int64_t window_ms = 10 * kMinute;
   bool pressure_critical_trips = true;

@@ -18,7 +18,7 @@ std::optional<RuntimeKind> parse_runtime_kind(std::string_view s);
 std::string runtime_kind_names();  // "llama.cpp, mlx-lm, ..." for error messages
 
 // ---------------------------------------------------------------- outcomes
-// Every probe attempt ends in exactly one Outcome (DESIGN.md §2.1). HTTP 200 is
+// Every probe attempt ends in exactly one Outcome (docs/DESIGN.md §2.1). HTTP 200 is
 // not success: only Clean is a clean pass.
 enum class Outcome {
   Clean,
@@ -237,7 +237,7 @@ enum class MetricResult { Pass, Fail, Marginal, Insufficient };
 std::string_view to_string(MetricResult r);
 std::optional<MetricResult> parse_metric_result(std::string_view s);
 
-// Per-metric evidence inside a verdict (DESIGN.md §3).
+// Per-metric evidence inside a verdict (docs/DESIGN.md §3.8).
 struct MetricEvidence {
   std::string metric;       // e.g. "ttft_ms/long_context/32768/fresh"
   int64_t n = 0;            // candidate sample size

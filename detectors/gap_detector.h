@@ -1,6 +1,6 @@
 // Sleep/wake and daemon gaps. Missed sample slots are never backfilled; they
 // are written as "gap" events with their length so a stage can be extended or
-// judged inconclusive (DESIGN.md §3).
+// judged inconclusive (docs/DESIGN.md §3.7).
 //
 // At each sampling tick the detector compares the Clock's three readings with
 // the previous tick's:

@@ -1,4 +1,4 @@
-// The memory guard (DESIGN.md §2.10): over a sliding window of host samples,
+// The memory guard (docs/DESIGN.md §2.10): over a sliding window of host samples,
 // swap growth above rules.swap_growth_bytes, swapouts growth above
 // rules.swapouts_growth, or the kernel's pressure level reaching critical,
 // trips the guard. Each trip is one "guard_trip" Event (JSON detail: rule,

@@ -96,7 +96,7 @@ RuntimeTraits omlx() {
   t.stream_usage = UsageInStream::OnlyWhenRequested;
   t.identity = IdentityEvidence::EchoesRequest;  // chunks carry model=request.model
   // ": keep-alive" comments immediately and every 10 s; some releases send fake
-  // chunks with "model":"keepalive" and empty content instead (DESIGN.md §7).
+  // chunks with "model":"keepalive" and empty content instead (docs/DESIGN.md §7.3).
   t.keepalive = KeepAliveStyle::CommentsAndChunks;
   t.default_max_tokens = 32768;  // SamplingDefaults.max_tokens unless settings change it
   t.notes = "non-stream answers are preceded by keep-alive spaces; 409 while a model loads; errors then [DONE]";
@@ -155,7 +155,7 @@ RuntimeTraits ollama() {
   t.reasoning = ReasoningField::Reasoning;
   t.stream_usage = UsageInStream::OnlyWhenRequested;
   t.identity = IdentityEvidence::ResponseModel;  // the model tag
-  t.tool_choice = ToolChoice::Unsupported;       // DESIGN.md §7
+  t.tool_choice = ToolChoice::Unsupported;       // docs/DESIGN.md §7.1
   t.notes = "/api/ps gives size_vram and context_length; OLLAMA_NUM_PARALLEL sets the slots";
   return t;
 }

@@ -1,4 +1,4 @@
-// Runtime adapters: what each local LLM runtime exposes (DESIGN.md §7), as data
+// Runtime adapters: what each local LLM runtime exposes (docs/DESIGN.md §7), as data
 // plus pure parse functions for its answers. The probe runner asks
 // runtime_traits(kind) which routes to call and how to read them; nothing here
 // does I/O. Each fact below was checked against the runtime's current source or

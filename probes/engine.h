@@ -1,6 +1,6 @@
 // The probe engine: runs probe kinds against one candidate on the daemon's
 // libuv loop and turns every request it makes into a fully filled ProbeResult
-// row — outcome class (DESIGN.md §2.1: HTTP 200 is not success), every client
+// row — outcome class (docs/DESIGN.md §2.1: HTTP 200 is not success), every client
 // timing point, tokens (reasoning apart), the runtime's own figures in the
 // server_* columns, and the locators (workload id, fixture hash, size,
 // cache_state, sampling, thinking, client concurrency, runtime slots). Rows

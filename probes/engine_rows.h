@@ -99,7 +99,7 @@ struct BurstSummary {
 BurstSummary summarize_burst(const std::vector<BurstMember>& members);
 
 // Shared prefix: median TTFT of the turns that reuse the prefix over the TTFT
-// of the cold first turn (DESIGN.md: reuse ratio median(prefix)/cold). Lower is
+// of the cold first turn (docs/DESIGN.md §2.3: median(prefix)/cold). Lower is
 // better; nullopt without a cold figure or any prefix figure.
 std::optional<double> reuse_ratio(std::optional<int64_t> cold_ttft_us, const std::vector<int64_t>& prefix_ttfts_us);
 

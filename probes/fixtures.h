@@ -1,4 +1,4 @@
-// Prompt fixtures (DESIGN.md §2.3, §2.9): deterministic, public text generated
+// Prompt fixtures (docs/DESIGN.md §2.3, §2.9): deterministic, public text generated
 // from a seed with a fixed built-in word list and splitmix64 — never a system
 // random source — so the same fixture is the same bytes on every host and in
 // every release that keeps kFixtureGeneratorVersion.

@@ -1,6 +1,6 @@
 // Non-throwing field access on parsed runtime answers. Runtime bodies are
 // untrusted: a field can be missing, null, or of the wrong type, and none of
-// that may throw (parsers run inside libcurl callbacks, DESIGN.md §5). Every
+// that may throw (parsers run inside libcurl callbacks, docs/DESIGN.md §5.4). Every
 // accessor answers nullopt for "absent or not of the expected type".
 // Header-only, pure, thread-agnostic.
 #pragma once

@@ -1,5 +1,5 @@
-// Interpretation of OpenAI-compatible chat completion answers (DESIGN.md §2.1,
-// §2.5, §2.6): what arrived, when it arrived, and which outcome class it earns.
+// Interpretation of OpenAI-compatible chat completion answers: what arrived,
+// when it arrived, and which outcome class it earns (docs/DESIGN.md §2.1, §2.5, §2.6).
 //
 // Pure: no I/O, no clock. The transport hands each SSE event's data field to a
 // ChatStreamAccumulator together with the monotonic time (ns) it arrived; the
@@ -136,7 +136,7 @@ struct ItlStats {
 // Inter-token latency over consecutive arrivals (nearest-rank percentiles).
 ItlStats itl_stats(const std::vector<int64_t>& arrivals_ns);
 
-// DESIGN.md §2.5: a row whose first output and finish are implausibly close is
+// docs/DESIGN.md §2.5: a row whose first output and finish are implausibly close is
 // flagged, not averaged in. The rule: with at least kTimingArtifactMinTokens
 // completion tokens, the row is an artifact when all output arrived in a single
 // event or at a single instant, or when the implied client decode rate
@@ -199,7 +199,7 @@ struct Verdict {
 // ContextExceeded, else Http4xx / Http5xx.
 Verdict classify_http_error(int http_status, std::string_view body);
 
-// The stream contract (DESIGN.md §2.1) for a chat request. Content checks
+// The stream contract (docs/DESIGN.md §2.1) for a chat request. Content checks
 // (marker, strict JSON, tool call, repetition) are the probe's, after this
 // answers Clean. `error_body` is the body of a non-2xx answer (else empty).
 Verdict classify_chat(TransportEnd end, std::optional<int> http_status, std::string_view error_body,

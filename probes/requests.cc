@@ -127,7 +127,7 @@ BuiltRequest tool_call_request(const ChatRequestOptions& o) {
   tool["function"]["description"] = "Look up the current weather for a location";
   tool["function"]["parameters"] = ojson::parse(t.parameters.dump());
   b["tools"] = ojson::array({tool});
-  // Ollama's OpenAI layer does not implement tool_choice (DESIGN.md §7).
+  // Ollama's OpenAI layer does not implement tool_choice (docs/DESIGN.md §7.1).
   if (o.tool_choice == ToolChoice::Supported) b["tool_choice"] = "required";
   b["parallel_tool_calls"] = false;
   return built(ProbeKind::ToolCall, o, b);

@@ -1,9 +1,9 @@
-// Request bodies for every probe kind (DESIGN.md §2): what soakd sends, byte
+// Request bodies for every probe kind (docs/DESIGN.md §2): what soakd sends, byte
 // for byte. Pure builders; the runner sends the body to `path` on the
 // candidate's base URL.
 //
 // Rules the builders embody:
-// - No max_tokens / max_completion_tokens in any chat probe (DESIGN.md §2.2:
+// - No max_tokens / max_completion_tokens in any chat probe (docs/DESIGN.md §2.2:
 //   mlx-lm silently caps at 512 otherwise). Client-side limits bound them.
 // - Streaming chat probes always ask for the usage chunk
 //   (stream_options.include_usage): every runtime sends it only when asked.

@@ -1,4 +1,4 @@
-// Content checks that run after the stream contract passed (DESIGN.md §2.1:
+// Content checks that run after the stream contract passed (docs/DESIGN.md §2.1:
 // "the expected content (marker / strict JSON / valid tool call)"), plus the
 // detector of degenerate looping output.
 //

@@ -1,4 +1,4 @@
-// Verdict judges: stored rows in, one VerdictRow out (DESIGN.md §2, §3).
+// Verdict judges: stored rows in, one VerdictRow out (docs/DESIGN.md §3.2, §3.8).
 //
 // judge_stage() is a pure function of its JudgeInput: no clock, no store, no
 // randomness. The daemon builds the input from the store when a stage ends and

@@ -1,4 +1,4 @@
-// Candidate versus baseline, one locator at a time (canary; DESIGN §3).
+// Candidate versus baseline, one locator at a time (canary; docs/DESIGN.md §3.5).
 //
 // Central figures: Mann–Whitney U on the raw samples, the size of the change
 // taken from the Hodges–Lehmann shift relative to the baseline median. A

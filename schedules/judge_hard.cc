@@ -1,5 +1,5 @@
 // Hard failures: any one rejects the candidate at once, whatever else the rows
-// say (issue 5, "Verdicts"; DESIGN §2.1). Every class gets a metric row, so a
+// say (docs/DESIGN.md §3.4). Every class gets a metric row, so a
 // verdict also shows what was checked and found clean.
 #include <algorithm>
 #include <map>

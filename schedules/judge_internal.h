@@ -64,7 +64,7 @@ enum class EventScope { Candidate, CandidateOrHost };
 std::vector<const Event*> events_of(const Context& c, EventKind kind, EventScope scope);
 
 // ---- locators ------------------------------------------------------------------
-// Everything that must match for two numbers to be comparable (DESIGN §2.3–2.8).
+// Everything that must match for two numbers to be comparable (docs/DESIGN.md §2.8).
 // The candidate itself is not part of it: candidate and baseline pools with the
 // same locator are compared with each other. The text fields view the rows'
 // strings: a Locator lives no longer than the JudgeInput it was taken from.

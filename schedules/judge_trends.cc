@@ -1,4 +1,4 @@
-// Soak trends (DESIGN §3, soak row): footprint growth, swap growth, decode-rate
+// Soak trends (docs/DESIGN.md §3.6): footprint growth, swap growth, decode-rate
 // drift and the completed-request rate over the stage.
 //
 // Footprint: the candidate's processes summed per sample time. Samples every

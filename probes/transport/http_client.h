@@ -6,7 +6,7 @@
 //
 // Limits (HttpRequest): the connect timeout is curl's; the wall and stall
 // limits are our own uv timers that consult the Clock (CURLOPT_LOW_SPEED_*
-// would be reset by keep-alive bytes, DESIGN.md §7); the size cap aborts from
+// would be reset by keep-alive bytes, docs/DESIGN.md §7.3); the size cap aborts from
 // the write callback. Each ends the transfer with its own EndReason.
 //
 // Ownership: the caller owns the loop, the clock and every handler; all must

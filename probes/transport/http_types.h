@@ -11,7 +11,7 @@
 
 namespace soak {
 
-// Defaults for every limit (DESIGN.md §2.2: requests carry no max_tokens, so the
+// Defaults for every limit (docs/DESIGN.md §2.2: requests carry no max_tokens, so the
 // client's own limits are what bound them). 0 disables a limit.
 inline constexpr int64_t kHttpDefaultConnectTimeoutMs = 5'000;
 inline constexpr int64_t kHttpDefaultWallTimeoutMs = 15 * 60'000;  // a 131K-token fresh prefill fits

@@ -1,5 +1,5 @@
-// Transport benchmark: prints figures, asserts nothing (DESIGN.md: speed is
-// measured by programs that print, never by timed tests).
+// Transport benchmark: prints figures, asserts nothing (docs/DESIGN.md §5.9:
+// speed is measured by programs that print, never by timed tests).
 //
 //   transport_bench [--raw-client PATH] [--anchor-client PATH] [--python PATH] [--quick]
 //       (a) SSE ingest, events per CPU-second: the parser alone, and

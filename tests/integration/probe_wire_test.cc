@@ -1,7 +1,7 @@
 // What the probes put on the wire, read from the bytes themselves: a relay on
 // 127.0.0.1 between the engine and the fake runtime records every byte the
 // engine sends. No functional, tool, long-context or burst request carries
-// max_tokens (DESIGN.md §2.2); the API key travels as a Bearer header on every
+// max_tokens (docs/DESIGN.md §2.2); the API key travels as a Bearer header on every
 // request and appears in no stored field.
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The layer check: every project include points down (docs/DESIGN.md §4).
+# The layer check: every project include points down (docs/DESIGN.md §4.1).
 #
 #   core <- platform <- detectors / storage / probes / schedules <- daemon
 #
