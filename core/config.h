@@ -3,7 +3,9 @@
 // parse_config() validates everything before anything runs: unknown keys are
 // errors (a typo must never fall back to a default silently), every error names
 // the file, the JSON path (e.g. `candidates[2].base_url`), what is wrong and an
-// example of what is right. Durations are strings with units ("90s", "2h", "7d").
+// example of what is right. Durations are strings with units ("90s", "2h", "7d",
+// core/duration.h). The keys, their bounds and their examples are tables in
+// core/config_schema.cc; the defaults are the initializers below.
 //
 // Pure: no I/O except load_config(), which reads the file. Thread-agnostic.
 #pragma once
@@ -13,16 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "core/duration.h"
+#include "core/limits.h"
 #include "core/result.h"
 #include "core/types.h"
 
 namespace soak {
 
-// ---- defaults (docs/DESIGN.md §2, §3) --------------------------------------
-inline constexpr int64_t kMinute = 60'000;
-inline constexpr int64_t kHour = 60 * kMinute;
-inline constexpr int64_t kDay = 24 * kHour;
-
+// ---- defaults (docs/DESIGN.md §2, §3; request limits: core/limits.h) -------
 inline constexpr int64_t kDefaultSmokeMs = 15 * kMinute;
 inline constexpr int64_t kDefaultCanaryMs = 2 * kHour;
 inline constexpr int64_t kDefaultGateMs = 24 * kHour;
@@ -39,11 +39,6 @@ inline constexpr int64_t kDefaultSoakTrafficEveryMs = kMinute;
 inline constexpr int64_t kDefaultSoakHeavyEveryMs = 6 * kHour;  // long context + bursts during the soak
 inline constexpr int64_t kDefaultBuildPollMs = 5 * kMinute;
 inline constexpr int64_t kDefaultSampleEveryMs = 5'000;
-
-inline constexpr int64_t kDefaultWallTimeoutMs = 15 * kMinute;
-inline constexpr int64_t kDefaultStallTimeoutMs = 120'000;
-inline constexpr int64_t kDefaultConnectTimeoutMs = 10'000;
-inline constexpr int64_t kDefaultMaxResponseBytes = 8 * 1024 * 1024;
 
 inline const std::vector<int64_t> kDefaultLongContextSizes{1024, 8192, 32768, 65536, 100000, 131072};
 inline const std::vector<int> kDefaultBurstSizes{1, 2, 4, 8};
@@ -177,10 +172,6 @@ struct Config {
 Result<Config> parse_config(const std::string& text, const std::string& source_name,
                             const std::string& base_dir);
 Result<Config> load_config(const std::string& path);
-
-// "90s", "15m", "2h", "7d", "250ms", "1h30m" -> milliseconds.
-Result<int64_t> parse_duration(std::string_view s);
-std::string format_duration(int64_t ms);
 
 // Default locations (macOS: ~/Library/...; elsewhere: XDG state dir).
 std::string default_store_path();

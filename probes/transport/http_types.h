@@ -9,14 +9,9 @@
 #include <string_view>
 #include <vector>
 
-namespace soak {
+#include "core/limits.h"
 
-// Defaults for every limit (docs/DESIGN.md §2.2: requests carry no max_tokens, so the
-// client's own limits are what bound them). 0 disables a limit.
-inline constexpr int64_t kHttpDefaultConnectTimeoutMs = 5'000;
-inline constexpr int64_t kHttpDefaultWallTimeoutMs = 15 * 60'000;  // a 131K-token fresh prefill fits
-inline constexpr int64_t kHttpDefaultStallTimeoutMs = 120'000;
-inline constexpr int64_t kHttpDefaultMaxResponseBytes = 64LL * 1024 * 1024;
+namespace soak {
 
 // Stream: body bytes go to TransferHandler::on_body as they arrive, and only
 //   HttpClient::mark_content() resets the stall clock (keep-alives must not).
@@ -43,10 +38,12 @@ struct HttpRequest {
   std::string url;
   std::vector<HttpHeader> headers;  // a body without Content-Type is sent as application/json
   std::string body;
-  int64_t connect_timeout_ms = kHttpDefaultConnectTimeoutMs;
-  int64_t wall_timeout_ms = kHttpDefaultWallTimeoutMs;    // from start(), whatever arrives
-  int64_t stall_timeout_ms = kHttpDefaultStallTimeoutMs;  // from start() or the last content
-  int64_t max_response_bytes = kHttpDefaultMaxResponseBytes;  // body bytes after de-chunking
+  // Limits default to the config's (core/limits.h: docs/DESIGN.md §2.2, requests carry
+  // no max_tokens, so these are what bound them). 0 disables a limit.
+  int64_t connect_timeout_ms = kDefaultConnectTimeoutMs;
+  int64_t wall_timeout_ms = kDefaultWallTimeoutMs;    // from start(), whatever arrives
+  int64_t stall_timeout_ms = kDefaultStallTimeoutMs;  // from start() or the last content
+  int64_t max_response_bytes = kDefaultMaxResponseBytes;  // body bytes after de-chunking
   BodyMode body_mode = BodyMode::Stream;
   ConnectionPolicy connection = ConnectionPolicy::Reuse;
 };

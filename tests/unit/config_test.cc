@@ -1,7 +1,10 @@
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "core/config.h"
+#include "core/config_schema.h"
+#include "probes/transport/http_types.h"
 #include "tests/catch.h"
 
 using namespace soak;
@@ -182,4 +185,222 @@ TEST_CASE("a missing config file is a clear error") {
   auto r = load_config("/nonexistent/soakd.json");
   REQUIRE_FALSE(r.ok());
   CHECK(r.message().find("/nonexistent/soakd.json: cannot read config file") != std::string::npos);
+}
+
+// ---------------------------------------------------------------- the schema tables
+// These walk the tables themselves, so a row added later is covered without a new test.
+namespace {
+
+using schema::Kind;
+
+struct Row {
+  std::string key;
+  Kind kind;
+  std::string example;
+  double min, max;
+};
+
+template <class S>
+std::vector<Row> rows(const schema::Section<S>& s) {
+  std::vector<Row> out;
+  for (const auto& f : s.fields) out.push_back({f.key, f.kind, f.example, f.min, f.max});
+  return out;
+}
+
+// Every place a table is read, as a JSON path into a config.
+struct Where {
+  std::string path;
+  std::vector<Row> rows;
+};
+
+std::vector<Where> every_section() {
+  std::vector<Where> w = {
+      {"", rows(schema::top_section())},
+      {"defaults", rows(schema::campaign_section())},
+      {"sampler", rows(schema::sampler_section())},
+      {"schedule", rows(schema::schedule_section())},
+      {"candidates[0]", rows(schema::candidate_section())},
+      {"candidates[0].build", rows(schema::build_section())},
+  };
+  for (const std::string base : {"defaults", "candidates[0]"}) {
+    w.push_back({base + ".stages", rows(schema::stages_section())});
+    w.push_back({base + ".cadence", rows(schema::cadence_section())});
+    w.push_back({base + ".limits", rows(schema::limits_section())});
+    w.push_back({base + ".gate", rows(schema::gate_section())});
+    w.push_back({base + ".judge", rows(schema::judge_section())});
+    w.push_back({base + ".soak", rows(schema::soak_section())});
+    w.push_back({base + ".guard", rows(schema::guard_section())});
+    w.push_back({base + ".sampling", rows(schema::sampling_section())});
+  }
+  return w;
+}
+
+std::string full_path(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+// A valid file with two candidates; the second is named like the baseline example.
+nlohmann::json base_doc() {
+  return nlohmann::json::parse(R"({"candidates": [
+    {"name": "a", "model": "m", "runtime": "llama.cpp", "base_url": "http://127.0.0.1:8080"},
+    {"name": "qwen35b-llama-b9430", "model": "m", "runtime": "llama.cpp", "base_url": "http://127.0.0.1:8081"}]})");
+}
+
+// base_doc() with `value` at path.key ("candidates[0].build" -> /candidates/0/build).
+std::string doc_with(const std::string& path, const std::string& key, const nlohmann::json& value) {
+  std::string ptr;
+  for (char ch : full_path(path, key)) {
+    if (ch == '.' || ch == '[') ptr += '/';
+    else if (ch != ']') ptr += ch;
+  }
+  auto doc = base_doc();
+  doc[nlohmann::json::json_pointer("/" + ptr)] = value;
+  return doc.dump();
+}
+
+// The error line for `path`, or "" (and the whole message in the test log).
+std::string line_for(const Result<Config>& r, const std::string& path) {
+  if (r.ok()) return "";
+  std::istringstream in(r.message());
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("test.json: " + path + ": ", 0) == 0) return line;
+  return "";
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+std::string number_text(double x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
+}  // namespace
+
+TEST_CASE("schema: a wrong value for any row names its path and the row's example") {
+  size_t checked = 0;
+  for (const auto& w : every_section()) {
+    for (const auto& row : w.rows) {
+      std::string path = full_path(w.path, row.key);
+      auto r = parse(doc_with(w.path, row.key, nullptr));
+      std::string line = line_for(r, path);
+      INFO(path << "\n" << (r.ok() ? std::string("ok") : r.message()));
+      CHECK_FALSE(line.empty());
+      CHECK(ends_with(line, " (e.g. " + row.example + ")"));
+      ++checked;
+    }
+  }
+  CHECK(checked > 100);
+}
+
+TEST_CASE("schema: every example in the tables is accepted where it belongs") {
+  size_t checked = 0;
+  for (const auto& w : every_section()) {
+    for (const auto& row : w.rows) {
+      auto value = nlohmann::json::parse(row.example, nullptr, /*allow_exceptions=*/false);
+      if (value.is_discarded()) continue;  // prose examples ("\"02:00\" or \"now\"", "[{...}, {...}]")
+      std::string path = full_path(w.path, row.key);
+      auto r = parse(doc_with(w.path, row.key, value));
+      INFO(path << " = " << row.example << "\n" << (r.ok() ? std::string("ok") : r.message()));
+      CHECK(r.ok());
+      ++checked;
+    }
+  }
+  CHECK(checked > 100);
+}
+
+TEST_CASE("schema: an unknown key in every section suggests the near one and lists the allowed keys") {
+  for (const auto& w : every_section()) {
+    std::string allowed;
+    for (const auto& row : w.rows) allowed += (allowed.empty() ? "" : ", ") + row.key;
+    for (const auto& row : w.rows) {
+      std::string typo = row.key + "x";
+      std::string path = full_path(w.path, typo);
+      auto r = parse(doc_with(w.path, typo, 1));
+      INFO(path << "\n" << (r.ok() ? std::string("ok") : r.message()));
+      CHECK(line_for(r, path) == "test.json: " + path + ": unknown key \"" + typo + "\"; did you mean \"" + row.key +
+                                     "\"? Allowed here: " + allowed);
+    }
+  }
+}
+
+TEST_CASE("schema: a number out of bounds names the bounds and the example") {
+  size_t checked = 0;
+  for (const auto& w : every_section()) {
+    for (const auto& row : w.rows) {
+      std::string path = full_path(w.path, row.key);
+      auto expect = [&](const nlohmann::json& value, const std::string& what) {
+        auto r = parse(doc_with(w.path, row.key, value));
+        INFO(path << " = " << value.dump() << "\n" << (r.ok() ? std::string("ok") : r.message()));
+        CHECK(line_for(r, path) == "test.json: " + path + ": " + what + " (e.g. " + row.example + ")");
+        ++checked;
+      };
+      if (row.kind == Kind::Int) {
+        auto min = static_cast<int64_t>(row.min);
+        expect(min - 1, "must be at least " + std::to_string(min));
+        if (row.max < 9e18) {
+          auto max = static_cast<int64_t>(row.max);
+          expect(max + 1, "must be at most " + std::to_string(max));
+        }
+      } else if (row.kind == Kind::Double) {
+        std::string between = "must be between " + number_text(row.min) + " and " + number_text(row.max);
+        expect(row.min - 1, between);
+        expect(row.max + 1, between);
+      } else if (row.kind == Kind::Duration && row.min > 0) {
+        expect("0s", "must be greater than zero");
+      }
+    }
+  }
+  CHECK(checked > 80);
+}
+
+TEST_CASE("schema: messages keep their exact wording") {
+  auto line = [](const std::string& path, const std::string& key, const nlohmann::json& v) {
+    return line_for(parse(doc_with(path, key, v)), full_path(path, key));
+  };
+  CHECK(line("defaults.judge", "alpha", 0) == "test.json: defaults.judge.alpha: must be between 1e-09 and 0.5 (e.g. 0.01)");
+  CHECK(line("defaults.limits", "max_response_bytes", 1000) ==
+        "test.json: defaults.limits.max_response_bytes: must be at least 1024 (e.g. 8388608)");
+  CHECK(line("candidates[0].stages", "grace", 11) ==
+        "test.json: candidates[0].stages.grace: must be between 0 and 10 "
+        "(e.g. 0.25 (a stage may run 25% past its length to make up gaps))");
+  CHECK(line("defaults.soak", "max_footprint_slope_mb_per_h", -1) ==
+        "test.json: defaults.soak.max_footprint_slope_mb_per_h: must be between 0 and 1e+09 (e.g. 50)");
+  CHECK(line("candidates[0]", "stagez", 1) ==
+        "test.json: candidates[0].stagez: unknown key \"stagez\"; did you mean \"stages\"? Allowed here: name, model, "
+        "runtime, base_url, build, baseline, api_key_env, allow_insecure_api_key, pid, process_name, slots, enabled, "
+        "stages, cadence, limits, gate, judge, soak, guard, sampling, long_context_sizes, burst_sizes");
+  CHECK(line("", "zzzzzzzz", 1) == "test.json: zzzzzzzz: unknown key \"zzzzzzzz\" Allowed here: store, log, defaults, "
+                                   "sampler, schedule, candidates");
+  CHECK(line_for(parse(doc_with("defaults", "burst_sizes", nlohmann::json::array({1, 0}))), "defaults.burst_sizes[1]") ==
+        "test.json: defaults.burst_sizes[1]: must be a positive integer (e.g. [1, 2, 4, 8])");
+  CHECK(line("schedule", "nightly_window", "25:00") ==
+        "test.json: schedule.nightly_window: must be a local time \"HH:MM\" or \"now\" (e.g. \"02:00\")");
+  CHECK(line("defaults.limits", "stall_timeout", "20m") ==
+        "test.json: defaults.limits.stall_timeout: must not exceed limits.wall_timeout (15m) (e.g. \"2m\")");
+}
+
+TEST_CASE("schema: guard.swap_growth_mb is held in bytes and an integer too wide for its member is refused") {
+  auto r = parse(doc_with("defaults.guard", "swap_growth_mb", 750));
+  REQUIRE(r.ok());
+  CHECK(r->defaults.guard.swap_growth_bytes == 750LL * 1000 * 1000);
+  CHECK(r->candidates[0].settings.guard.swap_growth_bytes == 750LL * 1000 * 1000);
+  // 2^32 + 2 used to wrap to 2 when narrowed to int.
+  expect_error(doc_with("defaults.judge", "min_samples", 4294967298LL),
+               {"defaults.judge.min_samples: must be at most 2147483647 (e.g. 5)"});
+  expect_error(doc_with("candidates[0]", "slots", 4294967298LL), {"candidates[0].slots: must be at most 2147483647"});
+}
+
+TEST_CASE("one set of request limits: the transport starts from the config's defaults") {
+  const Limits config;
+  const HttpRequest request;
+  CHECK(request.connect_timeout_ms == config.connect_timeout_ms);
+  CHECK(request.wall_timeout_ms == config.wall_timeout_ms);
+  CHECK(request.stall_timeout_ms == config.stall_timeout_ms);
+  CHECK(request.max_response_bytes == config.max_response_bytes);
+  CHECK(config.connect_timeout_ms == 10 * kSecond);
+  CHECK(config.max_response_bytes == 8 * 1024 * 1024);
 }

@@ -1,0 +1,377 @@
+#include "core/config_schema.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+namespace soak::schema {
+
+namespace {
+
+inline constexpr int64_t kBytesPerMb = 1000 * 1000;  // guard.swap_growth_mb, as docs/DESIGN.md §2.10 counts it
+
+bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
+// ~ and paths relative to the config file's directory.
+std::string resolve_path(const ReadContext& ctx, const std::string& p) {
+  std::string e = expand_home(p);
+  if (!e.empty() && e[0] != '/' && !ctx.base_dir.empty())
+    e = (std::filesystem::path(ctx.base_dir) / e).lexically_normal().string();
+  return e;
+}
+
+// ---- custom readers of the candidate's own keys
+void read_name(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, CandidateConfig& c) {
+  auto s = read_string(ctx, v, p, ex);
+  if (!s) return;
+  c.name = *s;
+  bool ok = std::all_of(s->begin(), s->end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+  });
+  if (!ok) ctx.err(p, "may only hold letters, digits, '-', '_' and '.'", ex);
+}
+
+void read_runtime(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, CandidateConfig& c) {
+  auto s = read_string(ctx, v, p, ex);
+  if (!s) return;
+  auto k = parse_runtime_kind(*s);
+  if (!k) ctx.err(p, "unknown runtime \"" + *s + "\"; one of: " + runtime_kind_names(), ex);
+  else c.runtime = *k;
+}
+
+void read_base_url(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, CandidateConfig& c) {
+  auto s = read_string(ctx, v, p, ex);
+  if (!s) return;
+  while (s->size() > 1 && s->back() == '/') s->pop_back();
+  Url u = split_url(*s);
+  if (!u.ok || (u.scheme != "http" && u.scheme != "https")) {
+    ctx.err(p, "must be an http:// or https:// URL with a host (no user:password@)", ex);
+    return;
+  }
+  if (s->size() >= 3 && s->compare(s->size() - 3, 3, "/v1") == 0) {
+    ctx.err(p, "is the server root; drop the trailing /v1 (soakd adds the API paths)", ex);
+    return;
+  }
+  c.base_url = *s;
+}
+
+void read_build(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, CandidateConfig& c) {
+  if (!read_section(ctx, v, p, build_section(), c.build)) return;
+  int forms = 0;
+  for (const char* key : {"from", "command", "fixed"}) forms += v.contains(key) ? 1 : 0;
+  if (forms != 1) ctx.err(p, "give exactly one of \"from\", \"command\" or \"fixed\"", ex);
+}
+
+void read_api_key_env(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex,
+                      CandidateConfig& c) {
+  auto s = read_string(ctx, v, p, ex);
+  if (!s) return;
+  bool valid = std::all_of(s->begin(), s->end(), [](char ch) {
+    return std::isupper(static_cast<unsigned char>(ch)) || is_digit(ch) || ch == '_';
+  }) && !is_digit((*s)[0]);
+  // The message never repeats the value: it may be the key itself.
+  if (!valid) {
+    ctx.err(p, "is the NAME of an environment variable holding the key (A-Z, 0-9, _), never the key itself", ex);
+    return;
+  }
+  c.api_key_env = *s;
+}
+
+void read_nightly_window(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex,
+                         ScheduleSettings& s) {
+  auto w = read_string(ctx, v, p, ex);
+  if (!w) return;
+  bool ok = *w == "now";
+  if (!ok && w->size() == 5 && (*w)[2] == ':' && is_digit((*w)[0]) && is_digit((*w)[1]) && is_digit((*w)[3]) &&
+      is_digit((*w)[4])) {
+    int h = std::stoi(w->substr(0, 2)), m = std::stoi(w->substr(3, 2));
+    ok = h < 24 && m < 60;
+  }
+  if (!ok) ctx.err(p, "must be a local time \"HH:MM\" or \"now\"", "\"02:00\"");
+  else s.nightly_window = *w;
+}
+
+void read_allow_insecure_api_key(ReadContext& ctx, const json& v, const std::string& p, const std::string&,
+                                 CandidateConfig& c) {
+  bool allow = false;
+  if (read_bool(ctx, v, p, allow))
+    c.api_key_transport = allow ? ApiKeyTransport::AllowInsecure : ApiKeyTransport::RequireSecure;
+}
+
+// ---- build: exactly one of three forms (counted by read_build)
+void read_build_from(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, BuildSpec& b) {
+  if (!v.is_string() || v.get<std::string>() != "http")
+    ctx.err(p, "the only value is \"http\" (read the build from the runtime's HTTP API)", ex);
+  b.source = BuildSource::Http;
+}
+
+void read_build_command(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex,
+                        BuildSpec& b) {
+  b.source = BuildSource::Command;
+  if (!v.is_array() || v.empty()) {
+    ctx.err(p, "must be a non-empty array of strings (argv, run without a shell)", ex);
+    return;
+  }
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_string() || v[i].get<std::string>().empty()) {
+      ctx.err(index_path(p, i), "must be a non-empty string", "\"--version\"");
+      return;
+    }
+    b.command.push_back(v[i].get<std::string>());
+  }
+}
+
+void read_build_fixed(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, BuildSpec& b) {
+  b.source = BuildSource::Fixed;
+  if (auto s = read_string(ctx, v, p, ex)) b.fixed = *s;
+}
+
+// ---- top level
+void read_store(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, Config& cfg) {
+  if (auto s = read_string(ctx, v, p, ex)) cfg.store_path = resolve_path(ctx, *s);
+}
+
+void read_log(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, Config& cfg) {
+  if (auto s = read_string(ctx, v, p, ex)) cfg.log_path = resolve_path(ctx, *s);
+}
+
+// Cross-key rules run on the defaults as read; each candidate is checked again
+// after its overrides (parse_config).
+void read_defaults(ReadContext& ctx, const json& v, const std::string& p, const std::string&, Config& cfg) {
+  if (read_section(ctx, v, p, campaign_section(), cfg.defaults)) check_campaign(ctx, p, cfg.defaults);
+}
+
+}  // namespace
+
+// ============================================================== campaign settings
+const Section<StageDurations>& stages_section() {
+  using S = StageDurations;
+  static const Section<S> s{"{\"canary\": \"2h\", \"gate\": \"24h\"}", {
+      duration("smoke", &S::smoke_ms, "\"15m\""),
+      duration("canary", &S::canary_ms, "\"2h\""),
+      duration("gate", &S::gate_ms, "\"24h\""),
+      duration("soak", &S::soak_ms, "\"7d\""),
+      number("grace", &S::grace_fraction, 0, 10, "0.25 (a stage may run 25% past its length to make up gaps)"),
+  }};
+  return s;
+}
+
+const Section<Cadences>& cadence_section() {
+  using S = Cadences;
+  static const Section<S> s{"{\"functional\": \"10m\", \"burst\": \"30m\"}", {
+      duration("functional", &S::functional_ms, "\"10m\""),
+      duration("long_context", &S::long_context_ms, "\"1h\""),
+      duration("burst", &S::burst_ms, "\"30m\""),
+      duration("cancel", &S::cancel_ms, "\"30m\""),
+      duration("scrape", &S::scrape_ms, "\"1m\""),
+      duration("gate_pause", &S::gate_pause_ms, "\"2s\"", Zero::Allow),
+      duration("soak_traffic", &S::soak_traffic_ms, "\"1m\""),
+      duration("soak_heavy", &S::soak_heavy_ms, "\"6h\""),
+      duration("build_poll", &S::build_poll_ms, "\"5m\""),
+  }};
+  return s;
+}
+
+const Section<Limits>& limits_section() {
+  using S = Limits;
+  static const Section<S> s{"{\"wall_timeout\": \"15m\", \"stall_timeout\": \"2m\"}", {
+      duration("wall_timeout", &S::wall_timeout_ms, "\"15m\""),
+      duration("stall_timeout", &S::stall_timeout_ms, "\"2m\""),
+      duration("connect_timeout", &S::connect_timeout_ms, "\"10s\""),
+      integer("max_response_bytes", &S::max_response_bytes, 1024, "8388608"),
+  }};
+  return s;
+}
+
+const Section<GateRules>& gate_section() {
+  using S = GateRules;
+  static const Section<S> s{"{\"min_completed\": 1000}", {
+      integer("min_completed", &S::min_completed, 1, "1000"),
+      number("max_failure_ratio", &S::max_failure_ratio, 0, 1, "0.01"),
+      number("min_coverage", &S::min_coverage, 0, 1, "0.9"),
+  }};
+  return s;
+}
+
+const Section<JudgeRules>& judge_section() {
+  using S = JudgeRules;
+  static const Section<S> s{"{\"alpha\": 0.01, \"effect_floor\": 0.1}", {
+      number("alpha", &S::alpha, 1e-9, 0.5, "0.01"),
+      number("effect_floor", &S::effect_floor, 0, 10, "0.1"),
+      number("hold_band", &S::hold_band, 0, 10, "0.05"),
+      number("tail_tolerance", &S::tail_tolerance, 0, 100, "0.25"),
+      integer("min_samples", &S::min_samples, 2, "5"),
+      number("max_invalid_ratio", &S::max_invalid_ratio, 0, 1, "0.05"),
+      integer("repeated_5xx", &S::repeated_5xx, 1, "3"),
+  }};
+  return s;
+}
+
+const Section<SoakRules>& soak_section() {
+  using S = SoakRules;
+  static const Section<S> s{"{\"max_footprint_growth\": 0.1}", {
+      number("max_footprint_growth", &S::max_footprint_growth, 0, 100, "0.1"),
+      number("max_footprint_slope_mb_per_h", &S::max_footprint_slope_mb_per_h, 0, 1e9, "50"),
+      number("max_decode_drift", &S::max_decode_drift, 0, 1, "0.15"),
+  }};
+  return s;
+}
+
+const Section<GuardRules>& guard_section() {
+  using S = GuardRules;
+  static const Section<S> s{"{\"swap_growth_mb\": 500}", {
+      scaled_integer("swap_growth_mb", &S::swap_growth_bytes, kBytesPerMb, 1, "500"),
+      integer("swapouts_growth", &S::swapouts_growth, 1, "1000"),
+      duration("window", &S::window_ms, "\"10m\""),
+      boolean("pressure_critical_trips", &S::pressure_critical_trips),
+  }};
+  return s;
+}
+
+const Section<Sampling>& sampling_section() {
+  using S = Sampling;
+  static const Section<S> s{"{\"temperature\": 0.6, \"top_p\": 0.95, \"top_k\": 20}", {
+      number("temperature", &S::temperature, 0, 2, "0.6"),
+      number("top_p", &S::top_p, 0, 1, "0.95"),
+      integer("top_k", &S::top_k, 0, "20"),
+  }};
+  return s;
+}
+
+const Section<CampaignSettings>& campaign_section() {
+  using S = CampaignSettings;
+  static const Section<S> s{"{\"stages\": {\"canary\": \"2h\"}}", {
+      object("stages", &S::stages, stages_section()),
+      object("cadence", &S::cadence, cadence_section()),
+      object("limits", &S::limits, limits_section()),
+      object("gate", &S::gate, gate_section()),
+      object("judge", &S::judge, judge_section()),
+      object("soak", &S::soak, soak_section()),
+      object("guard", &S::guard, guard_section()),
+      object("sampling", &S::sampling, sampling_section()),
+      positive_list("long_context_sizes", &S::long_context_sizes, "[1024, 8192, 32768]"),
+      positive_list("burst_sizes", &S::burst_sizes, "[1, 2, 4, 8]"),
+  }};
+  return s;
+}
+
+void check_campaign(ReadContext& ctx, const std::string& path, const CampaignSettings& s) {
+  if (s.limits.stall_timeout_ms > s.limits.wall_timeout_ms)
+    ctx.err(join_path(path, "limits.stall_timeout"),
+            "must not exceed limits.wall_timeout (" + format_duration(s.limits.wall_timeout_ms) + ")", "\"2m\"");
+}
+
+// ============================================================== candidates
+const Section<BuildSpec>& build_section() {
+  using S = BuildSpec;
+  static const Section<S> s{
+      "{\"from\": \"http\"} or {\"command\": [\"llama-server\", \"--version\"]} or {\"fixed\": \"b9430\"}", {
+      custom<S>("from", Kind::String, "\"http\"", read_build_from),
+      custom<S>("command", Kind::List, "[\"llama-server\", \"--version\"]", read_build_command),
+      custom<S>("fixed", Kind::String, "\"b9430\"", read_build_fixed),
+  }};
+  return s;
+}
+
+const Section<CandidateConfig>& candidate_section() {
+  using S = CandidateConfig;
+  static const Section<S> s = [] {
+    Section<S> t{"{\"name\": \"qwen35b-llama\", \"model\": \"qwen3.6-35b-a3b\", \"runtime\": \"llama.cpp\", "
+                 "\"base_url\": \"http://127.0.0.1:8080\"}", {
+        required(custom<S>("name", Kind::String, "\"qwen35b-llama\"", read_name)),
+        required(text("model", &S::model, "\"qwen3.6-35b-a3b\"")),
+        required(custom<S>("runtime", Kind::String, "\"llama.cpp\"", read_runtime)),
+        required(custom<S>("base_url", Kind::String, "\"http://127.0.0.1:8080\"", read_base_url)),
+        custom<S>("build", Kind::Object, build_section().example, read_build),
+        text("baseline", &S::baseline, "\"qwen35b-llama-b9430\""),
+        custom<S>("api_key_env", Kind::String, "\"SOAKD_API_KEY\"", read_api_key_env),
+        custom<S>("allow_insecure_api_key", Kind::Bool, "true", read_allow_insecure_api_key),
+        integer("pid", &S::pid, 1, "4242"),
+        text("process_name", &S::process_name, "\"llama-server\""),
+        integer("slots", &S::slots, 1, "2"),
+        boolean("enabled", &S::enabled),
+    }};
+    embed(t.fields, &S::settings, campaign_section());
+    return t;
+  }();
+  return s;
+}
+
+// ============================================================== the rest of the file
+const Section<SamplerSettings>& sampler_section() {
+  using S = SamplerSettings;
+  static const Section<S> s{"{\"interval\": \"5s\", \"keep_awake\": true}", {
+      duration("interval", &S::interval_ms, "\"5s\""),
+      boolean("keep_awake", &S::keep_awake),
+  }};
+  return s;
+}
+
+const Section<ScheduleSettings>& schedule_section() {
+  using S = ScheduleSettings;
+  static const Section<S> s{"{\"nightly_window\": \"02:00\"}", {
+      custom<S>("nightly_window", Kind::String, "\"02:00\" or \"now\"", read_nightly_window),
+      boolean("exclusive_heavy", &S::exclusive_heavy),
+      integer("max_concurrent_canaries", &S::max_concurrent_canaries, 1, "1"),
+  }};
+  return s;
+}
+
+const Section<Config>& top_section() {
+  using S = Config;
+  static const Section<S> s{"{\"candidates\": [ ... ]}", {
+      custom<S>("store", Kind::String, "\"~/Library/Application Support/soakd/soakd.db\"", read_store),
+      custom<S>("log", Kind::String, "\"~/Library/Logs/soakd/soakd.log\"", read_log),
+      custom<S>("defaults", Kind::Object, campaign_section().example, read_defaults),
+      object("sampler", &S::sampler, sampler_section()),
+      object("schedule", &S::schedule, schedule_section()),
+      read_elsewhere<S>("candidates", Kind::List, "[{...}, {...}]"),  // by parse_config, after "defaults"
+  }};
+  return s;
+}
+
+// ============================================================== URLs
+Url split_url(const std::string& s) {
+  Url u;
+  auto pos = s.find("://");
+  if (pos == std::string::npos) return u;
+  u.scheme = s.substr(0, pos);
+  std::string rest = s.substr(pos + 3);
+  std::string authority = rest.substr(0, rest.find('/'));
+  if (authority.empty() || authority.find('@') != std::string::npos) return u;  // no user:pass@
+  std::string port;
+  bool has_port = false;
+  if (authority[0] == '[') {
+    auto close = authority.find(']');
+    if (close == std::string::npos) return u;
+    u.host = authority.substr(1, close - 1);
+    std::string after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') return u;
+      port = after.substr(1);
+      has_port = true;
+    }
+  } else {
+    auto colon = authority.find(':');
+    u.host = authority.substr(0, colon);
+    if (colon != std::string::npos) {
+      port = authority.substr(colon + 1);
+      has_port = true;
+    }
+  }
+  if (u.host.empty()) return u;
+  if (has_port) {
+    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), is_digit)) return u;
+    int n = std::stoi(port);
+    if (n < 1 || n > 65535) return u;
+  }
+  u.ok = true;
+  return u;
+}
+
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost" || host == "::1") return true;
+  return host.rfind("127.", 0) == 0;
+}
+
+}  // namespace soak::schema

@@ -1,0 +1,45 @@
+// The config's schema: one table per section (core/config_reader.h says what a
+// row holds). Adding a key is one row in core/config_schema.cc; its parsing, its
+// bounds and the example in its errors all come from that row. Defaults are not
+// in the tables: they are the struct initializers in core/config.h (named
+// constants), which reading only overwrites.
+#pragma once
+
+#include <string>
+
+#include "core/config.h"
+#include "core/config_reader.h"
+
+namespace soak::schema {
+
+// Campaign settings: under "defaults", and embedded in each candidate.
+const Section<StageDurations>& stages_section();      // "stages"
+const Section<Cadences>& cadence_section();           // "cadence"
+const Section<Limits>& limits_section();              // "limits"
+const Section<GateRules>& gate_section();             // "gate"
+const Section<JudgeRules>& judge_section();           // "judge"
+const Section<SoakRules>& soak_section();             // "soak"
+const Section<GuardRules>& guard_section();           // "guard"
+const Section<Sampling>& sampling_section();          // "sampling"
+const Section<CampaignSettings>& campaign_section();  // all of the above plus the size lists
+
+const Section<BuildSpec>& build_section();            // candidates[i].build
+const Section<CandidateConfig>& candidate_section();  // candidates[i]: its own keys + the campaign keys
+const Section<SamplerSettings>& sampler_section();    // "sampler"
+const Section<ScheduleSettings>& schedule_section();  // "schedule"
+// The file's top level. "candidates" is a row without a reader: parse_config
+// reads them once "defaults" is known, whatever the key order in the file.
+const Section<Config>& top_section();
+
+// Rules across keys of one campaign's settings (after defaults and overrides merged).
+void check_campaign(ReadContext& ctx, const std::string& path, const CampaignSettings& s);
+
+// An http(s) base URL, split far enough to check it.
+struct Url {
+  std::string scheme, host;
+  bool ok = false;
+};
+Url split_url(const std::string& s);
+bool is_loopback_host(const std::string& host);
+
+}  // namespace soak::schema
