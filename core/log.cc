@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <regex>
+#include <system_error>
 
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/sinks/rotating_file_sink.h>

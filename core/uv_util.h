@@ -4,6 +4,7 @@
 
 #include <uv.h>
 
+#include <cstdint>
 #include <functional>
 #include <utility>
 

@@ -1,5 +1,7 @@
 #include "detectors/gap_detector.h"
 
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 namespace soak {

@@ -4,6 +4,8 @@
 // where the adapter has no /slots (or it is not served), a follow-up request
 // whose first content arrives within the bound. Otherwise the row is
 // stale_slot. One row: the cut stream's timings, the proof in extra_json.
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "core/hash.h"

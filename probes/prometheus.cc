@@ -1,5 +1,6 @@
 #include "probes/prometheus.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>

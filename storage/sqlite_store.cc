@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <system_error>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>

@@ -5,6 +5,7 @@
 // Soak: 30 locators x ~1,000 probe rows over 7 days (about 30k rows), process
 // and host samples every 5 s (about 121k each). Canary: the same 30 locators
 // with as many interleaved baseline rows.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>

@@ -1,6 +1,7 @@
 // Whole campaigns in virtual time: smoke -> 2 h canary -> 24 h gate -> 7-day
 // soak, with scripted runtimes, against a real SQLite store. No sleeping: a
 // simulated week takes well under a second.
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <sstream>

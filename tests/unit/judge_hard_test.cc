@@ -1,5 +1,7 @@
 // Hard failures reject at once, each with its evidence; harness errors never
 // count against the candidate.
+#include <algorithm>
+
 #include "schedules/judge.h"
 #include "tests/catch.h"
 #include "tests/unit/judge_rows.h"

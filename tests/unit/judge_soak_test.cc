@@ -1,6 +1,7 @@
 // Soak trends over a simulated week: footprint leak (Theil–Sen and sustained
 // growth), spikes, swap growth, decode drift, completion rate.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "schedules/judge.h"

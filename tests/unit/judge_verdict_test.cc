@@ -2,6 +2,7 @@
 // stages, coverage, the row's bookkeeping fields and determinism.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 #include "schedules/judge.h"
 #include "storage/sqlite_store.h"

@@ -3,10 +3,13 @@
 // libplist-utils here, plutil on macOS) must read them back to the same values.
 #include <unistd.h>
 
+#include <cctype>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <variant>
 #include <vector>
 
@@ -50,7 +53,7 @@ class PlistReader {
   }
   void skip_ws() {
     while (i_ < s_.size()) {
-      if (isspace(static_cast<unsigned char>(s_[i_]))) {
+      if (std::isspace(static_cast<unsigned char>(s_[i_]))) {
         ++i_;
       } else if (s_.compare(i_, 4, "<!--") == 0) {
         auto e = s_.find("-->", i_);
@@ -93,9 +96,9 @@ class PlistReader {
       static const std::pair<const char*, char> kEnt[] = {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
       bool ok = false;
       for (auto [name, ch] : kEnt) {
-        if (raw.compare(k, strlen(name), name) == 0) {
+        if (raw.compare(k, std::strlen(name), name) == 0) {
           out += ch;
-          k += strlen(name) - 1;
+          k += std::strlen(name) - 1;
           ok = true;
           break;
         }

@@ -2,6 +2,7 @@
 // fields and the outcome classes, on the real llama-server captures and on
 // literal strings for the other runtimes' shapes.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "probes/openai_chat.h"

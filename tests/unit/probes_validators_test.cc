@@ -2,6 +2,7 @@
 // captures, tool-call validation on the tool captures (incl. the cut-off
 // parallel call), the marker rule and the repetition detector.
 #include <string>
+#include <utility>
 
 #include "probes/openai_chat.h"
 #include "probes/validators.h"

@@ -1,6 +1,8 @@
 // The wall and stall rules in virtual time: only content resets the stall
 // clock, it runs from the request start until the first content, and host
 // sleep (mono stops, boot runs) is not a stall.
+#include <algorithm>
+
 #include "core/clock.h"
 #include "probes/transport/deadline.h"
 #include "tests/catch.h"
