@@ -165,9 +165,11 @@ std::string event_kind_names() { return joined(kEventKinds); }
 
 std::string_view to_string(MetricResult r) { return name_of(kMetricResults, r); }
 std::optional<MetricResult> parse_metric_result(std::string_view s) { return lookup(kMetricResults, s); }
+std::string metric_result_names() { return joined(kMetricResults); }
 
 std::string_view to_string(ControlAction a) { return name_of(kControlActions, a); }
 std::optional<ControlAction> parse_control_action(std::string_view s) { return lookup(kControlActions, s); }
+std::string control_action_names() { return joined(kControlActions); }
 
 std::string_view to_string(RuntimeKind k) { return name_of(kRuntimes, k); }
 std::optional<RuntimeKind> parse_runtime_kind(std::string_view s) { return lookup(kRuntimes, s); }
@@ -175,6 +177,7 @@ std::string runtime_kind_names() { return joined(kRuntimes); }
 
 std::string_view to_string(Outcome o) { return name_of(kOutcomes, o); }
 std::optional<Outcome> parse_outcome(std::string_view s) { return lookup(kOutcomes, s); }
+std::string outcome_names() { return joined(kOutcomes); }
 
 OutcomeCategory category_of(Outcome o) {
   switch (o) {
@@ -191,15 +194,19 @@ std::string probe_kind_names() { return joined(kProbeKinds); }
 
 std::string_view to_string(CacheState c) { return name_of(kCacheStates, c); }
 std::optional<CacheState> parse_cache_state(std::string_view s) { return lookup(kCacheStates, s); }
+std::string cache_state_names() { return joined(kCacheStates); }
 
 std::string_view to_string(StageKind k) { return name_of(kStageKinds, k); }
 std::optional<StageKind> parse_stage_kind(std::string_view s) { return lookup(kStageKinds, s); }
+std::string stage_kind_names() { return joined(kStageKinds); }
 
 std::string_view to_string(StageState s) { return name_of(kStageStates, s); }
 std::optional<StageState> parse_stage_state(std::string_view s) { return lookup(kStageStates, s); }
+std::string stage_state_names() { return joined(kStageStates); }
 
 std::string_view to_string(VerdictState v) { return name_of(kVerdicts, v); }
 std::optional<VerdictState> parse_verdict_state(std::string_view s) { return lookup(kVerdicts, s); }
+std::string verdict_state_names() { return joined(kVerdicts); }
 
 std::string Sampling::to_json() const {
   nlohmann::ordered_json j;

@@ -53,6 +53,7 @@ enum class Outcome {
 };
 std::string_view to_string(Outcome o);
 std::optional<Outcome> parse_outcome(std::string_view s);
+std::string outcome_names();
 
 enum class OutcomeCategory { Clean, CandidateFailure, Harness };
 OutcomeCategory category_of(Outcome o);
@@ -69,21 +70,25 @@ std::string probe_kind_names();
 enum class CacheState { None, Fresh, Repeat, SharedPrefix };
 std::string_view to_string(CacheState c);
 std::optional<CacheState> parse_cache_state(std::string_view s);
+std::string cache_state_names();
 
 // ---------------------------------------------------------------- stages
 enum class StageKind { Smoke, Canary, Gate, Soak };
 std::string_view to_string(StageKind k);
 std::optional<StageKind> parse_stage_kind(std::string_view s);
+std::string stage_kind_names();
 inline constexpr StageKind kAllStages[] = {StageKind::Smoke, StageKind::Canary, StageKind::Gate,
                                            StageKind::Soak};
 
 enum class StageState { Pending, Running, Passed, Failed, Hold, Inconclusive, Aborted, Blocked };
 std::string_view to_string(StageState s);
 std::optional<StageState> parse_stage_state(std::string_view s);
+std::string stage_state_names();
 
 enum class VerdictState { Running, Promoted, Rejected, Hold, Inconclusive, Blocked };
 std::string_view to_string(VerdictState v);
 std::optional<VerdictState> parse_verdict_state(std::string_view s);
+std::string verdict_state_names();
 
 // ---------------------------------------------------------------- locators
 struct HostInfo {
@@ -236,6 +241,7 @@ struct StageRow {
 enum class MetricResult { Pass, Fail, Marginal, Insufficient };
 std::string_view to_string(MetricResult r);
 std::optional<MetricResult> parse_metric_result(std::string_view s);
+std::string metric_result_names();
 
 // Per-metric evidence inside a verdict (docs/DESIGN.md §3.8).
 struct MetricEvidence {
@@ -274,6 +280,7 @@ struct VerdictRow {
 enum class ControlAction { Start, Abort, Promote };
 std::string_view to_string(ControlAction a);
 std::optional<ControlAction> parse_control_action(std::string_view s);
+std::string control_action_names();
 
 // A request from soakctl to the daemon, passed through the store (no socket).
 struct ControlRequest {

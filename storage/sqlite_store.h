@@ -11,11 +11,14 @@
 #include <memory>
 #include <string>
 
+#include "storage/metrics_json.h"
 #include "storage/store.h"
 
 struct sqlite3;
 
 namespace soak {
+
+class StmtCache;
 
 // ReadWrite: the daemon (creates, migrates). ReadOnly: soakctl queries.
 // Control: soakctl's control requests — writes to an existing store at the
@@ -28,6 +31,8 @@ enum class Durability { Full, Fast };
 
 inline constexpr int kBusyTimeoutMs = 5000;
 
+// The methods live by concept: open and the writes in sqlite_store.cc, the
+// queries in sqlite_queries.cc; every row type's columns in columns.h.
 class SqliteStore final : public Store {
  public:
   // ReadWrite creates and migrates; ReadOnly and Control require an existing
@@ -72,8 +77,6 @@ class SqliteStore final : public Store {
   // Raw handle for the store's own tests and benchmarks.
   sqlite3* db() const { return db_; }
 
-  struct StmtCache;
-
  private:
   SqliteStore(sqlite3* db, std::string path, int version);
   sqlite3* db_;
@@ -81,9 +84,5 @@ class SqliteStore final : public Store {
   int version_;
   std::unique_ptr<StmtCache> cache_;
 };
-
-// Metric evidence <-> JSON (stored in verdicts.metrics; also used by explain).
-std::string metrics_to_json(const std::vector<MetricEvidence>& m);
-Result<std::vector<MetricEvidence>> metrics_from_json(const std::string& s);
 
 }  // namespace soak

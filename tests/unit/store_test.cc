@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "storage/lock.h"
 #include "storage/schema.h"
@@ -321,4 +323,388 @@ TEST_CASE("control requests go in pending and come out handled") {
   CHECK(pending->front().why == "benchmarked by hand");
   REQUIRE(st->mark_control_handled(*id, 9, "promoted").ok());
   CHECK(st->pending_controls()->empty());
+}
+
+// ---- every column of every row type round-trips -----------------------------
+
+namespace {
+
+ProbeResult every_probe_field(const Ids& ids, int64_t stage_id) {
+  ProbeResult r;
+  r.candidate_id = ids.cand;
+  r.host_id = ids.host;
+  r.stage_id = stage_id;
+  r.started_wall_ms = 1'700'000'000'001;
+  r.kind = ProbeKind::ToolCall;
+  r.task = "functional";
+  r.workload_id = "tool_call/weather";
+  r.fixture_hash = "fx1";
+  r.size_tokens = 4096;
+  r.cache_state = CacheState::SharedPrefix;
+  r.sampling_json = R"({"temperature":0.6})";
+  r.thinking = true;
+  r.client_concurrency = 3;
+  r.runtime_slots = 4;
+  r.group_id = 77;
+  r.outcome = Outcome::EmptyToolArgs;
+  r.http_status = 200;
+  r.detail = "arguments {}";
+  r.t_connect_us = 11;
+  r.t_first_byte_us = 12;
+  r.t_first_event_us = 13;
+  r.t_first_token_us = 14;
+  r.t_last_token_us = 15;
+  r.t_terminal_us = 16;
+  r.t_done_us = 17;
+  r.itl_p50_us = 18;
+  r.itl_p95_us = 19;
+  r.itl_max_us = 20;
+  r.client_decode_tps = 21.5;
+  r.timing_artifact = true;
+  r.prompt_tokens = 22;
+  r.completion_tokens = 23;
+  r.reasoning_tokens = 24;
+  r.content_events = 25;
+  r.reasoning_events = 26;
+  r.server_prompt_n = 27;
+  r.server_cache_n = 28;
+  r.server_predicted_n = 29;
+  r.server_prompt_ms = 30.25;
+  r.server_prompt_tps = 31.25;
+  r.server_predicted_ms = 32.25;
+  r.server_predicted_tps = 33.25;
+  r.server_ttft_ms = 34.25;
+  r.server_draft_n = 35;
+  r.server_draft_accepted = 36;
+  r.finish_reason = "tool_calls";
+  r.response_model = "m";
+  r.bytes_received = 37;
+  r.body_hash = "bh";
+  r.excerpt = "ex";
+  r.extra_json = R"({"k":1})";
+  return r;
+}
+
+// Every field, listed independently of the store's own declaration.
+auto probe_fields(const ProbeResult& r) {
+  return std::tie(r.id, r.candidate_id, r.host_id, r.stage_id, r.started_wall_ms, r.kind, r.task, r.workload_id,
+                  r.fixture_hash, r.size_tokens, r.cache_state, r.sampling_json, r.thinking, r.client_concurrency,
+                  r.runtime_slots, r.group_id, r.outcome, r.http_status, r.detail, r.t_connect_us, r.t_first_byte_us,
+                  r.t_first_event_us, r.t_first_token_us, r.t_last_token_us, r.t_terminal_us, r.t_done_us,
+                  r.itl_p50_us, r.itl_p95_us, r.itl_max_us, r.client_decode_tps, r.timing_artifact, r.prompt_tokens,
+                  r.completion_tokens, r.reasoning_tokens, r.content_events, r.reasoning_events, r.server_prompt_n,
+                  r.server_cache_n, r.server_predicted_n, r.server_prompt_ms, r.server_prompt_tps,
+                  r.server_predicted_ms, r.server_predicted_tps, r.server_ttft_ms, r.server_draft_n,
+                  r.server_draft_accepted, r.finish_reason, r.response_model, r.bytes_received, r.body_hash,
+                  r.excerpt, r.extra_json);
+}
+
+auto host_sample_fields(const HostSample& h) {
+  return std::tie(h.id, h.host_id, h.wall_ms, h.free_bytes, h.active_bytes, h.inactive_bytes, h.wired_bytes,
+                  h.compressed_bytes, h.available_bytes, h.total_bytes, h.swap_used_bytes, h.swap_total_bytes,
+                  h.pageins, h.pageouts, h.swapins, h.swapouts, h.pressure_level, h.memorystatus_level,
+                  h.psi_some_avg10, h.psi_full_avg10, h.psi_some_total_us, h.psi_full_total_us, h.error);
+}
+
+auto process_sample_fields(const ProcessSample& p) {
+  return std::tie(p.id, p.host_id, p.candidate_id, p.wall_ms, p.pid, p.name, p.start_time, p.footprint_bytes,
+                  p.resident_bytes, p.swap_bytes, p.pss_bytes, p.error);
+}
+
+std::string column_text(sqlite3* db, const std::string& sql) {
+  sqlite3_stmt* s = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+  auto p = sqlite3_column_text(s, 0);
+  std::string out = p ? reinterpret_cast<const char*>(p) : "NULL";
+  sqlite3_finalize(s);
+  return out;
+}
+
+void exec_sql(sqlite3* db, const std::string& sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  INFO(sql << ": " << (err ? err : ""));
+  sqlite3_free(err);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+}  // namespace
+
+TEST_CASE("every field of probe results and samples round-trips") {
+  TempDir tmp;
+  auto st = open_rw(tmp.path() + "/s.db");
+  Ids ids = seed(*st);
+  StageRow stage{0, ids.cand, StageKind::Gate, StageState::Running, 5, 6, 7, std::nullopt, ""};
+  auto stage_id = st->insert_stage(stage);
+  REQUIRE(stage_id.ok());
+
+  ProbeResult r = every_probe_field(ids, *stage_id);
+  auto id = st->insert_probe_result(r);
+  REQUIRE(id.ok());
+  r.id = *id;
+  auto probes = st->probe_results({});
+  REQUIRE(probes.ok());
+  REQUIRE(probes->size() == 1);
+  CHECK(probe_fields(probes->front()) == probe_fields(r));
+  // Stored as before: enums by name, the derived category beside the outcome.
+  CHECK(column_text(st->db(), "SELECT kind || '/' || cache_state || '/' || outcome || '/' || outcome_category FROM probe_results") ==
+        "tool_call/shared_prefix/empty_tool_args/candidate");
+
+  HostSample h;
+  h.host_id = ids.host;
+  h.wall_ms = 9;
+  int64_t v = 100;
+  for (auto* f : {&h.free_bytes, &h.active_bytes, &h.inactive_bytes, &h.wired_bytes, &h.compressed_bytes,
+                  &h.available_bytes, &h.total_bytes, &h.swap_used_bytes, &h.swap_total_bytes, &h.pageins,
+                  &h.pageouts, &h.swapins, &h.swapouts, &h.psi_some_total_us, &h.psi_full_total_us})
+    *f = ++v;
+  h.pressure_level = 2;
+  h.memorystatus_level = 40;
+  h.psi_some_avg10 = 1.5;
+  h.psi_full_avg10 = 0.5;
+  h.error = "vm_stat: partial";
+  auto hid = st->insert_host_sample(h);
+  REQUIRE(hid.ok());
+  h.id = *hid;
+  HostSample empty_h;  // every optional NULL
+  empty_h.host_id = ids.host;
+  empty_h.wall_ms = 10;
+  auto ehid = st->insert_host_sample(empty_h);
+  REQUIRE(ehid.ok());
+  empty_h.id = *ehid;
+  auto hosts = st->host_samples({});
+  REQUIRE(hosts.ok());
+  REQUIRE(hosts->size() == 2);
+  CHECK(host_sample_fields((*hosts)[0]) == host_sample_fields(h));
+  CHECK(host_sample_fields((*hosts)[1]) == host_sample_fields(empty_h));
+
+  ProcessSample p{0, ids.host, ids.cand, 11, 4242, "llama-server", 123, 1, 2, 3, 4, "no pss"};
+  auto pid = st->insert_process_sample(p);
+  REQUIRE(pid.ok());
+  p.id = *pid;
+  auto procs = st->process_samples({});
+  REQUIRE(procs.ok());
+  REQUIRE(procs->size() == 1);
+  CHECK(process_sample_fields(procs->front()) == process_sample_fields(p));
+}
+
+TEST_CASE("events, stages, verdicts and control requests round-trip, with their stored defaults") {
+  TempDir tmp;
+  auto st = open_rw(tmp.path() + "/s.db");
+  Ids ids = seed(*st);
+
+  auto eid = st->insert_event(Event{0, 50, ids.host, ids.cand, EventKind::ProcessRestart, "", 1200});
+  REQUIRE(eid.ok());
+  CHECK(column_text(st->db(), "SELECT detail FROM events") == "{}");  // an empty detail is stored as {}
+  auto events = st->events({});
+  REQUIRE(events.ok());
+  REQUIRE(events->size() == 1);
+  CHECK(events->front().id == *eid);
+  CHECK(events->front().kind == EventKind::ProcessRestart);
+  CHECK(events->front().duration_ms == std::optional<int64_t>(1200));
+  CHECK(events->front().detail_json == "{}");
+
+  StageRow stage{0, ids.cand, StageKind::Soak, StageState::Running, 100, 200, 300, std::nullopt, ""};
+  auto sid = st->insert_stage(stage);
+  REQUIRE(sid.ok());
+  stage.id = *sid;
+  stage.state = StageState::Passed;
+  stage.deadline_ms = 310;
+  stage.ended_ms = 305;
+  stage.reason = "all metrics pass";
+  stage.started_ms = 999;  // not a mutable column: update_stage leaves it
+  REQUIRE(st->update_stage(stage).ok());
+  auto stages = st->stages(ids.cand);
+  REQUIRE(stages.ok());
+  REQUIRE(stages->size() == 1);
+  const StageRow& g = stages->front();
+  CHECK(g.kind == StageKind::Soak);
+  CHECK(g.state == StageState::Passed);
+  CHECK(g.started_ms == 100);
+  CHECK(g.length_ms == 200);
+  CHECK(g.deadline_ms == 310);
+  CHECK(g.ended_ms == std::optional<int64_t>(305));
+  CHECK(g.reason == "all metrics pass");
+
+  VerdictRow v;
+  v.candidate_id = ids.cand;
+  v.stage_id = *sid;
+  v.wall_ms = 400;
+  v.state = VerdictState::Hold;
+  v.stage = "soak";
+  v.reason = "r";
+  v.judge_version = "j1";
+  v.config_hash = "c1";
+  v.evidence_first_id = 3;
+  v.evidence_last_id = 9;
+  v.metrics = {MetricEvidence{"rss_slope", 5, 0, 1.0, 0.0, 0.5, 1.5, 2.0, 0.3, MetricResult::Marginal, "near"}};
+  v.is_override = true;
+  v.who = "ops";
+  v.why = "w";
+  auto vid = st->insert_verdict(v);
+  REQUIRE(vid.ok());
+  CHECK(column_text(st->db(), "SELECT baseline_mode || ' ' || judge_input FROM verdicts") == "none {}");
+  auto latest = st->latest_verdict(ids.cand);
+  REQUIRE(latest.ok());
+  REQUIRE(latest->has_value());
+  const VerdictRow& lv = **latest;
+  CHECK(lv.id == *vid);
+  CHECK(lv.stage_id == std::optional<int64_t>(*sid));
+  CHECK(lv.state == VerdictState::Hold);
+  CHECK(lv.evidence_last_id == 9);
+  CHECK_FALSE(lv.baseline_id.has_value());
+  CHECK(lv.baseline_mode == "none");
+  CHECK(lv.judge_input_json == "{}");
+  CHECK(lv.is_override);
+  CHECK(lv.who == "ops");
+  REQUIRE(lv.metrics.size() == 1);
+  CHECK(lv.metrics[0].result == MetricResult::Marginal);
+  CHECK(lv.metrics[0].hi == 1.5);
+  // status() reads the latest verdict without its metrics and judge input.
+  auto status = st->status();
+  REQUIRE(status.ok());
+  REQUIRE(status->size() == 1);
+  REQUIRE(status->front().stage.has_value());
+  CHECK(status->front().stage->state == StageState::Passed);
+  REQUIRE(status->front().verdict.has_value());
+  CHECK(status->front().verdict->id == *vid);
+  CHECK(status->front().verdict->who == "ops");
+  CHECK(status->front().verdict->metrics.empty());
+  CHECK(status->front().verdict->judge_input_json.empty());
+
+  ControlRequest c{0, 60, "qwen35b-llama", ids.cand, ControlAction::Abort, false, "me", "stop", std::nullopt, ""};
+  auto cid = st->insert_control(c);
+  REQUIRE(cid.ok());
+  auto pending = st->pending_controls();
+  REQUIRE(pending.ok());
+  REQUIRE(pending->size() == 1);
+  CHECK(pending->front().candidate_id == std::optional<int64_t>(ids.cand));
+  CHECK(pending->front().action == ControlAction::Abort);
+  CHECK_FALSE(pending->front().handled_ms.has_value());
+}
+
+// ---- a stored value that does not parse is an error, never a default --------
+
+namespace {
+
+// One corrupted column: what to write over it, and the query that must fail.
+struct Corruption {
+  std::string table, column, bad_value;
+  std::string names;  // the vocabulary the message lists
+  std::function<std::string(Store&, const Ids&)> query_error;  // "" when the query succeeded
+};
+
+template <class T>
+std::string error_of(const Result<T>& r) {
+  return r.ok() ? std::string() : r.message();
+}
+
+}  // namespace
+
+TEST_CASE("a stored enum that does not parse fails the query, naming table, row, column and value") {
+  const std::vector<Corruption> cases{
+      {"probe_results", "outcome", "exploded", outcome_names(),
+       [](Store& s, const Ids&) { return error_of(s.probe_results({})); }},
+      {"probe_results", "kind", "telepathy", probe_kind_names(),
+       [](Store& s, const Ids&) { return error_of(s.probe_results({})); }},
+      {"probe_results", "cache_state", "warm", cache_state_names(),
+       [](Store& s, const Ids&) { return error_of(s.probe_results({})); }},
+      {"events", "kind", "meteor", event_kind_names(), [](Store& s, const Ids&) { return error_of(s.events({})); }},
+      {"control_requests", "action", "restart", control_action_names(),
+       [](Store& s, const Ids&) { return error_of(s.pending_controls()); }},
+      {"candidates", "runtime", "tgi", runtime_kind_names(),
+       [](Store& s, const Ids&) { return error_of(s.candidates()); }},
+      {"candidates", "runtime", "tgi", runtime_kind_names(),
+       [](Store& s, const Ids& ids) { return error_of(s.candidate(ids.cand)); }},
+      {"candidates", "runtime", "tgi", runtime_kind_names(), [](Store& s, const Ids&) { return error_of(s.status()); }},
+      {"stages", "state", "paused", stage_state_names(),
+       [](Store& s, const Ids& ids) { return error_of(s.stages(ids.cand)); }},
+      {"stages", "state", "paused", stage_state_names(), [](Store& s, const Ids&) { return error_of(s.status()); }},
+      {"stages", "kind", "burn_in", stage_kind_names(),
+       [](Store& s, const Ids& ids) { return error_of(s.stages(ids.cand)); }},
+      {"verdicts", "state", "maybe", verdict_state_names(),
+       [](Store& s, const Ids& ids) { return error_of(s.verdicts(ids.cand)); }},
+      {"verdicts", "state", "maybe", verdict_state_names(),
+       [](Store& s, const Ids& ids) { return error_of(s.latest_verdict(ids.cand)); }},
+      {"verdicts", "state", "maybe", verdict_state_names(), [](Store& s, const Ids&) { return error_of(s.status()); }},
+  };
+  for (const Corruption& k : cases) {
+    TempDir tmp;
+    auto st = open_rw(tmp.path() + "/s.db");
+    Ids ids = seed(*st);
+    auto stage_id = st->insert_stage(StageRow{0, ids.cand, StageKind::Smoke, StageState::Running, 1, 2, 3, {}, ""});
+    REQUIRE(stage_id.ok());
+    REQUIRE(st->insert_probe_result(sample_result(ids, 1)).ok());
+    REQUIRE(st->insert_event(Event{0, 1, ids.host, ids.cand, EventKind::Gap, "{}", 5}).ok());
+    VerdictRow v;
+    v.candidate_id = ids.cand;
+    v.judge_version = "1";
+    v.config_hash = "h";
+    REQUIRE(st->insert_verdict(v).ok());
+    ControlRequest c;
+    c.candidate = "qwen35b-llama";
+    REQUIRE(st->insert_control(c).ok());
+    // Every query reads cleanly before the corruption.
+    CHECK(k.query_error(*st, ids).empty());
+
+    // Row 7, so the message's row id is not an accident of insertion order.
+    // Some columns are guarded by CHECK constraints; an older or foreign writer need not have been.
+    exec_sql(st->db(), "PRAGMA ignore_check_constraints = ON");
+    exec_sql(st->db(), "PRAGMA foreign_keys = OFF");
+    exec_sql(st->db(), "UPDATE " + k.table + " SET " + k.column + " = '" + k.bad_value + "', id = 7");
+    if (k.table == "candidates") {
+      exec_sql(st->db(), "UPDATE stages SET candidate_id = 7; UPDATE verdicts SET candidate_id = 7");
+      ids.cand = 7;
+    }
+
+    std::string want = k.table + " row 7: column " + k.column + ": \"" + k.bad_value + "\" is not one of " + k.names;
+    INFO(k.table << "." << k.column);
+    CHECK(k.query_error(*st, ids) == want);
+  }
+}
+
+TEST_CASE("the message for a bad control action reads as documented") {
+  TempDir tmp;
+  auto st = open_rw(tmp.path() + "/s.db");
+  ControlRequest c;
+  c.candidate = "x";
+  REQUIRE(st->insert_control(c).ok());
+  exec_sql(st->db(), "PRAGMA ignore_check_constraints = ON");
+  exec_sql(st->db(), "UPDATE control_requests SET action = 'restart', id = 7");
+  auto pending = st->pending_controls();
+  REQUIRE_FALSE(pending.ok());
+  CHECK(pending.message() == "control_requests row 7: column action: \"restart\" is not one of start, abort, promote");
+}
+
+TEST_CASE("verdict metrics that do not read fail the query, naming the verdict and the metric") {
+  TempDir tmp;
+  auto st = open_rw(tmp.path() + "/s.db");
+  Ids ids = seed(*st);
+  VerdictRow v;
+  v.candidate_id = ids.cand;
+  v.judge_version = "1";
+  v.config_hash = "h";
+  v.metrics = {MetricEvidence{"ttft_ms/x", 1, 1, 1, 1, 1, 1, 1, 1, MetricResult::Pass, ""}};
+  auto vid = st->insert_verdict(v);
+  REQUIRE(vid.ok());
+  const std::string prefix = "verdicts row " + std::to_string(*vid) + ": column metrics: ";
+
+  exec_sql(st->db(), "UPDATE verdicts SET metrics = replace(metrics, '\"pass\"', '\"great\"')");
+  auto r = st->verdicts(ids.cand);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.message() == prefix + "verdict metric \"ttft_ms/x\" has result \"great\", which is not one of " +
+                           metric_result_names());
+  // status() does not load metrics, so it still answers.
+  CHECK(st->status().ok());
+
+  exec_sql(st->db(), "UPDATE verdicts SET metrics = '[{\"metric\": \"m\", \"n\": \"many\", \"result\": \"pass\"}]'");
+  auto wrong_type = st->latest_verdict(ids.cand);
+  REQUIRE_FALSE(wrong_type.ok());
+  CHECK(wrong_type.message().rfind(prefix + "verdict metric \"m\" does not read: ", 0) == 0);
+
+  exec_sql(st->db(), "UPDATE verdicts SET metrics = 'not json'");
+  auto not_json = st->verdicts(ids.cand);
+  REQUIRE_FALSE(not_json.ok());
+  CHECK(not_json.message() == prefix + "verdict metrics are not a JSON array");
 }

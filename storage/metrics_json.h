@@ -1,0 +1,19 @@
+// Metric evidence <-> JSON: how a verdict's per-metric evidence is stored in
+// verdicts.metrics (and printed by `soakctl explain`). The key order is fixed so
+// the same evidence always serializes to the same bytes (judges compare them).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "core/types.h"
+
+namespace soak {
+
+std::string metrics_to_json(const std::vector<MetricEvidence>& m);
+// Fails on text that is not a JSON array or on a metric whose result is not a
+// MetricResult name.
+Result<std::vector<MetricEvidence>> metrics_from_json(const std::string& s);
+
+}  // namespace soak

@@ -1,0 +1,154 @@
+// SqliteStore's queries: rows by id range, time range and owner, and the
+// one-pass status summary. The SELECT lists and readers come from the column
+// declarations (storage/columns.h); a stored value that does not read fails the
+// query with the table, row id, column and value.
+#include <string>
+
+#include "storage/columns.h"
+#include "storage/sqlite_stmt.h"
+#include "storage/sqlite_store.h"
+
+namespace soak {
+
+namespace {
+
+template <class Row>
+Result<std::optional<Row>> first_of(Result<std::vector<Row>> rows) {
+  if (!rows) return rows.error();
+  if (rows->empty()) return std::optional<Row>{};
+  return std::optional<Row>(std::move(rows->front()));
+}
+
+Where by_candidate(int64_t candidate_id) {
+  Where w;
+  w.add("candidate_id = ?", std::optional<int64_t>(candidate_id));
+  return w;
+}
+
+}  // namespace
+
+// ============================================================== identities
+Result<std::optional<CandidateRow>> SqliteStore::candidate(int64_t id) {
+  Where w;
+  w.add("id = ?", std::optional<int64_t>(id));
+  return first_of(select_rows<CandidateRow>(cache_.get(), db_, w, ""));
+}
+
+Result<std::vector<CandidateRow>> SqliteStore::candidates() {
+  return select_rows<CandidateRow>(cache_.get(), db_, Where{}, " ORDER BY id");
+}
+
+// ============================================================== stages, verdicts, control
+Result<std::vector<StageRow>> SqliteStore::stages(int64_t candidate_id) {
+  return select_rows<StageRow>(cache_.get(), db_, by_candidate(candidate_id), " ORDER BY id");
+}
+
+Result<std::optional<VerdictRow>> SqliteStore::latest_verdict(int64_t candidate_id) {
+  return first_of(select_rows<VerdictRow>(cache_.get(), db_, by_candidate(candidate_id), " ORDER BY id DESC LIMIT 1"));
+}
+
+Result<std::vector<VerdictRow>> SqliteStore::verdicts(int64_t candidate_id) {
+  return select_rows<VerdictRow>(cache_.get(), db_, by_candidate(candidate_id), " ORDER BY id");
+}
+
+Result<std::vector<ControlRequest>> SqliteStore::pending_controls() {
+  return select_rows<ControlRequest>(cache_.get(), db_, Where{}, " WHERE handled_ms IS NULL ORDER BY id");
+}
+
+// ============================================================== rows
+Result<std::vector<ProbeResult>> SqliteStore::probe_results(const ProbeQuery& q) {
+  Where w;
+  w.add("candidate_id = ?", q.candidate_id);
+  w.add("stage_id = ?", q.stage_id);
+  w.add("id >= ?", q.min_id);
+  w.add("id <= ?", q.max_id);
+  w.add("started_ms >= ?", q.since_ms);
+  w.add("started_ms <= ?", q.until_ms);
+  w.add("kind = ?", q.kind);
+  std::string tail = " ORDER BY id";
+  if (q.limit > 0) tail += " LIMIT " + std::to_string(q.limit);
+  return select_rows<ProbeResult>(cache_.get(), db_, w, tail);
+}
+
+Result<std::vector<HostSample>> SqliteStore::host_samples(const SampleQuery& q) {
+  Where w;
+  w.add("host_id = ?", q.host_id);
+  w.add("ts_ms >= ?", q.since_ms);
+  w.add("ts_ms <= ?", q.until_ms);
+  w.add("id >= ?", q.min_id);
+  w.add("id <= ?", q.max_id);
+  return select_rows<HostSample>(cache_.get(), db_, w, " ORDER BY ts_ms, id");
+}
+
+Result<std::vector<ProcessSample>> SqliteStore::process_samples(const SampleQuery& q) {
+  Where w;
+  w.add("host_id = ?", q.host_id);
+  w.add("candidate_id = ?", q.candidate_id);
+  w.add("ts_ms >= ?", q.since_ms);
+  w.add("ts_ms <= ?", q.until_ms);
+  w.add("id >= ?", q.min_id);
+  w.add("id <= ?", q.max_id);
+  return select_rows<ProcessSample>(cache_.get(), db_, w, " ORDER BY ts_ms, id");
+}
+
+Result<std::vector<Event>> SqliteStore::events(const EventQuery& q) {
+  Where w;
+  if (q.host_wide == HostWide::Include)
+    w.add("(candidate_id = ? OR candidate_id IS NULL)", q.candidate_id);
+  else
+    w.add("candidate_id = ?", q.candidate_id);
+  w.add("host_id = ?", q.host_id);
+  w.add("kind = ?", q.kind);
+  w.add("ts_ms >= ?", q.since_ms);
+  w.add("ts_ms <= ?", q.until_ms);
+  w.add("id >= ?", q.min_id);
+  w.add("id <= ?", q.max_id);
+  return select_rows<Event>(cache_.get(), db_, w, " ORDER BY ts_ms, id");
+}
+
+// ============================================================== summaries
+Result<std::vector<StatusRow>> SqliteStore::status() {
+  // One pass: each candidate with its latest stage and latest verdict (without
+  // its metrics), via the (candidate_id, id) indexes; no scan of probe_results.
+  static const std::string sql =
+      "SELECT " + select_list<CandidateRow>("c.") + ", " + select_list<StageRow>("s.") + ", " +
+      select_list<VerdictRow>("v.", Selection::Summary) +
+      " FROM candidates c "
+      "LEFT JOIN stages s ON s.id = (SELECT MAX(id) FROM stages WHERE candidate_id = c.id) "
+      "LEFT JOIN verdicts v ON v.id = (SELECT MAX(id) FROM verdicts WHERE candidate_id = c.id) "
+      "ORDER BY c.name, c.id";
+  static constexpr int kStageAt = selected_count<CandidateRow>();
+  static constexpr int kVerdictAt = kStageAt + selected_count<StageRow>();
+  return select_all<StatusRow>(cache_.get(), db_, sql, Where{}, [](const Stmt& s) -> Result<StatusRow> {
+    StatusRow r;
+    auto candidate = read_row<CandidateRow>(s);
+    if (!candidate) return candidate.error();
+    r.candidate = std::move(*candidate);
+    if (!s.null(kStageAt)) {  // the stage's id: NULL when the candidate has no stage yet
+      auto stage = read_row<StageRow>(s, kStageAt);
+      if (!stage) return stage.error();
+      r.stage = std::move(*stage);
+    }
+    if (!s.null(kVerdictAt)) {
+      auto verdict = read_row<VerdictRow>(s, kVerdictAt);
+      if (!verdict) return verdict.error();
+      r.verdict = std::move(*verdict);
+    }
+    return r;
+  });
+}
+
+Result<Store::MaxIds> SqliteStore::max_ids() {
+  MaxIds m;
+  for (auto [table, out] : {std::pair<const char*, int64_t*>{"probe_results", &m.probe},
+                            {"host_samples", &m.host_sample},
+                            {"process_samples", &m.process_sample},
+                            {"events", &m.event}}) {
+    auto v = query_int(db_, (std::string("SELECT COALESCE(MAX(id), 0) FROM ") + table).c_str());
+    if (!v) return v.error();
+    *out = *v;
+  }
+  return m;
+}
+
+}  // namespace soak
