@@ -332,7 +332,11 @@ struct SseRecorder : SseHandler {
     }
     return c;
   }
-  void on_comment(TransferId, std::string_view, int64_t) override { ++comments; }
+  std::function<EventClass(std::string_view)> comment_classifier;  // default: every comment is a keep-alive
+  EventClass on_comment(TransferId, std::string_view text, int64_t) override {
+    ++comments;
+    return comment_classifier ? comment_classifier(text) : EventClass::NotContent;
+  }
   void on_done(TransferId, const SseResult& r) override { result = r; }
   bool done() const { return result.has_value(); }
   const TransferResult& tr() const { return result->transfer; }
