@@ -173,6 +173,24 @@ void record_output(ChatResult& r, const DeltaOutput& out, int64_t t) {
   if (out.reasoning) ++r.reasoning_events;
 }
 
+// A llama.cpp progress chunk carries a role-only delta and nothing of the
+// answer; one that also carried output, a finish, usage or an error would be
+// read as an ordinary chunk.
+bool progress_only(const json& j) {
+  if (jsonf::member(j, "usage") || jsonf::member(j, "error")) return false;
+  const json* choices = jsonf::member(j, "choices");
+  if (!choices || !choices->is_array()) return true;
+  for (const auto& ch : *choices) {
+    if (auto fr = jsonf::get_string(ch, "finish_reason"); fr && !fr->empty()) return false;
+    const json* delta = jsonf::member(ch, "delta");
+    if (!delta) continue;
+    if (auto c = jsonf::get_string(*delta, "content"); c && !c->empty()) return false;
+    if (!reasoning_of(*delta).empty()) return false;
+    if (const json* tc = jsonf::member(*delta, "tool_calls"); tc && tc->is_array() && !tc->empty()) return false;
+  }
+  return true;
+}
+
 void add_problem(ChatResult& r, std::string what) {
   if (r.problems.size() < kMaxRecordedProblems) {
     r.problems.push_back(std::move(what));
@@ -212,6 +230,13 @@ void ChatStreamAccumulator::on_event(std::string_view data, int64_t arrival_ns) 
     ++r_.keepalive_events;
     return;
   }
+  if (auto report = parse_prompt_progress(j)) {
+    r_.prefill.note(*report);
+    if (progress_only(j)) {
+      ++r_.progress_events;
+      return;
+    }
+  }
   if (!r_.first_event_ns) r_.first_event_ns = arrival_ns;
 
   std::vector<std::string> notes;
@@ -236,6 +261,10 @@ void ChatStreamAccumulator::on_event(std::string_view data, int64_t arrival_ns) 
     }
   }
   record_output(r_, out, arrival_ns);
+}
+
+void ChatStreamAccumulator::on_comment(std::string_view text) {
+  if (auto report = parse_keepalive_comment(text)) r_.prefill.note(*report);
 }
 
 // ---------------------------------------------------------------- non-stream
@@ -443,16 +472,26 @@ Verdict classify_chat(TransportEnd end, std::optional<int> http_status, std::str
   }
   switch (end) {
     case TransportEnd::WallTimeout: return {Outcome::Timeout, "wall timeout"};
-    case TransportEnd::Stalled: return {Outcome::Stalled, "no content event within the stall timeout"};
+    case TransportEnd::Stalled: {
+      std::string d = "no content event within the stall timeout";
+      if (!r.first_token_ns) {
+        d += r.prefill.reports > 0 ? " and prefill budget; the prefill last reported " +
+                                         std::to_string(*r.prefill.processed) + "/" + std::to_string(*r.prefill.total) +
+                                         " prompt tokens"
+                                   : " and prefill budget; no prefill progress reported";
+      }
+      return {Outcome::Stalled, d};
+    }
     case TransportEnd::SizeCapped: return {Outcome::Truncated, "response-size cap hit"};
     default: break;
   }
   const bool lost = end == TransportEnd::ConnectionLost;
-  const int64_t real_events = r.data_events - r.keepalive_events;
+  const int64_t real_events = r.data_events - r.keepalive_events - r.progress_events;
   if (real_events == 0) {
-    return {Outcome::NoBody, r.keepalive_events > 0 ? "HTTP 200 and only keep-alives, no event"
-                                                    : (r.mode == ResponseMode::Stream ? "HTTP 200 and no SSE event"
-                                                                                      : "HTTP 200 and an empty body")};
+    return {Outcome::NoBody, r.keepalive_events + r.progress_events > 0
+                                 ? "HTTP 200 and only keep-alives or prefill progress, no event"
+                                 : (r.mode == ResponseMode::Stream ? "HTTP 200 and no SSE event"
+                                                                   : "HTTP 200 and an empty body")};
   }
   if (r.mode == ResponseMode::Stream && !r.saw_done) {
     return {Outcome::NoTerminal, std::string("stream ended without data: [DONE]") +
