@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/soakctl_cli.h"
+#include "daemon/soakctl/soakctl.h"
 #include "storage/schema.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
