@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <set>
 
 #include "core/config.h"
 
@@ -69,6 +70,14 @@ json verdict_json(const VerdictRow& v) {
   if (v.baseline_id) j["baseline_candidate_id"] = *v.baseline_id;
   if (v.is_override) j["override"] = {{"who", v.who}, {"why", v.why}};
   return j;
+}
+
+std::string option_list(const ArgSpec& spec) {
+  std::set<std::string> names = spec.flags;
+  names.insert(spec.options.begin(), spec.options.end());
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "--" : ", --") + n;
+  return s;
 }
 
 }  // namespace soak::soakctl

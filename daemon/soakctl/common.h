@@ -9,6 +9,8 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +32,9 @@ struct Ctl {
   const Clock& clock;
 };
 
+// `soakctl events` without --limit: about a screenful.
+inline constexpr int64_t kDefaultEventLimit = 50;
+
 // The store named by --db, else by --config FILE's "store", else the default path.
 Result<std::unique_ptr<SqliteStore>> open_store(const Args& a, OpenMode mode);
 
@@ -40,13 +45,38 @@ std::string iso_utc(int64_t ms);
 json stage_json(const StageRow& s, int64_t now_ms);
 json verdict_json(const VerdictRow& v);
 
-// The commands; each returns its exit code (daemon/soakctl/soakctl.h).
+// Whether a command takes one candidate name as its argument (`explain NAME`);
+// the dispatcher checks the count, so a Candidate command finds it at positionals()[1].
+enum class Operand { None, Candidate };
+
+// One command as the dispatcher (soakctl.cc) sees it. Each command file defines
+// its own next to the code that reads the options; the dispatcher refuses an
+// option the command does not take, and `--help` documents each (help.cc,
+// checked by tests/unit/soakctl_test.cc).
+struct Command {
+  std::string_view name;
+  Operand operand = Operand::None;
+  ArgSpec args;  // the command's own flags and options; --db and --config come on top
+  OpenMode mode = OpenMode::ReadOnly;  // queries read; start/abort/promote queue a request
+  int (*run)(const Ctl& c, const Args& a, Store& st) = nullptr;  // returns the exit code (soakctl.h)
+};
+
+extern const Command kStatusCommand;   // status.cc
+extern const Command kVerdictCommand;  // verdict.cc
+extern const Command kExplainCommand;  // explain.cc
+extern const Command kHistoryCommand;  // history.cc
+extern const Command kEventsCommand;   // events.cc
+extern const Command kStartCommand;    // control.cc
+extern const Command kAbortCommand;    // control.cc
+extern const Command kPromoteCommand;  // control.cc
+
+// Every command, in the order --help lists them.
+const std::vector<const Command*>& commands();
+
+// The names of a spec's flags and options, as "--a, --b".
+std::string option_list(const ArgSpec& spec);
+
+// `soakctl --help` (help.cc).
 std::string usage_text();
-int cmd_status(const Ctl& c, const Args& a, Store& st);
-int cmd_verdict(const Ctl& c, const Args& a, Store& st);
-int cmd_explain(const Ctl& c, const Args& a, Store& st);
-int cmd_history(const Ctl& c, const Args& a, Store& st);
-int cmd_events(const Ctl& c, const Args& a, Store& st);
-int cmd_control(const Ctl& c, const Args& a, Store& st, ControlAction action);
 
 }  // namespace soak::soakctl

@@ -7,12 +7,10 @@
 
 namespace soak::soakctl {
 
+namespace {
+
 int cmd_control(const Ctl& c, const Args& a, Store& st, ControlAction action) {
   const std::string verb(to_string(action));
-  if (a.positionals().size() != 2) {
-    c.err << "soakctl " << verb << ": give exactly one CANDIDATE (see soakctl --help)\n";
-    return kCtlExitUsage;
-  }
   if (action == ControlAction::Promote && (!a.flag("override") || !a.get("why"))) {
     c.err << "soakctl promote: promoting by hand needs --override and --why TEXT (it is recorded as an override)\n";
     return kCtlExitUsage;
@@ -46,5 +44,16 @@ int cmd_control(const Ctl& c, const Args& a, Store& st, ControlAction action) {
   }
   return kCtlExitOk;
 }
+
+int cmd_start(const Ctl& c, const Args& a, Store& st) { return cmd_control(c, a, st, ControlAction::Start); }
+int cmd_abort(const Ctl& c, const Args& a, Store& st) { return cmd_control(c, a, st, ControlAction::Abort); }
+int cmd_promote(const Ctl& c, const Args& a, Store& st) { return cmd_control(c, a, st, ControlAction::Promote); }
+
+}  // namespace
+
+const Command kStartCommand{"start", Operand::Candidate, {{"json"}, {"who", "why"}}, OpenMode::Control, cmd_start};
+const Command kAbortCommand{"abort", Operand::Candidate, {{"json"}, {"who", "why"}}, OpenMode::Control, cmd_abort};
+const Command kPromoteCommand{"promote", Operand::Candidate, {{"json", "override"}, {"who", "why"}}, OpenMode::Control,
+                              cmd_promote};
 
 }  // namespace soak::soakctl

@@ -1,23 +1,27 @@
 // `soakctl events`: the latest events, filtered by candidate and kind.
 #include "daemon/soakctl/common.h"
 
+#include <charconv>
+#include <optional>
 #include <string>
+#include <system_error>
 
 #include "core/duration.h"
 
 namespace soak::soakctl {
 
+namespace {
+
+// A whole positive number, nothing after it ("10x" is refused, not read as 10).
+std::optional<int64_t> parse_limit(const std::string& s) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
 int cmd_events(const Ctl& c, const Args& a, Store& st) {
   EventQuery q;
-  if (auto name = a.get("candidate")) {
-    auto row = find_candidate(st, *name, std::nullopt);
-    if (!row) {
-      c.err << "soakctl: no candidate named \"" << *name << "\" in the store\n";
-      return kCtlExitStore;
-    }
-    q.candidate_id = row->id;
-    q.host_wide = HostWide::Include;
-  }
   if (auto k = a.get("kind")) {
     q.kind = parse_event_kind(*k);
     if (!q.kind) {
@@ -25,17 +29,23 @@ int cmd_events(const Ctl& c, const Args& a, Store& st) {
       return kCtlExitUsage;
     }
   }
-  int64_t limit = 50;
+  int64_t limit = kDefaultEventLimit;
   if (auto l = a.get("limit")) {
-    try {
-      limit = std::stoll(*l);
-    } catch (...) {
-      limit = -1;
-    }
-    if (limit <= 0) {
-      c.err << "soakctl events: --limit must be a positive number\n";
+    auto n = parse_limit(*l);
+    if (!n) {
+      c.err << "soakctl events: --limit \"" << *l << "\" is not a positive whole number (e.g. --limit 200)\n";
       return kCtlExitUsage;
     }
+    limit = *n;
+  }
+  if (auto name = a.get("candidate")) {
+    auto row = find_candidate(st, *name, std::nullopt);
+    if (!row) {
+      c.err << "soakctl: no candidate named \"" << *name << "\" in the store (soakctl status lists the candidates)\n";
+      return kCtlExitStore;
+    }
+    q.candidate_id = row->id;
+    q.host_wide = HostWide::Include;
   }
   auto ev = st.events(q);
   if (!ev) {
@@ -65,5 +75,10 @@ int cmd_events(const Ctl& c, const Args& a, Store& st) {
   if (a.flag("json")) c.out << arr.dump(2) << "\n";
   return kCtlExitOk;
 }
+
+}  // namespace
+
+const Command kEventsCommand{"events", Operand::None, {{"json"}, {"candidate", "kind", "limit"}}, OpenMode::ReadOnly,
+                               cmd_events};
 
 }  // namespace soak::soakctl

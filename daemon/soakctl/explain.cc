@@ -45,18 +45,22 @@ bool same_verdict(const VerdictRow& stored, const VerdictRow& again) {
          stored.baseline_mode == again.baseline_mode && metrics_to_json(stored.metrics) == metrics_to_json(again.metrics);
 }
 
-}  // namespace
+// Which candidate row an explanation is about; both JSON answers start with it.
+json candidate_json(const std::string& name, const CandidateRow& row) {
+  json j;
+  j["candidate"] = name;
+  j["model"] = row.model;
+  j["runtime"] = to_string(row.runtime);
+  j["build"] = row.build;
+  return j;
+}
 
 int cmd_explain(const Ctl& c, const Args& a, Store& st) {
-  if (a.positionals().size() != 2) {
-    c.err << "soakctl explain: give exactly one CANDIDATE (see soakctl --help)\n";
-    return kCtlExitUsage;
-  }
   const std::string& name = a.positionals()[1];
   auto row = find_candidate(st, name, a.get("build"));
   if (!row) {
     c.err << "soakctl: no candidate named \"" << name << "\"" << (a.get("build") ? " at build " + *a.get("build") : "")
-          << " in the store\n";
+          << " in the store (soakctl status lists the candidates)\n";
     return kCtlExitStore;
   }
   auto all = st.verdicts(row->id);
@@ -68,6 +72,15 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
   for (const auto& v : *all)
     if (recipe_from_json(v.judge_input_json).ok()) judged = &v;
   const VerdictRow* latest = all->empty() ? nullptr : &all->back();
+  if (!judged && a.flag("json")) {  // the judged answer's shape, with nothing to recompute
+    json j = candidate_json(name, *row);
+    j["verdict"] = nullptr;
+    j["metrics"] = json::array();
+    j["recomputed"] = nullptr;
+    if (latest) j["latest"] = verdict_json(*latest);
+    c.out << j.dump(2) << "\n";
+    return kCtlExitOk;
+  }
   if (!judged) {
     c.out << name << " (" << row->model << " on " << to_string(row->runtime) << " at " << row->build << "): ";
     if (latest)
@@ -86,11 +99,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
   }
   const bool identical = same_verdict(*judged, *again);
   if (a.flag("json")) {
-    json j;
-    j["candidate"] = name;
-    j["model"] = row->model;
-    j["runtime"] = to_string(row->runtime);
-    j["build"] = row->build;
+    json j = candidate_json(name, *row);
     j["verdict"] = verdict_json(*judged);
     json ms = json::array();
     for (const auto& m : again->metrics) ms.push_back(metric_json(m));
@@ -138,5 +147,9 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
   }
   return identical ? kCtlExitOk : kCtlExitMismatch;
 }
+
+}  // namespace
+
+const Command kExplainCommand{"explain", Operand::Candidate, {{"json"}, {"build"}}, OpenMode::ReadOnly, cmd_explain};
 
 }  // namespace soak::soakctl

@@ -7,11 +7,9 @@
 
 namespace soak::soakctl {
 
+namespace {
+
 int cmd_history(const Ctl& c, const Args& a, Store& st) {
-  if (a.positionals().size() != 2) {
-    c.err << "soakctl history: give exactly one CANDIDATE (see soakctl --help)\n";
-    return kCtlExitUsage;
-  }
   const std::string& name = a.positionals()[1];
   auto rows = st.candidates();
   if (!rows) {
@@ -60,11 +58,15 @@ int cmd_history(const Ctl& c, const Args& a, Store& st) {
     }
   }
   if (!any) {
-    c.err << "soakctl: no candidate named \"" << name << "\" in the store\n";
+    c.err << "soakctl: no candidate named \"" << name << "\" in the store (soakctl status lists the candidates)\n";
     return kCtlExitStore;
   }
   if (a.flag("json")) c.out << arr.dump(2) << "\n";
   return kCtlExitOk;
 }
+
+}  // namespace
+
+const Command kHistoryCommand{"history", Operand::Candidate, {{"json"}, {}}, OpenMode::ReadOnly, cmd_history};
 
 }  // namespace soak::soakctl

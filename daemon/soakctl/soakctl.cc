@@ -4,7 +4,7 @@
 // daemon acts on. soakctl never creates, migrates or rewrites results.
 #include "daemon/soakctl/soakctl.h"
 
-#include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,11 +13,80 @@
 
 namespace soak {
 
+namespace soakctl {
+
+const std::vector<const Command*>& commands() {
+  static const std::vector<const Command*> kCommands{&kStatusCommand,  &kVerdictCommand, &kExplainCommand,
+                                                     &kHistoryCommand, &kEventsCommand,  &kStartCommand,
+                                                     &kAbortCommand,   &kPromoteCommand};
+  return kCommands;
+}
+
+namespace {
+
+const ArgSpec kStoreArgs{{}, {"db", "config"}};  // every command's: where the store is
+const ArgSpec kProgramArgs{{"help", "version"}, {}};
+
+void add(ArgSpec& to, const ArgSpec& from) {
+  to.flags.insert(from.flags.begin(), from.flags.end());
+  to.options.insert(from.options.begin(), from.options.end());
+}
+
+// What the command line may hold at all: each command's options, the store's
+// and the program's; whether the command given takes them is checked after.
+ArgSpec all_args() {
+  ArgSpec all;
+  add(all, kProgramArgs);
+  add(all, kStoreArgs);
+  for (const Command* cmd : commands()) add(all, cmd->args);
+  return all;
+}
+
+const Command* find_command(const std::string& name) {
+  for (const Command* cmd : commands())
+    if (cmd->name == name) return cmd;
+  return nullptr;
+}
+
+std::string command_names() {
+  std::string s;
+  for (const Command* cmd : commands()) s += (s.empty() ? "" : ", ") + std::string(cmd->name);
+  return s;
+}
+
+// The command's argument count and options; empty when they fit, else the
+// usage error naming the fix.
+std::string misuse(const Command& cmd, const Args& a) {
+  const std::string name(cmd.name);
+  const std::string see = "see soakctl --help";
+  const size_t given = a.positionals().size() - 1;
+  if (cmd.operand == Operand::Candidate && given != 1)
+    return "soakctl " + name + ": give exactly one CANDIDATE, a name as `soakctl status` lists it (" + see + ")";
+  if (cmd.operand == Operand::None && given != 0)
+    return "soakctl " + name + ": unexpected argument \"" + a.positionals()[1] + "\" (" + name +
+           " takes only options: " + option_list(cmd.args) + "; " + see + ")";
+  ArgSpec own = cmd.args;
+  add(own, kStoreArgs);
+  add(own, kProgramArgs);
+  const ArgSpec all = all_args();
+  std::set<std::string> names = all.flags;
+  names.insert(all.options.begin(), all.options.end());
+  for (const auto& o : names) {
+    const bool used = a.flag(o) || a.get(o).has_value();
+    if (used && !own.flags.count(o) && !own.options.count(o))
+      return "soakctl " + name + ": --" + o + " does not apply to " + name + " (its options: " +
+             option_list(cmd.args) + "; " + see + ")";
+  }
+  return {};
+}
+
+}  // namespace
+
+}  // namespace soakctl
+
 int soakctl_main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err, const Clock& clock) {
   using namespace soakctl;
-  ArgSpec spec{{"help", "version", "json", "override"},
-               {"db", "config", "model", "runtime", "build", "candidate", "kind", "limit", "who", "why"}};
-  auto a = Args::parse(argv, spec);
+  auto a = Args::parse(argv, all_args());
   if (!a) {
     err << "soakctl: " << a.message() << " (see soakctl --help)\n";
     return kCtlExitUsage;
@@ -34,26 +103,23 @@ int soakctl_main(const std::vector<std::string>& argv, std::ostream& out, std::o
     err << usage_text();
     return kCtlExitUsage;
   }
-  const std::string& cmd = a->positionals()[0];
-  static const std::vector<std::string> kCommands{"status", "verdict", "explain", "history",
-                                                  "events", "start", "abort", "promote"};
-  if (std::find(kCommands.begin(), kCommands.end(), cmd) == kCommands.end()) {
-    err << "soakctl: unknown command \"" << cmd << "\" (see soakctl --help)\n";
+  const Command* cmd = find_command(a->positionals()[0]);
+  if (!cmd) {
+    err << "soakctl: unknown command \"" << a->positionals()[0] << "\" (one of: " << command_names()
+        << "; see soakctl --help)\n";
     return kCtlExitUsage;
   }
-  auto action = parse_control_action(cmd);
-  auto store = open_store(*a, action ? OpenMode::Control : OpenMode::ReadOnly);
+  if (auto why = misuse(*cmd, *a); !why.empty()) {
+    err << why << "\n";
+    return kCtlExitUsage;
+  }
+  auto store = open_store(*a, cmd->mode);
   if (!store) {
     err << "soakctl: " << store.message() << "\n";
     return kCtlExitStore;
   }
   Ctl c{out, err, clock};
-  if (action) return cmd_control(c, *a, **store, *action);
-  if (cmd == "status") return cmd_status(c, *a, **store);
-  if (cmd == "explain") return cmd_explain(c, *a, **store);
-  if (cmd == "history") return cmd_history(c, *a, **store);
-  if (cmd == "events") return cmd_events(c, *a, **store);
-  return cmd_verdict(c, *a, **store);
+  return cmd->run(c, *a, **store);
 }
 
 }  // namespace soak

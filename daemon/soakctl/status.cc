@@ -30,8 +30,6 @@ std::string clip(const std::string& s, size_t n) {
   return s.substr(0, cut) + "...";
 }
 
-}  // namespace
-
 int cmd_status(const Ctl& c, const Args& a, Store& st) {
   auto rows = st.status();
   if (!rows) {
@@ -84,5 +82,9 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
   }
   return kCtlExitOk;
 }
+
+}  // namespace
+
+const Command kStatusCommand{"status", Operand::None, {{"json"}, {}}, OpenMode::ReadOnly, cmd_status};
 
 }  // namespace soak::soakctl

@@ -6,11 +6,19 @@
 
 namespace soak::soakctl {
 
+namespace {
+
 int cmd_verdict(const Ctl& c, const Args& a, Store& st) {
   auto model = a.get("model");
   auto runtime = a.get("runtime");
   if (!model || !runtime) {
-    c.err << "soakctl verdict: --model M and --runtime R are required (see soakctl --help)\n";
+    c.err << "soakctl verdict: needs --model M and --runtime R (soakctl status lists each candidate's model and "
+             "runtime; see soakctl --help)\n";
+    return kCtlExitUsage;
+  }
+  const auto kind = parse_runtime_kind(*runtime);
+  if (!kind) {
+    c.err << "soakctl verdict: unknown --runtime \"" << *runtime << "\" (one of: " << runtime_kind_names() << ")\n";
     return kCtlExitUsage;
   }
   auto build = a.get("build");
@@ -21,7 +29,7 @@ int cmd_verdict(const Ctl& c, const Args& a, Store& st) {
   }
   const StatusRow* best = nullptr;
   for (const auto& r : *rows) {
-    if (r.candidate.model != *model || to_string(r.candidate.runtime) != *runtime) continue;
+    if (r.candidate.model != *model || r.candidate.runtime != *kind) continue;
     if (build && r.candidate.build != *build) continue;
     // Newest build seen wins: the most recently first-seen candidate.
     if (!best || r.candidate.first_seen_ms > best->candidate.first_seen_ms ||
@@ -30,7 +38,8 @@ int cmd_verdict(const Ctl& c, const Args& a, Store& st) {
   }
   if (!best) {
     c.err << "soakctl: no candidate with model \"" << *model << "\" on runtime \"" << *runtime << "\""
-          << (build ? " at build \"" + *build + "\"" : std::string()) << " in the store\n";
+          << (build ? " at build \"" + *build + "\"" : std::string())
+          << " in the store (soakctl status lists each candidate's model, runtime and build)\n";
     return kCtlExitStore;
   }
   int code = kCtlExitUndecided;
@@ -58,5 +67,10 @@ int cmd_verdict(const Ctl& c, const Args& a, Store& st) {
   }
   return code;
 }
+
+}  // namespace
+
+const Command kVerdictCommand{"verdict", Operand::None, {{"json"}, {"model", "runtime", "build"}}, OpenMode::ReadOnly,
+                              cmd_verdict};
 
 }  // namespace soak::soakctl
