@@ -18,7 +18,7 @@
 #include <sqlite3.h>
 
 #include "daemon/campaigns.h"
-#include "daemon/soakctl_cli.h"
+#include "daemon/soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 #include "tests/support/sim_runner.h"
 

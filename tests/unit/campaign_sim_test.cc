@@ -12,7 +12,7 @@
 
 #include "daemon/campaigns.h"
 #include "daemon/evidence.h"
-#include "daemon/soakctl_cli.h"
+#include "daemon/soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/sim_runner.h"
