@@ -13,10 +13,6 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-bool is_unreachable(Outcome o) {
-  return o == Outcome::ConnectRefused || o == Outcome::ConnectTimeout || o == Outcome::Loading;
-}
-
 std::optional<StageKind> next_stage(StageKind k) {
   switch (k) {
     case StageKind::Smoke: return StageKind::Canary;
@@ -225,7 +221,7 @@ void Campaigns::check_build(Track& t, int64_t now) {
   if (!t.first_build_attempt_ms) t.first_build_attempt_ms = now;
   std::string name = t.name;
   auto keep = cfg_;
-  d_.runner.read_build(*t.cfg, [this, name, keep](Result<BuildIdentity> b) {
+  d_.runner.read_build(*t.cfg, [this, name, keep](Result<probes::BuildIdentity> b) {
     on_build(name, std::move(b), current_time());
     changed();
   });
@@ -278,7 +274,7 @@ void Campaigns::register_candidate(Track& t, const std::string& build, int64_t n
   }
 }
 
-void Campaigns::on_build(const std::string& name, Result<BuildIdentity> b, int64_t now) {
+void Campaigns::on_build(const std::string& name, Result<probes::BuildIdentity> b, int64_t now) {
   Track* tp = track(name);
   if (!tp) return;  // removed by a reload meanwhile
   Track& t = *tp;
@@ -512,7 +508,7 @@ int Campaigns::canaries_running() const {
 
 void Campaigns::step(Track& t, int64_t now) {
   if (t.cfg->build.source == BuildSource::Fixed) {
-    if (!t.row || t.row->build != t.cfg->build.fixed) on_build(t.name, BuildIdentity{t.cfg->build.fixed, {}}, now);
+    if (!t.row || t.row->build != t.cfg->build.fixed) on_build(t.name, probes::BuildIdentity{t.cfg->build.fixed, {}}, now);
   } else {
     check_build(t, now);
   }

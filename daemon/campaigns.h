@@ -115,7 +115,7 @@ class Campaigns {
   // steps
   void handle_controls(int64_t now);
   void check_build(Track& t, int64_t now);
-  void on_build(const std::string& name, Result<BuildIdentity> b, int64_t now);
+  void on_build(const std::string& name, Result<probes::BuildIdentity> b, int64_t now);
   void step(Track& t, int64_t now);
   void dispatch(Track& t, int64_t now);
   void on_task_done(int64_t work_id, TaskReport report, int64_t now);

@@ -24,7 +24,6 @@
 namespace soak {
 
 inline constexpr int64_t kStopGraceMs = 10'000;  // launchd ExitTimeOut must exceed this
-inline constexpr int64_t kControlPollMs = 1'000;
 
 enum class ExitPolicy { RunForever, ExitWhenSettled };
 

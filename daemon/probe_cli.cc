@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -13,6 +14,7 @@
 #include "daemon/host.h"
 #include "probes/engine.h"
 #include "probes/transport/http_client.h"
+#include "schedules/plan.h"
 #include "storage/sqlite_store.h"
 
 namespace soak {
@@ -26,8 +28,17 @@ constexpr size_t kDetailColumnChars = 70;
 
 using ojson = nlohmann::ordered_json;
 
+// Without --kind: what a smoke pass and a functional cycle run (health,
+// identity and the functional kinds), each kind once, in that order.
+std::vector<ProbeKind> default_probe_kinds() {
+  std::vector<ProbeKind> kinds = probe_kinds_for(TaskKind::Smoke);
+  for (ProbeKind k : probe_kinds_for(TaskKind::Functional))
+    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+  return kinds;
+}
+
 Result<std::vector<ProbeKind>> kinds_from(const std::optional<std::string>& k) {
-  if (!k) return probes::default_probe_kinds();
+  if (!k) return default_probe_kinds();
   if (*k == "all") return probes::all_probe_kinds();
   auto kind = parse_probe_kind(*k);
   if (!kind || !probes::engine_runs(*kind))
@@ -228,7 +239,7 @@ int cmd_probe(const Args& a) {
           });
     };
 
-    engine.read_build(*cand, [&](Result<probes::BuildReading> b) {
+    engine.read_build(*cand, [&](Result<probes::BuildIdentity> b) {
       if (b) {
         build = b->build;
       } else {

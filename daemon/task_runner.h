@@ -21,6 +21,7 @@
 #include "core/config.h"
 #include "core/result.h"
 #include "core/types.h"
+#include "probes/engine.h"
 #include "schedules/plan.h"
 
 namespace soak {
@@ -43,18 +44,12 @@ struct TaskReport {
   std::string detail;                 // short summary for the log
 };
 
-// What a runtime said about itself when asked for its build.
-struct BuildIdentity {
-  std::string build;                  // e.g. "b9928-81ff7abe5"
-  std::optional<std::string> model;   // the model it serves, when it says
-};
-
 class TaskRunner {
  public:
   virtual ~TaskRunner() = default;
   virtual void run(const TaskRequest& req, std::function<void(TaskReport)> done) = 0;
   // Reads the candidate's build identity (HTTP field, version command or fixed).
-  virtual void read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) = 0;
+  virtual void read_build(const CandidateConfig& c, std::function<void(Result<probes::BuildIdentity>)> done) = 0;
   // Cancels one run (e.g. its stage hit its deadline); its `done` still fires,
   // with the requests in flight recorded as cancelled_by_daemon. Unknown ids
   // are ignored.

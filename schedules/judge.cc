@@ -19,6 +19,10 @@ std::string_view to_string(BaselineMode m) {
   return "none";
 }
 
+bool is_unreachable(Outcome o) {
+  return o == Outcome::ConnectRefused || o == Outcome::ConnectTimeout || o == Outcome::Loading;
+}
+
 namespace judge_detail {
 namespace {
 
@@ -48,10 +52,6 @@ Counts count(const std::vector<const ProbeResult*>& rows) {
 double coverage_of(const JudgeInput& in) {
   if (in.slots_planned <= 0) return 0;
   return static_cast<double>(in.slots_run) / static_cast<double>(in.slots_planned);
-}
-
-bool is_unreachable(Outcome o) {
-  return o == Outcome::ConnectRefused || o == Outcome::ConnectTimeout || o == Outcome::Loading;
 }
 
 void blocked(const Context& c, Judgement& j) {

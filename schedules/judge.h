@@ -55,6 +55,7 @@
 
 #include "core/config.h"
 #include "core/types.h"
+#include "schedules/plan.h"
 
 namespace soak {
 
@@ -70,10 +71,10 @@ std::string_view to_string(BaselineMode m);
 // How the stage ended, as the scheduler saw it. Only Completed can pass.
 enum class StageEnd { Completed, Stopped, TimedOut };
 
-// What smoke must have seen clean at least once.
-inline const std::vector<ProbeKind> kSmokeRequiredKinds{ProbeKind::Health,     ProbeKind::Identity,
-                                                        ProbeKind::Marker,     ProbeKind::Stream,
-                                                        ProbeKind::StrictJson, ProbeKind::ToolCall};
+// The runtime could not be reached yet (refused, timed out connecting, or
+// still loading the model): not an answer, so not a failure of the candidate.
+// Smoke retries on it; a stage that saw nothing else is blocked.
+bool is_unreachable(Outcome o);
 
 struct JudgeInput {
   StageKind stage = StageKind::Smoke;
@@ -102,7 +103,8 @@ struct JudgeInput {
   std::vector<HostSample> host_samples;
   std::vector<Event> events;
 
-  std::vector<ProbeKind> smoke_required = kSmokeRequiredKinds;
+  // What smoke must have seen clean at least once: what a smoke pass runs.
+  std::vector<ProbeKind> smoke_required = probe_kinds_for(TaskKind::Smoke);
 };
 
 // The stage's verdict. Never returns VerdictState::Running.

@@ -15,7 +15,7 @@ namespace {
 
 Rows smoke_rows() {
   Rows r{kCandidate, 1};
-  for (ProbeKind k : kSmokeRequiredKinds) r.add(k, std::string(to_string(k)));
+  for (ProbeKind k : probe_kinds_for(TaskKind::Smoke)) r.add(k, std::string(to_string(k)));
   return r;
 }
 
