@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/evidence.h"
+#include "daemon/recipe_store.h"
 
 namespace soak {
 
@@ -366,9 +366,11 @@ void Campaigns::write_running_verdict(Track& t, const std::string& reason, int64
   if (auto r = d_.store.insert_verdict(v); !r) d_.log->error("{}: cannot write verdict: {}", t.name, r.message());
 }
 
-JudgeRecipe Campaigns::recipe_for(const Track& t, StageEnd end, int64_t now) {
+StoredRecipe Campaigns::recipe_for(const Track& t, StageEnd end, int64_t now) {
   const CampaignSettings& s = t.cfg->settings;
-  JudgeRecipe r;
+  StoredRecipe stored;
+  JudgeRecipe& r = stored.recipe;
+  RowSelection& rows = stored.rows;
   r.stage = t.stage->kind;
   r.end = end;
   r.candidate_id = t.row->id;
@@ -387,21 +389,21 @@ JudgeRecipe Campaigns::recipe_for(const Track& t, StageEnd end, int64_t now) {
     r.slots_planned = 1;
     r.slots_run = 1;
   }
-  r.since_ms = t.stage->started_ms;
-  r.until_ms = now;
+  rows.since_ms = t.stage->started_ms;
+  rows.until_ms = now;
   if (t.stage->kind == StageKind::Canary) {
     auto choice = choose_baseline(d_.store, t.baseline_id, t.stage->started_ms, now);
     if (choice) {
       r.baseline_mode = choice->mode;
-      r.baseline_since_ms = choice->since_ms;
-      r.baseline_until_ms = choice->until_ms;
+      rows.baseline_since_ms = choice->since_ms;
+      rows.baseline_until_ms = choice->until_ms;
     }
     r.baseline_id = t.baseline_id;
     if (!t.baseline_id && t.cfg->baseline) r.missing_baseline = *t.cfg->baseline;
   }
   auto max = d_.store.max_ids();
-  if (max) r.max_ids = *max;
-  return r;
+  if (max) rows.max_ids = *max;
+  return stored;
 }
 
 void Campaigns::finish_stage(Track& t, StageEnd end, int64_t now) {
@@ -678,16 +680,12 @@ void Campaigns::on_task_done(int64_t work_id, TaskReport rep, int64_t now) {
 }
 
 void Campaigns::check_hard_failures(Track& t, int64_t now) {
-  JudgeRecipe r = recipe_for(t, StageEnd::Stopped, now);
-  auto in = build_judge_input(d_.store, r);
-  if (!in) {
-    d_.log->error("{}: cannot check for hard failures: {}", t.name, in.message());
+  auto v = hard_failure_from_store(d_.store, recipe_for(t, StageEnd::Stopped, now));
+  if (!v) {
+    d_.log->error("{}: cannot check for hard failures: {}", t.name, v.message());
     return;
   }
-  if (!judge_hard_failures(*in)) return;
-  VerdictRow v = judge_stage(*in);  // the same input and function `soakctl explain` will use
-  v.judge_input_json = recipe_to_json(r);
-  finish_with(t, std::move(v), now);
+  if (*v) finish_with(t, std::move(**v), now);
 }
 
 // ============================================================== tick

@@ -25,7 +25,7 @@
 
 #include "core/config.h"
 #include "core/log.h"
-#include "daemon/evidence.h"
+#include "daemon/recipe_store.h"
 #include "daemon/task_runner.h"
 #include "schedules/judge.h"
 #include "schedules/plan.h"
@@ -127,7 +127,7 @@ class Campaigns {
   void finish_with(Track& t, VerdictRow v, int64_t now);
   void make_done(Track& t, VerdictState state, const std::string& reason, int64_t now,
                  const std::string& who = "", const std::string& why = "");
-  JudgeRecipe recipe_for(const Track& t, StageEnd end, int64_t now);
+  StoredRecipe recipe_for(const Track& t, StageEnd end, int64_t now);
   void rebuild_task_states(Track& t);
   void write_event(EventKind kind, std::optional<int64_t> candidate_id, const std::string& detail,
                    int64_t now, std::optional<int64_t> duration_ms = std::nullopt);

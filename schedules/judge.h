@@ -76,7 +76,11 @@ enum class StageEnd { Completed, Stopped, TimedOut };
 // Smoke retries on it; a stage that saw nothing else is blocked.
 bool is_unreachable(Outcome o);
 
-struct JudgeInput {
+// Everything a judgment takes besides rows: which stage of which candidate and
+// how it ended, the rules in force, coverage and the baseline. The daemon
+// stores it with the verdict, beside the bounds of the rows it selected
+// (daemon/recipe_store.h), so that `soakctl explain` can recompute the verdict.
+struct JudgeRecipe {
   StageKind stage = StageKind::Smoke;
   StageEnd end = StageEnd::Completed;
   int64_t candidate_id = 0;
@@ -96,6 +100,10 @@ struct JudgeInput {
   BaselineMode baseline_mode = BaselineMode::None;
   std::optional<int64_t> baseline_id;  // baseline candidate row
   std::string missing_baseline;        // configured baseline that has no build/row (canary is inconclusive)
+};
+
+struct JudgeInput {
+  JudgeRecipe recipe;
 
   std::vector<ProbeResult> candidate_rows;  // the candidate's rows in this stage
   std::vector<ProbeResult> baseline_rows;   // the baseline's rows (same period or history)

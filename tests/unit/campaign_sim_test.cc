@@ -10,7 +10,7 @@
 #include <sqlite3.h>
 
 #include "daemon/campaigns.h"
-#include "daemon/evidence.h"
+#include "daemon/recipe_store.h"
 #include "daemon/soakctl_cli.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
