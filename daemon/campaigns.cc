@@ -43,12 +43,13 @@ bool interleaves(TaskKind k) {
 
 }  // namespace
 
-Campaigns::Campaigns(std::shared_ptr<const Config> cfg, CampaignDeps deps) : cfg_(std::move(cfg)), d_(std::move(deps)) {
+Campaigns::Campaigns(ConfigSnapshot cfg, const Deps& deps, TaskRunner& runner, UtcOffset utc_offset_minutes)
+    : cfg_(std::move(cfg)), d_(deps), runner_(runner), utc_offset_minutes_(std::move(utc_offset_minutes)) {
   for (const auto& c : cfg_->candidates) {
     if (!c.enabled) continue;
     Track t;
     t.name = c.name;
-    t.cfg = &c;
+    t.cfg = candidate_snapshot(cfg_, c);
     tracks_.emplace(c.name, std::move(t));
   }
 }
@@ -220,8 +221,7 @@ void Campaigns::check_build(Track& t, int64_t now) {
   t.build_read_in_flight = true;
   if (!t.first_build_attempt_ms) t.first_build_attempt_ms = now;
   std::string name = t.name;
-  auto keep = cfg_;
-  d_.runner.read_build(*t.cfg, [this, name, keep](Result<probes::BuildIdentity> b) {
+  runner_.read_build(*t.cfg, [this, name](Result<probes::BuildIdentity> b) {
     on_build(name, std::move(b), current_time());
     changed();
   });
@@ -440,7 +440,7 @@ void Campaigns::finish_with(Track& t, VerdictRow v, int64_t now) {
     t.phase = Phase::WaitingCanary;
     t.canary_not_before_ms =
         t.from_build_change
-            ? next_window_start(now, cfg_->schedule.nightly_window, d_.utc_offset_minutes ? d_.utc_offset_minutes(now) : 0)
+            ? next_window_start(now, cfg_->schedule.nightly_window, utc_offset_minutes_ ? utc_offset_minutes_(now) : 0)
             : now;
     if (t.canary_not_before_ms > now)
       d_.log->info("{}: canary waits for the nightly window ({} from now)", t.name,
@@ -484,7 +484,7 @@ void Campaigns::cancel_track(const Track& t) {
   std::vector<int64_t> ids;
   for (const auto& [id, f] : in_flight_)
     if (!f.shadow && f.track == t.name) ids.push_back(id);
-  for (int64_t id : ids) d_.runner.cancel(id);
+  for (int64_t id : ids) runner_.cancel(id);
 }
 
 bool Campaigns::baseline_known(const Track& t) const {
@@ -598,7 +598,7 @@ void Campaigns::dispatch(Track& t, int64_t now) {
     if (spec.weight == Weight::Heavy && heavy_busy()) continue;
     mark_started(t.tasks, d);
     const int64_t work_id = next_work_id_++;
-    in_flight_[work_id] = InFlight{d.task, false, t.name, t.row->id, spec.weight, cfg_};
+    in_flight_[work_id] = InFlight{d.task, false, t.name, t.row->id, spec.weight};
     TaskRequest req;
     req.work_id = work_id;
     req.candidate = t.cfg;
@@ -608,7 +608,7 @@ void Campaigns::dispatch(Track& t, int64_t now) {
     req.stage = t.stage->kind;
     req.task = spec.kind;
     req.group_id = d.slot;
-    d_.runner.run(req, [this, work_id](TaskReport rep) {
+    runner_.run(req, [this, work_id](TaskReport rep) {
       on_task_done(work_id, std::move(rep), current_time());
       changed();
     });
@@ -661,7 +661,7 @@ void Campaigns::on_task_done(int64_t work_id, TaskReport rep, int64_t now) {
       const Weight w = t.plan.tasks[f.task].weight;
       if (w == Weight::Light || !heavy_busy()) {
         const int64_t sid = next_work_id_++;
-        in_flight_[sid] = InFlight{f.task, true, t.name, *t.baseline_id, w, cfg_};
+        in_flight_[sid] = InFlight{f.task, true, t.name, *t.baseline_id, w};
         TaskRequest req;
         req.work_id = sid;
         req.candidate = b->cfg;
@@ -670,7 +670,7 @@ void Campaigns::on_task_done(int64_t work_id, TaskReport rep, int64_t now) {
         req.stage = StageKind::Canary;
         req.task = kind;
         req.group_id = work_id;
-        d_.runner.run(req, [this, sid](TaskReport r) {
+        runner_.run(req, [this, sid](TaskReport r) {
           on_task_done(sid, std::move(r), current_time());
           changed();
         });
@@ -749,8 +749,7 @@ bool Campaigns::settled() const {
   return true;
 }
 
-void Campaigns::reload(std::shared_ptr<const Config> cfg, int64_t now) {
-  auto old = cfg_;  // tracks point into it until re-pointed below
+void Campaigns::reload(ConfigSnapshot cfg, int64_t now) {
   cfg_ = std::move(cfg);
   std::set<std::string> names;
   for (const auto& c : cfg_->candidates) {
@@ -760,10 +759,10 @@ void Campaigns::reload(std::shared_ptr<const Config> cfg, int64_t now) {
     if (it == tracks_.end()) {
       Track t;
       t.name = c.name;
-      t.cfg = &c;
+      t.cfg = candidate_snapshot(cfg_, c);
       tracks_.emplace(c.name, std::move(t));
     } else {
-      it->second.cfg = &c;  // new settings apply from now (running stage keeps its start/deadline)
+      it->second.cfg = candidate_snapshot(cfg_, c);  // new settings apply from now (running stage keeps its start/deadline)
     }
   }
   for (auto it = tracks_.begin(); it != tracks_.end();) {

@@ -27,6 +27,7 @@
 #include "core/log.h"
 #include "daemon/recipe_store.h"
 #include "daemon/task_runner.h"
+#include "daemon/wiring.h"
 #include "schedules/judge.h"
 #include "schedules/plan.h"
 #include "storage/store.h"
@@ -36,18 +37,14 @@ namespace soak {
 inline constexpr int64_t kSmokeRetryMs = 15'000;      // unreachable smoke: try again after this
 inline constexpr int64_t kControlPollEveryMs = 1'000;  // soakctl requests picked up within this
 
-struct CampaignDeps {
-  Store& store;
-  TaskRunner& runner;
-  Logger log;
-  int64_t host_id = 0;
-  // Local UTC offset in minutes at a given wall time (for the nightly window).
-  std::function<int(int64_t wall_ms)> utc_offset_minutes;
-};
+// Local UTC offset in minutes at a given wall time (for the nightly window).
+using UtcOffset = std::function<int(int64_t wall_ms)>;
 
 class Campaigns {
  public:
-  Campaigns(std::shared_ptr<const Config> cfg, CampaignDeps deps);
+  // Uses deps.store, .log, .host_id, and .clock for the time of completions
+  // (runners call back without one); never deps.loop.
+  Campaigns(ConfigSnapshot cfg, const Deps& deps, TaskRunner& runner, UtcOffset utc_offset_minutes);
 
   // Rebuilds every track from the store (stages keep their start and deadline).
   Status resume(int64_t now_ms);
@@ -57,7 +54,7 @@ class Campaigns {
   // The next time tick() has something to do (nullopt: only a completion or a
   // control request can wake it).
   std::optional<int64_t> next_wake_ms(int64_t now_ms) const;
-  void reload(std::shared_ptr<const Config> cfg, int64_t now_ms);
+  void reload(ConfigSnapshot cfg, int64_t now_ms);
   // True once every candidate has a final verdict and nothing is in flight.
   bool settled() const;
   // Called after any task or build read completes (the daemon re-arms its timer).
@@ -66,7 +63,7 @@ class Campaigns {
   // sampler watches), and the stage each is running, if any.
   struct Active {
     std::string name;
-    const CandidateConfig* cfg = nullptr;
+    CandidateSnapshot cfg;
     int64_t candidate_id = 0;
     std::optional<StageKind> stage;
   };
@@ -74,10 +71,6 @@ class Campaigns {
 
   // Stop dispatching (shutdown); completions still get recorded.
   void freeze() { frozen_ = true; }
-
-  // Clock hook for completions: runners call back without a time, so the owner
-  // says what time it is.
-  void set_now_source(std::function<int64_t()> f) { now_source_ = std::move(f); }
 
  private:
   enum class Phase { ReadingBuild, Staged, WaitingCanary, Done };
@@ -88,12 +81,11 @@ class Campaigns {
     std::string track;         // owner track name
     int64_t candidate_id = 0;  // row the run is for
     Weight weight = Weight::Light;
-    std::shared_ptr<const Config> cfg;  // keeps the CandidateConfig alive
   };
 
   struct Track {
     std::string name;
-    const CandidateConfig* cfg = nullptr;
+    CandidateSnapshot cfg;
     Phase phase = Phase::ReadingBuild;
     std::optional<CandidateRow> row;
     bool from_build_change = false;
@@ -138,14 +130,16 @@ class Campaigns {
   bool baseline_known(const Track& t) const;
   void cancel_track(const Track& t);
   int canaries_running() const;
-  int64_t current_time() const { return now_source_ ? now_source_() : last_now_; }
+  int64_t current_time() const { return d_.clock.wall_ms(); }
   void changed() {
     if (on_change_) on_change_();
   }
   Track* track(const std::string& name);
 
-  std::shared_ptr<const Config> cfg_;
-  CampaignDeps d_;
+  ConfigSnapshot cfg_;
+  Deps d_;
+  TaskRunner& runner_;
+  UtcOffset utc_offset_minutes_;
   std::map<std::string, Track> tracks_;
   std::map<int64_t, InFlight> in_flight_;
   int64_t next_work_id_ = 1;
@@ -154,7 +148,6 @@ class Campaigns {
   int64_t last_event_seen_ = 0;
   bool frozen_ = false;
   std::function<void()> on_change_;
-  std::function<int64_t()> now_source_;
 };
 
 }  // namespace soak

@@ -28,7 +28,7 @@ namespace soak {
 
 struct TaskRequest {
   int64_t work_id = 0;
-  const CandidateConfig* candidate = nullptr;  // valid until done is called
+  CandidateSnapshot candidate;                 // keeps its config snapshot alive
   int64_t candidate_id = 0;                    // store row of candidate x build
   int64_t host_id = 0;
   std::optional<int64_t> stage_id;             // nullopt: a baseline run interleaved with another's stage
