@@ -10,6 +10,9 @@
 // exactly once per run(), never from inside run() itself, also after
 // cancel_all() (with the rows recorded as cancelled_by_daemon). The same holds
 // for read_build(). A runner never throws.
+// Ownership: a TaskRequest holds its candidate's config (a CandidateSnapshot),
+// so a run keeps the config it started with across a reload; read_build()
+// copies what it needs of the candidate before it returns.
 #pragma once
 
 #include <cstdint>
