@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/evidence.h"
+#include "daemon/recipe_store.h"
 
 namespace soak::soakctl {
 
