@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -166,6 +167,18 @@ struct Config {
   // Stable hash of one candidate's effective configuration (verdict rows carry it).
   std::string candidate_hash(const CandidateConfig& c) const;
 };
+
+// The running configuration as everything holds it: immutable once loaded and
+// shared. A SIGHUP reload swaps in a new snapshot; whoever still holds the old
+// one (a run in flight, a track until it is re-pointed) keeps it alive.
+using ConfigSnapshot = std::shared_ptr<const Config>;
+// One candidate of a snapshot; keeps the whole snapshot alive (an aliasing
+// shared_ptr, see candidate_snapshot()).
+using CandidateSnapshot = std::shared_ptr<const CandidateConfig>;
+// `c` must be one of cfg->candidates.
+inline CandidateSnapshot candidate_snapshot(const ConfigSnapshot& cfg, const CandidateConfig& c) {
+  return CandidateSnapshot(cfg, &c);
+}
 
 // Parse and validate. `source_name` appears in messages; `base_dir` resolves
 // relative paths (the config file's directory). On failure the Error message

@@ -13,16 +13,14 @@ int local_utc_offset_minutes(int64_t wall_ms) {
   return static_cast<int>(local.tm_gmtoff / 60);
 }
 
-CampaignService::CampaignService(std::shared_ptr<const Config> cfg, Store& store, TaskRunner& runner,
-                                 const Clock& clock, Logger log, uv_loop_t* loop, int64_t host_id,
+CampaignService::CampaignService(ConfigSnapshot cfg, const Deps& deps, TaskRunner& runner,
                                  std::function<void()> maybe_settled)
-    : clock_(clock),
+    : clock_(deps.clock),
       runner_(runner),
-      log_(log),
-      campaigns_(std::move(cfg), CampaignDeps{store, runner, log, host_id, local_utc_offset_minutes}),
-      timer_(loop),
+      log_(deps.log),
+      campaigns_(std::move(cfg), deps, runner, local_utc_offset_minutes),
+      timer_(deps.loop),
       maybe_settled_(std::move(maybe_settled)) {
-  campaigns_.set_now_source([this] { return clock_.wall_ms(); });
   campaigns_.set_on_change([this] { on_change(); });
 }
 
@@ -61,8 +59,8 @@ void CampaignService::on_change() {
   arm(0);  // a completion may make the next step due now
 }
 
-void CampaignService::reload(const Config& cfg) {
-  campaigns_.reload(std::make_shared<const Config>(cfg), clock_.wall_ms());
+void CampaignService::reload(const ConfigSnapshot& cfg) {
+  campaigns_.reload(cfg, clock_.wall_ms());
   arm(0);
 }
 

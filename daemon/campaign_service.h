@@ -4,7 +4,8 @@
 // flight (recorded as cancelled_by_daemon by the runner) and reports done
 // once nothing is left.
 //
-// Threading: the loop thread. Ownership: owns Campaigns; borrows the rest.
+// Threading: the loop thread. Ownership: owns Campaigns; borrows the runner
+// and what Deps names.
 #pragma once
 
 #include <uv.h>
@@ -21,11 +22,10 @@ namespace soak {
 
 class CampaignService final : public Service {
  public:
-  CampaignService(std::shared_ptr<const Config> cfg, Store& store, TaskRunner& runner, const Clock& clock,
-                  Logger log, uv_loop_t* loop, int64_t host_id, std::function<void()> maybe_settled);
+  CampaignService(ConfigSnapshot cfg, const Deps& deps, TaskRunner& runner, std::function<void()> maybe_settled);
 
   void start() override;
-  void reload(const Config& cfg) override;
+  void reload(const ConfigSnapshot& cfg) override;
   void stop(std::function<void()> done) override;
   bool settled() const override { return campaigns_.settled(); }
   const Campaigns& campaigns() const { return campaigns_; }

@@ -1,16 +1,27 @@
 // Campaigns: each configured candidate taken through smoke -> canary -> gate ->
-// soak, with its verdicts, driven by time values passed in (never a clock).
+// soak, with its verdicts (docs/DESIGN.md §3). This is the I/O around the pure
+// stage transitions of daemon/campaign_track.h: it reads and writes the store,
+// reads builds and dispatches tasks through the TaskRunner, and applies each
+// Transition.
 //
-// For every candidate in the config Campaigns keeps a track: it reads the
+// For every candidate in the config Campaigns keeps a Track: it reads the
 // runtime's build (a new build is a new candidate row, judged against the
-// previous promoted build), starts stages, dispatches the tasks that
-// next_due() says are due to the TaskRunner, checks each result for hard
-// failures, judges a stage when its clock says so, and writes stages, verdicts
-// and events to the store. A restart resumes every stage from the store with its
-// original start and deadline; missed slots are not backfilled.
+// previous promoted build), starts stages, dispatches the tasks that are due,
+// checks each result for hard failures, judges a stage when its clock says so,
+// and writes stages, verdicts and events to the store. A restart resumes every
+// stage from the store with its original start and deadline; missed slots are
+// not backfilled. Across tracks it keeps one heavy task per host, at most
+// schedule.max_concurrent_canaries canaries, and the interleaved baseline runs.
 //
-// Threading: one thread (the daemon's loop). Ownership: borrows Store and
-// TaskRunner for its lifetime; keeps the Config it is given.
+// Files: campaigns.cc (ticks, dispatch, completions, judging, resume, reload),
+// campaign_builds.cc (build reads, candidate rows, baseline choice),
+// campaign_controls.cc (soakctl start / abort / promote).
+//
+// Threading: one thread (the daemon's loop). Ownership: borrows the Store, the
+// Clock and the TaskRunner for its lifetime; holds the running ConfigSnapshot
+// (each track holds its candidate's part of it). Time: tick() and friends take
+// `now` as a value; the Clock is read only for completions, which runners
+// report without a time.
 // Failure: store errors are logged and the affected step is retried on the next
 // tick; nothing throws.
 #pragma once
@@ -19,35 +30,27 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "core/config.h"
-#include "core/log.h"
-#include "daemon/evidence.h"
+#include "daemon/campaign_track.h"
+#include "daemon/recipe_store.h"
 #include "daemon/task_runner.h"
-#include "schedules/judge.h"
-#include "schedules/plan.h"
-#include "storage/store.h"
+#include "daemon/wiring.h"
 
 namespace soak {
 
-inline constexpr int64_t kSmokeRetryMs = 15'000;      // unreachable smoke: try again after this
 inline constexpr int64_t kControlPollEveryMs = 1'000;  // soakctl requests picked up within this
 
-struct CampaignDeps {
-  Store& store;
-  TaskRunner& runner;
-  Logger log;
-  int64_t host_id = 0;
-  // Local UTC offset in minutes at a given wall time (for the nightly window).
-  std::function<int(int64_t wall_ms)> utc_offset_minutes;
-};
+// Local UTC offset in minutes at a given wall time (for the nightly window).
+using UtcOffset = std::function<int(int64_t wall_ms)>;
 
 class Campaigns {
  public:
-  Campaigns(std::shared_ptr<const Config> cfg, CampaignDeps deps);
+  // Uses deps.store, .log, .host_id, and .clock for the time of completions;
+  // never deps.loop.
+  Campaigns(ConfigSnapshot cfg, const Deps& deps, TaskRunner& runner, UtcOffset utc_offset_minutes);
 
   // Rebuilds every track from the store (stages keep their start and deadline).
   Status resume(int64_t now_ms);
@@ -57,7 +60,9 @@ class Campaigns {
   // The next time tick() has something to do (nullopt: only a completion or a
   // control request can wake it).
   std::optional<int64_t> next_wake_ms(int64_t now_ms) const;
-  void reload(std::shared_ptr<const Config> cfg, int64_t now_ms);
+  // A new snapshot: tracks are re-pointed at it (new settings apply from now),
+  // new candidates get a track, removed ones end inconclusive.
+  void reload(ConfigSnapshot cfg, int64_t now_ms);
   // True once every candidate has a final verdict and nothing is in flight.
   bool settled() const;
   // Called after any task or build read completes (the daemon re-arms its timer).
@@ -66,7 +71,7 @@ class Campaigns {
   // sampler watches), and the stage each is running, if any.
   struct Active {
     std::string name;
-    const CandidateConfig* cfg = nullptr;
+    CandidateSnapshot cfg;
     int64_t candidate_id = 0;
     std::optional<StageKind> stage;
   };
@@ -75,86 +80,64 @@ class Campaigns {
   // Stop dispatching (shutdown); completions still get recorded.
   void freeze() { frozen_ = true; }
 
-  // Clock hook for completions: runners call back without a time, so the owner
-  // says what time it is.
-  void set_now_source(std::function<int64_t()> f) { now_source_ = std::move(f); }
-
  private:
-  enum class Phase { ReadingBuild, Staged, WaitingCanary, Done };
-
   struct InFlight {
     size_t task = 0;
     bool shadow = false;       // an interleaved baseline run
     std::string track;         // owner track name
     int64_t candidate_id = 0;  // row the run is for
     Weight weight = Weight::Light;
-    std::shared_ptr<const Config> cfg;  // keeps the CandidateConfig alive
   };
 
-  struct Track {
-    std::string name;
-    const CandidateConfig* cfg = nullptr;
-    Phase phase = Phase::ReadingBuild;
-    std::optional<CandidateRow> row;
-    bool from_build_change = false;
-    std::optional<int64_t> baseline_id;
-    std::optional<StageRow> stage;
-    StagePlan plan;
-    std::vector<TaskState> tasks;
-    int64_t canary_not_before_ms = 0;
-    std::optional<int64_t> smoke_retry_at_ms;
-    bool extension_noted = false;
-    bool build_read_in_flight = false;
-    int64_t next_build_check_ms = 0;
-    std::optional<int64_t> first_build_attempt_ms;
-    std::string last_build_error;
-    std::optional<VerdictState> final_state;  // once Done
-    std::optional<int64_t> shadow_live_ok;  // last shadow scrape of the baseline was clean (1) or not (0)
-  };
-
-  // steps
-  void handle_controls(int64_t now);
-  void check_build(Track& t, int64_t now);
-  void on_build(const std::string& name, Result<BuildIdentity> b, int64_t now);
+  // campaigns.cc
   void step(Track& t, int64_t now);
-  void dispatch(Track& t, int64_t now);
-  void on_task_done(int64_t work_id, TaskReport report, int64_t now);
-  void check_hard_failures(Track& t, int64_t now);
-
-  // stage lifecycle
+  void apply(Track& t, Transition tr, int64_t now);
   void start_stage(Track& t, StageKind kind, int64_t now);
   void finish_stage(Track& t, StageEnd end, int64_t now);
-  void finish_with(Track& t, VerdictRow v, int64_t now);
-  void make_done(Track& t, VerdictState state, const std::string& reason, int64_t now,
-                 const std::string& who = "", const std::string& why = "");
-  JudgeRecipe recipe_for(const Track& t, StageEnd end, int64_t now);
-  void rebuild_task_states(Track& t);
-  void write_event(EventKind kind, std::optional<int64_t> candidate_id, const std::string& detail,
-                   int64_t now, std::optional<int64_t> duration_ms = std::nullopt);
-  void write_running_verdict(Track& t, const std::string& reason, int64_t now);
-  void register_candidate(Track& t, const std::string& build, int64_t now);
-  std::optional<int64_t> find_baseline(const Track& t, int64_t exclude_id);
+  void check_hard_failures(Track& t, int64_t now);
+  void end_with(Track& t, VerdictState state, const std::string& reason, int64_t now, const std::string& who = "",
+                const std::string& why = "");
+  StoredRecipe stored_recipe(const Track& t, StageEnd end, int64_t now);
+  void launch(const InFlight& f, const CandidateSnapshot& cfg, std::optional<int64_t> stage_id, StageKind stage,
+              TaskKind task, int64_t group_id);
+  void on_task_done(int64_t work_id, TaskReport report, int64_t now);
+  void shadow_run(Track& t, const InFlight& f, int64_t work_id);
+  void check_hard_events(int64_t now);
+  void write_event(EventKind kind, std::optional<int64_t> candidate_id, const std::string& detail, int64_t now,
+                   std::optional<int64_t> duration_ms = std::nullopt);
+  void insert_event(const Event& e);
   bool heavy_busy() const;
-  bool baseline_known(const Track& t) const;
+  bool busy(const Track& t) const;
   void cancel_track(const Track& t);
   int canaries_running() const;
-  int64_t current_time() const { return now_source_ ? now_source_() : last_now_; }
+  bool baseline_known(const Track& t) const;
+  int64_t current_time() const { return d_.clock.wall_ms(); }
   void changed() {
     if (on_change_) on_change_();
   }
   Track* track(const std::string& name);
 
-  std::shared_ptr<const Config> cfg_;
-  CampaignDeps d_;
+  // campaign_builds.cc
+  void check_build(Track& t, int64_t now);
+  void on_build(const std::string& name, Result<probes::BuildIdentity> b, int64_t now);
+  void register_candidate(Track& t, const std::string& build, int64_t now);
+  std::optional<int64_t> find_baseline(const Track& t, int64_t exclude_id);
+  void settle_baseline(Track& t);
+
+  // campaign_controls.cc
+  void handle_controls(int64_t now);
+
+  ConfigSnapshot cfg_;
+  Deps d_;
+  TaskRunner& runner_;
+  UtcOffset utc_offset_minutes_;
   std::map<std::string, Track> tracks_;
   std::map<int64_t, InFlight> in_flight_;
   int64_t next_work_id_ = 1;
   int64_t next_control_poll_ms_ = 0;
-  int64_t last_now_ = 0;
   int64_t last_event_seen_ = 0;
   bool frozen_ = false;
   std::function<void()> on_change_;
-  std::function<int64_t()> now_source_;
 };
 
 }  // namespace soak

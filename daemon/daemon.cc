@@ -8,44 +8,37 @@ namespace soak {
 
 using json = nlohmann::json;
 
-Daemon::Daemon(Config cfg, DaemonOptions opts, Store& store, const Clock& clock, Logger log, uv_loop_t* loop,
-               int64_t host_id)
-    : cfg_(std::move(cfg)),
-      opts_(std::move(opts)),
-      store_(store),
-      clock_(clock),
-      log_(std::move(log)),
-      loop_(loop),
-      host_id_(host_id) {}
+Daemon::Daemon(ConfigSnapshot cfg, DaemonOptions opts, const Deps& deps)
+    : cfg_(std::move(cfg)), opts_(std::move(opts)), d_(deps) {}
 
 Daemon::~Daemon() = default;
 
 void Daemon::write_event(EventKind kind, const std::string& detail_json) {
   Event e;
-  e.wall_ms = clock_.wall_ms();
-  e.host_id = host_id_;
+  e.wall_ms = d_.clock.wall_ms();
+  e.host_id = d_.host_id;
   e.kind = kind;
   e.detail_json = detail_json;
   if (kind == EventKind::DaemonStop) e.duration_ms = e.wall_ms - started_wall_ms_;
-  if (auto r = store_.insert_event(e); !r) log_->error("cannot record {} event: {}", to_string(kind), r.message());
+  if (auto r = d_.store.insert_event(e); !r) d_.log->error("cannot record {} event: {}", to_string(kind), r.message());
 }
 
 Status Daemon::start() {
-  started_wall_ms_ = clock_.wall_ms();
+  started_wall_ms_ = d_.clock.wall_ms();
   json d;
   d["pid"] = static_cast<int64_t>(::getpid());
   d["version"] = opts_.version;
-  d["config"] = cfg_.source_path;
-  d["candidates"] = cfg_.candidates.size();
+  d["config"] = cfg_->source_path;
+  d["candidates"] = cfg_->candidates.size();
   Event e;
   e.wall_ms = started_wall_ms_;
-  e.host_id = host_id_;
+  e.host_id = d_.host_id;
   e.kind = EventKind::DaemonStart;
   e.detail_json = d.dump();
-  if (auto r = store_.insert_event(e); !r) return make_error("cannot write to the store: " + r.message());
+  if (auto r = d_.store.insert_event(e); !r) return make_error("cannot write to the store: " + r.message());
 
   auto install = [this](UvHandle<uv_signal_t>& h, int signum) {
-    uv_signal_init(loop_, h.get());
+    uv_signal_init(d_.loop, h.get());
     h.mark_initialized();
     h.get()->data = this;
     uv_signal_start(
@@ -64,15 +57,15 @@ Status Daemon::start() {
   install(sigint_, SIGINT);
   install(sighup_, SIGHUP);
 
-  log_->info("soakd {} started: pid {}, {} candidate(s), store {}", opts_.version, ::getpid(), cfg_.candidates.size(),
-             cfg_.store_path);
+  d_.log->info("soakd {} started: pid {}, {} candidate(s), store {}", opts_.version, ::getpid(), cfg_->candidates.size(),
+             cfg_->store_path);
   for (auto& s : services_) s->start();
   check_settled();
   return {};
 }
 
 int Daemon::run() {
-  uv_run(loop_, UV_RUN_DEFAULT);
+  uv_run(d_.loop, UV_RUN_DEFAULT);
   // Shutdown order: the services stopped their timers and transfers; now they
   // go (closing their handles). The loop's owner drains it afterwards.
   services_.clear();
@@ -86,26 +79,26 @@ void Daemon::reload() {
   json d;
   d["config"] = opts_.config_path;
   if (!next) {
-    log_->error("config reload rejected, keeping the running config:\n{}", next.message());
+    d_.log->error("config reload rejected, keeping the running config:\n{}", next.message());
     d["ok"] = false;
     d["error"] = next.message();
     write_event(EventKind::ConfigReload, d.dump());
     return;
   }
-  if (next->store_path != cfg_.store_path) {
-    std::string msg = "the store path changed (" + cfg_.store_path + " -> " + next->store_path +
+  if (next->store_path != cfg_->store_path) {
+    std::string msg = "the store path changed (" + cfg_->store_path + " -> " + next->store_path +
                       "); a different store needs a restart, keeping the running config";
-    log_->error("config reload rejected: {}", msg);
+    d_.log->error("config reload rejected: {}", msg);
     d["ok"] = false;
     d["error"] = msg;
     write_event(EventKind::ConfigReload, d.dump());
     return;
   }
-  cfg_ = std::move(*next);
+  cfg_ = std::make_shared<const Config>(std::move(*next));
   d["ok"] = true;
-  d["candidates"] = cfg_.candidates.size();
+  d["candidates"] = cfg_->candidates.size();
   write_event(EventKind::ConfigReload, d.dump());
-  log_->info("config reloaded from {}: {} candidate(s)", opts_.config_path, cfg_.candidates.size());
+  d_.log->info("config reloaded from {}: {} candidate(s)", opts_.config_path, cfg_->candidates.size());
   for (auto& s : services_) s->reload(cfg_);
 }
 
@@ -118,15 +111,15 @@ void Daemon::check_settled() {
 
 void Daemon::request_stop(const std::string& why) {
   if (stopping_) {
-    log_->warn("{} while stopping; still waiting for in-flight work", why);
+    d_.log->warn("{} while stopping; still waiting for in-flight work", why);
     return;
   }
   stopping_ = true;
   stop_reason_ = why;
-  log_->info("stopping ({})", why);
-  stop_deadline_ = std::make_unique<Timer>(loop_);
+  d_.log->info("stopping ({})", why);
+  stop_deadline_ = std::make_unique<Timer>(d_.loop);
   stop_deadline_->start(static_cast<uint64_t>(opts_.stop_grace_ms), 0, [this] {
-    log_->warn("graceful stop took longer than {} ms; closing anyway", opts_.stop_grace_ms);
+    d_.log->warn("graceful stop took longer than {} ms; closing anyway", opts_.stop_grace_ms);
     finish();
   });
   services_pending_stop_ = services_.size();
@@ -151,12 +144,12 @@ void Daemon::finish() {
   d["reason"] = stop_reason_;
   d["clean"] = services_pending_stop_ == 0;
   write_event(EventKind::DaemonStop, d.dump());
-  log_->info("stopped ({})", stop_reason_);
+  d_.log->info("stopped ({})", stop_reason_);
   if (stop_deadline_) stop_deadline_->stop();
   sigterm_.close();
   sigint_.close();
   sighup_.close();
-  uv_stop(loop_);
+  uv_stop(d_.loop);
 }
 
 }  // namespace soak

@@ -3,7 +3,9 @@
 //
 // Threading: everything runs on the loop thread that calls run().
 // Ownership: the composition root (soakd_cli.cc) owns Store, Clock, Logger and
-// the loop; Daemon borrows them for its lifetime.
+// the loop (daemon/wiring.h); Daemon borrows them through Deps for its
+// lifetime, owns the services, and holds the running ConfigSnapshot: a SIGHUP
+// reload swaps it and hands the new one to every service.
 // Failure: start() returns an error if the store cannot be written; run()
 // returns the process exit code.
 #pragma once
@@ -19,12 +21,12 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/uv_util.h"
+#include "daemon/wiring.h"
 #include "storage/store.h"
 
 namespace soak {
 
 inline constexpr int64_t kStopGraceMs = 10'000;  // launchd ExitTimeOut must exceed this
-inline constexpr int64_t kControlPollMs = 1'000;
 
 enum class ExitPolicy { RunForever, ExitWhenSettled };
 
@@ -42,7 +44,7 @@ class Service {
   virtual ~Service() = default;
   virtual void start() = 0;
   // New configuration accepted on SIGHUP.
-  virtual void reload(const Config& cfg) = 0;
+  virtual void reload(const ConfigSnapshot& cfg) = 0;
   // Begin stopping: cancel in-flight work (recorded as cancelled_by_daemon),
   // stop timers. Call `done` once nothing of this service is in flight.
   virtual void stop(std::function<void()> done) = 0;
@@ -52,12 +54,11 @@ class Service {
 
 class Daemon {
  public:
-  Daemon(Config cfg, DaemonOptions opts, Store& store, const Clock& clock, Logger log, uv_loop_t* loop,
-         int64_t host_id);
+  Daemon(ConfigSnapshot cfg, DaemonOptions opts, const Deps& deps);
   ~Daemon();
 
   void add_service(std::unique_ptr<Service> s) { services_.push_back(std::move(s)); }
-  const Config& config() const { return cfg_; }
+  const ConfigSnapshot& config() const { return cfg_; }
 
   // Writes daemon_start, installs signal handlers, starts services.
   Status start();
@@ -77,13 +78,9 @@ class Daemon {
   void on_services_stopped();
   void finish();
 
-  Config cfg_;
+  ConfigSnapshot cfg_;
   DaemonOptions opts_;
-  Store& store_;
-  const Clock& clock_;
-  Logger log_;
-  uv_loop_t* loop_;
-  int64_t host_id_;
+  Deps d_;
   int64_t started_wall_ms_ = 0;
 
   std::vector<std::unique_ptr<Service>> services_;

@@ -3,16 +3,17 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
-#include "core/clock.h"
 #include "core/config.h"
-#include "daemon/host.h"
+#include "core/log.h"
+#include "daemon/wiring.h"
 #include "probes/engine.h"
-#include "probes/transport/http_client.h"
+#include "schedules/plan.h"
 #include "storage/sqlite_store.h"
 
 namespace soak {
@@ -26,8 +27,17 @@ constexpr size_t kDetailColumnChars = 70;
 
 using ojson = nlohmann::ordered_json;
 
+// Without --kind: what a smoke pass and a functional cycle run (health,
+// identity and the functional kinds), each kind once, in that order.
+std::vector<ProbeKind> default_probe_kinds() {
+  std::vector<ProbeKind> kinds = probe_kinds_for(TaskKind::Smoke);
+  for (ProbeKind k : probe_kinds_for(TaskKind::Functional))
+    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+  return kinds;
+}
+
 Result<std::vector<ProbeKind>> kinds_from(const std::optional<std::string>& k) {
-  if (!k) return probes::default_probe_kinds();
+  if (!k) return default_probe_kinds();
   if (*k == "all") return probes::all_probe_kinds();
   auto kind = parse_probe_kind(*k);
   if (!kind || !probes::engine_runs(*kind))
@@ -171,38 +181,35 @@ int cmd_probe(const Args& a) {
     std::fprintf(stderr, "soakd probe: %s\n", store.message().c_str());
     return kExitNotClean;
   }
-  SystemClock clock;
-  auto host_id = (*store)->upsert_host(this_host().info, clock.wall_ms());
-  if (!host_id) {
-    std::fprintf(stderr, "soakd probe: cannot register host: %s\n", host_id.message().c_str());
+  // The same set-up as the daemon's (daemon/wiring.h); nothing to log but the table.
+  auto wiring = Wiring::build(**store, make_null_logger());
+  if (!wiring) {
+    std::fprintf(stderr, "soakd probe: %s\n", wiring.message().c_str());
     return kExitNotClean;
   }
-
-  uv_loop_t loop;
-  uv_loop_init(&loop);
+  const Deps& deps = (*wiring)->deps();
+  probes::ProbeEngine& engine = (*wiring)->engine();
   std::vector<ProbeResult> rows;
   std::string build(kUnknownBuild);
   bool store_failed = false;
   {
-    HttpClient http(&loop, clock);
-    probes::ProbeEngine engine(&loop, http, clock);
     int64_t candidate_id = 0;
     bool finished = false;
 
     auto start_probes = [&] {
       CandidateRow c;
-      c.host_id = *host_id;
+      c.host_id = deps.host_id;
       c.name = cand->name;
       c.model = cand->model;
       c.runtime = cand->runtime;
       c.build = build;
       c.base_url = cand->base_url;
-      auto id = (*store)->upsert_candidate(c, clock.wall_ms());
+      auto id = deps.store.upsert_candidate(c, deps.clock.wall_ms());
       if (!id) {
         std::fprintf(stderr, "soakd probe: cannot register the candidate: %s\n", id.message().c_str());
         store_failed = true;
         finished = true;
-        uv_stop(&loop);
+        uv_stop(deps.loop);
         return;
       }
       candidate_id = *id;
@@ -211,8 +218,8 @@ int cmd_probe(const Args& a) {
           *cand, std::move(spec),
           [&](ProbeResult r) {
             r.candidate_id = candidate_id;
-            r.host_id = *host_id;
-            auto rid = (*store)->insert_probe_result(r);
+            r.host_id = deps.host_id;
+            auto rid = deps.store.insert_probe_result(r);
             if (rid) {
               r.id = *rid;
             } else {
@@ -224,11 +231,11 @@ int cmd_probe(const Args& a) {
           },
           [&] {
             finished = true;
-            uv_stop(&loop);
+            uv_stop(deps.loop);
           });
     };
 
-    engine.read_build(*cand, [&](Result<probes::BuildReading> b) {
+    engine.read_build(*cand, [&](Result<probes::BuildIdentity> b) {
       if (b) {
         build = b->build;
       } else {
@@ -238,13 +245,11 @@ int cmd_probe(const Args& a) {
       start_probes();
     });
     // `done` stops the loop (idle keep-alive connections would keep it running).
-    while (!finished && uv_run(&loop, UV_RUN_DEFAULT) != 0) {
+    while (!finished && uv_run(deps.loop, UV_RUN_DEFAULT) != 0) {
     }
-    http.shutdown();
   }
-  // Close what the client and the engine left closing.
-  uv_run(&loop, UV_RUN_DEFAULT);
-  uv_loop_close(&loop);
+  // Close the client and the engine, and the loop.
+  (*wiring)->close();
 
   if (a.flag("json")) {
     std::fputs(format_probe_json(cand->name, build, rows).c_str(), stdout);

@@ -6,24 +6,6 @@
 
 namespace soak {
 
-std::vector<ProbeKind> probe_kinds_for(TaskKind task) {
-  switch (task) {
-    case TaskKind::Smoke:
-      return {ProbeKind::Health, ProbeKind::Identity, ProbeKind::Marker,
-              ProbeKind::Stream, ProbeKind::StrictJson, ProbeKind::ToolCall};
-    case TaskKind::Scrape: return {ProbeKind::Health, ProbeKind::Scrape};
-    case TaskKind::Functional:
-      return {ProbeKind::Marker,   ProbeKind::Stream,   ProbeKind::StrictJson,
-              ProbeKind::ToolCall, ProbeKind::Thinking, ProbeKind::Repetition};
-    case TaskKind::LongContext: return {ProbeKind::LongContext};
-    case TaskKind::Burst: return {ProbeKind::Burst};
-    case TaskKind::Cancel: return {ProbeKind::Cancel};
-    case TaskKind::Agent:
-    case TaskKind::SoakTraffic: return {ProbeKind::Agent};
-  }
-  return {};
-}
-
 namespace {
 
 std::string summary(const TaskReport& r, size_t refused) {
@@ -89,11 +71,8 @@ void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)
       });
 }
 
-void ProbeTaskRunner::read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) {
-  engine_.read_build(c, [this, done](Result<probes::BuildReading> r) {
-    if (!r) return done(r.error());
-    done(BuildIdentity{r->build, r->model});
-  });
+void ProbeTaskRunner::read_build(const CandidateConfig& c, std::function<void(Result<probes::BuildIdentity>)> done) {
+  engine_.read_build(c, std::move(done));
 }
 
 void ProbeTaskRunner::cancel(int64_t work_id) {

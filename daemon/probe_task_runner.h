@@ -1,15 +1,7 @@
-// The production TaskRunner: maps each scheduled task to the probe kinds it
-// runs (below), runs them with the ProbeEngine on the daemon's loop, and
-// stores every row as it finishes — with the task's candidate, host, stage,
-// group and task name — before reporting the row ids and outcomes.
-//
-//   smoke         health, identity, marker, stream, strict_json, tool_call
-//   scrape        health, scrape (the heartbeat)
-//   functional    marker, stream, strict_json, tool_call, thinking, repetition
-//   long_context  long_context (fresh + exact repeat per configured size)
-//   burst         burst (each configured N, members and a summary row)
-//   cancel        cancel
-//   agent, soak_traffic   agent
+// The production TaskRunner: runs each scheduled task's probe kinds
+// (probe_kinds_for(), schedules/plan.h) with the ProbeEngine on the daemon's
+// loop, and stores every row as it finishes — with the task's candidate, host,
+// stage, group and task name — before reporting the row ids and outcomes.
 //
 // Ownership: borrows the engine, the store and the logger; all must outlive
 // it. The TaskRequest's candidate is copied into the engine's run.
@@ -31,15 +23,12 @@
 
 namespace soak {
 
-// The probe kinds a task runs, in order.
-std::vector<ProbeKind> probe_kinds_for(TaskKind task);
-
 class ProbeTaskRunner final : public TaskRunner {
  public:
   ProbeTaskRunner(probes::ProbeEngine& engine, Store& store, Logger log);
 
   void run(const TaskRequest& req, std::function<void(TaskReport)> done) override;
-  void read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) override;
+  void read_build(const CandidateConfig& c, std::function<void(Result<probes::BuildIdentity>)> done) override;
   void cancel(int64_t work_id) override;
   void cancel_all() override;
   size_t in_flight() const override { return engine_.in_flight(); }

@@ -5,20 +5,19 @@
 
 namespace soak {
 
-SamplerService::SamplerService(const Config& cfg, Store& store, Sampler& sampler, const Clock& clock, Logger log,
-                               uv_loop_t* loop, int64_t host_id, ActiveSource active,
+SamplerService::SamplerService(const ConfigSnapshot& cfg, const Deps& deps, Sampler& sampler, ActiveSource active,
                                std::unique_ptr<PowerAssertion> power)
-    : store_(store),
+    : store_(deps.store),
       sampler_(sampler),
-      clock_(clock),
-      log_(std::move(log)),
-      host_id_(host_id),
+      clock_(deps.clock),
+      log_(deps.log),
+      host_id_(deps.host_id),
       active_(std::move(active)),
-      interval_ms_(cfg.sampler.interval_ms),
-      guard_(cfg.defaults.guard),
-      gaps_(cfg.sampler.interval_ms, host_id),
-      keep_awake_(std::move(power), cfg.sampler.keep_awake ? KeepAwakeMode::WhileStagesRun : KeepAwakeMode::Off),
-      timer_(loop) {}
+      interval_ms_(cfg->sampler.interval_ms),
+      guard_(cfg->defaults.guard),
+      gaps_(cfg->sampler.interval_ms, deps.host_id),
+      keep_awake_(std::move(power), cfg->sampler.keep_awake ? KeepAwakeMode::WhileStagesRun : KeepAwakeMode::Off),
+      timer_(deps.loop) {}
 
 void SamplerService::write(const std::vector<Event>& events) {
   for (const auto& e : events) {
@@ -129,7 +128,8 @@ void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, in
   }
 }
 
-void SamplerService::reload(const Config& cfg) {
+void SamplerService::reload(const ConfigSnapshot& snapshot) {
+  const Config& cfg = *snapshot;
   if (cfg.sampler.interval_ms != interval_ms_) {
     interval_ms_ = cfg.sampler.interval_ms;
     gaps_ = GapDetector(interval_ms_, host_id_);

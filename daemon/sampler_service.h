@@ -8,8 +8,9 @@
 // process table is walked only to (re)locate a candidate's process and for the
 // duplicate-engine scan, at most every kDefaultEngineScanEveryMs.
 //
-// Threading: the loop thread. Ownership: borrows Store, Sampler, Clock and the
-// source of active candidates; owns its detectors and timer.
+// Threading: the loop thread. Ownership: borrows what Deps names, the Sampler
+// and the source of active candidates; owns its detectors and timer. Reads
+// the config when built and on reload, keeps none of it.
 #pragma once
 
 #include <uv.h>
@@ -35,11 +36,11 @@ using ActiveSource = std::function<std::vector<Campaigns::Active>()>;
 
 class SamplerService final : public Service {
  public:
-  SamplerService(const Config& cfg, Store& store, Sampler& sampler, const Clock& clock, Logger log, uv_loop_t* loop,
-                 int64_t host_id, ActiveSource active, std::unique_ptr<PowerAssertion> power);
+  SamplerService(const ConfigSnapshot& cfg, const Deps& deps, Sampler& sampler, ActiveSource active,
+                 std::unique_ptr<PowerAssertion> power);
 
   void start() override;
-  void reload(const Config& cfg) override;
+  void reload(const ConfigSnapshot& cfg) override;
   void stop(std::function<void()> done) override;
 
   // One sampling pass at the current time (the timer calls it; tests may too).

@@ -1,6 +1,6 @@
 #include <iostream>
 
-#include "daemon/soakctl_cli.h"
+#include "daemon/soakctl/soakctl.h"
 
 int main(int argc, char** argv) {
   soak::SystemClock clock;

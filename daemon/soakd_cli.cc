@@ -1,5 +1,7 @@
 // soakd's command line and composition root: the one place that builds the
-// real object graph (config, logger, store, lock, loop, clock, services).
+// daemon's object graph — config snapshot, logger, lock, store, then (through
+// daemon/wiring.h, shared with `soakd probe`) clock, loop, host, HTTP client
+// and probe engine, then the runner, the Daemon and its services.
 #include "daemon/soakd_cli.h"
 
 #include <unistd.h>
@@ -14,16 +16,14 @@
 #include "core/log.h"
 #include "daemon/campaign_service.h"
 #include "daemon/daemon.h"
-#include "daemon/host.h"
 #include "platform/keep_awake.h"
 #include "platform/sample_report.h"
 #include "platform/sampler.h"
 #include "daemon/probe_task_runner.h"
 #include "daemon/sampler_service.h"
-#include "probes/engine.h"
-#include "probes/transport/http_client.h"
 #include "daemon/probe_cli.h"
 #include "daemon/version.h"
+#include "daemon/wiring.h"
 #include "storage/lock.h"
 #include "storage/sqlite_store.h"
 
@@ -136,51 +136,36 @@ int cmd_run(const Args& a) {
     (*log)->error("{}", store.message());
     return kExitFailure;
   }
-  SystemClock clock;
-  auto sampler = make_system_sampler();
-  ThisHost host = this_host();
-  if (!host.warning.empty()) (*log)->warn("{}", host.warning);
-  auto host_id = (*store)->upsert_host(host.info, clock.wall_ms());
-  if (!host_id) {
-    (*log)->error("cannot register host: {}", host_id.message());
+  auto wiring = Wiring::build(**store, *log);
+  if (!wiring) {
+    (*log)->error("{}", wiring.message());
     return kExitFailure;
   }
+  const Deps& deps = (*wiring)->deps();
+  const ConfigSnapshot snapshot = std::make_shared<const Config>(std::move(*cfg));
+  auto sampler = make_system_sampler();
 
-  uv_loop_t loop;
-  uv_loop_init(&loop);
   DaemonOptions opts;
   opts.config_path = *path;
   opts.exit_policy = a.flag("exit-when-settled") ? ExitPolicy::ExitWhenSettled : ExitPolicy::RunForever;
   opts.version = kSoakdVersion;
   int code;
   {
-    auto shared_cfg = std::make_shared<const Config>(*cfg);
-    HttpClient http(&loop, clock);
-    probes::ProbeEngine engine(&loop, http, clock);
-    ProbeTaskRunner runner(engine, **store, *log);
-    Daemon d(std::move(*cfg), opts, **store, clock, *log, &loop, *host_id);
-    auto campaigns = std::make_unique<CampaignService>(shared_cfg, **store, runner, clock, *log, &loop, *host_id,
-                                                       [&d] { d.check_settled(); });
+    ProbeTaskRunner runner((*wiring)->engine(), deps.store, deps.log);
+    Daemon d(snapshot, opts, deps);
+    auto campaigns = std::make_unique<CampaignService>(snapshot, deps, runner, [&d] { d.check_settled(); });
     const Campaigns& view = campaigns->campaigns();
     d.add_service(std::move(campaigns));
-    d.add_service(std::make_unique<SamplerService>(*shared_cfg, **store, *sampler, clock, *log, &loop, *host_id,
-                                                   [&view] { return view.active(); },
-                                                   make_system_power_assertion(*log)));
+    d.add_service(std::make_unique<SamplerService>(snapshot, deps, *sampler, [&view] { return view.active(); },
+                                                   make_system_power_assertion(deps.log)));
     if (auto st = d.start(); !st) {
       (*log)->error("{}", st.message());
       return kExitFailure;
     }
     code = d.run();
-    http.shutdown();
-  }  // the daemon, runner, engine and client close their handles here
-  uv_run(&loop, UV_RUN_DEFAULT);  // their close callbacks free them
-  if (uv_loop_close(&loop) != 0) {
-    uv_walk(
-        &loop, [](uv_handle_t* h, void* arg) {
-          static_cast<spdlog::logger*>(arg)->warn("handle left open at exit: {}", uv_handle_type_name(h->type));
-        },
-        log->get());
-  }
+    (*wiring)->end_transfers();
+  }  // the daemon and the runner go here
+  (*wiring)->close();  // then the engine and the client, and the loop
   return code;
 }
 

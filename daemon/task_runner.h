@@ -10,6 +10,9 @@
 // exactly once per run(), never from inside run() itself, also after
 // cancel_all() (with the rows recorded as cancelled_by_daemon). The same holds
 // for read_build(). A runner never throws.
+// Ownership: a TaskRequest holds its candidate's config (a CandidateSnapshot),
+// so a run keeps the config it started with across a reload; read_build()
+// copies what it needs of the candidate before it returns.
 #pragma once
 
 #include <cstdint>
@@ -21,13 +24,14 @@
 #include "core/config.h"
 #include "core/result.h"
 #include "core/types.h"
+#include "probes/engine.h"
 #include "schedules/plan.h"
 
 namespace soak {
 
 struct TaskRequest {
   int64_t work_id = 0;
-  const CandidateConfig* candidate = nullptr;  // valid until done is called
+  CandidateSnapshot candidate;                 // keeps its config snapshot alive
   int64_t candidate_id = 0;                    // store row of candidate x build
   int64_t host_id = 0;
   std::optional<int64_t> stage_id;             // nullopt: a baseline run interleaved with another's stage
@@ -43,18 +47,12 @@ struct TaskReport {
   std::string detail;                 // short summary for the log
 };
 
-// What a runtime said about itself when asked for its build.
-struct BuildIdentity {
-  std::string build;                  // e.g. "b9928-81ff7abe5"
-  std::optional<std::string> model;   // the model it serves, when it says
-};
-
 class TaskRunner {
  public:
   virtual ~TaskRunner() = default;
   virtual void run(const TaskRequest& req, std::function<void(TaskReport)> done) = 0;
   // Reads the candidate's build identity (HTTP field, version command or fixed).
-  virtual void read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) = 0;
+  virtual void read_build(const CandidateConfig& c, std::function<void(Result<probes::BuildIdentity>)> done) = 0;
   // Cancels one run (e.g. its stage hit its deadline); its `done` still fires,
   // with the requests in flight recorded as cancelled_by_daemon. Unknown ids
   // are ignored.

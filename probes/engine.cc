@@ -19,17 +19,11 @@ EnvReader process_env() {
   };
 }
 
-std::vector<ProbeKind> default_probe_kinds() {
-  return {ProbeKind::Health,   ProbeKind::Identity, ProbeKind::Marker,   ProbeKind::Stream,
-          ProbeKind::StrictJson, ProbeKind::ToolCall, ProbeKind::Thinking, ProbeKind::Repetition};
-}
-
 std::vector<ProbeKind> all_probe_kinds() {
-  std::vector<ProbeKind> k = default_probe_kinds();
-  for (ProbeKind more : {ProbeKind::Scrape, ProbeKind::SharedPrefix, ProbeKind::Agent, ProbeKind::Cancel,
-                         ProbeKind::LongContext, ProbeKind::Burst})
-    k.push_back(more);
-  return k;
+  return {ProbeKind::Health,      ProbeKind::Identity, ProbeKind::Marker,       ProbeKind::Stream,
+          ProbeKind::StrictJson,  ProbeKind::ToolCall, ProbeKind::Thinking,     ProbeKind::Repetition,
+          ProbeKind::Scrape,      ProbeKind::SharedPrefix, ProbeKind::Agent,    ProbeKind::Cancel,
+          ProbeKind::LongContext, ProbeKind::Burst};
 }
 
 bool engine_runs(ProbeKind k) { return k != ProbeKind::Build; }
@@ -144,10 +138,10 @@ void ProbeEngine::cancel_all() {
 
 size_t ProbeEngine::in_flight() const { return impl_->runs.size() + impl_->builds.size(); }
 
-void ProbeEngine::read_build(const CandidateConfig& c, std::function<void(Result<BuildReading>)> done) {
+void ProbeEngine::read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) {
   Impl* impl = impl_.get();
   const uint64_t id = impl->next_id++;
-  auto b = std::make_unique<BuildRead>(impl->io, impl->opts, c, [impl, id, done = std::move(done)](Result<BuildReading> r) {
+  auto b = std::make_unique<BuildRead>(impl->io, impl->opts, c, [impl, id, done = std::move(done)](Result<BuildIdentity> r) {
     // Out of the reader's own callback before it is destroyed.
     impl->io.defer.post([impl, id, done, r = std::move(r)]() mutable {
       impl->builds.erase(id);

@@ -93,10 +93,10 @@ struct EngineOptions {
   EnvReader env;  // empty: process_env()
 };
 
-// What a runtime said about its build (the daemon maps it onto BuildIdentity).
-struct BuildReading {
-  std::string build;
-  std::optional<std::string> model;
+// What a runtime said about itself when asked for its build (read_build()).
+struct BuildIdentity {
+  std::string build;                  // e.g. "b9928-81ff7abe5"
+  std::optional<std::string> model;   // the model it serves, when it says
 };
 
 using RunId = uint64_t;
@@ -126,17 +126,15 @@ class ProbeEngine {
 
   // The candidate's build: per its BuildSpec (fixed string, a version command
   // run without a shell and bounded in time, or the adapter's HTTP source).
-  void read_build(const CandidateConfig& c, std::function<void(Result<BuildReading>)> done);
+  void read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done);
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// What `soakd probe` runs when no kind is named: health, identity and the
-// functional kinds.
-std::vector<ProbeKind> default_probe_kinds();
-// Every kind in the order `--kind all` runs them.
+// Every kind the engine runs, in the order `soakd probe --kind all` runs them
+// (what runs without --kind is the daemon's choice: daemon/probe_cli.cc).
 std::vector<ProbeKind> all_probe_kinds();
 bool engine_runs(ProbeKind k);
 

@@ -179,7 +179,7 @@ BuildRead::~BuildRead() = default;
 void BuildRead::start() {
   switch (cand_.build.source) {
     case BuildSource::Fixed:
-      io_.defer.post([this] { finish(BuildReading{cand_.build.fixed, std::nullopt}); });
+      io_.defer.post([this] { finish(BuildIdentity{cand_.build.fixed, std::nullopt}); });
       return;
     case BuildSource::Command:
       command_ = std::make_unique<CommandRun>(
@@ -187,7 +187,7 @@ void BuildRead::start() {
             if (!out) return finish(out.error());
             auto b = build_from_command_output(cand_.runtime, *out);
             if (!b) return finish(b.error());
-            finish(BuildReading{*b, std::nullopt});
+            finish(BuildIdentity{*b, std::nullopt});
           });
       command_->start();
       return;
@@ -227,7 +227,7 @@ void BuildRead::over_http() {
     if (v.outcome != Outcome::Clean) return finish(make_error(path + ": " + v.detail));
     auto b = parse_build(cand_.runtime, x.transfer.body);
     if (!b) return finish(make_error(path + ": " + b.message()));
-    BuildReading r{*b, std::nullopt};
+    BuildIdentity r{*b, std::nullopt};
     if (runtime_traits(cand_.runtime).build_source == BuildSourceKind::LlamaCppProps) {
       if (auto p = parse_llamacpp_props(x.transfer.body)) {
         if (!p->model_alias.empty()) {
@@ -247,7 +247,7 @@ void BuildRead::cancel() {
   if (command_) command_->cancel();
 }
 
-void BuildRead::finish(Result<BuildReading> r) {
+void BuildRead::finish(Result<BuildIdentity> r) {
   if (done_called_) return;
   done_called_ = true;
   done_(std::move(r));

@@ -49,14 +49,14 @@ class CommandRun {
 
 class BuildRead {
  public:
-  using Done = std::function<void(Result<BuildReading>)>;
+  using Done = std::function<void(Result<BuildIdentity>)>;
   BuildRead(EngineIo& io, const EngineOptions& opts, CandidateConfig cand, Done done);
   ~BuildRead();
   void start();
   void cancel();
 
  private:
-  void finish(Result<BuildReading> r);
+  void finish(Result<BuildIdentity> r);
   void over_http();
 
   EngineIo& io_;

@@ -19,6 +19,10 @@ std::string_view to_string(BaselineMode m) {
   return "none";
 }
 
+bool is_unreachable(Outcome o) {
+  return o == Outcome::ConnectRefused || o == Outcome::ConnectTimeout || o == Outcome::Loading;
+}
+
 namespace judge_detail {
 namespace {
 
@@ -46,12 +50,8 @@ Counts count(const std::vector<const ProbeResult*>& rows) {
 }
 
 double coverage_of(const JudgeInput& in) {
-  if (in.slots_planned <= 0) return 0;
-  return static_cast<double>(in.slots_run) / static_cast<double>(in.slots_planned);
-}
-
-bool is_unreachable(Outcome o) {
-  return o == Outcome::ConnectRefused || o == Outcome::ConnectTimeout || o == Outcome::Loading;
+  if (in.recipe.slots_planned <= 0) return 0;
+  return static_cast<double>(in.recipe.slots_run) / static_cast<double>(in.recipe.slots_planned);
 }
 
 void blocked(const Context& c, Judgement& j) {
@@ -72,7 +72,7 @@ void blocked(const Context& c, Judgement& j) {
 }
 
 void stage_end(const Context& c, Judgement& j) {
-  switch (c.in.end) {
+  switch (c.in.recipe.end) {
     case StageEnd::Completed: return;
     case StageEnd::Stopped: j.find(Severity::Inconclusive, "the stage was stopped before its end"); return;
     case StageEnd::TimedOut: j.find(Severity::Inconclusive, "the stage reached its deadline without completing"); return;
@@ -81,12 +81,12 @@ void stage_end(const Context& c, Judgement& j) {
 
 void coverage(const Context& c, Judgement& j) {
   const double cov = coverage_of(c.in);
-  const double min = c.in.gate.min_coverage;
-  const bool enough = c.in.slots_planned > 0 && cov >= min;
+  const double min = c.in.recipe.gate.min_coverage;
+  const bool enough = c.in.recipe.slots_planned > 0 && cov >= min;
   auto m = metric("coverage", enough ? MetricResult::Pass : MetricResult::Insufficient,
-                  format("%lld of %lld planned slots ran (%.1f%%), need %.1f%%", static_cast<long long>(c.in.slots_run),
-                         static_cast<long long>(c.in.slots_planned), cov * 100, min * 100));
-  m.n = c.in.slots_run;
+                  format("%lld of %lld planned slots ran (%.1f%%), need %.1f%%", static_cast<long long>(c.in.recipe.slots_run),
+                         static_cast<long long>(c.in.recipe.slots_planned), cov * 100, min * 100));
+  m.n = c.in.recipe.slots_run;
   set_numbers(m, cov, 0, 0, 0, min, 1);
   if (!enough) j.find(Severity::Inconclusive, "coverage gap: " + m.reason);
   j.add(std::move(m));
@@ -127,7 +127,7 @@ void smoke(const Context& c, Judgement& j) {
 
 void failure_ratio(const Context& c, Judgement& j) {
   const Counts k = count(c.cand);
-  const double max = c.in.gate.max_failure_ratio;
+  const double max = c.in.recipe.gate.max_failure_ratio;
   auto m = metric("failure_ratio", MetricResult::Pass, "");
   m.n = k.attempts;
   if (k.attempts == 0) {
@@ -155,7 +155,7 @@ void gate_completed(const Context& c, Judgement& j) {
   int64_t completed = 0;
   for (const ProbeResult* r : c.cand)
     if (r->kind == ProbeKind::Agent && is_clean(*r)) ++completed;
-  const int64_t need = c.in.gate.min_completed;
+  const int64_t need = c.in.recipe.gate.min_completed;
   auto m = metric("gate_completed", MetricResult::Pass, "");
   m.n = completed;
   set_numbers(m, static_cast<double>(completed), 0, 0, 0, static_cast<double>(need), 1);
@@ -163,7 +163,7 @@ void gate_completed(const Context& c, Judgement& j) {
                                   static_cast<long long>(need));
   if (completed >= need) {
     m.reason = text;
-  } else if (c.in.end == StageEnd::Completed && coverage_of(c.in) >= c.in.gate.min_coverage) {
+  } else if (c.in.recipe.end == StageEnd::Completed && coverage_of(c.in) >= c.in.recipe.gate.min_coverage) {
     m.result = MetricResult::Fail;
     m.reason = "too few with full coverage: " + text;
     j.find(Severity::Failure, "gate: " + m.reason);
@@ -235,22 +235,22 @@ std::string passed_summary(const Context& c, const std::vector<MetricEvidence>& 
   }
   std::string s = format("passed: %lld checks pass, %lld had too few samples", static_cast<long long>(pass),
                          static_cast<long long>(insufficient));
-  if (c.in.stage == StageKind::Canary)
-    s += format("; baseline %s", std::string(to_string(c.in.baseline_mode)).c_str());
+  if (c.in.recipe.stage == StageKind::Canary)
+    s += format("; baseline %s", std::string(to_string(c.in.recipe.baseline_mode)).c_str());
   return s;
 }
 
 VerdictRow assemble(const Context& c, Judgement&& j) {
   const JudgeInput& in = c.in;
   VerdictRow v;
-  v.candidate_id = in.candidate_id;
-  v.stage_id = in.stage_id;
-  v.wall_ms = in.now_ms;
-  v.stage = std::string(to_string(in.stage));
+  v.candidate_id = in.recipe.candidate_id;
+  v.stage_id = in.recipe.stage_id;
+  v.wall_ms = in.recipe.now_ms;
+  v.stage = std::string(to_string(in.recipe.stage));
   v.judge_version = std::string(kJudgeVersion);
-  v.config_hash = in.config_hash;
-  v.baseline_id = in.baseline_id;
-  v.baseline_mode = std::string(to_string(in.baseline_mode));
+  v.config_hash = in.recipe.config_hash;
+  v.baseline_id = in.recipe.baseline_id;
+  v.baseline_mode = std::string(to_string(in.recipe.baseline_mode));
   for (const ProbeResult* r : c.cand) {
     v.evidence_first_id = v.evidence_first_id ? std::min(v.evidence_first_id, r->id) : r->id;
     v.evidence_last_id = std::max(v.evidence_last_id, r->id);
@@ -289,7 +289,7 @@ VerdictRow judge_stage(const JudgeInput& in) {
   blocked(c, j);
   stage_end(c, j);
   coverage(c, j);
-  switch (in.stage) {
+  switch (in.recipe.stage) {
     case StageKind::Smoke: smoke(c, j); break;
     case StageKind::Canary: break;
     case StageKind::Gate:

@@ -55,6 +55,7 @@
 
 #include "core/config.h"
 #include "core/types.h"
+#include "schedules/plan.h"
 
 namespace soak {
 
@@ -70,12 +71,16 @@ std::string_view to_string(BaselineMode m);
 // How the stage ended, as the scheduler saw it. Only Completed can pass.
 enum class StageEnd { Completed, Stopped, TimedOut };
 
-// What smoke must have seen clean at least once.
-inline const std::vector<ProbeKind> kSmokeRequiredKinds{ProbeKind::Health,     ProbeKind::Identity,
-                                                        ProbeKind::Marker,     ProbeKind::Stream,
-                                                        ProbeKind::StrictJson, ProbeKind::ToolCall};
+// The runtime could not be reached yet (refused, timed out connecting, or
+// still loading the model): not an answer, so not a failure of the candidate.
+// Smoke retries on it; a stage that saw nothing else is blocked.
+bool is_unreachable(Outcome o);
 
-struct JudgeInput {
+// Everything a judgment takes besides rows: which stage of which candidate and
+// how it ended, the rules in force, coverage and the baseline. The daemon
+// stores it with the verdict, beside the bounds of the rows it selected
+// (daemon/recipe_store.h), so that `soakctl explain` can recompute the verdict.
+struct JudgeRecipe {
   StageKind stage = StageKind::Smoke;
   StageEnd end = StageEnd::Completed;
   int64_t candidate_id = 0;
@@ -95,6 +100,10 @@ struct JudgeInput {
   BaselineMode baseline_mode = BaselineMode::None;
   std::optional<int64_t> baseline_id;  // baseline candidate row
   std::string missing_baseline;        // configured baseline that has no build/row (canary is inconclusive)
+};
+
+struct JudgeInput {
+  JudgeRecipe recipe;
 
   std::vector<ProbeResult> candidate_rows;  // the candidate's rows in this stage
   std::vector<ProbeResult> baseline_rows;   // the baseline's rows (same period or history)
@@ -102,7 +111,8 @@ struct JudgeInput {
   std::vector<HostSample> host_samples;
   std::vector<Event> events;
 
-  std::vector<ProbeKind> smoke_required = kSmokeRequiredKinds;
+  // What smoke must have seen clean at least once: what a smoke pass runs.
+  std::vector<ProbeKind> smoke_required = probe_kinds_for(TaskKind::Smoke);
 };
 
 // The stage's verdict. Never returns VerdictState::Running.

@@ -70,13 +70,13 @@ class PoolJudge {
 
   bool central(const PerfMetric& pm, Pair v, std::string_view source) {
     const auto n_c = static_cast<int64_t>(v.cand.size()), n_b = static_cast<int64_t>(v.base.size());
-    const int min_n = c_.in.judge.min_samples;
+    const int min_n = c_.in.recipe.judge.min_samples;
     const double cm = stats::quantile_sorted(v.cand, 0.5), bm = stats::quantile_sorted(v.base, 0.5);
     auto insufficient = [&](std::string why) {
       auto m = metric(name(pm.name), MetricResult::Insufficient, sizes(n_c, n_b) + "; " + why);
       m.n = n_c;
       m.n_baseline = n_b;
-      set_numbers(m, cm, bm, 0, 0, c_.in.judge.effect_floor, 1);
+      set_numbers(m, cm, bm, 0, 0, c_.in.recipe.judge.effect_floor, 1);
       j_.add(std::move(m));
       return false;
     };
@@ -84,7 +84,7 @@ class PoolJudge {
     if (n_c < min_n || n_b < min_n) return insufficient(format("need %d on each side", min_n));
     if (bm == 0) return insufficient("baseline median is 0");
 
-    const auto& rules = c_.in.judge;
+    const auto& rules = c_.in.recipe.judge;
     const auto mw = stats::mann_whitney(v.cand, v.base, c_.confidence());
     const double scale = std::fabs(bm);
     const double sign = pm.better == Better::Lower ? 1.0 : -1.0;
@@ -148,7 +148,7 @@ class PoolJudge {
     auto m = metric(name(pm.name, high_bad ? level.upper : level.lower), MetricResult::Pass, "");
     m.n = n_c;
     m.n_baseline = n_b;
-    const auto& rules = c_.in.judge;
+    const auto& rules = c_.in.recipe.judge;
     if (n_c < min_n || n_b < min_n) {
       m.result = MetricResult::Insufficient;
       m.reason = sizes(n_c, n_b) + format("; need %lld on each side for this quantile", static_cast<long long>(min_n));
@@ -225,7 +225,7 @@ class PoolJudge {
     count(cand_, n_c, f_c);
     count(base_, n_b, f_b);
     if (n_c == 0) return;
-    const auto& rules = c_.in.judge;
+    const auto& rules = c_.in.recipe.judge;
     const double rc = static_cast<double>(f_c) / static_cast<double>(n_c);
     const double rb = n_b ? static_cast<double>(f_b) / static_cast<double>(n_b) : 0;
     const auto ci = stats::wilson_interval(f_c, n_c, c_.confidence());
@@ -265,13 +265,13 @@ class PoolJudge {
 }  // namespace
 
 void judge_compare(const Context& c, Judgement& j) {
-  if (c.in.stage != StageKind::Canary) return;
-  if (!c.in.baseline_id && !c.in.missing_baseline.empty()) {
-    j.find(Severity::Inconclusive, "the configured baseline '" + c.in.missing_baseline +
+  if (c.in.recipe.stage != StageKind::Canary) return;
+  if (!c.in.recipe.baseline_id && !c.in.recipe.missing_baseline.empty()) {
+    j.find(Severity::Inconclusive, "the configured baseline '" + c.in.recipe.missing_baseline +
                                        "' has no build to compare with (not running and never recorded)");
     return;
   }
-  if (!c.in.baseline_id) {
+  if (!c.in.recipe.baseline_id) {
     // The first build of its kind: nothing was ever promoted to compare with.
     // The canary stands on the absolute rules (hard failures, memory guard,
     // coverage) and says so; every later build is compared with this one.
@@ -279,13 +279,13 @@ void judge_compare(const Context& c, Judgement& j) {
                                           "absolute rules only"));
     return;
   }
-  if (c.in.baseline_mode == BaselineMode::None) {
+  if (c.in.recipe.baseline_mode == BaselineMode::None) {
     j.find(Severity::Inconclusive, "no baseline data: the baseline has no stored rows to compare with");
     return;
   }
   if (c.base.empty()) {
     j.find(Severity::Inconclusive,
-           format("no baseline data (%s baseline had no rows)", std::string(to_string(c.in.baseline_mode)).c_str()));
+           format("no baseline data (%s baseline had no rows)", std::string(to_string(c.in.recipe.baseline_mode)).c_str()));
     return;
   }
   const Pools cand = pool_rows(c.cand), base = pool_rows(c.base);
@@ -297,7 +297,7 @@ void judge_compare(const Context& c, Judgement& j) {
   }
   if (comparable == 0)
     j.find(Severity::Inconclusive, format("no baseline data with the same locator and at least %d samples on each side",
-                                          c.in.judge.min_samples));
+                                          c.in.recipe.judge.min_samples));
 }
 
 }  // namespace soak::judge_detail

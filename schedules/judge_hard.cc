@@ -108,7 +108,7 @@ void ratio_class(const Context& c, const RowClass& cls, Judgement& j) {
   }
   const auto bad = static_cast<int64_t>(ids.size());
   const double ratio = attempts ? static_cast<double>(bad) / static_cast<double>(attempts) : 0.0;
-  const double tolerance = c.in.judge.max_invalid_ratio;
+  const double tolerance = c.in.recipe.judge.max_invalid_ratio;
   const bool fail = bad > 0 && ratio > tolerance;
   std::string reason = format("%lld of %lld structured-output rows (%.1f%%), tolerance %.1f%%",
                               static_cast<long long>(bad), static_cast<long long>(attempts), ratio * 100,
@@ -123,7 +123,7 @@ void ratio_class(const Context& c, const RowClass& cls, Judgement& j) {
 }
 
 void repeated_5xx(const Context& c, Judgement& j) {
-  const int limit = std::max(1, c.in.judge.repeated_5xx);
+  const int limit = std::max(1, c.in.recipe.judge.repeated_5xx);
   int64_t total = 0, run = 0, longest = 0;
   std::vector<int64_t> current, tripped;
   for (const ProbeResult* r : c.cand) {
@@ -161,7 +161,7 @@ std::vector<int64_t> sampled_restarts(const Context& c) {
   using Identity = std::pair<int, int64_t>;
   std::map<std::string, std::map<Identity, Life>> by_name;
   for (const auto& s : c.in.process_samples) {
-    if (!s.candidate_id || *s.candidate_id != c.in.candidate_id || s.pid <= 0) continue;
+    if (!s.candidate_id || *s.candidate_id != c.in.recipe.candidate_id || s.pid <= 0) continue;
     auto [it, fresh] = by_name[s.name].try_emplace(Identity{s.pid, s.start_time.value_or(-1)},
                                                    Life{s.wall_ms, s.id, s.wall_ms});
     Life& life = it->second;

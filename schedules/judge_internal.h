@@ -39,7 +39,7 @@ struct Context {
   std::vector<const ProbeResult*> cand;  // candidate rows by (started_wall_ms, id)
   std::vector<const ProbeResult*> base;  // baseline rows, same order
 
-  double confidence() const { return 1 - in.judge.alpha; }
+  double confidence() const { return 1 - in.recipe.judge.alpha; }
 };
 
 // ---- text ----------------------------------------------------------------------

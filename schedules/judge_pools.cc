@@ -93,9 +93,9 @@ void set_numbers(MetricEvidence& m, double estimate, double baseline, double lo,
 // ============================================================== events
 std::vector<const Event*> events_of(const Context& c, EventKind kind, EventScope scope) {
   auto applies = [&](const Event& e) {
-    if (e.candidate_id) return *e.candidate_id == c.in.candidate_id;
+    if (e.candidate_id) return *e.candidate_id == c.in.recipe.candidate_id;
     if (scope == EventScope::Candidate) return false;
-    return !e.host_id || *e.host_id == c.in.host_id;
+    return !e.host_id || *e.host_id == c.in.recipe.host_id;
   };
   std::vector<const Event*> out;
   for (const auto& e : c.in.events)

@@ -74,13 +74,13 @@ void block_medians(const Series& s, std::vector<double>& x, std::vector<double>&
 Series footprint_series(const Context& c, std::string_view& source) {
   bool any_footprint = false;
   for (const auto& s : c.in.process_samples)
-    if (s.candidate_id && *s.candidate_id == c.in.candidate_id && s.footprint_bytes) any_footprint = true;
+    if (s.candidate_id && *s.candidate_id == c.in.recipe.candidate_id && s.footprint_bytes) any_footprint = true;
   source = any_footprint ? "footprint" : "resident";
   // The candidate's processes summed per sample time, in integers so the sum
   // does not depend on the order the samples arrive in.
   std::map<int64_t, int64_t> by_time;
   for (const auto& s : c.in.process_samples) {
-    if (!s.candidate_id || *s.candidate_id != c.in.candidate_id) continue;
+    if (!s.candidate_id || *s.candidate_id != c.in.recipe.candidate_id) continue;
     const auto bytes = any_footprint ? s.footprint_bytes : s.resident_bytes;
     if (bytes) by_time[s.wall_ms] += *bytes;
   }
@@ -98,7 +98,7 @@ void growth_row(const Context& c, Judgement& j, const Series& s, std::string nam
   const auto w = edge_windows(s, kEdgeFraction);
   auto m = metric(std::move(name), MetricResult::Pass, "");
   m.n = static_cast<int64_t>(s.size());
-  const auto min_n = static_cast<size_t>(c.in.judge.min_samples);
+  const auto min_n = static_cast<size_t>(c.in.recipe.judge.min_samples);
   if (w.first.size() < min_n || w.last.size() < min_n) {
     m.result = MetricResult::Insufficient;
     m.reason = format("%zu samples in the initial and %zu in the final tenth, need %zu each", w.first.size(),
@@ -135,8 +135,8 @@ void growth_row(const Context& c, Judgement& j, const Series& s, std::string nam
 void footprint(const Context& c, Judgement& j) {
   std::string_view source;
   const Series s = footprint_series(c, source);
-  const auto& rules = c.in.soak;
-  const auto min_n = static_cast<size_t>(c.in.judge.min_samples);
+  const auto& rules = c.in.recipe.soak;
+  const auto min_n = static_cast<size_t>(c.in.recipe.judge.min_samples);
   std::vector<double> x, y;
   if (!s.empty()) block_medians(s, x, y);
   auto slope = metric("footprint_slope_mb_per_h", MetricResult::Pass, "");
@@ -172,12 +172,12 @@ void swap_growth(const Context& c, Judgement& j) {
   Series s;
   std::vector<const HostSample*> samples;
   for (const auto& h : c.in.host_samples)
-    if (h.host_id == c.in.host_id && h.swap_used_bytes) samples.push_back(&h);
+    if (h.host_id == c.in.recipe.host_id && h.swap_used_bytes) samples.push_back(&h);
   std::sort(samples.begin(), samples.end(), [](const HostSample* a, const HostSample* b) {
     return a->wall_ms != b->wall_ms ? a->wall_ms < b->wall_ms : a->id < b->id;
   });
   for (const HostSample* h : samples) s.push_back({h->wall_ms, static_cast<double>(*h->swap_used_bytes) / kMB});
-  const double limit_mb = static_cast<double>(c.in.guard.swap_growth_bytes) / kMB;
+  const double limit_mb = static_cast<double>(c.in.recipe.guard.swap_growth_bytes) / kMB;
   if (s.empty()) {
     auto m = metric("swap_growth_mb", MetricResult::Insufficient, "no host samples with swap figures");
     set_numbers(m, 0, 0, 0, 0, limit_mb, 1);
@@ -198,7 +198,7 @@ Quarters quarters(const Context& c) {
 }
 
 void decode_drift(const Context& c, Judgement& j, const Quarters& q) {
-  const auto& rules = c.in.soak;
+  const auto& rules = c.in.recipe.soak;
   for (const auto& [loc, rows] : pool_rows(c.cand)) {
     std::vector<const ProbeResult*> first, last;
     for (const ProbeResult* r : rows) {
@@ -213,7 +213,7 @@ void decode_drift(const Context& c, Judgement& j, const Quarters& q) {
     m.n = static_cast<int64_t>(l.size());
     m.n_baseline = static_cast<int64_t>(f.size());
     const double fm = stats::median(f), lm = stats::median(l);
-    const auto min_n = static_cast<size_t>(c.in.judge.min_samples);
+    const auto min_n = static_cast<size_t>(c.in.recipe.judge.min_samples);
     if (f.size() < min_n || l.size() < min_n || fm <= 0) {
       m.result = MetricResult::Insufficient;
       m.reason = format("%zu samples in the first quarter, %zu in the last, need %zu each", f.size(), l.size(), min_n);
@@ -223,7 +223,7 @@ void decode_drift(const Context& c, Judgement& j, const Quarters& q) {
     }
     const auto mw = stats::mann_whitney(l, f, c.confidence());
     const double drift = -mw.shift / fm;  // > 0: decoding got slower
-    const bool fail = mw.p_value < c.in.judge.alpha && drift > rules.max_decode_drift;
+    const bool fail = mw.p_value < c.in.recipe.judge.alpha && drift > rules.max_decode_drift;
     std::string reason = format("last quarter %s tok/s vs first %s, shift %s [%s, %s], %s, limit %s; source %s",
                                 num(lm).c_str(), num(fm).c_str(), pct(mw.shift / fm).c_str(),
                                 pct(mw.shift_lo / fm).c_str(), pct(mw.shift_hi / fm).c_str(),
@@ -258,19 +258,19 @@ void completion_rate(const Context& c, Judgement& j, const Quarters& q) {
                               "over the stage",
                               static_cast<long long>(ok_l), static_cast<long long>(n_l), static_cast<long long>(ok_f),
                               static_cast<long long>(n_f), num(static_cast<double>(ok_all) / hours).c_str());
-  const int min_n = c.in.judge.min_samples;
+  const int min_n = c.in.recipe.judge.min_samples;
   if (n_f < min_n || n_l < min_n) {
     m.result = MetricResult::Insufficient;
     m.reason = counts + format("; need %d attempts in each", min_n);
-    set_numbers(m, rl, rf, ci.lo, ci.hi, c.in.judge.alpha, 1);
+    set_numbers(m, rl, rf, ci.lo, ci.hi, c.in.recipe.judge.alpha, 1);
     j.add(std::move(m));
     return;
   }
   const double p = stats::fisher_exact(n_l - ok_l, ok_l, n_f - ok_f, ok_f, stats::Alternative::Greater);
-  const bool fail = p < c.in.judge.alpha;
+  const bool fail = p < c.in.recipe.judge.alpha;
   m.result = (fail ? MetricResult::Fail : MetricResult::Pass);
   m.reason = (fail ? "completion rate fell: " : "") + counts + ", " + pval(p) + " (Fisher, one-sided)";
-  set_numbers(m, rl, rf, ci.lo, ci.hi, c.in.judge.alpha, p);
+  set_numbers(m, rl, rf, ci.lo, ci.hi, c.in.recipe.judge.alpha, p);
   if (fail) j.find(Severity::Failure, m.metric + ": " + m.reason);
   j.add(std::move(m));
 }
@@ -278,7 +278,7 @@ void completion_rate(const Context& c, Judgement& j, const Quarters& q) {
 }  // namespace
 
 void judge_trends(const Context& c, Judgement& j) {
-  if (c.in.stage != StageKind::Soak) return;
+  if (c.in.recipe.stage != StageKind::Soak) return;
   footprint(c, j);
   swap_growth(c, j);
   if (c.cand.empty()) return;

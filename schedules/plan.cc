@@ -33,6 +33,24 @@ std::optional<TaskKind> parse_task_kind(std::string_view s) {
   return std::nullopt;
 }
 
+std::vector<ProbeKind> probe_kinds_for(TaskKind task) {
+  switch (task) {
+    case TaskKind::Smoke:
+      return {ProbeKind::Health, ProbeKind::Identity, ProbeKind::Marker,
+              ProbeKind::Stream, ProbeKind::StrictJson, ProbeKind::ToolCall};
+    case TaskKind::Scrape: return {ProbeKind::Health, ProbeKind::Scrape};
+    case TaskKind::Functional:
+      return {ProbeKind::Marker,   ProbeKind::Stream,   ProbeKind::StrictJson,
+              ProbeKind::ToolCall, ProbeKind::Thinking, ProbeKind::Repetition};
+    case TaskKind::LongContext: return {ProbeKind::LongContext};
+    case TaskKind::Burst: return {ProbeKind::Burst};
+    case TaskKind::Cancel: return {ProbeKind::Cancel};
+    case TaskKind::Agent:
+    case TaskKind::SoakTraffic: return {ProbeKind::Agent};
+  }
+  return {};
+}
+
 StagePlan plan_for(StageKind stage, const CampaignSettings& s) {
   const Cadences& c = s.cadence;
   auto periodic = [](TaskKind k, int64_t every, Weight w = Weight::Light) {

@@ -20,10 +20,11 @@
 
 namespace soak {
 
+// What each task runs is probe_kinds_for(), below.
 enum class TaskKind {
-  Smoke,        // health, identity, marker, stream, strict JSON, tool call: once per smoke
+  Smoke,        // the smoke pass, once per smoke (also what smoke must see clean)
   Scrape,       // health + server metrics/slots/props; the stage's heartbeat for coverage
-  Functional,   // marker, stream, strict JSON, tool call, thinking on/off, repetition
+  Functional,   // the content checks, thinking on/off, repetition
   LongContext,  // fresh + exact repeat at each configured size (heavy)
   Burst,        // N requests released together, for each configured N (heavy)
   Cancel,       // abort mid-stream, then prove the slot was freed
@@ -32,6 +33,18 @@ enum class TaskKind {
 };
 std::string_view to_string(TaskKind k);
 std::optional<TaskKind> parse_task_kind(std::string_view s);
+
+// The probe kinds a task runs, in order; the one list of each (the runner
+// runs them, the smoke judge requires the smoke list, `soakd probe` runs smoke
+// and functional by default).
+//   smoke         health, identity, marker, stream, strict_json, tool_call
+//   scrape        health, scrape (the heartbeat)
+//   functional    marker, stream, strict_json, tool_call, thinking, repetition
+//   long_context  long_context (fresh + exact repeat per configured size)
+//   burst         burst (each configured N, members and a summary row)
+//   cancel        cancel
+//   agent, soak_traffic   agent
+std::vector<ProbeKind> probe_kinds_for(TaskKind task);
 
 // Heavy tasks (long prefill, bursts) never overlap on one host.
 enum class Weight { Light, Heavy };

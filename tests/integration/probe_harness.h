@@ -66,10 +66,10 @@ class Harness {
     return rows;
   }
 
-  Result<probes::BuildReading> read_build(const CandidateConfig& c) {
-    std::optional<Result<probes::BuildReading>> out;
+  Result<probes::BuildIdentity> read_build(const CandidateConfig& c) {
+    std::optional<Result<probes::BuildIdentity>> out;
     bool done = false;
-    engine_->read_build(c, [&](Result<probes::BuildReading> r) {
+    engine_->read_build(c, [&](Result<probes::BuildIdentity> r) {
       out.emplace(std::move(r));
       done = true;
     });

@@ -52,7 +52,7 @@ struct World {
   TaskRequest request(TaskKind task) const {
     TaskRequest r;
     r.work_id = 7;
-    r.candidate = &cand;
+    r.candidate = std::make_shared<const CandidateConfig>(cand);
     r.candidate_id = candidate_id;
     r.host_id = host_id;
     r.stage_id = stage_id;

@@ -238,14 +238,14 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
                            heavy});
 }
 
-void SimRunner::read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) {
+void SimRunner::read_build(const CandidateConfig& c, std::function<void(Result<probes::BuildIdentity>)> done) {
   SimCandidate s = sims_[c.name];
   const int64_t at = clock_.wall_ms() + 10;
   if (s.behaviour == Behaviour::Unreachable) {
     queue_.push_back(Pending{at, seq_++, [done] { done(make_error("connection refused")); }, false});
   } else {
     std::string model = c.model;
-    queue_.push_back(Pending{at, seq_++, [done, s, model] { done(BuildIdentity{s.build, model}); }, false});
+    queue_.push_back(Pending{at, seq_++, [done, s, model] { done(probes::BuildIdentity{s.build, model}); }, false});
   }
 }
 

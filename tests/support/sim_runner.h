@@ -55,7 +55,7 @@ class SimRunner final : public TaskRunner {
   SimCandidate& at(const std::string& name) { return sims_[name]; }
 
   void run(const TaskRequest& req, std::function<void(TaskReport)> done) override;
-  void read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) override;
+  void read_build(const CandidateConfig& c, std::function<void(Result<probes::BuildIdentity>)> done) override;
   void cancel(int64_t work_id) override;
   void cancel_all() override;
   size_t in_flight() const override { return queue_.size(); }

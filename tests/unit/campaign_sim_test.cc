@@ -11,8 +11,8 @@
 #include <sqlite3.h>
 
 #include "daemon/campaigns.h"
-#include "daemon/evidence.h"
-#include "daemon/soakctl_cli.h"
+#include "daemon/recipe_store.h"
+#include "daemon/soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/sim_runner.h"
@@ -66,8 +66,7 @@ struct World {
   void start() {
     Logger log = make_null_logger();
     if (std::getenv("SIM_LOG")) log = *make_logger(LogTarget::Console, "", "debug");
-    camp = std::make_unique<Campaigns>(cfg, CampaignDeps{*store, *runner, log, host, [](int64_t) { return 0; }});
-    camp->set_now_source([this] { return clock.wall_ms(); });
+    camp = std::make_unique<Campaigns>(cfg, Deps{*store, clock, log, nullptr, host}, *runner, [](int64_t) { return 0; });
     REQUIRE(camp->resume(clock.wall_ms()).ok());
   }
 

@@ -209,8 +209,8 @@ TEST_CASE("canary: a baseline without data is inconclusive; the first build stan
   add_perf(c.cand, kN, Perf{}, 1);
   SECTION("no baseline exists at all: the first build of its kind") {
     auto in = input_for(StageKind::Canary);
-    in.baseline_mode = BaselineMode::None;
-    in.baseline_id.reset();
+    in.recipe.baseline_mode = BaselineMode::None;
+    in.recipe.baseline_id.reset();
     auto v = c.judge(in);
     CHECK(v.state == VerdictState::Promoted);
     const auto* m = find_metric(v, "baseline");
@@ -220,14 +220,14 @@ TEST_CASE("canary: a baseline without data is inconclusive; the first build stan
   }
   SECTION("a baseline exists but has no stored rows") {
     auto in = input_for(StageKind::Canary);
-    in.baseline_mode = BaselineMode::None;
+    in.recipe.baseline_mode = BaselineMode::None;
     auto v = c.judge(in);
     CHECK(v.state == VerdictState::Inconclusive);
     CHECK(contains(v.reason, "no baseline data"));
   }
   SECTION("baseline from history without rows") {
     auto in = input_for(StageKind::Canary);
-    in.baseline_mode = BaselineMode::History;
+    in.recipe.baseline_mode = BaselineMode::History;
     auto v = c.judge(in);
     CHECK(v.state == VerdictState::Inconclusive);
     CHECK(contains(v.reason, "no baseline data (history baseline had no rows)"));
@@ -259,7 +259,7 @@ TEST_CASE("canary: a history baseline is compared and the verdict says so") {
   add_perf(c.cand, kN, Perf{}, 1);
   add_perf(c.base, kN, Perf{}, 5000);
   auto in = input_for(StageKind::Canary);
-  in.baseline_mode = BaselineMode::History;
+  in.recipe.baseline_mode = BaselineMode::History;
   auto v = c.judge(in);
   CHECK(v.state == VerdictState::Promoted);
   CHECK(v.baseline_mode == "history");

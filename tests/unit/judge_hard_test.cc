@@ -76,7 +76,7 @@ TEST_CASE("a single row of a hard-failure class rejects with the row ids") {
 
 TEST_CASE("repeated 5xx: consecutive runs reach the limit, harness rows do not break a run") {
   Healthy h;
-  h.in.judge.repeated_5xx = 3;
+  h.in.recipe.judge.repeated_5xx = 3;
   SECTION("two in a row, then clean, then two: not repeated") {
     h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
     h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
@@ -154,7 +154,7 @@ TEST_CASE("invalid JSON / tool calls / empty tool args: tolerated up to max_inva
                         Case{Outcome::EmptyToolArgs, ProbeKind::ToolCall, "empty_tool_args"}}) {
     DYNAMIC_SECTION(k.cls) {
       Healthy h;
-      h.in.judge.max_invalid_ratio = 0.05;
+      h.in.recipe.judge.max_invalid_ratio = 0.05;
       for (int i = 0; i < 38; ++i) h.cand.add(k.kind, "structured");
       h.cand.add(k.kind, "structured", k.outcome);
       h.cand.add(k.kind, "structured", k.outcome);
@@ -188,8 +188,8 @@ TEST_CASE("interim check: hard failures are found before the stage ends, nothing
 TEST_CASE("harness errors are reported apart and never count against the candidate") {
   Rows cand{kCandidate, 1};
   auto in = input_for(StageKind::Gate);
-  in.gate.min_completed = 100;
-  in.gate.max_failure_ratio = 0.01;
+  in.recipe.gate.min_completed = 100;
+  in.recipe.gate.max_failure_ratio = 0.01;
   for (int i = 0; i < 120; ++i) cand.add(ProbeKind::Agent, "agent/7k");
   for (int i = 0; i < 40; ++i) cand.add(ProbeKind::Agent, "agent/7k", Outcome::HarnessError);
   for (int i = 0; i < 10; ++i) cand.add(ProbeKind::Agent, "agent/7k", Outcome::CancelledByDaemon);

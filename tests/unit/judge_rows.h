@@ -110,17 +110,17 @@ inline void add_perf(Rows& rows, int n, const Perf& p, int64_t seed, std::string
 // A complete input for `stage` with full coverage and an interleaved baseline.
 inline JudgeInput input_for(StageKind stage) {
   JudgeInput in;
-  in.stage = stage;
-  in.end = StageEnd::Completed;
-  in.candidate_id = kCandidate;
-  in.host_id = kHost;
-  in.stage_id = 7;
-  in.now_ms = kT0 + 30 * kDayMs;
-  in.config_hash = "c0ffee";
-  in.slots_planned = 100;
-  in.slots_run = 100;
-  in.baseline_mode = BaselineMode::Interleaved;
-  in.baseline_id = kBaseline;
+  in.recipe.stage = stage;
+  in.recipe.end = StageEnd::Completed;
+  in.recipe.candidate_id = kCandidate;
+  in.recipe.host_id = kHost;
+  in.recipe.stage_id = 7;
+  in.recipe.now_ms = kT0 + 30 * kDayMs;
+  in.recipe.config_hash = "c0ffee";
+  in.recipe.slots_planned = 100;
+  in.recipe.slots_run = 100;
+  in.recipe.baseline_mode = BaselineMode::Interleaved;
+  in.recipe.baseline_id = kBaseline;
   return in;
 }
 

@@ -16,13 +16,13 @@ namespace {
 
 Rows smoke_rows() {
   Rows r{kCandidate, 1};
-  for (ProbeKind k : kSmokeRequiredKinds) r.add(k, std::string(to_string(k)));
+  for (ProbeKind k : probe_kinds_for(TaskKind::Smoke)) r.add(k, std::string(to_string(k)));
   return r;
 }
 
 JudgeInput gate_input(int completed) {
   auto in = input_for(StageKind::Gate);
-  in.gate.min_completed = 100;
+  in.recipe.gate.min_completed = 100;
   Rows r{kCandidate, 1};
   for (int i = 0; i < completed; ++i) r.perf(ProbeKind::Agent, "agent/7k", jittered(Perf{}, i));
   in.candidate_rows = r.rows;
@@ -144,7 +144,7 @@ TEST_CASE("gate: completed requests, failure ratio and coverage") {
   }
   SECTION("a coverage gap is inconclusive, never a pass") {
     auto in = gate_input(120);
-    in.slots_run = 50;
+    in.recipe.slots_run = 50;
     auto v = judge_stage(in);
     CHECK(v.state == VerdictState::Inconclusive);
     CHECK(contains(v.reason, "coverage gap"));
@@ -152,7 +152,7 @@ TEST_CASE("gate: completed requests, failure ratio and coverage") {
   }
   SECTION("too few completed because of a coverage gap is inconclusive, not rejected") {
     auto in = gate_input(60);
-    in.slots_run = 50;
+    in.recipe.slots_run = 50;
     CHECK(judge_stage(in).state == VerdictState::Inconclusive);
   }
 }
@@ -160,19 +160,19 @@ TEST_CASE("gate: completed requests, failure ratio and coverage") {
 TEST_CASE("a stopped or timed-out stage never passes") {
   auto in = gate_input(120);
   SECTION("stopped") {
-    in.end = StageEnd::Stopped;
+    in.recipe.end = StageEnd::Stopped;
     auto v = judge_stage(in);
     CHECK(v.state == VerdictState::Inconclusive);
     CHECK(contains(v.reason, "stopped"));
   }
   SECTION("timed out") {
-    in.end = StageEnd::TimedOut;
+    in.recipe.end = StageEnd::TimedOut;
     auto v = judge_stage(in);
     CHECK(v.state == VerdictState::Inconclusive);
     CHECK(contains(v.reason, "deadline"));
   }
   SECTION("hard failures still reject a stopped stage") {
-    in.end = StageEnd::Stopped;
+    in.recipe.end = StageEnd::Stopped;
     Rows extra{kCandidate, 10'000};
     extra.add(ProbeKind::Agent, "agent/7k", Outcome::IdentityMismatch);
     in.candidate_rows.push_back(extra.rows.front());
@@ -182,8 +182,8 @@ TEST_CASE("a stopped or timed-out stage never passes") {
 
 TEST_CASE("no planned slots or no rows at all is inconclusive") {
   auto in = gate_input(120);
-  in.slots_planned = 0;
-  in.slots_run = 0;
+  in.recipe.slots_planned = 0;
+  in.recipe.slots_run = 0;
   CHECK(judge_stage(in).state == VerdictState::Inconclusive);
   auto empty = input_for(StageKind::Smoke);
   auto v = judge_stage(empty);
@@ -196,7 +196,7 @@ TEST_CASE("the verdict row carries its bookkeeping") {
   auto v = judge_stage(in);
   CHECK(v.candidate_id == kCandidate);
   CHECK(v.stage_id == 7);
-  CHECK(v.wall_ms == in.now_ms);
+  CHECK(v.wall_ms == in.recipe.now_ms);
   CHECK(v.stage == "canary");
   CHECK(v.judge_version == kJudgeVersion);
   CHECK(v.config_hash == "c0ffee");

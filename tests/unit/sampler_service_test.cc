@@ -72,7 +72,7 @@ struct World {
   std::unique_ptr<SqliteStore> store;
   ScriptedSampler sampler;
   uv_loop_t loop;
-  Config cfg = config("10m");
+  ConfigSnapshot cfg = std::make_shared<const Config>(config("10m"));
   int64_t host = 0;
   int64_t cand = 0;
   std::unique_ptr<SamplerService> service;
@@ -87,11 +87,13 @@ struct World {
     row.model = "m";
     row.runtime = RuntimeKind::LlamaCpp;
     row.build = "b1";
-    row.base_url = cfg.candidates[0].base_url;
+    row.base_url = cfg->candidates[0].base_url;
     cand = *store->upsert_candidate(row, clock.wall_ms());
     service = std::make_unique<SamplerService>(
-        cfg, *store, sampler, clock, make_null_logger(), &loop, host,
-        [this] { return std::vector<Campaigns::Active>{{"a", &cfg.candidates[0], cand, StageKind::Canary}}; },
+        cfg, Deps{*store, clock, make_null_logger(), &loop, host}, sampler,
+        [this] {
+          return std::vector<Campaigns::Active>{{"a", candidate_snapshot(cfg, cfg->candidates[0]), cand, StageKind::Canary}};
+        },
         std::make_unique<NoPower>());
   }
   ~World() {
@@ -120,11 +122,11 @@ TEST_CASE("sampler service: a reload that leaves the guard's rules alone keeps i
   w.tick_after(5000);
   CHECK(w.events(EventKind::GuardTrip) == 1);  // the same episode is said once
 
-  w.service->reload(config("10m"));  // e.g. a SIGHUP for another setting
+  w.service->reload(std::make_shared<const Config>(config("10m")));  // e.g. a SIGHUP for another setting
   w.tick_after(5000);
   CHECK(w.events(EventKind::GuardTrip) == 1);
 
-  w.service->reload(config("20m"));  // new rules: judged afresh
+  w.service->reload(std::make_shared<const Config>(config("20m")));  // new rules: judged afresh
   w.tick_after(5000);
   CHECK(w.events(EventKind::GuardTrip) == 2);
 }

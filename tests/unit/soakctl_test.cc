@@ -1,11 +1,13 @@
 #include <sqlite3.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/soakctl_cli.h"
+#include "daemon/soakctl/common.h"
+#include "daemon/soakctl/soakctl.h"
 #include "storage/schema.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
@@ -150,4 +152,110 @@ TEST_CASE("soakctl finds the store through --config") {
   std::string out;
   CHECK(f.run({"--config", cfg, "status"}, &out) == 0);
   CHECK(out.find("promoted") != std::string::npos);
+}
+
+TEST_CASE("soakctl --help lists exactly the options each command takes") {
+  Fixture f;
+  std::string help;
+  REQUIRE(f.run({"--help"}, &help) == kCtlExitOk);
+  for (const soakctl::Command* cmd : soakctl::commands()) {
+    const std::string head = "  soakctl [STORE] " + std::string(cmd->name) + " ";
+    auto at = help.find(head);
+    INFO(cmd->name);
+    REQUIRE(at != std::string::npos);
+    const std::string line = help.substr(at, help.find('\n', at) - at);
+    std::set<std::string> shown;
+    for (auto p = line.find("--"); p != std::string::npos; p = line.find("--", p + 2)) {
+      auto end = line.find_first_of(" ]", p);
+      shown.insert(line.substr(p + 2, end - p - 2));
+    }
+    std::set<std::string> takes = cmd->args.flags;
+    takes.insert(cmd->args.options.begin(), cmd->args.options.end());
+    CHECK(shown == takes);
+    CHECK((line.find("CANDIDATE") != std::string::npos &&
+           line.find("--candidate CANDIDATE") == std::string::npos) == (cmd->operand == soakctl::Operand::Candidate));
+  }
+  CHECK(help.find("llama.cpp, mlx-lm") != std::string::npos);       // --runtime's values
+  CHECK(help.find("build_change") != std::string::npos);            // --kind's values
+  CHECK(help.find("default " + std::to_string(soakctl::kDefaultEventLimit)) != std::string::npos);
+}
+
+TEST_CASE("soakctl usage errors name the fix") {
+  Fixture f;
+  f.add("llama-b9502", "b9502", VerdictState::Promoted);
+  std::string out, err;
+  CHECK(f.run({"--db", f.db, "frob"}, nullptr, &err) == kCtlExitUsage);
+  CHECK(err.find("one of: status, verdict, explain, history, events, start, abort, promote") != std::string::npos);
+
+  // an option the command would ignore is refused, with the options it does take
+  CHECK(f.run({"--db", f.db, "history", "llama-b9502", "--build", "b9502"}, nullptr, &err) == kCtlExitUsage);
+  CHECK(err.find("--build does not apply to history (its options: --json;") != std::string::npos);
+  CHECK(f.run({"--db", f.db, "abort", "llama-b9502", "--override"}, nullptr, &err) == kCtlExitUsage);
+  CHECK(err.find("--override does not apply to abort") != std::string::npos);
+  CHECK(f.run({"--db", f.db, "events", "llama-b9502"}, nullptr, &err) == kCtlExitUsage);
+  CHECK(err.find("unexpected argument \"llama-b9502\"") != std::string::npos);
+  CHECK(err.find("--candidate") != std::string::npos);
+  for (const char* cmd : {"explain", "history", "start", "abort", "promote"}) {
+    INFO(cmd);
+    CHECK(f.run({"--db", f.db, cmd}, nullptr, &err) == kCtlExitUsage);
+    CHECK(err.find("give exactly one CANDIDATE, a name as `soakctl status` lists it") != std::string::npos);
+  }
+
+  CHECK(f.run({"--db", f.db, "verdict", "--model", "qwen3.6-35b-a3b", "--runtime", "llamacpp"}, nullptr, &err) ==
+        kCtlExitUsage);
+  CHECK(err.find("unknown --runtime \"llamacpp\" (one of: llama.cpp,") != std::string::npos);
+  CHECK(f.run({"--db", f.db, "verdict", "--runtime", "llama.cpp"}, nullptr, &err) == kCtlExitUsage);
+  CHECK(err.find("needs --model M and --runtime R") != std::string::npos);
+  CHECK(f.run({"--db", f.db, "history", "nope"}, nullptr, &err) == kCtlExitStore);
+  CHECK(err.find("no candidate named \"nope\" in the store (soakctl status lists the candidates)") !=
+        std::string::npos);
+  CHECK(f.run({"--db", f.db, "promote", "llama-b9502", "--override"}, nullptr, &err) == kCtlExitUsage);
+  CHECK(err.find("needs --override and --why TEXT") != std::string::npos);
+}
+
+TEST_CASE("soakctl events --limit takes a whole positive number and shows the latest N") {
+  Fixture f;
+  {
+    auto st = SqliteStore::open(f.db, OpenMode::ReadWrite);
+    REQUIRE(st.ok());
+    for (int i = 1; i <= 4; ++i) {
+      Event e;
+      e.wall_ms = f.clock.wall_ms() + i;
+      e.kind = EventKind::Gap;
+      e.detail_json = R"({"n":)" + std::to_string(i) + "}";
+      REQUIRE((*st)->insert_event(e).ok());
+    }
+  }
+  std::string out, err;
+  REQUIRE(f.run({"--db", f.db, "events", "--limit", "2", "--json"}, &out) == kCtlExitOk);
+  auto j = nlohmann::json::parse(out);
+  REQUIRE(j.size() == 2);
+  CHECK(j[0]["detail"]["n"] == 3);
+  CHECK(j[1]["detail"]["n"] == 4);
+  for (const char* bad : {"0", "-3", "2x", "many", ""}) {
+    INFO(bad);
+    CHECK(f.run({"--db", f.db, "events", "--limit", bad}, nullptr, &err) == kCtlExitUsage);
+    CHECK(err.find("is not a positive whole number (e.g. --limit 200)") != std::string::npos);
+  }
+}
+
+TEST_CASE("soakctl explain --json answers in JSON when nothing is judged yet") {
+  Fixture f;
+  f.add("by-hand", "b1", VerdictState::Promoted);  // a verdict with no judge recipe, as an override has
+  f.add("fresh", "b1", std::nullopt);
+  std::string out;
+  REQUIRE(f.run({"--db", f.db, "explain", "by-hand", "--json"}, &out) == kCtlExitOk);
+  auto j = nlohmann::json::parse(out);
+  CHECK(j["candidate"] == "by-hand");
+  CHECK(j["build"] == "b1");
+  CHECK(j["verdict"].is_null());
+  CHECK(j["recomputed"].is_null());
+  CHECK(j["metrics"].empty());
+  CHECK(j["latest"]["state"] == "promoted");
+  REQUIRE(f.run({"--db", f.db, "explain", "fresh", "--json"}, &out) == kCtlExitOk);
+  j = nlohmann::json::parse(out);
+  CHECK(j["verdict"].is_null());
+  CHECK(!j.contains("latest"));
+  REQUIRE(f.run({"--db", f.db, "explain", "fresh"}, &out) == kCtlExitOk);  // the text answer is unchanged
+  CHECK(out == "fresh (qwen3.6-35b-a3b on llama.cpp at b1): no verdict yet\n");
 }

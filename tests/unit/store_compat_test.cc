@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/soakctl_cli.h"
+#include "daemon/soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/temp_dir.h"

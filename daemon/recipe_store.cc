@@ -1,4 +1,4 @@
-#include "daemon/evidence.h"
+#include "daemon/recipe_store.h"
 
 #include <nlohmann/json.hpp>
 
@@ -40,7 +40,10 @@ constexpr int64_t kHistoryLookbackMs = 30 * kDay;
 
 }  // namespace
 
-std::string recipe_to_json(const JudgeRecipe& r) {
+std::string recipe_to_json(const StoredRecipe& stored) {
+  const JudgeRecipe& r = stored.recipe;
+  const RowSelection& rows = stored.rows;
+  // Keys in the order every stored verdict has them.
   json j;
   j["stage"] = to_string(r.stage);
   j["end"] = end_name(r.end);
@@ -71,23 +74,25 @@ std::string recipe_to_json(const JudgeRecipe& r) {
   j["baseline_mode"] = to_string(r.baseline_mode);
   opt_to(j, "baseline_id", r.baseline_id);
   if (!r.missing_baseline.empty()) j["missing_baseline"] = r.missing_baseline;
-  j["since_ms"] = r.since_ms;
-  j["until_ms"] = r.until_ms;
-  j["baseline_since_ms"] = r.baseline_since_ms;
-  j["baseline_until_ms"] = r.baseline_until_ms;
-  j["max_ids"] = {{"probe", r.max_ids.probe},
-                  {"host_sample", r.max_ids.host_sample},
-                  {"process_sample", r.max_ids.process_sample},
-                  {"event", r.max_ids.event}};
+  j["since_ms"] = rows.since_ms;
+  j["until_ms"] = rows.until_ms;
+  j["baseline_since_ms"] = rows.baseline_since_ms;
+  j["baseline_until_ms"] = rows.baseline_until_ms;
+  j["max_ids"] = {{"probe", rows.max_ids.probe},
+                  {"host_sample", rows.max_ids.host_sample},
+                  {"process_sample", rows.max_ids.process_sample},
+                  {"event", rows.max_ids.event}};
   return j.dump();
 }
 
-Result<JudgeRecipe> recipe_from_json(const std::string& s) {
+Result<StoredRecipe> recipe_from_json(const std::string& s) {
   json j = json::parse(s, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("stage"))
     return make_error("the verdict carries no judge input (it was not produced by a judge, e.g. an override)");
   try {
-    JudgeRecipe r;
+    StoredRecipe stored;
+    JudgeRecipe& r = stored.recipe;
+    RowSelection& rows = stored.rows;
     auto stage = parse_stage_kind(j.at("stage").get<std::string>());
     auto end = parse_end(j.at("end").get<std::string>());
     auto mode = parse_mode(j.at("baseline_mode").get<std::string>());
@@ -125,48 +130,35 @@ Result<JudgeRecipe> recipe_from_json(const std::string& s) {
     r.slots_run = j.at("slots_run").get<int64_t>();
     r.baseline_id = opt_from<int64_t>(j, "baseline_id");
     r.missing_baseline = j.value("missing_baseline", std::string());
-    r.since_ms = j.at("since_ms").get<int64_t>();
-    r.until_ms = j.at("until_ms").get<int64_t>();
-    r.baseline_since_ms = j.at("baseline_since_ms").get<int64_t>();
-    r.baseline_until_ms = j.at("baseline_until_ms").get<int64_t>();
+    rows.since_ms = j.at("since_ms").get<int64_t>();
+    rows.until_ms = j.at("until_ms").get<int64_t>();
+    rows.baseline_since_ms = j.at("baseline_since_ms").get<int64_t>();
+    rows.baseline_until_ms = j.at("baseline_until_ms").get<int64_t>();
     const auto& m = j.at("max_ids");
-    r.max_ids.probe = m.at("probe").get<int64_t>();
-    r.max_ids.host_sample = m.at("host_sample").get<int64_t>();
-    r.max_ids.process_sample = m.at("process_sample").get<int64_t>();
-    r.max_ids.event = m.at("event").get<int64_t>();
-    return r;
+    rows.max_ids.probe = m.at("probe").get<int64_t>();
+    rows.max_ids.host_sample = m.at("host_sample").get<int64_t>();
+    rows.max_ids.process_sample = m.at("process_sample").get<int64_t>();
+    rows.max_ids.event = m.at("event").get<int64_t>();
+    return stored;
   } catch (const json::exception& e) {
     return make_error(std::string("judge input is malformed: ") + e.what());
   }
 }
 
-Result<JudgeInput> build_judge_input(Store& store, const JudgeRecipe& r) {
+Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
+  const JudgeRecipe& r = stored.recipe;
+  const RowSelection& sel = stored.rows;
   JudgeInput in;
-  in.stage = r.stage;
-  in.end = r.end;
-  in.candidate_id = r.candidate_id;
-  in.host_id = r.host_id;
-  in.stage_id = r.stage_id;
-  in.now_ms = r.now_ms;
-  in.config_hash = r.config_hash;
-  in.judge = r.judge;
-  in.gate = r.gate;
-  in.soak = r.soak;
-  in.guard = r.guard;
-  in.slots_planned = r.slots_planned;
-  in.slots_run = r.slots_run;
-  in.baseline_mode = r.baseline_mode;
-  in.baseline_id = r.baseline_id;
-  in.missing_baseline = r.missing_baseline;
+  in.recipe = r;
 
   ProbeQuery pq;
   pq.candidate_id = r.candidate_id;
   pq.stage_id = r.stage_id;
   if (!r.stage_id) {
-    pq.since_ms = r.since_ms;
-    pq.until_ms = r.until_ms;
+    pq.since_ms = sel.since_ms;
+    pq.until_ms = sel.until_ms;
   }
-  pq.max_id = r.max_ids.probe;
+  pq.max_id = sel.max_ids.probe;
   auto rows = store.probe_results(pq);
   if (!rows) return rows.error();
   in.candidate_rows = std::move(*rows);
@@ -174,9 +166,9 @@ Result<JudgeInput> build_judge_input(Store& store, const JudgeRecipe& r) {
   if (r.baseline_id && r.baseline_mode != BaselineMode::None) {
     ProbeQuery bq;
     bq.candidate_id = *r.baseline_id;
-    bq.since_ms = r.baseline_since_ms;
-    bq.until_ms = r.baseline_until_ms;
-    bq.max_id = r.max_ids.probe;
+    bq.since_ms = sel.baseline_since_ms;
+    bq.until_ms = sel.baseline_until_ms;
+    bq.max_id = sel.max_ids.probe;
     auto b = store.probe_results(bq);
     if (!b) return b.error();
     in.baseline_rows = std::move(*b);
@@ -184,18 +176,18 @@ Result<JudgeInput> build_judge_input(Store& store, const JudgeRecipe& r) {
 
   SampleQuery ps;
   ps.candidate_id = r.candidate_id;
-  ps.since_ms = r.since_ms;
-  ps.until_ms = r.until_ms;
-  ps.max_id = r.max_ids.process_sample;
+  ps.since_ms = sel.since_ms;
+  ps.until_ms = sel.until_ms;
+  ps.max_id = sel.max_ids.process_sample;
   auto procs = store.process_samples(ps);
   if (!procs) return procs.error();
   in.process_samples = std::move(*procs);
 
   SampleQuery hs;
   hs.host_id = r.host_id;
-  hs.since_ms = r.since_ms;
-  hs.until_ms = r.until_ms;
-  hs.max_id = r.max_ids.host_sample;
+  hs.since_ms = sel.since_ms;
+  hs.until_ms = sel.until_ms;
+  hs.max_id = sel.max_ids.host_sample;
   auto hosts = store.host_samples(hs);
   if (!hosts) return hosts.error();
   in.host_samples = std::move(*hosts);
@@ -203,9 +195,9 @@ Result<JudgeInput> build_judge_input(Store& store, const JudgeRecipe& r) {
   EventQuery eq;
   eq.candidate_id = r.candidate_id;
   eq.host_wide = HostWide::Include;
-  eq.since_ms = r.since_ms;
-  eq.until_ms = r.until_ms;
-  eq.max_id = r.max_ids.event;
+  eq.since_ms = sel.since_ms;
+  eq.until_ms = sel.until_ms;
+  eq.max_id = sel.max_ids.event;
   auto ev = store.events(eq);
   if (!ev) return ev.error();
   in.events = std::move(*ev);
@@ -244,12 +236,22 @@ Result<BaselineChoice> choose_baseline(Store& store, std::optional<int64_t> base
   return c;
 }
 
-Result<VerdictRow> judge_from_store(Store& store, const JudgeRecipe& r) {
+Result<VerdictRow> judge_from_store(Store& store, const StoredRecipe& r) {
   auto in = build_judge_input(store, r);
   if (!in) return in.error();
   VerdictRow v = judge_stage(*in);
   v.judge_input_json = recipe_to_json(r);
   return v;
+}
+
+Result<std::optional<VerdictRow>> hard_failure_from_store(Store& store, const StoredRecipe& r) {
+  auto in = build_judge_input(store, r);
+  if (!in) return in.error();
+  if (!judge_hard_failures(*in)) return std::optional<VerdictRow>();
+  // The whole verdict, from the same input and function `soakctl explain` uses.
+  VerdictRow v = judge_stage(*in);
+  v.judge_input_json = recipe_to_json(r);
+  return std::optional<VerdictRow>(std::move(v));
 }
 
 }  // namespace soak

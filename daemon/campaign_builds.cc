@@ -1,0 +1,135 @@
+// Campaigns: reading each candidate's build, registering a candidate row per
+// build, and choosing the baseline it is judged against.
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/campaigns.h"
+
+namespace soak {
+
+using json = nlohmann::ordered_json;
+
+void Campaigns::check_build(Track& t, int64_t now) {
+  if (t.cfg->build.source == BuildSource::Fixed) {
+    if (!t.row || t.row->build != t.cfg->build.fixed)
+      on_build(t.name, probes::BuildIdentity{t.cfg->build.fixed, {}}, now);
+    return;
+  }
+  if (t.build_read_in_flight || now < t.next_build_check_ms || frozen_) return;
+  t.build_read_in_flight = true;
+  if (!t.first_build_attempt_ms) t.first_build_attempt_ms = now;
+  std::string name = t.name;
+  runner_.read_build(*t.cfg, [this, name](Result<probes::BuildIdentity> b) {
+    on_build(name, std::move(b), current_time());
+    changed();
+  });
+}
+
+std::optional<int64_t> Campaigns::find_baseline(const Track& t, int64_t exclude_id) {
+  // The previous promoted build of this candidate, else the configured
+  // baseline's current row (its newest stored row when it is not running).
+  auto rows = d_.store.candidates();
+  if (rows) {
+    std::optional<int64_t> best;
+    for (const auto& r : *rows) {
+      if (r.host_id != d_.host_id || r.name != t.name || r.id == exclude_id) continue;
+      auto v = d_.store.latest_verdict(r.id);
+      if (v && *v && (*v)->state == VerdictState::Promoted && (!best || r.id > *best)) best = r.id;
+    }
+    if (best) return best;
+  }
+  if (t.cfg->baseline) {
+    auto it = tracks_.find(*t.cfg->baseline);
+    if (it != tracks_.end()) return it->second.row ? std::optional<int64_t>(it->second.row->id) : std::nullopt;
+    std::optional<int64_t> newest;
+    if (rows)
+      for (const auto& r : *rows)
+        if (r.host_id == d_.host_id && r.name == *t.cfg->baseline && (!newest || r.id > *newest)) newest = r.id;
+    return newest;
+  }
+  return std::nullopt;
+}
+
+void Campaigns::settle_baseline(Track& t) {
+  // The baseline is settled when the canary starts: the previous promoted
+  // build, else the configured baseline's current build.
+  t.baseline_id = find_baseline(t, t.row->id);
+  if (t.baseline_id != t.row->baseline_id && d_.store.set_baseline(t.row->id, t.baseline_id))
+    t.row->baseline_id = t.baseline_id;
+}
+
+void Campaigns::register_candidate(Track& t, const std::string& build, int64_t now) {
+  CandidateRow c;
+  c.host_id = d_.host_id;
+  c.name = t.name;
+  c.model = t.cfg->model;
+  c.runtime = t.cfg->runtime;
+  c.build = build;
+  c.base_url = t.cfg->base_url;
+  auto id = d_.store.upsert_candidate(c, now);
+  if (!id) {
+    d_.log->error("{}: cannot register build {}: {}", t.name, build, id.message());
+    return;
+  }
+  auto row = d_.store.candidate(*id);
+  if (!row || !*row) return;
+  t.row = **row;
+  t.baseline_id = find_baseline(t, *id);
+  if (t.baseline_id && t.row->baseline_id != t.baseline_id) {
+    if (auto st = d_.store.set_baseline(*id, t.baseline_id); st) t.row->baseline_id = t.baseline_id;
+  }
+}
+
+void Campaigns::on_build(const std::string& name, Result<probes::BuildIdentity> b, int64_t now) {
+  Track* tp = track(name);
+  if (!tp) return;  // removed by a reload meanwhile
+  Track& t = *tp;
+  t.build_read_in_flight = false;
+  t.next_build_check_ms = now + t.cfg->settings.cadence.build_poll_ms;
+  if (!b) {
+    if (t.last_build_error != b.message()) d_.log->warn("{}: cannot read build: {}", name, b.message());
+    t.last_build_error = b.message();
+    // Never reachable for a whole smoke length: the candidate is blocked.
+    if (!t.row && t.phase == Phase::ReadingBuild && t.first_build_attempt_ms &&
+        now - *t.first_build_attempt_ms >= t.cfg->settings.stages.smoke_ms) {
+      register_candidate(t, std::string(kUnknownBuild), now);
+      if (t.row) end_with(t, VerdictState::Blocked, "cannot read the build: " + b.message(), now);
+    }
+    // Retry sooner while nothing is known yet.
+    if (!t.row || t.row->build == kUnknownBuild)
+      t.next_build_check_ms = now + std::min<int64_t>(t.cfg->settings.cadence.build_poll_ms, kSmokeRetryMs);
+    return;
+  }
+  t.last_build_error.clear();
+  if (b->model && *b->model != t.cfg->model) {
+    // A different model under the same URL is never merged into this candidate;
+    // the identity probe rejects it with the evidence. Log it here too.
+    d_.log->warn("{}: runtime reports model \"{}\", config says \"{}\"", name, *b->model, t.cfg->model);
+  }
+  if (t.row && t.row->build == b->build) return;  // unchanged
+  const bool had_build = t.row && t.row->build != kUnknownBuild;
+  if (had_build) {
+    json d;
+    d["from"] = t.row->build;
+    d["to"] = b->build;
+    d["candidate"] = name;
+    write_event(EventKind::BuildChange, t.row->id, d.dump(), now);
+    d_.log->info("{}: build changed {} -> {}", name, t.row->build, b->build);
+    if (t.phase == Phase::Staged || t.phase == Phase::WaitingCanary)
+      end_with(t, VerdictState::Inconclusive, "build replaced by " + b->build + " before the campaign finished", now);
+  }
+  register_candidate(t, b->build, now);
+  if (!t.row) return;
+  auto v = d_.store.latest_verdict(t.row->id);
+  if (v && *v && (*v)->state != VerdictState::Running) {
+    t.phase = Phase::Done;  // this build was judged before (e.g. a rollback to it)
+    t.final_state = (*v)->state;
+    return;
+  }
+  t.from_build_change = had_build;
+  t.stage.reset();
+  start_stage(t, StageKind::Smoke, now);
+}
+
+}  // namespace soak

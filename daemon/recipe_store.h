@@ -1,0 +1,66 @@
+// The judge's recipe in the store: which stored rows a judgment saw, written
+// down with its verdict so that `soakctl explain` can fetch exactly the same
+// rows later and recompute a byte-identical verdict (docs/DESIGN.md §3.8).
+//
+// A StoredRecipe is the judge's own recipe (JudgeRecipe, schedules/judge.h:
+// rules, coverage, baseline mode, stage end) plus the bounds that select the
+// rows (time windows, and per-table max ids as they were at judgment time).
+// It is stored as one flat JSON object in verdicts.judge_input; the format is
+// the one every stored verdict already has.
+//
+// Also here: the baseline choice (interleaved, history, none) for a stage
+// window, which is a question put to the store.
+//
+// Thread-agnostic; uses the Store it is given.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/result.h"
+#include "schedules/judge.h"
+#include "storage/store.h"
+
+namespace soak {
+
+// Rows considered: the stage's rows (by stage id; by [since_ms, until_ms] when
+// there is no stage) plus samples and events in [since_ms, until_ms]; baseline
+// rows of the recipe's baseline_id in [baseline_since_ms, baseline_until_ms].
+// Every table is bounded by its max id at judgment time.
+struct RowSelection {
+  int64_t since_ms = 0;
+  int64_t until_ms = 0;
+  int64_t baseline_since_ms = 0;
+  int64_t baseline_until_ms = 0;
+  Store::MaxIds max_ids;
+};
+
+struct StoredRecipe {
+  JudgeRecipe recipe;
+  RowSelection rows;
+};
+
+std::string recipe_to_json(const StoredRecipe& r);
+Result<StoredRecipe> recipe_from_json(const std::string& s);
+
+// Reads the rows the recipe names and assembles the judge's input.
+Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& r);
+
+// Judge a stage from the store and return the verdict with its recipe attached.
+Result<VerdictRow> judge_from_store(Store& store, const StoredRecipe& r);
+// The same, for checks while a stage runs: the rejecting verdict (recipe
+// attached) if the rows already hold a hard failure, nullopt otherwise.
+Result<std::optional<VerdictRow>> hard_failure_from_store(Store& store, const StoredRecipe& r);
+
+// Which baseline rows exist for a stage window: interleaved when the baseline
+// has rows in the same period, else the baseline's stored history (its most
+// recent rows before the window), else none.
+struct BaselineChoice {
+  BaselineMode mode = BaselineMode::None;
+  int64_t since_ms = 0;
+  int64_t until_ms = 0;
+};
+Result<BaselineChoice> choose_baseline(Store& store, std::optional<int64_t> baseline_id, int64_t since_ms,
+                                       int64_t until_ms);
+
+}  // namespace soak

@@ -1,0 +1,83 @@
+#include "daemon/soakctl/common.h"
+
+#include <algorithm>
+#include <ctime>
+#include <set>
+
+#include "core/config.h"
+
+namespace soak::soakctl {
+
+Result<std::unique_ptr<SqliteStore>> open_store(const Args& a, OpenMode mode) {
+  std::string path;
+  if (auto db = a.get("db")) {
+    path = expand_home(*db);
+  } else if (auto cfg_path = a.get("config")) {
+    auto cfg = load_config(*cfg_path);
+    if (!cfg) return make_error(cfg.message());
+    path = cfg->store_path;
+  } else {
+    path = default_store_path();
+  }
+  return SqliteStore::open(path, mode);
+}
+
+std::optional<CandidateRow> find_candidate(Store& st, const std::string& name, const std::optional<std::string>& build) {
+  auto rows = st.candidates();
+  if (!rows) return std::nullopt;
+  std::optional<CandidateRow> best;
+  for (const auto& r : *rows) {
+    if (r.name != name || (build && r.build != *build)) continue;
+    if (!best || r.id > best->id) best = r;
+  }
+  return best;
+}
+
+std::string iso_utc(int64_t ms) {
+  time_t t = static_cast<time_t>(ms / 1000);
+  tm tmv{};
+  gmtime_r(&t, &tmv);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+  return buf;
+}
+
+json stage_json(const StageRow& s, int64_t now_ms) {
+  json j;
+  j["kind"] = to_string(s.kind);
+  j["state"] = to_string(s.state);
+  j["started_ms"] = s.started_ms;
+  j["length_ms"] = s.length_ms;
+  j["deadline_ms"] = s.deadline_ms;
+  if (s.ended_ms) j["ended_ms"] = *s.ended_ms;
+  if (s.state == StageState::Running && s.length_ms > 0)
+    j["progress"] = std::clamp(static_cast<double>(now_ms - s.started_ms) / static_cast<double>(s.length_ms), 0.0, 1.0);
+  if (!s.reason.empty()) j["reason"] = s.reason;
+  return j;
+}
+
+json verdict_json(const VerdictRow& v) {
+  json j;
+  j["state"] = to_string(v.state);
+  j["stage"] = v.stage;
+  j["reason"] = v.reason;
+  j["at_ms"] = v.wall_ms;
+  j["at"] = iso_utc(v.wall_ms);
+  j["judge_version"] = v.judge_version;
+  j["config_hash"] = v.config_hash;
+  j["evidence"] = {{"first_id", v.evidence_first_id}, {"last_id", v.evidence_last_id}};
+  j["baseline_mode"] = v.baseline_mode;
+  if (v.baseline_id) j["baseline_candidate_id"] = *v.baseline_id;
+  if (v.is_override) j["override"] = {{"who", v.who}, {"why", v.why}};
+  return j;
+}
+
+std::string option_list(const ArgSpec& spec) {
+  std::set<std::string> names = spec.flags;
+  names.insert(spec.options.begin(), spec.options.end());
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "--" : ", --") + n;
+  return s;
+}
+
+}  // namespace soak::soakctl

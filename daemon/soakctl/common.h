@@ -1,0 +1,82 @@
+// What every soakctl command shares: the streams and clock it runs with, the
+// store it reads (found through --db, --config or the default path), candidate
+// lookup by config name, and the formatting of times, stages and verdicts in
+// text and JSON. Each command lives in its own file and is declared here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/result.h"
+#include "core/types.h"
+#include "daemon/args.h"
+#include "daemon/soakctl/soakctl.h"
+#include "storage/sqlite_store.h"
+#include "storage/store.h"
+
+namespace soak::soakctl {
+
+using json = nlohmann::ordered_json;
+
+struct Ctl {
+  std::ostream& out;
+  std::ostream& err;
+  const Clock& clock;
+};
+
+// `soakctl events` without --limit: about a screenful.
+inline constexpr int64_t kDefaultEventLimit = 50;
+
+// The store named by --db, else by --config FILE's "store", else the default path.
+Result<std::unique_ptr<SqliteStore>> open_store(const Args& a, OpenMode mode);
+
+// Newest row of a config name (or the named build).
+std::optional<CandidateRow> find_candidate(Store& st, const std::string& name, const std::optional<std::string>& build);
+
+std::string iso_utc(int64_t ms);
+json stage_json(const StageRow& s, int64_t now_ms);
+json verdict_json(const VerdictRow& v);
+
+// Whether a command takes one candidate name as its argument (`explain NAME`);
+// the dispatcher checks the count, so a Candidate command finds it at positionals()[1].
+enum class Operand { None, Candidate };
+
+// One command as the dispatcher (soakctl.cc) sees it. Each command file defines
+// its own next to the code that reads the options; the dispatcher refuses an
+// option the command does not take, and `--help` documents each (help.cc,
+// checked by tests/unit/soakctl_test.cc).
+struct Command {
+  std::string_view name;
+  Operand operand = Operand::None;
+  ArgSpec args;  // the command's own flags and options; --db and --config come on top
+  OpenMode mode = OpenMode::ReadOnly;  // queries read; start/abort/promote queue a request
+  int (*run)(const Ctl& c, const Args& a, Store& st) = nullptr;  // returns the exit code (soakctl.h)
+};
+
+extern const Command kStatusCommand;   // status.cc
+extern const Command kVerdictCommand;  // verdict.cc
+extern const Command kExplainCommand;  // explain.cc
+extern const Command kHistoryCommand;  // history.cc
+extern const Command kEventsCommand;   // events.cc
+extern const Command kStartCommand;    // control.cc
+extern const Command kAbortCommand;    // control.cc
+extern const Command kPromoteCommand;  // control.cc
+
+// Every command, in the order --help lists them.
+const std::vector<const Command*>& commands();
+
+// The names of a spec's flags and options, as "--a, --b".
+std::string option_list(const ArgSpec& spec);
+
+// `soakctl --help` (help.cc).
+std::string usage_text();
+
+}  // namespace soak::soakctl

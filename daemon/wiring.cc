@@ -1,0 +1,44 @@
+#include "daemon/wiring.h"
+
+#include "daemon/host.h"
+
+namespace soak {
+
+Wiring::Wiring(Store& store, Logger log, int64_t host_id) : deps_{store, clock_, std::move(log), &loop_, host_id} {
+  uv_loop_init(&loop_);
+  http_ = std::make_unique<HttpClient>(&loop_, clock_);
+  engine_ = std::make_unique<probes::ProbeEngine>(&loop_, *http_, clock_);
+}
+
+Result<std::unique_ptr<Wiring>> Wiring::build(Store& store, Logger log) {
+  ThisHost host = this_host();
+  if (!host.warning.empty()) log->warn("{}", host.warning);
+  auto host_id = store.upsert_host(host.info, SystemClock().wall_ms());
+  if (!host_id) return make_error("cannot register host: " + host_id.message());
+  return std::unique_ptr<Wiring>(new Wiring(store, std::move(log), *host_id));
+}
+
+Wiring::~Wiring() { close(); }
+
+void Wiring::end_transfers() {
+  if (http_) http_->shutdown();
+}
+
+void Wiring::close() {
+  if (closed_) return;
+  closed_ = true;
+  end_transfers();
+  engine_.reset();
+  http_.reset();
+  uv_run(&loop_, UV_RUN_DEFAULT);  // their close callbacks free them
+  if (uv_loop_close(&loop_) != 0) {
+    uv_walk(
+        &loop_,
+        [](uv_handle_t* h, void* arg) {
+          static_cast<spdlog::logger*>(arg)->warn("handle left open at exit: {}", uv_handle_type_name(h->type));
+        },
+        deps_.log.get());
+  }
+}
+
+}  // namespace soak

@@ -1,0 +1,69 @@
+// The composition root's building blocks, shared by every soakd command that
+// talks to runtimes (`soakd run`, `soakd probe`): one place that makes the
+// loop, registers this host, and sets up the HTTP client and the probe engine
+// on the loop, and tears them down in the right order.
+//
+// Deps is what the daemon's long-lived parts borrow (Daemon, the services,
+// Campaigns): built once here, passed by const reference, copied where kept.
+//
+// Ownership: the caller owns the Store and the Logger and keeps them alive
+// until the Wiring is closed; the Wiring owns the clock, the loop, the client
+// and the engine. Threading: the loop thread (the one that builds it).
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/result.h"
+#include "probes/engine.h"
+#include "probes/transport/http_client.h"
+#include "storage/store.h"
+
+namespace soak {
+
+struct Deps {
+  Store& store;
+  const Clock& clock;
+  Logger log;
+  uv_loop_t* loop = nullptr;  // nullptr for parts that never touch it (Campaigns under test)
+  int64_t host_id = 0;        // this host's row in the store
+};
+
+class Wiring {
+ public:
+  // Registers this host in `store` (a sampler warning goes to `log`), then
+  // makes the loop, the HTTP client and the probe engine. The error says what
+  // failed ("cannot register host: ...").
+  static Result<std::unique_ptr<Wiring>> build(Store& store, Logger log);
+  ~Wiring();  // close()
+  Wiring(const Wiring&) = delete;
+  Wiring& operator=(const Wiring&) = delete;
+
+  const Deps& deps() const { return deps_; }
+  probes::ProbeEngine& engine() { return *engine_; }
+
+  // Ends every transfer: runs in flight finish (their rows cancelled_by_daemon)
+  // before this returns. Call once the loop has stopped, while whoever waits
+  // for those runs still exists.
+  void end_transfers();
+  // Ends the transfers, destroys the engine and the client, runs the loop until
+  // their handles are closed, and closes the loop (a handle left open is
+  // logged). Idempotent.
+  void close();
+
+ private:
+  Wiring(Store& store, Logger log, int64_t host_id);
+
+  SystemClock clock_;
+  uv_loop_t loop_{};
+  Deps deps_;
+  std::unique_ptr<HttpClient> http_;
+  std::unique_ptr<probes::ProbeEngine> engine_;
+  bool closed_ = false;
+};
+
+}  // namespace soak

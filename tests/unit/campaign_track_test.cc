@@ -1,0 +1,420 @@
+// The campaign's stage transitions on their own: a track, `now` as a value, no
+// store, no runner, no clock. Every stage's start, a stage completing and the
+// next one starting, a stage extended by a coverage gap and inconclusive at its
+// deadline, a hard failure ending the campaign, an unreachable smoke retried,
+// an abort, and a restart in the middle of a stage.
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/campaign_track.h"
+#include "tests/catch.h"
+
+using namespace soak;
+
+namespace {
+
+constexpr int64_t kT0 = 1'767'225'600'000;  // 2026-01-01T00:00Z
+constexpr int64_t kCandidateId = 11;
+constexpr int64_t kHostId = 3;
+
+ConfigSnapshot config(const std::string& schedule = R"({"nightly_window": "now"})") {
+  const std::string text = R"({
+    "defaults": {
+      "stages": { "smoke": "15m", "canary": "2h", "gate": "24h", "soak": "7d", "grace": 0.25 },
+      "cadence": { "scrape": "5m", "functional": "15m", "long_context": "1h", "burst": "1h", "cancel": "1h",
+                   "gate_pause": "30s", "soak_traffic": "10m", "soak_heavy": "12h" },
+      "gate": { "min_coverage": 0.9 }
+    },
+    "schedule": )" + schedule + R"(,
+    "candidates": [{"name": "llama", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
+                    "base_url": "http://127.0.0.1:18431"}]})";
+  auto c = parse_config(text, "track.json", "/tmp");
+  INFO((c.ok() ? "" : c.message()));
+  REQUIRE(c.ok());
+  return std::make_shared<const Config>(std::move(*c));
+}
+
+struct World {
+  ConfigSnapshot cfg;
+  Track t;
+  int64_t next_stage_id = 100;
+
+  explicit World(ConfigSnapshot c = config()) : cfg(std::move(c)) {
+    set_config(t, cfg, cfg->candidates[0]);
+    CandidateRow row;
+    row.id = kCandidateId;
+    row.host_id = kHostId;
+    row.name = "llama";
+    row.build = "b9430";
+    t.row = row;
+  }
+
+  // What Campaigns does: open, store (the store gives the id), enter.
+  Transition start(StageKind kind, int64_t now) {
+    StageRow st = open_stage(t, kind, now);
+    st.id = next_stage_id++;
+    return enter_stage(t, st, now);
+  }
+
+  // Runs every dispatched task to a clean finish at `now`.
+  void finish_all(const Transition& tr, int64_t now, Outcome outcome = Outcome::Clean) {
+    for (const Due& d : tr.dispatch) {
+      TaskReport rep;
+      rep.outcomes = {outcome};
+      rep.kinds = {ProbeKind::Health};
+      task_finished(t, d.task, rep, now);
+    }
+  }
+
+  // Steps through the stage every `every_ms` from `from` to before `until`,
+  // finishing what each step dispatches; returns the last transition.
+  Transition run(int64_t from, int64_t until, int64_t every_ms) {
+    Transition last;
+    for (int64_t now = from; now < until; now += every_ms) {
+      last = step_stage(t, StepInputs{}, now);
+      REQUIRE_FALSE(last.judge);
+      finish_all(last, now);
+    }
+    return last;
+  }
+};
+
+size_t count_task(const Track& t, const Transition& tr, TaskKind kind) {
+  return static_cast<size_t>(std::count_if(tr.dispatch.begin(), tr.dispatch.end(),
+                                           [&](const Due& d) { return t.plan.tasks[d.task].kind == kind; }));
+}
+
+VerdictRow verdict(VerdictState state, const std::string& reason) {
+  VerdictRow v;
+  v.candidate_id = kCandidateId;
+  v.state = state;
+  v.reason = reason;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("each stage starts with its length, deadline, plan and a running verdict") {
+  struct Case {
+    StageKind kind;
+    int64_t length_ms;
+    size_t tasks;
+  };
+  for (const Case& k : {Case{StageKind::Smoke, 15 * kMinute, 1}, Case{StageKind::Canary, 2 * kHour, 5},
+                        Case{StageKind::Gate, 24 * kHour, 2}, Case{StageKind::Soak, 7 * kDay, 4}}) {
+    INFO(to_string(k.kind));
+    World w;
+    const StageRow row = open_stage(w.t, k.kind, kT0);
+    CHECK(row.id == 0);  // the store gives it one
+    CHECK(row.candidate_id == kCandidateId);
+    CHECK(row.kind == k.kind);
+    CHECK(row.state == StageState::Running);
+    CHECK(row.started_ms == kT0);
+    CHECK(row.length_ms == k.length_ms);
+    CHECK(row.deadline_ms == kT0 + k.length_ms + k.length_ms / 4);
+
+    Transition tr = w.start(k.kind, kT0);
+    CHECK(w.t.phase == Phase::Staged);
+    REQUIRE(w.t.stage);
+    CHECK(w.t.stage->id == 100);
+    CHECK(w.t.plan.stage == k.kind);
+    CHECK(w.t.plan.tasks.size() == k.tasks);
+    CHECK(w.t.tasks.size() == k.tasks);
+    REQUIRE(tr.verdicts.size() == 1);
+    const VerdictRow& v = tr.verdicts[0];
+    CHECK(v.state == VerdictState::Running);
+    CHECK(v.stage == std::string(to_string(k.kind)));
+    CHECK(v.stage_id == 100);
+    CHECK(v.reason == std::string(to_string(k.kind)) + " running");
+    CHECK(v.config_hash == w.cfg->candidate_hash(w.cfg->candidates[0]));
+    CHECK(v.judge_version == std::string(kJudgeVersion));
+    CHECK_FALSE(v.is_override);
+    CHECK_FALSE(tr.close_stage);
+    CHECK_FALSE(tr.start);
+    CHECK_FALSE(tr.judge);
+
+    // Frozen (shutting down): nothing is dispatched. Else the first step
+    // dispatches what is due at the start, one heavy task at most.
+    CHECK(step_stage(w.t, StepInputs{false, HeavyGate::Free, true}, kT0).dispatch.empty());
+    Transition first = step_stage(w.t, StepInputs{}, kT0);
+    CHECK_FALSE(first.dispatch.empty());
+    size_t heavy = 0;
+    for (const Due& d : first.dispatch) {
+      CHECK(w.t.tasks[d.task].running);
+      heavy += w.t.plan.tasks[d.task].weight == Weight::Heavy ? 1 : 0;
+    }
+    CHECK(heavy <= 1);
+  }
+}
+
+TEST_CASE("a heavy task waits while another heavy task holds the host") {
+  World w;
+  w.start(StageKind::Canary, kT0);
+  Transition tr = step_stage(w.t, StepInputs{false, HeavyGate::Busy, false}, kT0);
+  CHECK(count_task(w.t, tr, TaskKind::Scrape) == 1);
+  CHECK(count_task(w.t, tr, TaskKind::LongContext) == 0);
+  CHECK(count_task(w.t, tr, TaskKind::Burst) == 0);
+}
+
+TEST_CASE("a stage that completes is judged, and a pass starts the next stage") {
+  World w;
+  w.start(StageKind::Canary, kT0);
+  const int64_t end = kT0 + 2 * kHour;
+  w.run(kT0, end, 5 * kMinute);
+  CHECK(w.t.tasks[0].runs == 24);  // every scrape slot of 2 h
+
+  // At the nominal end with full coverage: wait for what is in flight, then judge.
+  CHECK_FALSE(step_stage(w.t, StepInputs{true, HeavyGate::Free, false}, end).judge);
+  Transition at_end = step_stage(w.t, StepInputs{}, end);
+  REQUIRE(at_end.judge);
+  CHECK(*at_end.judge == StageEnd::Completed);
+  CHECK(at_end.dispatch.empty());
+
+  // The recipe the judge gets: the stage's rows up to now, full coverage.
+  StoredRecipe r = recipe_for(w.t, StageEnd::Completed, BaselineChoice{BaselineMode::Interleaved, kT0, end}, end);
+  CHECK(r.recipe.stage == StageKind::Canary);
+  CHECK(r.recipe.stage_id == 100);
+  CHECK(r.recipe.candidate_id == kCandidateId);
+  CHECK(r.recipe.host_id == kHostId);
+  CHECK(r.recipe.slots_planned == 24);
+  CHECK(r.recipe.slots_run == 24);
+  CHECK(r.recipe.baseline_mode == BaselineMode::Interleaved);
+  CHECK(r.rows.since_ms == kT0);
+  CHECK(r.rows.until_ms == end);
+
+  Transition judged = stage_judged(w.t, verdict(VerdictState::Promoted, "canary passed"), w.cfg->schedule, 0, end);
+  REQUIRE(judged.close_stage);
+  CHECK(judged.close_stage->state == StageState::Passed);
+  CHECK(judged.close_stage->ended_ms == end);
+  REQUIRE(judged.verdicts.size() == 1);
+  CHECK(judged.verdicts[0].state == VerdictState::Running);  // the campaign goes on
+  CHECK(judged.verdicts[0].reason == "canary passed");
+  REQUIRE(judged.start);
+  CHECK(*judged.start == StageKind::Gate);
+
+  // The soak is the last stage: its pass is the campaign's.
+  w.start(StageKind::Soak, end);
+  Transition last = stage_judged(w.t, verdict(VerdictState::Promoted, "soak passed"), w.cfg->schedule, 0, end + 7 * kDay);
+  CHECK_FALSE(last.start);
+  REQUIRE(last.verdicts.size() == 1);
+  CHECK(last.verdicts[0].state == VerdictState::Promoted);
+  CHECK(w.t.phase == Phase::Done);
+  CHECK(w.t.final_state == VerdictState::Promoted);
+}
+
+TEST_CASE("a passed smoke waits for the canary: at once, or for the nightly window after a build change") {
+  {
+    World w;
+    w.start(StageKind::Smoke, kT0);
+    Transition tr = stage_judged(w.t, verdict(VerdictState::Promoted, "smoke passed"), w.cfg->schedule, 0, kT0 + kMinute);
+    CHECK_FALSE(tr.start);
+    CHECK(w.t.phase == Phase::WaitingCanary);
+    CHECK(w.t.canary_not_before_ms == kT0 + kMinute);
+  }
+  {
+    World w(config(R"({"nightly_window": "02:00"})"));
+    w.t.from_build_change = true;
+    w.start(StageKind::Smoke, kT0 + 10 * kHour);
+    const int64_t now = kT0 + 10 * kHour + kMinute;  // 10:01 UTC
+    Transition tr = stage_judged(w.t, verdict(VerdictState::Promoted, "smoke passed"), w.cfg->schedule, 0, now);
+    CHECK(w.t.phase == Phase::WaitingCanary);
+    CHECK(w.t.canary_not_before_ms == kT0 + kDay + 2 * kHour);  // 02:00 the next night
+    CHECK(std::any_of(tr.notes.begin(), tr.notes.end(),
+                      [](const std::string& n) { return n.find("nightly window") != std::string::npos; }));
+  }
+}
+
+TEST_CASE("a stage short of coverage is extended, noted once, then inconclusive at its deadline") {
+  World w;
+  w.start(StageKind::Canary, kT0);
+  w.run(kT0, kT0 + 30 * kMinute, 5 * kMinute);  // six slots, then the host slept
+  const int64_t nominal_end = kT0 + 2 * kHour, deadline = kT0 + 2 * kHour + 30 * kMinute;
+
+  Transition ext = step_stage(w.t, StepInputs{}, nominal_end);
+  CHECK_FALSE(ext.judge);
+  REQUIRE(ext.events.size() == 1);
+  const Event& e = ext.events[0];
+  CHECK(e.kind == EventKind::StageExtended);
+  CHECK(e.candidate_id == kCandidateId);
+  CHECK(e.host_id == kHostId);
+  CHECK(e.wall_ms == nominal_end);
+  CHECK(e.duration_ms == deadline - nominal_end);
+  auto detail = nlohmann::json::parse(e.detail_json);
+  CHECK(detail["stage"] == "canary");
+  CHECK(detail["stage_id"] == 100);
+  CHECK(detail["coverage"].get<double>() == Approx(6.0 / 24));
+  CHECK(count_task(w.t, ext, TaskKind::Scrape) == 1);  // making up the gap
+  w.finish_all(ext, nominal_end);
+
+  // Still short later on: running, no second event.
+  Transition later = step_stage(w.t, StepInputs{}, nominal_end + 5 * kMinute);
+  CHECK(later.events.empty());
+  CHECK_FALSE(later.judge);
+  w.finish_all(later, nominal_end + 5 * kMinute);
+
+  // The deadline: what is in flight is cut first, then the stage is judged as timed out.
+  Transition cut = step_stage(w.t, StepInputs{true, HeavyGate::Free, false}, deadline);
+  CHECK(cut.cancel);
+  CHECK_FALSE(cut.judge);
+  Transition end = step_stage(w.t, StepInputs{}, deadline);
+  REQUIRE(end.judge);
+  CHECK(*end.judge == StageEnd::TimedOut);
+
+  // The judge sees a timed-out stage with 8 of 24 slots: inconclusive.
+  StoredRecipe r = recipe_for(w.t, StageEnd::TimedOut, std::nullopt, deadline);
+  CHECK(r.recipe.slots_planned == 24);
+  CHECK(r.recipe.slots_run == 8);
+  CHECK(r.recipe.end == StageEnd::TimedOut);
+  JudgeInput in;
+  in.recipe = r.recipe;
+  VerdictRow v = judge_stage(in);
+  INFO(v.reason);
+  CHECK(v.state == VerdictState::Inconclusive);
+
+  Transition judged = stage_judged(w.t, v, w.cfg->schedule, 0, deadline);
+  REQUIRE(judged.close_stage);
+  CHECK(judged.close_stage->state == StageState::Inconclusive);
+  CHECK_FALSE(judged.start);
+  REQUIRE(judged.verdicts.size() == 1);
+  CHECK(judged.verdicts[0].state == VerdictState::Inconclusive);
+  CHECK(w.t.phase == Phase::Done);
+  CHECK(w.t.final_state == VerdictState::Inconclusive);
+}
+
+TEST_CASE("a hard failure in a run ends the campaign rejected") {
+  World w;
+  w.start(StageKind::Canary, kT0);
+  Transition first = step_stage(w.t, StepInputs{}, kT0);
+  REQUIRE_FALSE(first.dispatch.empty());
+
+  // A clean run asks for nothing; a candidate failure asks for a hard-failure check.
+  TaskReport clean;
+  clean.outcomes = {Outcome::Clean};
+  CHECK_FALSE(task_finished(w.t, first.dispatch[0].task, clean, kT0 + kMinute).check_hard_failures);
+  TaskReport hung;
+  hung.outcomes = {Outcome::Clean, Outcome::Stalled};
+  Transition tr = task_finished(w.t, first.dispatch[1].task, hung, kT0 + 2 * kMinute);
+  CHECK(tr.check_hard_failures);
+
+  // The check: the stage's recipe (stopped) and its rows, judged for hard failures only.
+  StoredRecipe r = recipe_for(w.t, StageEnd::Stopped, std::nullopt, kT0 + 2 * kMinute);
+  JudgeInput in;
+  in.recipe = r.recipe;
+  ProbeResult row;
+  row.id = 7;
+  row.candidate_id = kCandidateId;
+  row.host_id = kHostId;
+  row.stage_id = 100;
+  row.kind = ProbeKind::Stream;
+  row.workload_id = "stream";
+  row.outcome = Outcome::Stalled;
+  row.started_wall_ms = kT0 + kMinute;
+  in.candidate_rows = {row};
+  auto hard = judge_hard_failures(in);
+  REQUIRE(hard);
+  CHECK(hard->state == VerdictState::Rejected);
+
+  Transition judged = stage_judged(w.t, judge_stage(in), w.cfg->schedule, 0, kT0 + 2 * kMinute);
+  REQUIRE(judged.close_stage);
+  CHECK(judged.close_stage->state == StageState::Failed);
+  CHECK_FALSE(judged.start);
+  REQUIRE(judged.verdicts.size() == 1);
+  CHECK(judged.verdicts[0].state == VerdictState::Rejected);
+  CHECK(w.t.phase == Phase::Done);
+  CHECK(w.t.final_state == VerdictState::Rejected);
+  CHECK(step_stage(w.t, StepInputs{}, kT0 + 3 * kMinute).dispatch.empty());  // nothing more runs
+}
+
+TEST_CASE("an unreachable smoke is retried, and judged as timed out at its length") {
+  World w;
+  w.start(StageKind::Smoke, kT0);
+  Transition first = step_stage(w.t, StepInputs{}, kT0);
+  REQUIRE(first.dispatch.size() == 1);
+  TaskReport refused;
+  refused.outcomes = {Outcome::ConnectRefused, Outcome::Loading};
+  refused.detail = "connection refused";
+  Transition tr = task_finished(w.t, 0, refused, kT0 + kSecond);
+  CHECK_FALSE(tr.check_hard_failures);
+  CHECK(w.t.tasks[0].runs == 0);
+  REQUIRE(w.t.smoke_retry_at_ms);
+  CHECK(*w.t.smoke_retry_at_ms == kT0 + kSecond + kSmokeRetryMs);
+
+  // Nothing before the retry time, the pass again at it.
+  CHECK(step_stage(w.t, StepInputs{}, kT0 + 5 * kSecond).dispatch.empty());
+  Transition again = step_stage(w.t, StepInputs{}, kT0 + kSecond + kSmokeRetryMs);
+  CHECK(again.dispatch.size() == 1);
+  CHECK_FALSE(w.t.smoke_retry_at_ms);
+
+  // Still out at the smoke's length: cut, then judged as timed out.
+  CHECK(step_stage(w.t, StepInputs{true, HeavyGate::Free, false}, kT0 + 15 * kMinute).cancel);
+  Transition end = step_stage(w.t, StepInputs{}, kT0 + 15 * kMinute);
+  REQUIRE(end.judge);
+  CHECK(*end.judge == StageEnd::TimedOut);
+}
+
+TEST_CASE("a smoke whose pass ran is judged once nothing is in flight") {
+  World w;
+  w.start(StageKind::Smoke, kT0);
+  Transition first = step_stage(w.t, StepInputs{}, kT0);
+  TaskReport ok;
+  ok.outcomes = {Outcome::Clean};
+  task_finished(w.t, first.dispatch[0].task, ok, kT0 + 10 * kSecond);
+  Transition tr = step_stage(w.t, StepInputs{}, kT0 + 10 * kSecond);
+  REQUIRE(tr.judge);
+  CHECK(*tr.judge == StageEnd::Completed);
+  StoredRecipe r = recipe_for(w.t, StageEnd::Completed, std::nullopt, kT0 + 10 * kSecond);
+  CHECK(r.recipe.slots_planned == 1);  // smoke has no heartbeat: coverage is not its measure
+  CHECK(r.recipe.slots_run == 1);
+}
+
+TEST_CASE("an abort closes the running stage and writes the operator's verdict") {
+  World w;
+  w.start(StageKind::Gate, kT0);
+  Transition tr = end_campaign(w.t, VerdictState::Inconclusive, "aborted by ana: rollback", kT0 + kHour, "ana",
+                               "rollback");
+  REQUIRE(tr.close_stage);
+  CHECK(tr.close_stage->state == StageState::Aborted);
+  CHECK(tr.close_stage->ended_ms == kT0 + kHour);
+  REQUIRE(tr.verdicts.size() == 1);
+  CHECK(tr.verdicts[0].state == VerdictState::Inconclusive);
+  CHECK(tr.verdicts[0].stage == "gate");
+  CHECK(tr.verdicts[0].is_override);
+  CHECK(tr.verdicts[0].who == "ana");
+  CHECK(w.t.phase == Phase::Done);
+
+  // Promoted by override: the stage counts as passed.
+  World p;
+  p.start(StageKind::Canary, kT0);
+  Transition promoted = end_campaign(p.t, VerdictState::Promoted, "promoted by override", kT0 + kHour, "ana");
+  REQUIRE(promoted.close_stage);
+  CHECK(promoted.close_stage->state == StageState::Passed);
+}
+
+TEST_CASE("after a restart a stage resumes with its slots and a gap event") {
+  World w;
+  StageRow running = open_stage(w.t, StageKind::Canary, kT0);
+  running.id = 42;
+  std::vector<ProbeResult> rows;
+  for (int slot : {0, 1, 2}) {  // three scrape slots ran, the last at +10 min
+    ProbeResult r;
+    r.id = 1 + slot;
+    r.task = "scrape";
+    r.started_wall_ms = kT0 + slot * 5 * kMinute + kSecond;
+    rows.push_back(r);
+  }
+  const int64_t now = kT0 + kHour;
+  Transition tr = resume_stage(w.t, running, rows, now);
+  CHECK(w.t.phase == Phase::Staged);
+  CHECK(w.t.stage->started_ms == kT0);  // the original start and deadline
+  CHECK(w.t.tasks[0].runs == 3);
+  CHECK(w.t.tasks[0].last_slot == 2);
+  REQUIRE(tr.events.size() == 1);
+  CHECK(tr.events[0].kind == EventKind::Gap);
+  CHECK(tr.events[0].duration_ms == now - (kT0 + 10 * kMinute + kSecond));
+  CHECK(tr.verdicts.empty());
+
+  // Missed slots are not backfilled: only the current one runs.
+  Transition next = step_stage(w.t, StepInputs{}, now);
+  CHECK(count_task(w.t, next, TaskKind::Scrape) == 1);
+}
