@@ -223,8 +223,8 @@ TEST_CASE("a server token cap is a hard failure whose reason carries how to lift
 TEST_CASE("a server token cap fails the smoke with the lift in the verdict's reason") {
   Rows cand{kCandidate, 1};
   JudgeInput in = input_for(StageKind::Smoke);
-  in.baseline_mode = BaselineMode::None;
-  in.baseline_id.reset();
+  in.recipe.baseline_mode = BaselineMode::None;
+  in.recipe.baseline_id.reset();
   in.smoke_required = {ProbeKind::Health, ProbeKind::Stream};
   cand.add(ProbeKind::Health, "health");
   const std::string lift = "llama-server was started with -n 64: start it without -n or with -n -1";
