@@ -71,10 +71,10 @@ void check_slow_first_token(const ProbeResult& r) {
 
 VerdictRow judge_smoke(std::vector<ProbeResult> rows, std::vector<ProbeKind> required) {
   JudgeInput in;
-  in.stage = StageKind::Smoke;
-  in.candidate_id = 1;
-  in.slots_planned = 1;
-  in.slots_run = 1;
+  in.recipe.stage = StageKind::Smoke;
+  in.recipe.candidate_id = 1;
+  in.recipe.slots_planned = 1;
+  in.recipe.slots_run = 1;
   in.smoke_required = std::move(required);
   int64_t id = 0;
   for (auto& r : rows) {
