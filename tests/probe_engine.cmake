@@ -22,5 +22,5 @@ add_dependencies(integration_probe_cli soakd soak-fake-runtime)
 
 # A real llama-server when SOAKD_LLAMA_SERVER names one; skipped (exit 77) otherwise.
 soak_add_test(integration_probe_llama_server SOURCES integration/probe_llama_server_test.cc
-  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 900)
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 1500)
 set_tests_properties(integration_probe_llama_server PROPERTIES SKIP_RETURN_CODE 77)
