@@ -1,5 +1,7 @@
 #include "probes/server_cap.h"
 
+#include "probes/adapters.h"
+
 namespace soak::probes {
 namespace {
 
@@ -13,8 +15,9 @@ std::string lift_server_cap(RuntimeKind runtime, int64_t tokens, std::optional<i
   switch (runtime) {
     case RuntimeKind::MlxLm:
       // mlx_lm/server.py: max_tokens = the request's, else cli_args.max_tokens (--max-tokens, default 512).
-      if (tokens == kMlxLmDefaultMaxTokens)
-        return "MLX-LM caps answers at 512 tokens: start mlx_lm.server with --max-tokens " + suggested;
+      // The default the adapter knows (--max-tokens 512), or a value it was started with.
+      if (tokens == runtime_traits(RuntimeKind::MlxLm).default_max_tokens)
+        return "MLX-LM caps answers at " + n(tokens) + " tokens: start mlx_lm.server with --max-tokens " + suggested;
       return "mlx_lm.server was started with --max-tokens " + n(tokens) + ": start it with --max-tokens " +
              (tokens < kSuggestedServerMaxTokens ? suggested : "above " + n(tokens));
     case RuntimeKind::LlamaCpp:

@@ -29,8 +29,6 @@ struct ServerCapContext {
   std::optional<int64_t> slot_ctx;  // llama.cpp /props default_generation_settings.n_ctx (per slot)
 };
 
-// MLX-LM's --max-tokens default (mlx_lm/server.py; runtime_traits().default_max_tokens).
-inline constexpr int64_t kMlxLmDefaultMaxTokens = 512;
 // What the advice suggests instead: room for a long thinking answer.
 inline constexpr int64_t kSuggestedServerMaxTokens = 32768;
 
