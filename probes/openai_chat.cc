@@ -173,24 +173,6 @@ void record_output(ChatResult& r, const DeltaOutput& out, int64_t t) {
   if (out.reasoning) ++r.reasoning_events;
 }
 
-// A llama.cpp progress chunk carries a role-only delta and nothing of the
-// answer; one that also carried output, a finish, usage or an error would be
-// read as an ordinary chunk.
-bool progress_only(const json& j) {
-  if (jsonf::member(j, "usage") || jsonf::member(j, "error")) return false;
-  const json* choices = jsonf::member(j, "choices");
-  if (!choices || !choices->is_array()) return true;
-  for (const auto& ch : *choices) {
-    if (auto fr = jsonf::get_string(ch, "finish_reason"); fr && !fr->empty()) return false;
-    const json* delta = jsonf::member(ch, "delta");
-    if (!delta) continue;
-    if (auto c = jsonf::get_string(*delta, "content"); c && !c->empty()) return false;
-    if (!reasoning_of(*delta).empty()) return false;
-    if (const json* tc = jsonf::member(*delta, "tool_calls"); tc && tc->is_array() && !tc->empty()) return false;
-  }
-  return true;
-}
-
 void add_problem(ChatResult& r, std::string what) {
   if (r.problems.size() < kMaxRecordedProblems) {
     r.problems.push_back(std::move(what));
@@ -232,7 +214,7 @@ void ChatStreamAccumulator::on_event(std::string_view data, int64_t arrival_ns) 
   }
   if (auto report = parse_prompt_progress(j)) {
     r_.prefill.note(*report);
-    if (progress_only(j)) {
+    if (carries_only_progress(j)) {
       ++r_.progress_events;
       return;
     }
@@ -472,16 +454,9 @@ Verdict classify_chat(TransportEnd end, std::optional<int> http_status, std::str
   }
   switch (end) {
     case TransportEnd::WallTimeout: return {Outcome::Timeout, "wall timeout"};
-    case TransportEnd::Stalled: {
-      std::string d = "no content event within the stall timeout";
-      if (!r.first_token_ns) {
-        d += r.prefill.reports > 0 ? " and prefill budget; the prefill last reported " +
-                                         std::to_string(*r.prefill.processed) + "/" + std::to_string(*r.prefill.total) +
-                                         " prompt tokens"
-                                   : " and prefill budget; no prefill progress reported";
-      }
-      return {Outcome::Stalled, d};
-    }
+    case TransportEnd::Stalled:
+      return {Outcome::Stalled, std::string("no content event within the stall timeout") +
+                                    (r.first_token_ns ? "" : " and prefill budget; " + describe(r.prefill))};
     case TransportEnd::SizeCapped: return {Outcome::Truncated, "response-size cap hit"};
     default: break;
   }

@@ -44,12 +44,38 @@ std::optional<PrefillReport> parse_prompt_progress(const nlohmann::json& chunk) 
   return valid(*processed, *total);
 }
 
+bool carries_only_progress(const nlohmann::json& j) {
+  if (jsonf::member(j, "usage") || jsonf::member(j, "error")) return false;
+  const jsonf::json* choices = jsonf::member(j, "choices");
+  if (!choices || !choices->is_array()) return true;
+  auto non_empty = [](const jsonf::json& obj, const char* key) {
+    auto v = jsonf::get_string(obj, key);
+    return v && !v->empty();
+  };
+  for (const auto& ch : *choices) {
+    if (non_empty(ch, "finish_reason")) return false;
+    const jsonf::json* delta = jsonf::member(ch, "delta");
+    if (!delta) continue;
+    for (const char* key : {"content", "reasoning_content", "reasoning"})
+      if (non_empty(*delta, key)) return false;
+    if (const jsonf::json* tc = jsonf::member(*delta, "tool_calls"); tc && tc->is_array() && !tc->empty())
+      return false;
+  }
+  return true;
+}
+
 bool PrefillProgress::note(const PrefillReport& r) {
   if (r.processed <= processed.value_or(0)) return false;
   processed = r.processed;
   total = r.total;
   ++reports;
   return true;
+}
+
+std::string describe(const PrefillProgress& p) {
+  if (p.reports == 0 || !p.processed || !p.total) return "no prefill progress reported";
+  return "the prefill last reported " + std::to_string(*p.processed) + "/" + std::to_string(*p.total) +
+         " prompt tokens";
 }
 
 }  // namespace soak::probes

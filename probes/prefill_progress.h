@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -36,6 +37,11 @@ std::optional<PrefillReport> parse_keepalive_comment(std::string_view text);
 // A chat chunk's `prompt_progress` object, if it has a valid one.
 std::optional<PrefillReport> parse_prompt_progress(const nlohmann::json& chunk);
 
+// Whether a chunk with a prompt_progress object carries nothing of the answer
+// (llama.cpp sends a role-only delta): no output, reasoning, tool call,
+// finish, usage or error. One that did would be read as an ordinary chunk.
+bool carries_only_progress(const nlohmann::json& chunk);
+
 struct PrefillProgress {
   int64_t reports = 0;                      // reports that read further than any before
   std::optional<int64_t> processed, total;  // the furthest report
@@ -43,5 +49,9 @@ struct PrefillProgress {
   // (the first one counts once it is past 0).
   bool note(const PrefillReport& r);
 };
+
+// For a stall before the first token: "the prefill last reported 1024/65536
+// prompt tokens", or "no prefill progress reported".
+std::string describe(const PrefillProgress& p);
 
 }  // namespace soak::probes

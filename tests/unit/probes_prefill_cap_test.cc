@@ -149,6 +149,26 @@ TEST_CASE("prompt_progress: shapes that are not a report, and a stream of report
   CHECK(v.detail.find("prefill progress") != std::string::npos);
 }
 
+TEST_CASE("prompt_progress: a chunk that also carries the answer is read as an ordinary chunk") {
+  using json = nlohmann::json;
+  const std::string head = R"({"prompt_progress":{"total":10,"cache":0,"processed":10,"time_ms":1},"choices":[{"index":0,)";
+  CHECK(carries_only_progress(json::parse(head + R"("delta":{"role":"assistant","content":null},"finish_reason":null}]})")));
+  CHECK(carries_only_progress(json::parse(head + R"("delta":{"content":""}}]})")));
+  CHECK_FALSE(carries_only_progress(json::parse(head + R"("delta":{"content":"Hi"}}]})")));
+  CHECK_FALSE(carries_only_progress(json::parse(head + R"("delta":{"reasoning_content":"hmm"}}]})")));
+  CHECK_FALSE(carries_only_progress(json::parse(head + R"("delta":{"reasoning":"hmm"}}]})")));
+  CHECK_FALSE(carries_only_progress(json::parse(head + R"("delta":{"tool_calls":[{"index":0}]}}]})")));
+  CHECK_FALSE(carries_only_progress(json::parse(head + R"("delta":{},"finish_reason":"stop"}]})")));
+  CHECK_FALSE(carries_only_progress(json::parse(R"({"prompt_progress":{"total":1,"processed":1},"usage":{}})")));
+  // Such a chunk still moves the prefill report, and it is the answer's first event and token.
+  const std::string mixed = head + R"("delta":{"content":"Hi"},"finish_reason":null}]})";
+  ChatResult r = feed({mixed});
+  CHECK(r.progress_events == 0);
+  CHECK(r.prefill.reports == 1);
+  CHECK(r.first_event_ns.has_value());
+  CHECK(r.token_arrivals_ns.size() == 1);
+}
+
 TEST_CASE("a stall before the first token says how far the prefill got") {
   ChatStreamAccumulator acc;
   acc.on_comment("keepalive 2048/65536");
