@@ -117,9 +117,9 @@ void read_keep_running(ReadContext& ctx, const json& v, const std::string& p, co
 const Section<LaunchSpec>& launch_section() {
   using S = LaunchSpec;
   static const Section<S> s{
-      "{\"argv\": [\"llama-server\", \"-m\", \"/models/qwen.gguf\", \"--port\", \"8081\"], \"ready_timeout\": \"10m\"}",
+      "{\"argv\": [\"llama-server\", \"-m\", \"/models/qwen.gguf\", \"--port\", \"8080\"], \"ready_timeout\": \"10m\"}",
       {
-          required(custom<S>("argv", Kind::List, "[\"llama-server\", \"-m\", \"/models/qwen.gguf\", \"--port\", \"8081\"]",
+          required(custom<S>("argv", Kind::List, "[\"llama-server\", \"-m\", \"/models/qwen.gguf\", \"--port\", \"8080\"]",
                              read_argv)),
           custom<S>("env", Kind::Object, "{\"LLAMA_ARG_N_GPU_LAYERS\": \"99\", \"HF_TOKEN\": " + std::string(kFromEnvExample) + "}",
                     read_env),

@@ -347,9 +347,10 @@ void Campaigns::reload(ConfigSnapshot cfg, int64_t now) {
       continue;
     }
     Track& t = it->second;
+    const CandidateConfig* disabled = cfg_->find(it->first);
+    managed_reload(t, disabled);  // first: its runtime is stopped for this reason, not as "settled"
     if (t.row && (t.phase == Phase::Staged || t.phase == Phase::WaitingCanary))
-      end_with(t, VerdictState::Inconclusive, "removed from the config", now);
-    managed_reload(t, nullptr);
+      end_with(t, VerdictState::Inconclusive, disabled ? "disabled in the config" : "removed from the config", now);
     it = tracks_.erase(it);
   }
 }

@@ -1,5 +1,5 @@
-// What Campaigns keeps about a managed candidate's runtime (docs/DESIGN.md
-// §4.8), beside the track's stage state, and the one pure transition it adds.
+// What Campaigns keeps about a managed candidate's runtime (see
+// docs/DESIGN.md §4.8), beside the track's stage state.
 //
 // Campaigns (daemon/campaign_managed.cc) starts the runtime when the
 // campaign needs it (a build to read, a stage to run, a canary to wait for),

@@ -41,5 +41,6 @@ add_dependencies(integration_managed_restart soakd soakctl soak-fake-runtime)
 soak_add_test(integration_managed_llama_server SOURCES integration/managed_llama_server_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
 set_tests_properties(integration_managed_llama_server PROPERTIES SKIP_RETURN_CODE 77)
+target_compile_definitions(integration_managed_llama_server PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
 add_dependencies(integration_managed_llama_server soakd soakctl)
 soak_add_test(unit_campaign_managed SOURCES unit/campaign_managed_test.cc LIBS soak_test_sim soak_daemon LABELS unit)

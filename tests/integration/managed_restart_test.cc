@@ -158,3 +158,31 @@ TEST_CASE("a replaced executable is a new build: restarted at the window, read, 
   CHECK_FALSE(alive(ls[1].pid));
   CHECK(pids_with_arg("127.0.0.1:" + std::to_string(s.port) + ":healthy").empty());
 }
+
+TEST_CASE("a managed candidate disabled by a reload has its runtime stopped at once") {
+  Setup s;
+  s.write(fake_launch(kFake, s.port, "healthy", {"--build", "b700-reload"}), "",
+          R"({ "smoke": "4s", "canary": "4s", "gate": "120s", "soak": "4s" })");
+  auto d = start_soakd(s, false);
+  REQUIRE(d);
+  const int pid = ready_pid(*d);
+  REQUIRE(d->wait_for_line("gate started", kRunMs));
+
+  s.write(fake_launch(kFake, s.port, "healthy", {"--build", "b700-reload"}), R"(, "enabled": false)",
+          R"({ "smoke": "4s", "canary": "4s", "gate": "120s", "soak": "4s" })");
+  REQUIRE(d->signal(SIGHUP));
+  auto stopping = d->wait_for_line("m: stopping runtime pid", kStepMs);
+  INFO(d->err());
+  REQUIRE(stopping);
+  CHECK(stopping->find("disabled in the config") != std::string::npos);
+  CHECK(eventually([&] { return !alive(pid); }, kStepMs));
+  auto ls = s.launches();
+  REQUIRE(ls.size() == 1);
+  CHECK(eventually([&] { return s.launches()[0].state == LaunchState::Stopped; }, kStepMs));
+  auto v = s.verdict(s.candidates()[0].id);
+  REQUIRE(v);
+  CHECK(v->state == VerdictState::Inconclusive);
+  CHECK(v->reason.find("disabled in the config") != std::string::npos);
+  REQUIRE(d->signal(SIGTERM));
+  REQUIRE(d->wait_exit(kStepMs));
+}

@@ -160,3 +160,29 @@ TEST_CASE("a managed runtime whose footprint goes above memory_budget is rejecte
   REQUIRE(ls.size() == 1);
   CHECK_FALSE(alive(ls[0].pid));
 }
+
+TEST_CASE("a managed runtime not ready within ready_timeout is stopped and blocks the candidate, quoting its log") {
+  Setup s;
+  s.write("{\"argv\": " + fake_argv(kFake, s.port, "healthy", {"--build", "b800-slow", "--loading-ms", "60000"}) +
+          ", \"ready_timeout\": \"2s\", \"stop_timeout\": \"5s\"}");
+  auto d = start_soakd(s, true);
+  REQUIRE(d);
+  auto st = d->wait_exit(kRunMs);
+  INFO(d->err());
+  REQUIRE(st);
+  CHECK(WIFEXITED(*st));
+  auto cands = s.candidates();
+  REQUIRE(cands.size() == 1);
+  auto v = s.verdict(cands[0].id);
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Blocked);
+  CHECK(v->reason.find("not ready within 2s") != std::string::npos);
+  CHECK(v->reason.find("listening on 127.0.0.1:" + std::to_string(s.port)) != std::string::npos);  // its log
+  auto ls = s.launches();
+  REQUIRE(ls.size() == 1);
+  CHECK_FALSE(ls[0].ready_ms);
+  CHECK(ls[0].state == LaunchState::Stopped);
+  CHECK(ls[0].candidate_id == cands[0].id);
+  CHECK_FALSE(alive(ls[0].pid));
+}
