@@ -66,7 +66,7 @@ TEST_CASE("soakd starts a real llama-server, probes it and stops it") {
   auto rows = *s.open_store()->probe_results(pq);
   int clean_health = 0;
   for (const auto& r : rows) clean_health += r.kind == ProbeKind::Health && r.outcome == Outcome::Clean;
-  CHECK(rows.size() >= 5);
+  CHECK(rows.size() >= 3);  // health, identity and the first functional probes (smoke stops at the first miss)
   CHECK(clean_health >= 1);
 
   auto ls = s.launches();
