@@ -62,6 +62,13 @@ TEST_CASE("a managed runtime is started, ready, logged, sampled by pid, judged a
   CHECK(h.exit_code == 0);
   CHECK(h.out.find("runtime launched") != std::string::npos);
   CHECK(h.out.find("pid " + std::to_string(pid)) != std::string::npos);
+  // ... and so does soakctl explain, with the build's verdict (JSON: the launches array).
+  auto e = run_program({std::string(SOAKD_BINARY_DIR) + "/daemon/soakctl", "--config", s.cfg, "explain", "m", "--json"},
+                       kStepMs);
+  INFO(e.err);
+  CHECK(e.exit_code == 0);
+  CHECK(e.out.find("\"launches\"") != std::string::npos);
+  CHECK(e.out.find("\"pid\": " + std::to_string(pid)) != std::string::npos);
 }
 
 TEST_CASE("a managed runtime killed mid-gate is rejected with its exit signal and log tail") {
