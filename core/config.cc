@@ -103,6 +103,15 @@ std::string Config::candidate_hash(const CandidateConfig& c) const {
   j["baseline"] = c.baseline.value_or("");
   j["slots"] = c.slots.value_or(0);
   j["settings"] = settings_json(c.settings);
+  // Added only when set, so a candidate without them keeps the hash it always had.
+  if (c.memory_budget_bytes) j["memory_budget_bytes"] = *c.memory_budget_bytes;
+  if (c.launch) {
+    nlohmann::ordered_json env = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : c.launch->env) env[k] = v.from_env.empty() ? v.text : "${" + v.from_env + "}";
+    j["launch"] = {{"argv", display_argv(*c.launch)}, {"env", env}, {"cwd", c.launch->cwd},
+                   {"ready_timeout_ms", c.launch->ready_timeout_ms}, {"stop_timeout_ms", c.launch->stop_timeout_ms},
+                   {"keep_running", c.launch->keep_running == KeepRunning::Yes}};
+  }
   return hash_hex(j.dump());
 }
 
@@ -180,6 +189,7 @@ Result<Config> parse_config(const std::string& text, const std::string& source_n
       std::string path = schema::index_path("candidates", i);
       schema::read_section(ctx, arr[i], path, schema::candidate_section(), c);
       schema::check_campaign(ctx, path, c.settings);
+      schema::check_launch(ctx, path, c);
       cfg.candidates.push_back(std::move(c));
     }
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/duration.h"
+#include "core/launch.h"
 #include "core/limits.h"
 #include "core/result.h"
 #include "core/types.h"
@@ -140,6 +141,8 @@ struct CandidateConfig {
   std::optional<std::string> process_name; // else found by listening port, then by name
   std::optional<int> slots;                // runtime parallel slots, if known
   bool enabled = true;
+  std::optional<LaunchSpec> launch;        // managed: soakd starts, watches and stops the runtime
+  std::optional<int64_t> memory_budget_bytes;  // footprint above this during a stage is a hard failure
   CampaignSettings settings;               // defaults merged with this candidate's overrides
 };
 

@@ -13,14 +13,6 @@ inline constexpr int64_t kBytesPerMb = 1000 * 1000;  // guard.swap_growth_mb, as
 
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
-// ~ and paths relative to the config file's directory.
-std::string resolve_path(const ReadContext& ctx, const std::string& p) {
-  std::string e = expand_home(p);
-  if (!e.empty() && e[0] != '/' && !ctx.base_dir.empty())
-    e = (std::filesystem::path(ctx.base_dir) / e).lexically_normal().string();
-  return e;
-}
-
 // ---- custom readers of the candidate's own keys
 void read_name(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, CandidateConfig& c) {
   auto s = read_string(ctx, v, p, ex);
@@ -143,6 +135,13 @@ void read_defaults(ReadContext& ctx, const json& v, const std::string& p, const 
 }
 
 }  // namespace
+
+std::string resolve_path(const ReadContext& ctx, const std::string& p) {
+  std::string e = expand_home(p);
+  if (!e.empty() && e[0] != '/' && !ctx.base_dir.empty())
+    e = (std::filesystem::path(ctx.base_dir) / e).lexically_normal().string();
+  return e;
+}
 
 // ============================================================== campaign settings
 const Section<StageDurations>& stages_section() {
@@ -311,6 +310,8 @@ const Section<CandidateConfig>& candidate_section() {
         text("process_name", &S::process_name, "\"llama-server\""),
         integer("slots", &S::slots, 1, "2"),
         boolean("enabled", &S::enabled),
+        custom<S>("launch", Kind::Object, launch_section().example, read_launch),
+        custom<S>("memory_budget", Kind::String, "\"64GiB\"", read_memory_budget),
     }};
     embed(t.fields, &S::settings, campaign_section());
     return t;
@@ -385,6 +386,9 @@ Url split_url(const std::string& s) {
     if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), is_digit)) return u;
     int n = std::stoi(port);
     if (n < 1 || n > 65535) return u;
+    u.port = static_cast<uint16_t>(n);
+  } else {
+    u.port = u.scheme == "https" ? 443 : 80;
   }
   u.ok = true;
   return u;

@@ -26,6 +26,11 @@ void Campaigns::handle_controls(int64_t now) {
         result = "the build of " + c.candidate + " is not known yet; it starts on its own once read";
       } else if (t->phase == Phase::Staged) {
         result = "already running (" + std::string(to_string(t->stage->kind)) + ")";
+      } else if (managed(*t) && t->managed.runtime != RuntimePhase::Up) {
+        // The runtime is started first; its build is read, then smoke starts.
+        t->managed.hold = false;
+        t->managed.smoke_when_up = true;
+        result = "started: the runtime starts, then smoke";
       } else {
         t->stage.reset();
         t->from_build_change = false;

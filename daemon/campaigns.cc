@@ -73,6 +73,7 @@ Status Campaigns::resume(int64_t now) {
     } else {
       t.phase = Phase::ReadingBuild;  // registered, no stage yet
     }
+    t.managed.resumed_stage = t.phase == Phase::Staged;  // a managed runtime started anew restarts it
   }
   return {};
 }
@@ -94,6 +95,7 @@ void Campaigns::apply(Track& t, Transition tr, int64_t now) {
   if (tr.check_hard_failures) check_hard_failures(t, now);
   if (tr.judge) finish_stage(t, *tr.judge, now);
   if (tr.start) start_stage(t, *tr.start, now);
+  if (t.phase == Phase::Done) settle_runtime(t);
 }
 
 void Campaigns::start_stage(Track& t, StageKind kind, int64_t now) {
@@ -178,6 +180,7 @@ int Campaigns::canaries_running() const {
 }
 
 void Campaigns::step(Track& t, int64_t now) {
+  if (managed(t)) manage_runtime(t, now);
   check_build(t, now);
   switch (t.phase) {
     case Phase::ReadingBuild:
@@ -185,12 +188,13 @@ void Campaigns::step(Track& t, int64_t now) {
       return;
     case Phase::WaitingCanary:
       if (now >= t.canary_not_before_ms && canaries_running() < cfg_->schedule.max_concurrent_canaries && !frozen_ &&
-          baseline_known(t)) {
+          baseline_known(t) && runtime_ready(t)) {
         settle_baseline(t);
         start_stage(t, StageKind::Canary, now);
       }
       return;
     case Phase::Staged:
+      if (!runtime_ready(t)) return;  // a managed runtime still starting: nothing to probe yet
       break;
   }
   apply(t, step_stage(t, StepInputs{busy(t), heavy_busy() ? HeavyGate::Busy : HeavyGate::Free, frozen_}, now), now);
@@ -264,7 +268,9 @@ void Campaigns::check_hard_events(int64_t now) {
   bool host_wide = false;
   for (const auto& e : *ev) {
     last_event_seen_ = std::max(last_event_seen_, e.id);
-    if (e.kind != EventKind::GuardTrip && e.kind != EventKind::ProcessRestart) continue;
+    if (e.kind != EventKind::GuardTrip && e.kind != EventKind::ProcessRestart && e.kind != EventKind::ProcessGone &&
+        e.kind != EventKind::MemoryBudget)
+      continue;
     if (e.candidate_id) cand_hit.insert(*e.candidate_id);
     else host_wide = true;
   }
@@ -289,6 +295,10 @@ std::optional<int64_t> Campaigns::next_wake_ms(int64_t now) const {
   for (const auto& [name, t] : tracks_) {
     if (!t.build_read_in_flight && t.cfg->build.source != BuildSource::Fixed) wake(t.next_build_check_ms);
     if (t.phase == Phase::WaitingCanary) wake(t.canary_not_before_ms);
+    if (managed(t)) {
+      wake(t.managed.next_exe_check_ms);
+      if (!t.managed.pending_change.empty()) wake(t.managed.restart_at_ms);
+    }
     if (t.phase != Phase::Staged || !t.stage || frozen_) continue;
     if (t.smoke_retry_at_ms) wake(*t.smoke_retry_at_ms);
     wake(t.stage->started_ms + t.stage->length_ms);
@@ -303,8 +313,10 @@ std::vector<Campaigns::Active> Campaigns::active() const {
   std::vector<Active> out;
   for (const auto& [name, t] : tracks_) {
     if (!t.row || t.phase == Phase::Done || t.row->build == kUnknownBuild) continue;
-    Active a{name, t.cfg, t.row->id, std::nullopt};
+    Active a{name, t.cfg, t.row->id, std::nullopt, false, std::nullopt};
     if (t.phase == Phase::Staged && t.stage) a.stage = t.stage->kind;
+    a.managed = managed(t);
+    if (a.managed && t.managed.runtime == RuntimePhase::Up) a.pid = t.managed.pid;
     out.push_back(std::move(a));
   }
   return out;
@@ -312,8 +324,10 @@ std::vector<Campaigns::Active> Campaigns::active() const {
 
 bool Campaigns::settled() const {
   if (!in_flight_.empty()) return false;
-  for (const auto& [name, t] : tracks_)
+  for (const auto& [name, t] : tracks_) {
     if (t.phase != Phase::Done || t.build_read_in_flight) return false;
+    if (t.managed.runtime == RuntimePhase::Starting || t.managed.expect_new_build) return false;
+  }
   return true;
 }
 
@@ -323,6 +337,7 @@ void Campaigns::reload(ConfigSnapshot cfg, int64_t now) {
   for (const auto& c : cfg_->candidates) {
     if (!c.enabled) continue;
     names.insert(c.name);
+    if (auto it = tracks_.find(c.name); it != tracks_.end()) managed_reload(it->second, &c);
     // New settings apply from now (a running stage keeps its start and deadline).
     set_config(tracks_[c.name], cfg_, c);
   }
@@ -332,8 +347,10 @@ void Campaigns::reload(ConfigSnapshot cfg, int64_t now) {
       continue;
     }
     Track& t = it->second;
+    const CandidateConfig* disabled = cfg_->find(it->first);
+    managed_reload(t, disabled);  // first: its runtime is stopped for this reason, not as "settled"
     if (t.row && (t.phase == Phase::Staged || t.phase == Phase::WaitingCanary))
-      end_with(t, VerdictState::Inconclusive, "removed from the config", now);
+      end_with(t, VerdictState::Inconclusive, disabled ? "disabled in the config" : "removed from the config", now);
     it = tracks_.erase(it);
   }
 }

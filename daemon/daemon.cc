@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace soak {
@@ -117,9 +119,13 @@ void Daemon::request_stop(const std::string& why) {
   stopping_ = true;
   stop_reason_ = why;
   d_.log->info("stopping ({})", why);
+  int64_t grace = opts_.stop_grace_ms;
+  int64_t budget = 0;
+  for (const auto& sv : services_) budget = std::max(budget, sv->stop_budget_ms());
+  grace += budget;
   stop_deadline_ = std::make_unique<Timer>(d_.loop);
-  stop_deadline_->start(static_cast<uint64_t>(opts_.stop_grace_ms), 0, [this] {
-    d_.log->warn("graceful stop took longer than {} ms; closing anyway", opts_.stop_grace_ms);
+  stop_deadline_->start(static_cast<uint64_t>(grace), 0, [this, grace] {
+    d_.log->warn("graceful stop took longer than {} ms; closing anyway", grace);
     finish();
   });
   services_pending_stop_ = services_.size();

@@ -62,7 +62,9 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
 
   if (existing_only) {
     if (empty) return fail(path + " is an empty file, not a soakd store yet (start soakd once to create it)");
-    if (*version < schema_version())
+    // Reading an older store is fine (a table it lacks reads as empty, see
+    // launches()); writing to one is not: the daemon migrates it first.
+    if (*version < schema_version() && mode != OpenMode::ReadOnly)
       return fail(path + " has schema " + std::to_string(*version) + " but this soakctl expects " +
                   std::to_string(schema_version()) + "; start the new soakd once to migrate it");
     const char* p = mode == OpenMode::ReadOnly ? "PRAGMA query_only = ON" : "PRAGMA foreign_keys = ON";
@@ -138,6 +140,10 @@ Result<int64_t> SqliteStore::insert_event(const Event& e) { return insert_row(ca
 Result<int64_t> SqliteStore::insert_stage(const StageRow& r) { return insert_row(cache_.get(), db_, r); }
 Status SqliteStore::update_stage(const StageRow& r) { return update_row(cache_.get(), db_, r); }
 Result<int64_t> SqliteStore::insert_verdict(const VerdictRow& v) { return insert_row(cache_.get(), db_, v); }
+
+// ============================================================== managed runtimes
+Result<int64_t> SqliteStore::insert_launch(const RuntimeLaunch& l) { return insert_row(cache_.get(), db_, l); }
+Status SqliteStore::update_launch(const RuntimeLaunch& l) { return update_row(cache_.get(), db_, l); }
 
 // ============================================================== control
 Result<int64_t> SqliteStore::insert_control(const ControlRequest& c) { return insert_row(cache_.get(), db_, c); }

@@ -67,6 +67,10 @@ class SqliteStore final : public Store {
   Result<std::vector<ControlRequest>> pending_controls() override;
   Status mark_control_handled(int64_t id, int64_t now_ms, const std::string& result) override;
 
+  Result<int64_t> insert_launch(const RuntimeLaunch& l) override;
+  Status update_launch(const RuntimeLaunch& l) override;
+  Result<std::vector<RuntimeLaunch>> launches(const LaunchQuery& q) override;
+
   Result<std::vector<ProbeResult>> probe_results(const ProbeQuery& q) override;
   Result<std::vector<HostSample>> host_samples(const SampleQuery& q) override;
   Result<std::vector<ProcessSample>> process_samples(const SampleQuery& q) override;

@@ -45,6 +45,12 @@ std::string iso_utc(int64_t ms);
 json stage_json(const StageRow& s, int64_t now_ms);
 json verdict_json(const VerdictRow& v);
 
+// A candidate row's runtime launches (managed candidates; none for the others),
+// as explain and history show them with the build (launches.cc).
+Result<std::vector<RuntimeLaunch>> launches_of(Store& st, int64_t candidate_id);
+json launches_json(const std::vector<RuntimeLaunch>& ls);
+void print_launches(std::ostream& out, const std::vector<RuntimeLaunch>& ls, const std::string& indent);
+
 // Whether a command takes one candidate name as its argument (`explain NAME`);
 // the dispatcher checks the count, so a Candidate command finds it at positionals()[1].
 enum class Operand { None, Candidate };

@@ -372,7 +372,7 @@ TEST_CASE("schema: messages keep their exact wording") {
   CHECK(line("candidates[0]", "stagez", 1) ==
         "test.json: candidates[0].stagez: unknown key \"stagez\"; did you mean \"stages\"? Allowed here: name, model, "
         "runtime, base_url, build, baseline, api_key_env, allow_insecure_api_key, pid, process_name, slots, enabled, "
-        "stages, cadence, limits, gate, judge, soak, guard, sampling, long_context_sizes, burst_sizes");
+        "launch, memory_budget, stages, cadence, limits, gate, judge, soak, guard, sampling, long_context_sizes, burst_sizes");
   CHECK(line("", "zzzzzzzz", 1) == "test.json: zzzzzzzz: unknown key \"zzzzzzzz\" Allowed here: store, log, defaults, "
                                    "sampler, schedule, candidates");
   CHECK(line_for(parse(doc_with("defaults", "burst_sizes", nlohmann::json::array({1, 0}))), "defaults.burst_sizes[1]") ==

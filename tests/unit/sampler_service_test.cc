@@ -92,7 +92,7 @@ struct World {
     service = std::make_unique<SamplerService>(
         cfg, Deps{*store, clock, make_null_logger(), &loop, host}, sampler,
         [this] {
-          return std::vector<Campaigns::Active>{{"a", candidate_snapshot(cfg, cfg->candidates[0]), cand, StageKind::Canary}};
+          return std::vector<Campaigns::Active>{{"a", candidate_snapshot(cfg, cfg->candidates[0]), cand, StageKind::Canary, false, std::nullopt}};
         },
         std::make_unique<NoPower>());
   }
