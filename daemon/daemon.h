@@ -26,7 +26,9 @@
 
 namespace soak {
 
-inline constexpr int64_t kStopGraceMs = 10'000;  // launchd ExitTimeOut must exceed this
+inline constexpr int64_t kStopGraceMs = 10'000;
+// Exit status when the store stayed unwritable past store_outage.stop_after.
+inline constexpr int kStoreUnwritableExit = 75;  // EX_TEMPFAIL: try again later  // launchd ExitTimeOut must exceed this
 
 enum class ExitPolicy { RunForever, ExitWhenSettled };
 
