@@ -249,12 +249,16 @@ TEST_CASE("writes failing for 20 minutes mid-canary: every row stored, one gap, 
   REQUIRE(w.camp->active().size() == 1);
   REQUIRE(w.camp->active()[0].stage == StageKind::Canary);
 
+  // The disk fills between two runs: the sampler's next host sample meets it.
+  while (w.runner->in_flight() > 0) w.run_until(w.box.clock.wall_ms() + 1'000);
   const int64_t from = w.box.clock.wall_ms(), to = from + 20 * kMinute;
   w.box.store->fail_when([&](const StoreCall& c) -> std::optional<std::string> {
     const int64_t now = w.box.clock.wall_ms();
     if (c.access == StoreAccess::Write && from <= now && now < to) return std::string(kDiskFull);
     return std::nullopt;
   });
+  w.box.outbox->put(w.box.sample(0));
+  REQUIRE(w.box.outbox->paused());
   w.run_until(to + 5 * kMinute);
   w.box.store->clear();
   w.run_until(t0 + 4 * 60 * kMinute);  // the canary (2 h) has been judged
