@@ -181,6 +181,9 @@ Result<Config> parse_config(const std::string& text, const std::string& source_n
   } else if (!root["candidates"].is_array()) {
     ctx.err("candidates", std::string("must be an array, not ") + schema::json_type_name(root["candidates"]),
             "[{...}, {...}]");
+  } else if (root["candidates"].empty()) {
+    ctx.err("candidates", "is empty: soakd has nothing to test; list at least one runtime",
+            "\"candidates\": [{\"name\": \"qwen35b-llama\", \"model\": \"qwen3.6-35b-a3b\", \"runtime\": \"llama.cpp\", \"base_url\": \"http://127.0.0.1:8080\"}]");
   } else {
     const auto& arr = root["candidates"];
     for (size_t i = 0; i < arr.size(); ++i) {

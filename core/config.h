@@ -44,6 +44,8 @@ inline constexpr int64_t kDefaultSampleEveryMs = 5'000;
 
 inline const std::vector<int64_t> kDefaultLongContextSizes{1024, 8192, 32768, 65536, 100000, 131072};
 inline const std::vector<int> kDefaultBurstSizes{1, 2, 4, 8};
+inline constexpr int64_t kMaxBurstSize = 128;               // file descriptors: see the config message
+inline constexpr int64_t kMaxLongContextTokens = 1'048'576;  // memory: see the config message
 
 // ---- sections ---------------------------------------------------------------
 struct StageDurations {
@@ -151,6 +153,19 @@ struct SamplerSettings {
   bool keep_awake = true;
 };
 
+// While the store cannot write (full disk, lock held, read-only), measured rows
+// wait in memory (daemon/outbox.h). At the default sampler interval with four
+// candidates about one row a second arrives while probing is paused, so the
+// bound holds well past stop_after; a row is a few hundred bytes.
+inline constexpr int64_t kDefaultMaxQueuedRows = 10'000;
+inline constexpr int64_t kMaxQueuedRowsLimit = 1'000'000;
+inline constexpr int64_t kDefaultStoreStopAfterMs = 3'600'000;  // then soakd stops; launchd starts it later
+
+struct StoreOutageSettings {
+  int64_t max_queued_rows = kDefaultMaxQueuedRows;
+  int64_t stop_after_ms = kDefaultStoreStopAfterMs;
+};
+
 struct ScheduleSettings {
   std::string nightly_window = "02:00";    // "HH:MM" local, or "now"
   bool exclusive_heavy = true;             // long-context prefill and bursts never overlap on a host
@@ -164,6 +179,7 @@ struct Config {
   CampaignSettings defaults;
   SamplerSettings sampler;
   ScheduleSettings schedule;
+  StoreOutageSettings store_outage;
   std::vector<CandidateConfig> candidates;
 
   const CandidateConfig* find(std::string_view name) const;

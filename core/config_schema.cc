@@ -250,8 +250,13 @@ const Section<CampaignSettings>& campaign_section() {
       object("soak", &S::soak, soak_section()),
       object("guard", &S::guard, guard_section()),
       object("sampling", &S::sampling, sampling_section()),
-      positive_list("long_context_sizes", &S::long_context_sizes, "[1024, 8192, 32768]"),
-      positive_list("burst_sizes", &S::burst_sizes, "[1, 2, 4, 8]"),
+      positive_list("long_context_sizes", &S::long_context_sizes, "[1024, 8192, 32768]",
+                    Bound{kMaxLongContextTokens, "a long-context prompt is built and held in memory for its whole "
+                                                 "request, about 4 bytes per token"}),
+      positive_list("burst_sizes", &S::burst_sizes, "[1, 2, 4, 8]",
+                    Bound{kMaxBurstSize, "every member of a burst holds its own connection, a file descriptor; "
+                                         "a launchd job gets 256 by default, shared with the store, the log and "
+                                         "every other candidate"}),
   }};
   return s;
 }
@@ -339,6 +344,15 @@ const Section<ScheduleSettings>& schedule_section() {
   return s;
 }
 
+const Section<StoreOutageSettings>& store_outage_section() {
+  using S = StoreOutageSettings;
+  static const Section<S> s{"{\"max_queued_rows\": 10000, \"stop_after\": \"1h\"}", {
+      integer("max_queued_rows", &S::max_queued_rows, 1, "10000"),
+      duration("stop_after", &S::stop_after_ms, "\"1h\""),
+  }};
+  return s;
+}
+
 const Section<Config>& top_section() {
   using S = Config;
   static const Section<S> s{"{\"candidates\": [ ... ]}", {
@@ -347,6 +361,7 @@ const Section<Config>& top_section() {
       custom<S>("defaults", Kind::Object, campaign_section().example, read_defaults),
       object("sampler", &S::sampler, sampler_section()),
       object("schedule", &S::schedule, schedule_section()),
+      object("store_outage", &S::store_outage, store_outage_section()),
       read_elsewhere<S>("candidates", Kind::List, "[{...}, {...}]"),  // by parse_config, after "defaults"
   }};
   return s;

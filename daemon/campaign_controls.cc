@@ -57,8 +57,10 @@ void Campaigns::handle_controls(int64_t now) {
         result = "promoted (override)";
       }
     }
-    if (auto st = d_.store.mark_control_handled(c.id, now, result); !st)
+    if (auto st = d_.store.mark_control_handled(c.id, now, result); !st) {
       d_.log->error("cannot mark control request {} handled: {}", c.id, st.message());
+      d_.outbox.note_failure(st.message());
+    }
     d_.log->info("control {} {}: {}", to_string(c.action), c.candidate, result);
     json d;
     d["action"] = to_string(c.action);

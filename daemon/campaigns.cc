@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -24,10 +25,7 @@ Track* Campaigns::track(const std::string& name) {
   return it == tracks_.end() ? nullptr : &it->second;
 }
 
-void Campaigns::insert_event(const Event& e) {
-  if (auto r = d_.store.insert_event(e); !r)
-    d_.log->error("cannot record {} event: {}", to_string(e.kind), r.message());
-}
+void Campaigns::insert_event(const Event& e) { d_.outbox.put(e); }
 
 void Campaigns::write_event(EventKind kind, std::optional<int64_t> candidate_id, const std::string& detail,
                             int64_t now, std::optional<int64_t> duration_ms) {
@@ -80,10 +78,9 @@ Status Campaigns::resume(int64_t now) {
 
 // ============================================================== applying transitions
 void Campaigns::apply(Track& t, Transition tr, int64_t now) {
-  if (tr.close_stage)
-    if (auto u = d_.store.update_stage(*tr.close_stage); !u) d_.log->error("{}: cannot close stage: {}", t.name, u.message());
-  for (const auto& v : tr.verdicts)
-    if (auto r = d_.store.insert_verdict(v); !r) d_.log->error("{}: cannot write verdict: {}", t.name, r.message());
+  // In order, after the rows they rest on (which may still wait in the outbox).
+  if (tr.close_stage) d_.outbox.put(StageUpdate{*tr.close_stage});
+  for (const auto& v : tr.verdicts) d_.outbox.put(v);
   for (const auto& e : tr.events) insert_event(e);
   for (const auto& n : tr.notes) d_.log->info("{}", n);
   if (tr.cancel) cancel_track(t);
@@ -103,6 +100,7 @@ void Campaigns::start_stage(Track& t, StageKind kind, int64_t now) {
   auto id = d_.store.insert_stage(st);
   if (!id) {
     d_.log->error("{}: cannot start {}: {}", t.name, to_string(kind), id.message());
+    d_.outbox.note_failure(id.message());  // a full disk or a held lock pauses the work until it writes
     return;
   }
   st.id = *id;
@@ -221,6 +219,10 @@ void Campaigns::launch(const InFlight& f, const CandidateSnapshot& cfg, std::opt
 }
 
 void Campaigns::on_task_done(int64_t work_id, TaskReport rep, int64_t now) {
+  if (d_.outbox.paused()) {  // applied once the rows it reports on are stored
+    deferred_.emplace_back(work_id, std::move(rep));
+    return;
+  }
   auto it = in_flight_.find(work_id);
   if (it == in_flight_.end()) return;
   InFlight f = it->second;
@@ -279,6 +281,10 @@ void Campaigns::check_hard_events(int64_t now) {
 }
 
 void Campaigns::tick(int64_t now) {
+  // While the store cannot write, nothing starts and nothing is judged: the
+  // rows a judgment rests on may still wait in the outbox (docs/DESIGN.md §4.9).
+  if (!d_.outbox.retry()) return;
+  for (auto& [work_id, rep] : std::exchange(deferred_, {})) on_task_done(work_id, std::move(rep), now);
   handle_controls(now);
   check_hard_events(now);
   for (auto& [name, t] : tracks_) step(t, now);
@@ -292,6 +298,7 @@ std::optional<int64_t> Campaigns::next_wake_ms(int64_t now) const {
   auto wake = [&](int64_t x) {
     if (x > now && (!w || x < *w)) w = x;
   };
+  if (d_.outbox.paused()) return d_.outbox.next_retry_ms();
   for (const auto& [name, t] : tracks_) {
     if (!t.build_read_in_flight && t.cfg->build.source != BuildSource::Fixed) wake(t.next_build_check_ms);
     if (t.phase == Phase::WaitingCanary) wake(t.canary_not_before_ms);

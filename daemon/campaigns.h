@@ -156,6 +156,7 @@ class Campaigns {
   UtcOffset utc_offset_minutes_;
   std::map<std::string, Track> tracks_;
   std::map<int64_t, InFlight> in_flight_;
+  std::vector<std::pair<int64_t, TaskReport>> deferred_;  // completions that came while the store was paused
   int64_t next_work_id_ = 1;
   int64_t next_control_poll_ms_ = 0;
   int64_t last_event_seen_ = 0;

@@ -11,7 +11,9 @@ namespace soak {
 using json = nlohmann::json;
 
 Daemon::Daemon(ConfigSnapshot cfg, DaemonOptions opts, const Deps& deps)
-    : cfg_(std::move(cfg)), opts_(std::move(opts)), d_(deps) {}
+    : cfg_(std::move(cfg)), opts_(std::move(opts)), d_(deps) {
+  d_.outbox.configure(cfg_->store_outage);
+}
 
 Daemon::~Daemon() = default;
 
@@ -22,7 +24,7 @@ void Daemon::write_event(EventKind kind, const std::string& detail_json) {
   e.kind = kind;
   e.detail_json = detail_json;
   if (kind == EventKind::DaemonStop) e.duration_ms = e.wall_ms - started_wall_ms_;
-  if (auto r = d_.store.insert_event(e); !r) d_.log->error("cannot record {} event: {}", to_string(kind), r.message());
+  d_.outbox.put(std::move(e));
 }
 
 Status Daemon::start() {
@@ -37,7 +39,9 @@ Status Daemon::start() {
   e.host_id = d_.host_id;
   e.kind = EventKind::DaemonStart;
   e.detail_json = d.dump();
-  if (auto r = d_.store.insert_event(e); !r) return make_error("cannot write to the store: " + r.message());
+  const uint64_t lost_before = d_.outbox.lost();
+  d_.outbox.put(std::move(e));  // a full disk or a held lock: it waits, and no work starts until it is written
+  if (d_.outbox.lost() != lost_before) return make_error("cannot write to the store " + cfg_->store_path);
 
   auto install = [this](UvHandle<uv_signal_t>& h, int signum) {
     uv_signal_init(d_.loop, h.get());
@@ -101,10 +105,19 @@ void Daemon::reload() {
   d["candidates"] = cfg_->candidates.size();
   write_event(EventKind::ConfigReload, d.dump());
   d_.log->info("config reloaded from {}: {} candidate(s)", opts_.config_path, cfg_->candidates.size());
+  d_.outbox.configure(cfg_->store_outage);
   for (auto& s : services_) s->reload(cfg_);
 }
 
 void Daemon::check_settled() {
+  if (!stopping_ && d_.outbox.overdue(d_.clock.wall_ms())) {
+    // Waiting longer helps nobody; launchd starts soakd again later.
+    d_.log->error("{}; stopping after {} s (store_outage.stop_after)", d_.outbox.describe(),
+                  cfg_->store_outage.stop_after_ms / 1000);
+    exit_code_ = kStoreUnwritableExit;
+    request_stop("store not writable");
+    return;
+  }
   if (opts_.exit_policy != ExitPolicy::ExitWhenSettled || stopping_) return;
   for (const auto& s : services_)
     if (!s->settled()) return;
@@ -150,6 +163,8 @@ void Daemon::finish() {
   d["reason"] = stop_reason_;
   d["clean"] = services_pending_stop_ == 0;
   write_event(EventKind::DaemonStop, d.dump());
+  if (!d_.outbox.flush())
+    d_.log->error("{}: these rows are lost with this stop", d_.outbox.describe());
   d_.log->info("stopped ({})", stop_reason_);
   if (stop_deadline_) stop_deadline_->stop();
   sigterm_.close();

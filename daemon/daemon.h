@@ -30,6 +30,8 @@ inline constexpr int64_t kStopGraceMs = 10'000;  // plus the services' stop budg
 // launchd's ExitTimeOut in launchd/*.plist.in: it must exceed kStopGraceMs plus
 // the largest stop_timeout of a managed runtime (soakd check-config warns).
 inline constexpr int64_t kLaunchdExitTimeOutMs = 60'000;
+// Exit status when the store stayed unwritable past store_outage.stop_after.
+inline constexpr int kStoreUnwritableExit = 75;  // EX_TEMPFAIL: try again later
 
 enum class ExitPolicy { RunForever, ExitWhenSettled };
 

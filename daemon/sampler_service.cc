@@ -10,6 +10,7 @@ namespace soak {
 SamplerService::SamplerService(const ConfigSnapshot& cfg, const Deps& deps, Sampler& sampler, ActiveSource active,
                                std::unique_ptr<PowerAssertion> power)
     : store_(deps.store),
+      outbox_(deps.outbox),
       sampler_(sampler),
       clock_(deps.clock),
       log_(deps.log),
@@ -23,7 +24,7 @@ SamplerService::SamplerService(const ConfigSnapshot& cfg, const Deps& deps, Samp
 
 void SamplerService::write(const std::vector<Event>& events) {
   for (const auto& e : events) {
-    if (auto r = store_.insert_event(e); !r) log_->error("cannot record {} event: {}", to_string(e.kind), r.message());
+    outbox_.put(e);
     if (e.kind != EventKind::ClockStep) log_->warn("{}: {}", to_string(e.kind), e.detail_json);
   }
 }
@@ -48,7 +49,7 @@ void SamplerService::tick() {
 
   HostSample h = sampler_.sample_host(now.wall_ms);
   h.host_id = host_id_;
-  if (auto r = store_.insert_host_sample(h); !r) log_->error("cannot store host sample: {}", r.message());
+  outbox_.put(h);
   write(guard_.observe(h));
 
   const auto active = active_ ? active_() : std::vector<Campaigns::Active>{};
@@ -122,9 +123,9 @@ void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, in
     p.host_id = host_id_;
     p.candidate_id = a.candidate_id;
     if (w.pid) {
-      auto r = store_.insert_process_sample(p);
-      if (!r) log_->error("cannot store process sample: {}", r.message());
-      else check_budget(a, w, p, *r);
+      // A sample that waits for the store has no id yet: the event names it by its time.
+      const auto id = outbox_.put(p);
+      check_budget(a, w, p, id.value_or(0));
     }
     identity = identity_of(p);
   }

@@ -61,7 +61,8 @@ class SamplerService final : public Service {
   void sample_candidate(const Campaigns::Active& a, Watched& w, int64_t wall_ms, bool scan_due,
                         const std::vector<ProcessInfo>* processes, const std::vector<int>& candidate_pids);
 
-  Store& store_;
+  Store& store_;    // reads
+  Outbox& outbox_;  // samples and events
   Sampler& sampler_;
   const Clock& clock_;
   Logger log_;

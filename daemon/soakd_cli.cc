@@ -8,8 +8,11 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <thread>
 
 #include "daemon/args.h"
 #include "core/clock.h"
@@ -28,6 +31,7 @@
 #include "daemon/version.h"
 #include "daemon/wiring.h"
 #include "storage/lock.h"
+#include "storage/write_fault.h"
 #include "storage/sqlite_store.h"
 
 namespace soak {
@@ -82,6 +86,10 @@ int cmd_check_config(const Args& a) {
   auto cfg = load_config(path);
   if (!cfg) {
     std::fprintf(stderr, "%s\n", cfg.message().c_str());
+    return kExitFailure;
+  }
+  if (auto st = SqliteStore::check_location(cfg->store_path); !st) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), st.message().c_str());
     return kExitFailure;
   }
   // Managed candidates, on this machine: the program, the environment, the flags.
@@ -141,6 +149,11 @@ int cmd_run(const Args& a) {
     std::fprintf(stderr, "soakd: %s\n", log.message().c_str());
     return kExitFailure;
   }
+  if (auto st = SqliteStore::check_location(cfg->store_path); !st) {  // before the lock file is made beside it
+    (*log)->error("{}", st.message());
+    if (!a.flag("log-stderr") && !isatty(STDERR_FILENO)) std::fprintf(stderr, "soakd: %s\n", st.message().c_str());
+    return kExitFailure;
+  }
   {
     const LaunchFindings found = check_launches(*cfg, probes::process_env());
     for (const auto& e : found.errors) (*log)->warn("{} (its candidate will be blocked)", e);
@@ -158,10 +171,22 @@ int cmd_run(const Args& a) {
     return kExitFailure;
   }
   auto wiring = Wiring::build(**store, *log);
+  // A store that cannot write at start (full disk, a lock held): wait for it
+  // here, up to store_outage.stop_after, rather than exit and be restarted at
+  // once by launchd, again and again.
+  for (int64_t waited_ms = 0, delay_ms = kOutboxRetryFirstMs;
+       !wiring && classify_write_failure(wiring.message()) == WriteFault::Passing &&
+       waited_ms < cfg->store_outage.stop_after_ms;
+       waited_ms += delay_ms, delay_ms = std::min(delay_ms * 2, kOutboxRetryMaxMs)) {
+    (*log)->error("store not writable: {}; trying again in {} s", wiring.message(), delay_ms / 1000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    wiring = Wiring::build(**store, *log);
+  }
   if (!wiring) {
     (*log)->error("{}", wiring.message());
-    return kExitFailure;
+    return classify_write_failure(wiring.message()) == WriteFault::Passing ? kStoreUnwritableExit : kExitFailure;
   }
+  (*wiring)->deps().outbox.set_on_state([l = lock->get()](const std::string& note) { l->set_note(note); });
   const Deps& deps = (*wiring)->deps();
   const ConfigSnapshot snapshot = std::make_shared<const Config>(std::move(*cfg));
   auto sampler = make_system_sampler();
@@ -172,7 +197,7 @@ int cmd_run(const Args& a) {
   opts.version = kSoakdVersion;
   int code;
   {
-    ProbeTaskRunner runner((*wiring)->engine(), deps.store, deps.log);
+    ProbeTaskRunner runner((*wiring)->engine(), deps.outbox, deps.log);
     Daemon d(snapshot, opts, deps);
     // Managed runtimes first: stopped last, after the probes against them were cancelled.
     auto runtimes = std::make_unique<RuntimeSupervisor>(snapshot, deps, *sampler,

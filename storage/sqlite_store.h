@@ -39,6 +39,10 @@ class SqliteStore final : public Store {
   // store at the current schema version (older: run the newer soakd once).
   static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, OpenMode mode,
                                                    Durability durability = Durability::Full);
+  // Whether soakd could keep a store at `path`, said plainly before anything
+  // runs: a directory, a folder it cannot write in, a read-only file system,
+  // a file it may not write. Does not create anything.
+  static Status check_location(const std::string& path);
   ~SqliteStore() override;
 
   const std::string& path() const { return path_; }

@@ -36,6 +36,7 @@ struct Ctl {
 inline constexpr int64_t kDefaultEventLimit = 50;
 
 // The store named by --db, else by --config FILE's "store", else the default path.
+Result<std::string> store_path(const Args& a);
 Result<std::unique_ptr<SqliteStore>> open_store(const Args& a, OpenMode mode);
 
 // Newest row of a config name (or the named build).

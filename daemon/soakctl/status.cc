@@ -1,5 +1,6 @@
 // `soakctl status`: one row per candidate with its stage, progress and latest verdict.
 #include "daemon/soakctl/common.h"
+#include "storage/lock.h"
 
 #include <algorithm>
 #include <cmath>
@@ -37,6 +38,9 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     return kCtlExitStore;
   }
   const int64_t now = c.clock.wall_ms();
+  // What the store cannot say about itself: the running soakd cannot write to it.
+  std::optional<std::string> note;
+  if (auto path = store_path(a)) note = DaemonLock::running_note(*path);
   if (a.flag("json")) {
     json arr = json::array();
     for (const auto& r : *rows) {
@@ -52,8 +56,10 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
       arr.push_back(std::move(j));
     }
     c.out << arr.dump(2) << "\n";
+    if (note) c.err << "soakd: " << *note << "\n";
     return kCtlExitOk;
   }
+  if (note) c.out << "soakd: " << *note << "\n\n";
   if (rows->empty()) {
     c.out << "no candidates yet (soakd registers each candidate once it has read its build)\n";
     return kCtlExitOk;

@@ -374,7 +374,7 @@ TEST_CASE("schema: messages keep their exact wording") {
         "runtime, base_url, build, baseline, api_key_env, allow_insecure_api_key, pid, process_name, slots, enabled, "
         "launch, memory_budget, stages, cadence, limits, gate, judge, soak, guard, sampling, long_context_sizes, burst_sizes");
   CHECK(line("", "zzzzzzzz", 1) == "test.json: zzzzzzzz: unknown key \"zzzzzzzz\" Allowed here: store, log, defaults, "
-                                   "sampler, schedule, candidates");
+                                   "sampler, schedule, store_outage, candidates");
   CHECK(line_for(parse(doc_with("defaults", "burst_sizes", nlohmann::json::array({1, 0}))), "defaults.burst_sizes[1]") ==
         "test.json: defaults.burst_sizes[1]: must be a positive integer (e.g. [1, 2, 4, 8])");
   CHECK(line("schedule", "nightly_window", "25:00") ==
@@ -428,4 +428,32 @@ TEST_CASE("one set of request limits: the transport starts from the config's def
   CHECK(request.max_response_bytes == config.max_response_bytes);
   CHECK(config.connect_timeout_ms == 10 * kSecond);
   CHECK(config.max_response_bytes == 8 * 1024 * 1024);
+}
+
+TEST_CASE("a config with no candidate is an error: there is nothing to test") {
+  expect_error(R"({"candidates": []})", {"candidates: is empty", "list at least one runtime", "\"base_url\""});
+}
+
+TEST_CASE("burst and long-context sizes have upper bounds, with the reason") {
+  auto doc = [](const std::string& key, const std::string& list) {
+    return R"({"defaults": {")" + key + R"(": )" + list + R"(}, "candidates": [)" + kA + "]}";
+  };
+  expect_error(doc("burst_sizes", "[1, 100000]"), {"defaults.burst_sizes[1]: must be at most 128", "file descriptor"});
+  expect_error(doc("long_context_sizes", "[1024, 4000000]"),
+               {"defaults.long_context_sizes[1]: must be at most 1048576", "held in memory"});
+  CHECK(parse(doc("burst_sizes", "[1, 8, 30, 80, 128]")).ok());
+  CHECK(parse(doc("long_context_sizes", "[131072, 262144]")).ok());
+}
+
+TEST_CASE("store_outage: defaults, and values read") {
+  auto d = parse(with_candidates(kA));
+  REQUIRE(d.ok());
+  CHECK(d->store_outage.max_queued_rows == kDefaultMaxQueuedRows);
+  CHECK(d->store_outage.stop_after_ms == kDefaultStoreStopAfterMs);
+  auto c = parse(R"({"store_outage": {"max_queued_rows": 50, "stop_after": "10m"}, "candidates": [)" + kA + "]}");
+  REQUIRE(c.ok());
+  CHECK(c->store_outage.max_queued_rows == 50);
+  CHECK(c->store_outage.stop_after_ms == 600'000);
+  expect_error(R"({"store_outage": {"max_queued_rows": 0}, "candidates": [)" + kA + "]}",
+               {"store_outage.max_queued_rows: must be at least 1"});
 }
