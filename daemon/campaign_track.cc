@@ -73,7 +73,8 @@ std::optional<StageKind> next_stage(StageKind k) {
 }
 
 bool interleaves(TaskKind k) {
-  return k == TaskKind::Scrape || k == TaskKind::Functional || k == TaskKind::LongContext || k == TaskKind::Burst;
+  return k == TaskKind::Scrape || k == TaskKind::Functional || k == TaskKind::LongContext || k == TaskKind::Burst ||
+         k == TaskKind::Capacity;
 }
 
 VerdictRow verdict_for(const Track& t, VerdictState state, std::string reason, int64_t now, const std::string& who,
@@ -264,6 +265,8 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
   r.gate = s.gate;
   r.soak = s.soak;
   r.guard = s.guard;
+  if (t.stage->kind == StageKind::Canary) r.long_context_sizes = s.long_context_sizes;
+  r.allow_coexisting = t.cfg->allow_coexisting;
   if (t.plan.heartbeat) {
     r.slots_planned = nominal_slots(t.plan.tasks[*t.plan.heartbeat], t.stage->length_ms);
     r.slots_run = std::min(t.tasks[*t.plan.heartbeat].runs, r.slots_planned);

@@ -33,6 +33,11 @@ namespace soak::probes {
 struct CandidateState {
   std::optional<int> runtime_slots;  // from /props (config's `slots` wins)
   bool props_read = false;
+  // The runtime's own context per slot and how it was known ("/props n_ctx",
+  // "/slots n_ctx", "/tokenize max_model_len", "error n_ctx", "error text"):
+  // what the canary's long-context gate compares a refused size with.
+  std::optional<int64_t> runtime_ctx;
+  std::string runtime_ctx_source;
   struct Sized {
     PromptFixture fixture;
     std::string sized_by;  // "tokenize" | "estimate"
@@ -117,7 +122,8 @@ class Step {
 
 // The step for one probe kind; nullptr for kinds the engine does not run.
 std::unique_ptr<Step> make_step(ProbeKind kind, StepEnv env);
-// The engine's quiet preamble: reads /props for the runtime's slot count (no row).
+// The engine's quiet preamble: reads /props for the runtime's slot count and
+// per-slot context (no row).
 std::unique_ptr<Step> make_props_step(StepEnv env);
 
 // Steps by family (probe_*.cc).
@@ -128,6 +134,7 @@ std::unique_ptr<Step> make_pooling_step(ProbeKind kind, StepEnv env);
 std::unique_ptr<Step> make_chat_step(ProbeKind kind, StepEnv env);
 std::unique_ptr<Step> make_long_context_step(StepEnv env);
 std::unique_ptr<Step> make_burst_step(StepEnv env);
+std::unique_ptr<Step> make_capacity_step(StepEnv env);
 std::unique_ptr<Step> make_cancel_step(StepEnv env);
 
 }  // namespace soak::probes

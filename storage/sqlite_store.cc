@@ -62,9 +62,6 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
 
   if (existing_only) {
     if (empty) return fail(path + " is an empty file, not a soakd store yet (start soakd once to create it)");
-    if (*version < schema_version())
-      return fail(path + " has schema " + std::to_string(*version) + " but this soakctl expects " +
-                  std::to_string(schema_version()) + "; start the new soakd once to migrate it");
     const char* p = mode == OpenMode::ReadOnly ? "PRAGMA query_only = ON" : "PRAGMA foreign_keys = ON";
     if (auto st = exec(db, p); !st) return fail(st.message());
     return std::unique_ptr<SqliteStore>(new SqliteStore(db, path, static_cast<int>(*version)));
@@ -138,6 +135,7 @@ Result<int64_t> SqliteStore::insert_event(const Event& e) { return insert_row(ca
 Result<int64_t> SqliteStore::insert_stage(const StageRow& r) { return insert_row(cache_.get(), db_, r); }
 Status SqliteStore::update_stage(const StageRow& r) { return update_row(cache_.get(), db_, r); }
 Result<int64_t> SqliteStore::insert_verdict(const VerdictRow& v) { return insert_row(cache_.get(), db_, v); }
+Result<int64_t> SqliteStore::insert_context_reach(const ContextReach& r) { return insert_row(cache_.get(), db_, r); }
 
 // ============================================================== control
 Result<int64_t> SqliteStore::insert_control(const ControlRequest& c) { return insert_row(cache_.get(), db_, c); }
