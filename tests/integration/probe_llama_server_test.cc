@@ -91,7 +91,7 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   c.settings.limits.wall_timeout_ms = 60'000;
   c.settings.limits.stall_timeout_ms = 20'000;
   c.settings.burst_sizes = {1, 2};
-  c.settings.capacity = std::vector<CapacityEntry>{{1024, 2}};  // within the tiny model's context
+  c.settings.capacity = std::vector<CapacityEntry>{};  // its own test below
   Harness h;
   REQUIRE(wait_healthy(h, c));
 
@@ -129,23 +129,6 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   REQUIRE(summary);
   CHECK(summary->outcome == Outcome::Clean);  // two slots: the pair decodes together
 
-  // Capacity at --parallel 2: two 1K prompts at once, both complete, with a summary.
-  int capacity_members = 0;
-  for (const auto& r : rows)
-    if (r.kind == ProbeKind::Capacity && r.workload_id == "capacity/1024/fresh/x2") {
-      ++capacity_members;
-      CHECK(r.outcome == Outcome::Clean);
-      CHECK(r.client_concurrency == 2);
-      CHECK(r.size_tokens == 1024);
-    }
-  CHECK(capacity_members == 2);
-  const ProbeResult* cap = find_row(rows, ProbeKind::Capacity, "capacity/1024/fresh/x2/summary");
-  REQUIRE(cap);
-  CHECK(cap->outcome == Outcome::Clean);
-  auto cs = nlohmann::json::parse(cap->extra_json);
-  CHECK(cs["clean"] == 2);
-  CHECK(cs["ttft_max_ms"].get<double>() > 0);
-  std::printf("capacity 1K x 2 at --parallel 2: %s\n", cap->extra_json.c_str());
 }
 
 TEST_CASE("a real llama-server started with -c below the largest size: the canary holds with its context reach") {
@@ -199,4 +182,47 @@ TEST_CASE("a real llama-server started with -c below the largest size: the canar
   CHECK(v.state == VerdictState::Hold);
   CHECK(v.reason.find("context reach 2K, configured 8K") != std::string::npos);
   CHECK(v.reason.find("runtime context 4096 per slot, from /props n_ctx") != std::string::npos);
+}
+
+TEST_CASE("a real llama-server at --parallel 2: a capacity check of two 1K prompts at once completes") {
+  const char* bin = std::getenv("SOAKD_LLAMA_SERVER");
+  if (!bin || !*bin) skip("SOAKD_LLAMA_SERVER not set");
+  const char* model_env = std::getenv("SOAKD_LLAMA_MODEL");
+  const std::string model = model_env && *model_env
+                                ? model_env
+                                : std::string(SOAKD_SOURCE_DIR) + "/../shared/models/tiny-qwen3.gguf";
+  if (!std::filesystem::exists(model)) skip("model " + model + " not found (set SOAKD_LLAMA_MODEL)");
+
+  const int port = free_port();
+  auto server = ChildProcess::spawn({bin, "-m", model, "--host", "127.0.0.1", "--port", std::to_string(port), "--alias",
+                                     kAlias, "--jinja", "--metrics", "--slots", "--parallel", "2", "-c", "8192", "-n",
+                                     "16"});
+  REQUIRE(server);
+  REQUIRE(server->wait_for_line("listening", kStartupMs));
+  CandidateConfig c = candidate("http://127.0.0.1:" + std::to_string(port));
+  c.model = kAlias;
+  c.settings.limits.wall_timeout_ms = 25'000;
+  c.settings.limits.stall_timeout_ms = 20'000;
+  c.settings.capacity = std::vector<CapacityEntry>{{1024, 2}};  // within the tiny model's context
+  Harness h;
+  REQUIRE(wait_healthy(h, c));
+  auto rows = h.run(c, {ProbeKind::Capacity});
+  std::printf("%s", format_probe_table(rows).c_str());
+  INFO(describe(rows));
+  int capacity_members = 0;
+  for (const auto& r : rows)
+    if (r.kind == ProbeKind::Capacity && r.workload_id == "capacity/1024/fresh/x2") {
+      ++capacity_members;
+      CHECK(r.outcome == Outcome::Clean);
+      CHECK(r.client_concurrency == 2);
+      CHECK(r.size_tokens == 1024);
+    }
+  CHECK(capacity_members == 2);
+  const ProbeResult* cap = find_row(rows, ProbeKind::Capacity, "capacity/1024/fresh/x2/summary");
+  REQUIRE(cap);
+  CHECK(cap->outcome == Outcome::Clean);
+  auto cs = nlohmann::json::parse(cap->extra_json);
+  CHECK(cs["clean"] == 2);
+  CHECK(cs["ttft_max_ms"].get<double>() > 0);
+  std::printf("capacity 1K x 2 at --parallel 2: %s\n", cap->extra_json.c_str());
 }
