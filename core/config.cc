@@ -88,7 +88,7 @@ static nlohmann::ordered_json settings_json(const CampaignSettings& s) {
   j["cadence"] = {c.functional_ms, c.long_context_ms, c.burst_ms, c.cancel_ms, c.scrape_ms, c.gate_pause_ms,
                   c.soak_traffic_ms, c.soak_heavy_ms, c.build_poll_ms};
   j["limits"] = {s.limits.wall_timeout_ms, s.limits.stall_timeout_ms, s.limits.connect_timeout_ms,
-                 s.limits.max_response_bytes};
+                 s.limits.max_response_bytes, s.limits.prefill_floor_tps};
   j["gate"] = {s.gate.min_completed, s.gate.max_failure_ratio, s.gate.min_coverage};
   const auto& r = s.judge;
   j["judge"] = {r.alpha, r.effect_floor, r.hold_band, r.tail_tolerance, r.min_samples, r.max_invalid_ratio, r.repeated_5xx, r.max_failure_ratio};

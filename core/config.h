@@ -87,6 +87,7 @@ struct Limits {
   int64_t stall_timeout_ms = kDefaultStallTimeoutMs;
   int64_t connect_timeout_ms = kDefaultConnectTimeoutMs;
   int64_t max_response_bytes = kDefaultMaxResponseBytes;
+  double prefill_floor_tps = kDefaultPrefillFloorTps;  // prefill allowance: prompt tokens / this
 };
 
 struct GateRules {

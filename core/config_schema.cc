@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <sstream>
 
 namespace soak::schema {
 
@@ -214,11 +215,12 @@ const Section<Cadences>& cadence_section() {
 
 const Section<Limits>& limits_section() {
   using S = Limits;
-  static const Section<S> s{"{\"wall_timeout\": \"15m\", \"stall_timeout\": \"2m\"}", {
-      duration("wall_timeout", &S::wall_timeout_ms, "\"15m\""),
+  static const Section<S> s{"{\"wall_timeout\": \"30m\", \"stall_timeout\": \"2m\"}", {
+      duration("wall_timeout", &S::wall_timeout_ms, "\"30m\""),
       duration("stall_timeout", &S::stall_timeout_ms, "\"2m\""),
       duration("connect_timeout", &S::connect_timeout_ms, "\"10s\""),
       integer("max_response_bytes", &S::max_response_bytes, 1024, "8388608"),
+      number("prefill_floor_tps", &S::prefill_floor_tps, 1, 1e7, "100 (prompt tokens/s; the prefill allowance is tokens / this)"),
   }};
   return s;
 }
@@ -298,9 +300,28 @@ const Section<CampaignSettings>& campaign_section() {
 }
 
 void check_campaign(ReadContext& ctx, const std::string& path, const CampaignSettings& s) {
-  if (s.limits.stall_timeout_ms > s.limits.wall_timeout_ms)
+  const Limits& l = s.limits;
+  if (l.stall_timeout_ms > l.wall_timeout_ms) {
     ctx.err(join_path(path, "limits.stall_timeout"),
-            "must not exceed limits.wall_timeout (" + format_duration(s.limits.wall_timeout_ms) + ")", "\"2m\"");
+            "must not exceed limits.wall_timeout (" + format_duration(l.wall_timeout_ms) + ")", "\"2m\"");
+    return;
+  }
+  // A prefill budget the wall timeout cuts first is no budget (docs/DESIGN.md §2.2).
+  if (s.long_context_sizes.empty()) return;
+  const int64_t largest = *std::max_element(s.long_context_sizes.begin(), s.long_context_sizes.end());
+  // Whole seconds, rounded up: the figure is shown to the user.
+  const int64_t budget_ms =
+      (l.stall_timeout_ms + prefill_allowance_ms(largest, l.prefill_floor_tps) + kSecond - 1) / kSecond * kSecond;
+  if (budget_ms < l.wall_timeout_ms) return;
+  std::ostringstream floor;
+  floor << l.prefill_floor_tps;
+  ctx.err(join_path(path, "limits.wall_timeout"),
+          "is " + format_duration(l.wall_timeout_ms) + ", within the prefill budget of a fresh " +
+              std::to_string(largest) + "-token prompt (the largest of long_context_sizes): stall_timeout " +
+              format_duration(l.stall_timeout_ms) + " + " + std::to_string(largest) + " tokens / prefill_floor_tps " +
+              floor.str() + " = " + format_duration(budget_ms) +
+              "; raise wall_timeout above that with time to answer, or raise prefill_floor_tps",
+          "\"" + format_duration(budget_ms + 5 * kMinute) + "\"");
 }
 
 // ============================================================== candidates

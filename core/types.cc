@@ -46,7 +46,7 @@ constexpr Table<RuntimeKind, 8> kRuntimes{{
     {RuntimeKind::OpenAI, "openai"},
 }};
 
-constexpr Table<Outcome, 26> kOutcomes{{
+constexpr Table<Outcome, 27> kOutcomes{{
     {Outcome::Clean, "clean"},
     {Outcome::ConnectRefused, "connect_refused"},
     {Outcome::ConnectTimeout, "connect_timeout"},
@@ -63,6 +63,7 @@ constexpr Table<Outcome, 26> kOutcomes{{
     {Outcome::MalformedResponse, "malformed_response"},
     {Outcome::MissingFinishReason, "missing_finish_reason"},
     {Outcome::MissingUsage, "missing_usage"},
+    {Outcome::ServerTokenCap, "server_token_cap"},
     {Outcome::IdentityMismatch, "identity_mismatch"},
     {Outcome::MissingMarker, "missing_marker"},
     {Outcome::InvalidJson, "invalid_json"},

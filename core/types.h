@@ -38,6 +38,7 @@ enum class Outcome {
   MalformedResponse,  // body is not the JSON / SSE shape the API promises
   MissingFinishReason,
   MissingUsage,
+  ServerTokenCap,     // finish_reason "length" though soakd sent no max_tokens: the runtime's own cap cut it
   // content
   IdentityMismatch,   // response `model` (or /v1/models) differs from the canonical id
   MissingMarker,

@@ -147,8 +147,8 @@ class ScrapeStep final : public Step {
       }
       if (p->n_ctx) {
         j["n_ctx"] = *p->n_ctx;
-        env_.state.runtime_ctx = p->n_ctx;
-        env_.state.runtime_ctx_source = "/props n_ctx";
+        env_.state.slot_ctx = p->n_ctx;
+        env_.state.slot_ctx_source = "/props n_ctx";
       }
       if (!p->build_info.empty()) j["build_info"] = p->build_info;
       if (p->is_sleeping) j["is_sleeping"] = *p->is_sleeping;
@@ -165,9 +165,9 @@ class ScrapeStep final : public Step {
         if (!env_.cand.slots) row_.runtime_slots = sum.total;
       }
       // /props says it too; /slots is the fallback where /props is off.
-      if (!s->empty() && s->front().n_ctx && env_.state.runtime_ctx_source != "/props n_ctx") {
-        env_.state.runtime_ctx = s->front().n_ctx;
-        env_.state.runtime_ctx_source = "/slots n_ctx";
+      if (!s->empty() && s->front().n_ctx && env_.state.slot_ctx_source != "/props n_ctx") {
+        env_.state.slot_ctx = s->front().n_ctx;
+        env_.state.slot_ctx_source = "/slots n_ctx";
       }
       extra_[name] = ojson{{"total", sum.total}, {"busy", sum.busy}};
     } else if (name == "metrics") {
@@ -243,8 +243,8 @@ class PropsStep final : public Step {
           env_.state.runtime_slots = p->total_slots;
           env_.state.props_read = true;
           if (p->n_ctx) {
-            env_.state.runtime_ctx = p->n_ctx;
-            env_.state.runtime_ctx_source = "/props n_ctx";
+            env_.state.slot_ctx = p->n_ctx;
+            env_.state.slot_ctx_source = "/props n_ctx";
           }
         }
       }

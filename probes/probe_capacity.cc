@@ -48,9 +48,9 @@ class CapacityStep final : public GroupStep {
     ojson extra;
     extra["sized_by"] = sized.sized_by;
     extra["measured_tokens"] = sized.measured_tokens ? ojson(*sized.measured_tokens) : ojson(nullptr);
-    if (env_.state.runtime_ctx) {
-      extra["runtime_ctx"] = *env_.state.runtime_ctx;
-      extra["runtime_ctx_source"] = env_.state.runtime_ctx_source;
+    if (env_.state.slot_ctx) {
+      extra["runtime_ctx"] = *env_.state.slot_ctx;
+      extra["runtime_ctx_source"] = env_.state.slot_ctx_source;
     }
     const std::string extra_json = extra.dump();
     for (int k = 0; k < e.concurrency; ++k) {

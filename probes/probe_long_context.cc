@@ -1,15 +1,17 @@
 // Long context: per configured size, a fixture sized in tokens with the
 // runtime's /tokenize where the adapter has one (else the word estimate),
 // sent fresh — a nonce first, so no prefix cache can serve it — and then as
-// the exact repeat of the same bytes. The repeat follows only a clean fresh
-// request: after a refusal or a timeout it would only repeat the failure (and,
-// at 131K, the wait). The real usage.prompt_tokens is what the row records.
+// the exact repeat of the same bytes. The repeat follows only a fresh request
+// whose prompt was read (clean, or cut by a server cap): after a refusal or a
+// timeout it would only repeat the failure (and, at 131K, the wait). The real
+// usage.prompt_tokens is what the row records. Both requests carry the prompt's
+// size so the stall clock allows its prefill (docs/DESIGN.md §2.2).
 //
 // Every row also carries the runtime's own context as far as it is known
 // (runtime_ctx, runtime_ctx_source): from /props or /slots (the scrape), from
 // vLLM's /tokenize max_model_len, or from the context_exceeded error itself
 // (llama.cpp's n_ctx field, or the number in the message). The canary's
-// long-context gate holds rather than rejects a size beyond it.
+// long-context gate holds rather than rejects a size beyond it (§3.9).
 #include <cctype>
 
 #include <nlohmann/json.hpp>
@@ -102,8 +104,8 @@ class LongContextStep final : public Step {
     if (j.is_discarded() || !j.is_object()) return;
     auto it = j.find("max_model_len");
     if (it == j.end() || !it->is_number_integer()) return;
-    env_.state.runtime_ctx = it->get<int64_t>();
-    env_.state.runtime_ctx_source = "/tokenize max_model_len";
+    env_.state.slot_ctx = it->get<int64_t>();
+    env_.state.slot_ctx_source = "/tokenize max_model_len";
   }
 
   // What the row says about the runtime's context; a refusal teaches it.
@@ -115,17 +117,17 @@ class LongContextStep final : public Step {
       // the refusal agrees with it; a refusal that says otherwise is newer.
       const ApiError err = parse_api_error(x.transfer.body);
       if (err.n_ctx) {
-        if (env_.state.runtime_ctx != err.n_ctx) env_.state.runtime_ctx_source = "error n_ctx";
-        env_.state.runtime_ctx = err.n_ctx;
+        if (env_.state.slot_ctx != err.n_ctx) env_.state.slot_ctx_source = "error n_ctx";
+        env_.state.slot_ctx = err.n_ctx;
       } else if (auto n = context_from_message(err.message)) {
-        if (env_.state.runtime_ctx != n) env_.state.runtime_ctx_source = "error text";
-        env_.state.runtime_ctx = n;
+        if (env_.state.slot_ctx != n) env_.state.slot_ctx_source = "error text";
+        env_.state.slot_ctx = n;
       }
       if (err.n_prompt_tokens) e["n_prompt_tokens"] = *err.n_prompt_tokens;
     }
-    if (env_.state.runtime_ctx) {
-      e["runtime_ctx"] = *env_.state.runtime_ctx;
-      e["runtime_ctx_source"] = env_.state.runtime_ctx_source;
+    if (env_.state.slot_ctx) {
+      e["runtime_ctx"] = *env_.state.slot_ctx;
+      e["runtime_ctx_source"] = env_.state.slot_ctx_source;
     }
     r.extra_json = e.dump();
   }
@@ -137,6 +139,8 @@ class LongContextStep final : public Step {
     j.cache = cache;
     j.size = size_;
     j.fixture_hash = sized_.fixture.hash;
+    // The stall clock's prefill allowance grows with the prompt (docs/DESIGN.md §2.2).
+    j.prompt_tokens = sized_.measured_tokens ? *sized_.measured_tokens : estimated_tokens(sized_.fixture);
     const std::string marker = fixture_marker(sized_.fixture);
     const std::string sized_by = sized_.sized_by;
     const auto measured = sized_.measured_tokens;
@@ -155,9 +159,10 @@ class LongContextStep final : public Step {
     const std::string nonce = env_.io.nonces.next();
     run_chat(job(CacheState::Fresh, nonce), [this, nonce](ProbeResult& r, const ExchangeResult& x) {
       note_context(r, x);
-      const bool clean = r.outcome == Outcome::Clean;
+      // A server cap cut the answer, not the prefill: the prompt is cached all the same.
+      const bool read = r.outcome == Outcome::Clean || r.outcome == Outcome::ServerTokenCap;
       emit(std::move(r));
-      if (clean && !cancelled()) return send_repeat(nonce);
+      if (read && !cancelled()) return send_repeat(nonce);
       next_size();
     });
   }

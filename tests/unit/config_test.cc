@@ -380,8 +380,33 @@ TEST_CASE("schema: messages keep their exact wording") {
         "test.json: defaults.burst_sizes[1]: must be a positive integer (e.g. [1, 8, 30, 80])");
   CHECK(line("schedule", "nightly_window", "25:00") ==
         "test.json: schedule.nightly_window: must be a local time \"HH:MM\" or \"now\" (e.g. \"02:00\")");
-  CHECK(line("defaults.limits", "stall_timeout", "20m") ==
-        "test.json: defaults.limits.stall_timeout: must not exceed limits.wall_timeout (15m) (e.g. \"2m\")");
+  CHECK(line("defaults.limits", "stall_timeout", "40m") ==
+        "test.json: defaults.limits.stall_timeout: must not exceed limits.wall_timeout (30m) (e.g. \"2m\")");
+  CHECK(line("defaults.limits", "wall_timeout", "15m") ==
+        "test.json: defaults.limits.wall_timeout: is 15m, within the prefill budget of a fresh 131072-token prompt "
+        "(the largest of long_context_sizes): stall_timeout 2m + 131072 tokens / prefill_floor_tps 100 = 23m51s; "
+        "raise wall_timeout above that with time to answer, or raise prefill_floor_tps (e.g. \"28m51s\")");
+}
+
+TEST_CASE("limits: the default wall timeout outlasts the prefill budget of the largest default size") {
+  // 2 min + 131,072 tokens at 100 tok/s = 23 min 51 s to the first token; the wall is 30 min.
+  auto ok = parse(doc_with("defaults", "long_context_sizes", nlohmann::json::array({1024, 131072})));
+  INFO((ok.ok() ? std::string("ok") : ok.message()));
+  REQUIRE(ok.ok());
+  CHECK(ok->defaults.limits.prefill_floor_tps == 100);
+  CHECK(ok->defaults.limits.wall_timeout_ms == 30 * kMinute);
+  // A candidate that raises its sizes past what the wall allows is refused, naming its own path...
+  auto big = parse(doc_with("candidates[0]", "long_context_sizes", nlohmann::json::array({262144})));
+  REQUIRE_FALSE(big.ok());
+  CHECK(big.message().find("candidates[0].limits.wall_timeout: is 30m, within the prefill budget of a fresh "
+                           "262144-token prompt") != std::string::npos);
+  // ...and a faster floor makes the same sizes fit (262,144 / 400 = 656 s, plus 2 min).
+  auto doc = nlohmann::json::parse(doc_with("candidates[0]", "long_context_sizes", nlohmann::json::array({262144})));
+  doc["candidates"][0]["limits"] = {{"prefill_floor_tps", 400}};
+  auto fast = parse(doc.dump());
+  INFO((fast.ok() ? std::string("ok") : fast.message()));
+  REQUIRE(fast.ok());
+  CHECK(fast->candidates[0].settings.limits.prefill_floor_tps == 400);
 }
 
 TEST_CASE("schema: guard.swap_growth_mb is held in bytes and an integer too wide for its member is refused") {
