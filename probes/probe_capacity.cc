@@ -53,11 +53,17 @@ class CapacityStep final : public GroupStep {
       extra["runtime_ctx_source"] = env_.state.slot_ctx_source;
     }
     const std::string extra_json = extra.dump();
+    // The stall clock's prefill allowance (docs/DESIGN.md §2.2): the members
+    // share the runtime's prefill throughput, so a member's first token may
+    // come only after the whole group's prompts were read.
+    const int64_t tokens = sized.measured_tokens ? *sized.measured_tokens : estimated_tokens(sized.fixture);
+    const int64_t group_tokens = tokens * e.concurrency;
     for (int k = 0; k < e.concurrency; ++k) {
       ChatJob j;
       j.req = long_context_request(o, sized.fixture, env_.io.nonces.next());
       j.req.kind = ProbeKind::Capacity;  // the long-context prompt, rows of the capacity check
       j.cache = CacheState::Fresh;
+      j.prompt_tokens = group_tokens;
       j.extra = [extra_json](const ChatResult&) { return extra_json; };
       g.jobs.push_back(std::move(j));
     }
