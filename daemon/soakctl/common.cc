@@ -1,5 +1,7 @@
 #include "daemon/soakctl/common.h"
 
+#include "schedules/judge.h"
+
 #include <algorithm>
 #include <ctime>
 #include <set>
@@ -72,6 +74,30 @@ json verdict_json(const VerdictRow& v) {
   if (v.baseline_id) j["baseline_candidate_id"] = *v.baseline_id;
   if (v.is_override) j["override"] = {{"who", v.who}, {"why", v.why}};
   return j;
+}
+
+json reach_json(const ContextReach& r) {
+  json j;
+  j["reach_tokens"] = r.reach_tokens;
+  j["configured_tokens"] = r.configured_tokens;
+  j["runtime_ctx_tokens"] = r.runtime_ctx_tokens ? json(*r.runtime_ctx_tokens) : json(nullptr);
+  j["runtime_ctx_source"] = r.runtime_ctx_source;
+  j["at"] = iso_utc(r.wall_ms);
+  if (r.stage_id) j["stage_id"] = *r.stage_id;
+  return j;
+}
+
+std::string reach_text(const ContextReach& r) {
+  std::string s = "context reach " + size_label(r.reach_tokens) + ", configured " + size_label(r.configured_tokens);
+  if (r.runtime_ctx_tokens)
+    s += "; runtime context " + std::to_string(*r.runtime_ctx_tokens) + " per slot, from " + r.runtime_ctx_source;
+  return s;
+}
+
+std::optional<ContextReach> latest_reach(Store& st, int64_t candidate_id) {
+  auto r = st.context_reach(candidate_id);
+  if (!r) return std::nullopt;
+  return *r;
 }
 
 std::string option_list(const ArgSpec& spec) {

@@ -45,6 +45,13 @@ std::optional<CandidateRow> find_candidate(Store& st, const std::string& name, c
 std::string iso_utc(int64_t ms);
 json stage_json(const StageRow& s, int64_t now_ms);
 json verdict_json(const VerdictRow& v);
+// A build's context reach (docs/DESIGN.md §3.9): JSON, and one line of text
+// ("context reach 32K, configured 131K; runtime context 32768 per slot, from /props n_ctx").
+json reach_json(const ContextReach& r);
+std::string reach_text(const ContextReach& r);
+// The latest context reach of a candidate; nullopt when none (or unreadable:
+// the reach is an addition to what a command shows, never a reason to fail it).
+std::optional<ContextReach> latest_reach(Store& st, int64_t candidate_id);
 
 // A candidate row's runtime launches (managed candidates; none for the others),
 // as explain and history show them with the build (launches.cc).

@@ -2,6 +2,8 @@
 #include "daemon/soakctl/common.h"
 #include "storage/lock.h"
 
+#include "schedules/judge.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -53,6 +55,7 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
       j["candidate_id"] = r.candidate.id;
       j["stage"] = r.stage ? stage_json(*r.stage, now) : json(nullptr);
       j["verdict"] = r.verdict ? verdict_json(*r.verdict) : json(nullptr);
+      if (auto reach = latest_reach(st, r.candidate.id)) j["context_reach"] = reach_json(*reach);
       arr.push_back(std::move(j));
     }
     c.out << arr.dump(2) << "\n";
@@ -81,6 +84,8 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     if (r.verdict && !r.verdict->reason.empty() && r.verdict->state != VerdictState::Running)
       verdict += ": " + clip(r.verdict->reason, kStatusReasonChars);
     if (r.verdict && r.verdict->is_override) verdict += " (override by " + r.verdict->who + ")";
+    if (auto reach = latest_reach(st, r.candidate.id))
+      verdict += " [reach " + size_label(reach->reach_tokens) + "/" + size_label(reach->configured_tokens) + "]";
     std::snprintf(line, sizeof line, "%-22s %-24s %-10s %-18s %-7s %-19s ", r.candidate.name.c_str(),
                   r.candidate.model.c_str(), std::string(to_string(r.candidate.runtime)).c_str(), r.candidate.build.c_str(), stage.c_str(),
                   progress.c_str());
