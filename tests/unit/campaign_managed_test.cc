@@ -105,6 +105,7 @@ struct World {
   std::unique_ptr<SimRunner> runner;
   std::unique_ptr<ScriptedRuntimes> runtimes;
   std::shared_ptr<const Config> cfg;
+  std::unique_ptr<Outbox> outbox;
   std::unique_ptr<Campaigns> camp;
 
   World(const std::string& window, const std::string& launch_extra = "") {
@@ -132,7 +133,8 @@ struct World {
     runner = std::make_unique<SimRunner>(*store, clock, host);
     runner->at("m").build = "b9430";
     runtimes = std::make_unique<ScriptedRuntimes>(clock);
-    camp = std::make_unique<Campaigns>(cfg, Deps{*store, clock, make_null_logger(), nullptr, host}, *runner,
+    outbox = std::make_unique<Outbox>(*store, clock, make_null_logger(), host);
+    camp = std::make_unique<Campaigns>(cfg, Deps{*store, *outbox, clock, make_null_logger(), nullptr, host}, *runner,
                                        [](int64_t) { return 0; });
     camp->set_runtime_control(runtimes.get());
     REQUIRE(camp->resume(clock.wall_ms()).ok());
