@@ -65,7 +65,7 @@ std::optional<int64_t> Outbox::put(QueuedRow row) {
   }
   pause(id.message(), clock_.wall_ms());
   keep(std::move(row));
-  tell();
+  announce();
   return std::nullopt;
 }
 
@@ -73,7 +73,7 @@ void Outbox::note_failure(const std::string& message) {
   if (paused()) return;
   if (classify_write_failure(message) == WriteFault::Permanent) return;
   pause(message, clock_.wall_ms());
-  tell();
+  announce();
 }
 
 void Outbox::keep(QueuedRow row) {
@@ -95,7 +95,12 @@ void Outbox::pause(const std::string& reason, int64_t now_ms) {
   next_try_ms_ = now_ms + backoff_ms_;
   waited_ = 0;
   dropped_ = 0;
-  log_->error("store not writable since {}: {}; pausing new probe work until it writes", utc_text(now_ms), reason);
+}
+
+void Outbox::announce() {
+  tell();  // the note first: whoever reads the log line can read the note too
+  log_->error("store not writable since {}: {}; pausing new probe work until it writes", utc_text(*since_ms_),
+              reason_);
 }
 
 bool Outbox::retry() {
