@@ -1,24 +1,15 @@
 #include "daemon/outbox.h"
 
 #include <algorithm>
-#include <ctime>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "core/duration.h"
 #include "storage/write_fault.h"
 
 namespace soak {
 namespace {
-
-std::string utc_text(int64_t wall_ms) {
-  std::time_t t = static_cast<std::time_t>(wall_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 const char* row_name(const QueuedRow& row) {
   switch (row.index()) {
@@ -99,7 +90,7 @@ void Outbox::pause(const std::string& reason, int64_t now_ms) {
 
 void Outbox::announce() {
   tell();  // the note first: whoever reads the log line can read the note too
-  log_->error("store not writable since {}: {}; pausing new probe work until it writes", utc_text(*since_ms_),
+  log_->error("store not writable since {}: {}; pausing new probe work until it writes", iso_utc(*since_ms_),
               reason_);
 }
 
@@ -166,7 +157,7 @@ bool Outbox::overdue(int64_t now_ms) const { return paused() && now_ms - *since_
 
 std::string Outbox::describe() const {
   if (!paused()) return "";
-  return "store not writable since " + utc_text(*since_ms_) + ": " + reason_ + "; " + std::to_string(queue_.size()) +
+  return "store not writable since " + iso_utc(*since_ms_) + ": " + reason_ + "; " + std::to_string(queue_.size()) +
          " rows waiting" + (dropped_ ? ", " + std::to_string(dropped_) + " dropped" : "");
 }
 
