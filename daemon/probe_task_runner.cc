@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "platform/allocator.h"
+
 namespace soak {
 
 namespace {
@@ -63,6 +65,9 @@ void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)
         runs_.erase(work_id);
         st->report.detail = summary(st->report, st->unwritten);
         done(std::move(st->report));
+        // What the task's requests and answers took goes back now, not at
+        // the heap's next shrink (docs/DESIGN.md §4.10).
+        trim_free_memory();
       });
 }
 

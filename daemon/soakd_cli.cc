@@ -22,6 +22,7 @@
 #include "daemon/daemon.h"
 #include "daemon/launch_check.h"
 #include "daemon/runtime_supervisor.h"
+#include "platform/allocator.h"
 #include "platform/keep_awake.h"
 #include "platform/sample_report.h"
 #include "platform/sampler.h"
@@ -133,6 +134,7 @@ int cmd_sample(const Args& a) {
 }
 
 int cmd_run(const Args& a) {
+  return_large_blocks_to_the_system();  // before the first allocation worth returning
   auto path = a.get("config");
   if (!path) {
     std::fprintf(stderr, "soakd run: --config FILE is required (see soakd --help)\n");

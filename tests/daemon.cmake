@@ -11,6 +11,12 @@ soak_add_test(unit_sampler_service SOURCES unit/sampler_service_test.cc LIBS soa
 soak_add_test(integration_daemon_lifecycle SOURCES integration/daemon_lifecycle_test.cc
   LIBS soak_daemon soak_test_process LABELS integration)
 add_dependencies(integration_daemon_lifecycle soakd)
+# The store's disk filled and freed under a running soakd (a tmpfs in a private
+# mount namespace; skipped where one cannot be made).
+soak_add_test(integration_store_disk_full SOURCES integration/store_disk_full_test.cc
+  LIBS soak_daemon soak_test_process soak_fake_runtime LABELS integration)
+add_dependencies(integration_store_disk_full soakd)
+set_tests_properties(integration_store_disk_full PROPERTIES SKIP_RETURN_CODE 77)
 soak_add_test(unit_launchd_plist SOURCES unit/launchd_plist_test.cc LIBS soak_daemon soak_test_process LABELS unit)
 
 # Benchmark (prints figures; not a test): a week of a 10-candidate host, soakctl status/explain timings.
