@@ -97,6 +97,9 @@ struct EngineOptions {
 struct BuildIdentity {
   std::string build;                  // e.g. "b9928-81ff7abe5"
   std::optional<std::string> model;   // the model it serves, when it says
+  // What it serves with (probes/served_state.h LaunchFingerprint::to_json;
+  // empty: nothing exposed). A change is treated like a build change.
+  std::string fingerprint;
 };
 
 using RunId = uint64_t;
@@ -105,6 +108,10 @@ using RowSink = std::function<void(ProbeResult)>;
 struct RunSpec {
   std::vector<ProbeKind> kinds;     // run one after another, in order
   std::optional<int64_t> group_id;  // set on every row (bursts group by it when given)
+  // The launch fingerprint's model (file, digest or key) the candidate row was
+  // registered with: the identity probe fails when the runtime now serves
+  // other weights under the same name (probes/served_state.h). Empty: not known.
+  std::string expect_model;
 };
 
 class ProbeEngine {

@@ -57,6 +57,7 @@ struct StepEnv {
   const RuntimeTraits& traits;
   CandidateState& state;
   std::optional<int64_t> group_id;
+  std::string expect_model;  // RunSpec::expect_model
   std::function<void(ProbeResult)> emit;
   std::function<void()> finished;
 };
