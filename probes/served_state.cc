@@ -42,11 +42,12 @@ std::string listed(const std::vector<std::string>& ids) {
 }
 
 // llama.cpp tools/server/server-context.cpp get_props: model_path, model_alias,
-// total_slots, default_generation_settings {n_ctx (per slot), params.n_predict}.
+// total_slots, default_generation_settings.n_ctx (per slot). Its params.n_predict
+// is the sampling default, not -n (a server started with -n 64 still shows -1),
+// so the max-tokens default is left unknown.
 Status read_llama_props(std::string_view body, ServedState& s) {
   auto p = parse_llamacpp_props(body);
   if (!p) return p.error();
-  json j = parse_object(body);
   s.proof = IdentityProof::ServedName;
   add_loaded(s, p->model_alias);
   add_loaded(s, p->model_path);
@@ -55,8 +56,6 @@ Status read_llama_props(std::string_view body, ServedState& s) {
   if (p->total_slots) f.slots = *p->total_slots;
   f.ctx_per_slot = p->n_ctx;
   if (f.ctx_per_slot && f.slots) f.ctx_total = *f.ctx_per_slot * *f.slots;
-  if (const json* d = jsonf::member(j, "default_generation_settings"))
-    if (const json* params = jsonf::member(*d, "params")) f.max_tokens_default = jsonf::get_int(*params, "n_predict");
   return Status::Ok();
 }
 

@@ -192,7 +192,7 @@ TEST_CASE("omlx: nothing names the loaded model: identity_unproven") {
   CHECK(extra(r)["proof"] == "echo only");
 }
 
-TEST_CASE("llama.cpp: the fingerprint holds -c per slot and in total, --parallel, -n") {
+TEST_CASE("llama.cpp: the fingerprint holds -c per slot and in total, --parallel, the draft setting") {
   Fake f(Flavour::LlamaCpp);
   Harness h;
   CandidateConfig c = candidate(f.url(), RuntimeKind::LlamaCpp);
@@ -200,7 +200,7 @@ TEST_CASE("llama.cpp: the fingerprint holds -c per slot and in total, --parallel
   CHECK(fp.slots == fake::kDefaultSlots);
   CHECK(fp.ctx_per_slot == fake::kDefaultCtxPerSlot);
   CHECK(fp.ctx_total == int64_t{fake::kDefaultSlots} * fake::kDefaultCtxPerSlot);
-  CHECK(fp.max_tokens_default == -1);
+  CHECK_FALSE(fp.max_tokens_default);  // /props does not show -n
   CHECK(fp.speculative == false);
   f.rt.control(0, R"({"ctx_per_slot": 4096})");  // restarted with another -c
   CHECK(fingerprint(h, c).ctx_per_slot == 4096);

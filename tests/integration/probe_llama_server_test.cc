@@ -129,14 +129,15 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   CHECK(build->build.rfind("b", 0) == 0);
   CHECK(build->model == std::string(kAlias));
   // The launch fingerprint, as the server itself reports it (/props, /slots):
-  // -c 8192 shared by --parallel 2, -n 64, no draft model.
+  // -c 8192 shared by --parallel 2, no draft model. -n 64 is not in /props
+  // (its n_predict is the sampling default, -1): left unknown, never guessed.
   auto fp = probes::parse_fingerprint_json(build->fingerprint);
   REQUIRE(fp.ok());
   INFO(build->fingerprint);
   CHECK(fp->slots == 2);
   CHECK(fp->ctx_per_slot == 4096);
   CHECK(fp->ctx_total == 8192);
-  CHECK(fp->max_tokens_default == 64);
+  CHECK_FALSE(fp->max_tokens_default);
   CHECK(fp->speculative == false);
   CHECK(fp->model == srv.model);
 

@@ -36,13 +36,13 @@ TEST_CASE("served: llama.cpp /props and /slots captures give the launch fingerpr
   CHECK(s.fingerprint.slots == 2);
   CHECK(s.fingerprint.ctx_per_slot == 2048);
   CHECK(s.fingerprint.ctx_total == 4096);
-  CHECK(s.fingerprint.max_tokens_default == -1);  // -n -1: unlimited
+  CHECK_FALSE(s.fingerprint.max_tokens_default);  // /props shows the sampling default, not -n
   CHECK(s.fingerprint.speculative == false);
   CHECK(s.fingerprint.source == "/props + /slots");
   CHECK(judge_served(s, "tiny.gguf", "").outcome == Outcome::Clean);
   CHECK(judge_served(s, "other.gguf", "").outcome == Outcome::IdentityMismatch);
   CHECK(s.fingerprint.to_json() ==
-        R"({"model":"tiny.gguf","ctx_per_slot":2048,"ctx_total":4096,"slots":2,"speculative":false,"max_tokens_default":-1})");
+        R"({"model":"tiny.gguf","ctx_per_slot":2048,"ctx_total":4096,"slots":2,"speculative":false})");
 }
 
 TEST_CASE("served: Ollama /api/ps digest proves the weights; a re-pull under the tag fails identity") {
