@@ -76,6 +76,9 @@ inline constexpr int64_t kDefaultSlotPollMs = 100;            // /slots polling 
 inline constexpr int kSharedPrefixTurns = 3;                  // turns after the cold one
 inline constexpr int kMaxSizingRounds = 4;                    // /tokenize measurements per fixture size
 inline constexpr int64_t kDefaultVersionCommandTimeoutMs = 10'000;
+// vLLM binds its API port only once its engine is up and refuses connections
+// while it loads: a refusal streak this short reads as loading (health rows).
+inline constexpr int64_t kDefaultVllmStartupGraceMs = 5 * 60'000;
 
 using EnvReader = std::function<std::optional<std::string>(const std::string& name)>;
 // getenv().
@@ -90,6 +93,7 @@ struct EngineOptions {
   int64_t slot_free_bound_ms = kDefaultSlotFreeBoundMs;
   int64_t slot_poll_ms = kDefaultSlotPollMs;
   int64_t version_command_timeout_ms = kDefaultVersionCommandTimeoutMs;
+  int64_t vllm_startup_grace_ms = kDefaultVllmStartupGraceMs;
   EnvReader env;  // empty: process_env()
 };
 

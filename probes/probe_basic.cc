@@ -28,10 +28,28 @@ class HealthStep final : public Step {
   void start() override {
     send(route(env_.traits.health), [this](const ExchangeResult& x) {
       ProbeResult r = plain_row(ProbeKind::Health, workload_id(ProbeKind::Health), x);
-      set_verdict(r, classify_health(env_.cand.runtime, x.end, x.transfer), x.transfer.body);
+      set_verdict(r, starting_up(classify_health(env_.cand.runtime, x.end, x.transfer)), x.transfer.body);
       emit(std::move(r));
       finish();
     });
+  }
+
+ private:
+  // vLLM refuses connections while its engine starts: within the grace of the
+  // first refusal of a streak that is loading; past it, refused.
+  Verdict starting_up(Verdict v) {
+    std::optional<int64_t>& since = env_.state.refused_since_ns;
+    if (v.outcome != Outcome::ConnectRefused) {
+      since.reset();
+      return v;
+    }
+    if (env_.cand.runtime != RuntimeKind::Vllm) return v;
+    const int64_t now = env_.io.clock.mono_ns();
+    if (!since) since = now;
+    const int64_t streak_ms = (now - *since) / 1'000'000;
+    if (streak_ms >= env_.opts.vllm_startup_grace_ms) return v;
+    return {Outcome::Loading, "connection refused " + std::to_string(streak_ms / 1000) +
+                                  " s into vLLM's startup grace (it listens once its engine is up)"};
   }
 };
 

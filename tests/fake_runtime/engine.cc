@@ -419,8 +419,10 @@ void Engine::control(const json& body) {
 
 bool Engine::admit(const std::shared_ptr<Connection>& c, Persist p) {
   if (loading() && cfg_.flavour == Flavour::Omlx) {
+    // omlx/engine_pool.py: a request for a model another request is loading
+    // gets 409 with this wording ("loaded", not "loading").
     ++stats_.loading_rejections;
-    reply_error(c, 503, "Model is loading", "server_error", p);
+    reply_error(c, 409, "Model '" + cfg_.knobs.model + "' is already being loaded", "invalid_request_error", p);
     return false;
   }
   ++stats_.inference_requests;

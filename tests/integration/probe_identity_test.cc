@@ -3,6 +3,11 @@
 // runtime shows it, and the launch fingerprint the build read stores. The
 // shapes each flavour serves are checked key by key against upstream in
 // tests/fake_runtime/flavour_served.cc and tests/unit/probes_served_test.cc.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "probes/served_state.h"
@@ -41,6 +46,19 @@ ProbeResult health(Harness& h, const CandidateConfig& c) {
   auto rows = h.run(c, {ProbeKind::Health});
   REQUIRE(rows.size() == 1);
   return rows[0];
+}
+
+// A port on 127.0.0.1 nobody listens on: bound, never listening, then closed.
+int refused_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
 }
 
 nlohmann::json extra(const ProbeResult& r) { return nlohmann::json::parse(r.extra_json); }
@@ -190,6 +208,15 @@ TEST_CASE("omlx: nothing names the loaded model: identity_unproven") {
   ProbeResult r = identity(h, c);
   CHECK(r.outcome == Outcome::IdentityUnproven);
   CHECK(extra(r)["proof"] == "echo only");
+
+  // While another request loads the model: /health 503 "loading", and a
+  // request gets 409 "Model '...' is already being loaded": both loading.
+  f.rt.control(0, R"({"loading_ms": 60000})");
+  CHECK(health(h, c).outcome == Outcome::Loading);
+  auto rows = h.run(c, {ProbeKind::Marker});
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].http_status == 409);
+  CHECK(rows[0].outcome == Outcome::Loading);
 }
 
 TEST_CASE("llama.cpp: the fingerprint holds -c per slot and in total, --parallel, the draft setting") {
@@ -207,4 +234,27 @@ TEST_CASE("llama.cpp: the fingerprint holds -c per slot and in total, --parallel
   ProbeResult r = identity(h, c);
   CHECK(r.outcome == Outcome::Clean);
   CHECK(extra(r)["proof"] == "served name");
+}
+
+TEST_CASE("vllm: refused connections while its engine starts are loading within the startup grace") {
+  // vLLM's API server listens only once the engine is up; a refusal streak
+  // shorter than the grace is a start, longer is a dead runtime.
+  const std::string url = "http://127.0.0.1:" + std::to_string(refused_port());
+  CandidateConfig c = candidate(url, RuntimeKind::Vllm);
+  {
+    Harness h;
+    ProbeResult r = health(h, c);
+    CHECK(r.outcome == Outcome::Loading);
+    CHECK(r.detail.find("startup grace") != std::string::npos);
+  }
+  {
+    probes::EngineOptions past_grace;
+    past_grace.vllm_startup_grace_ms = 0;
+    Harness h(past_grace);
+    CHECK(health(h, c).outcome == Outcome::ConnectRefused);
+  }
+  {
+    Harness h;  // another runtime refusing is refused at once
+    CHECK(health(h, candidate(url, RuntimeKind::LlamaCpp)).outcome == Outcome::ConnectRefused);
+  }
 }
