@@ -258,3 +258,19 @@ TEST_CASE("vllm: refused connections while its engine starts are loading within 
     CHECK(health(h, candidate(url, RuntimeKind::LlamaCpp)).outcome == Outcome::ConnectRefused);
   }
 }
+
+TEST_CASE("rapid-mlx: the cancel probe's proof is the runtime's own disconnect-cancel counter") {
+  // vllm_mlx/routes/metrics.py rapid_mlx_requests_cancelled_via_disconnect_total:
+  // the abort of a request whose client left, counted by the runtime itself.
+  Fake f(Flavour::RapidMlx);
+  Harness h;
+  CandidateConfig c = candidate(f.url(), RuntimeKind::RapidMlx);
+  auto rows = h.run(c, {ProbeKind::Cancel});
+  INFO(describe(rows));
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].outcome == Outcome::Clean);
+  nlohmann::json e = extra(rows[0]);
+  CHECK(e["checked_by"] == "disconnect_counter");
+  CHECK(e["cut"] == true);
+  CHECK(f.rt.stats().cancels_seen == 1);
+}
