@@ -46,7 +46,7 @@ constexpr Table<RuntimeKind, 8> kRuntimes{{
     {RuntimeKind::OpenAI, "openai"},
 }};
 
-constexpr Table<Outcome, 27> kOutcomes{{
+constexpr Table<Outcome, 28> kOutcomes{{
     {Outcome::Clean, "clean"},
     {Outcome::ConnectRefused, "connect_refused"},
     {Outcome::ConnectTimeout, "connect_timeout"},
@@ -65,6 +65,7 @@ constexpr Table<Outcome, 27> kOutcomes{{
     {Outcome::MissingUsage, "missing_usage"},
     {Outcome::ServerTokenCap, "server_token_cap"},
     {Outcome::IdentityMismatch, "identity_mismatch"},
+    {Outcome::IdentityUnproven, "identity_unproven"},
     {Outcome::MissingMarker, "missing_marker"},
     {Outcome::InvalidJson, "invalid_json"},
     {Outcome::InvalidToolCall, "invalid_tool_call"},

@@ -41,6 +41,7 @@ enum class Outcome {
   ServerTokenCap,     // finish_reason "length" though soakd sent no max_tokens: the runtime's own cap cut it
   // content
   IdentityMismatch,   // response `model` (or /v1/models) differs from the canonical id
+  IdentityUnproven,   // the runtime only echoes the requested model: nothing proves which weights serve (never a pass)
   MissingMarker,
   InvalidJson,        // strict-JSON probe: not JSON, or JSON violating the schema
   InvalidToolCall,    // no tool call, wrong name, arguments not valid JSON / schema
@@ -149,6 +150,9 @@ struct ProbeResult {
   std::optional<double> server_prompt_ms, server_prompt_tps, server_predicted_ms,
       server_predicted_tps, server_ttft_ms;
   std::optional<int64_t> server_draft_n, server_draft_accepted;
+  // oMLX usage.model_load_duration: the request waited for a cold model load
+  // (its own column, and the row is kept out of TTFT and prefill comparisons).
+  std::optional<double> server_load_ms;
 
   std::string finish_reason;
   std::string response_model;
@@ -226,6 +230,9 @@ struct CandidateRow {
   int64_t first_seen_ms = 0;
   int64_t last_seen_ms = 0;
   std::optional<int64_t> baseline_id;  // candidate row judged against
+  // What the runtime serves with (probes/served_state.h LaunchFingerprint JSON;
+  // empty: not known). Part of the row's identity: a change is a new row.
+  std::string fingerprint;
 };
 
 // How far a build's context reaches (docs/DESIGN.md §3.9): the largest

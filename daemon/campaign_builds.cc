@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/campaigns.h"
+#include "probes/served_state.h"
 
 namespace soak {
 
@@ -63,7 +64,7 @@ void Campaigns::settle_baseline(Track& t) {
     t.row->baseline_id = t.baseline_id;
 }
 
-void Campaigns::register_candidate(Track& t, const std::string& build, int64_t now) {
+void Campaigns::register_candidate(Track& t, const std::string& build, int64_t now, const std::string& fingerprint) {
   CandidateRow c;
   c.host_id = d_.host_id;
   c.name = t.name;
@@ -71,6 +72,7 @@ void Campaigns::register_candidate(Track& t, const std::string& build, int64_t n
   c.runtime = t.cfg->runtime;
   c.build = build;
   c.base_url = t.cfg->base_url;
+  c.fingerprint = fingerprint;
   auto id = d_.store.upsert_candidate(c, now);
   if (!id) {
     d_.log->error("{}: cannot register build {}: {}", t.name, build, id.message());
@@ -85,6 +87,24 @@ void Campaigns::register_candidate(Track& t, const std::string& build, int64_t n
   if (t.baseline_id && t.row->baseline_id != t.baseline_id) {
     if (auto st = d_.store.set_baseline(*id, t.baseline_id); st) t.row->baseline_id = t.baseline_id;
   }
+}
+
+namespace {
+std::string summary_of(const std::string& fingerprint_json) {
+  auto f = probes::parse_fingerprint_json(fingerprint_json);
+  return f ? f->summary() : "unreadable fingerprint";
+}
+}  // namespace
+
+bool Campaigns::fingerprint_changed(Track& t, const probes::BuildIdentity& b) {
+  if (b.fingerprint.empty() || b.fingerprint == t.row->fingerprint) return false;  // unknown now, or the same
+  if (t.row->fingerprint.empty()) {
+    // First time the runtime said what it serves with (an Ollama tag loads on
+    // demand): the row it was registered as is still this launch.
+    if (d_.store.set_fingerprint(t.row->id, b.fingerprint)) t.row->fingerprint = b.fingerprint;
+    return false;
+  }
+  return true;
 }
 
 void Campaigns::on_build(const std::string& name, Result<probes::BuildIdentity> b, int64_t now) {
@@ -116,7 +136,7 @@ void Campaigns::on_build(const std::string& name, Result<probes::BuildIdentity> 
     // the identity probe rejects it with the evidence. Log it here too.
     d_.log->warn("{}: runtime reports model \"{}\", config says \"{}\"", name, *b->model, t.cfg->model);
   }
-  if (t.row && t.row->build == b->build) {  // unchanged
+  if (t.row && t.row->build == b->build && !fingerprint_changed(t, *b)) {  // unchanged
     if (expected_new)
       d_.log->info("{}: its executable changed but the runtime still reports build {}: nothing new to judge", name,
                    b->build);
@@ -129,16 +149,29 @@ void Campaigns::on_build(const std::string& name, Result<probes::BuildIdentity> 
   }
   const bool had_build = t.row && t.row->build != kUnknownBuild;
   if (had_build) {
+    const bool launch_only = t.row->build == b->build;
     json d;
     d["from"] = t.row->build;
     d["to"] = b->build;
     d["candidate"] = name;
+    if (t.row->fingerprint != b->fingerprint) {
+      d["from_fingerprint"] = summary_of(t.row->fingerprint);
+      d["to_fingerprint"] = summary_of(b->fingerprint);
+    }
     write_event(EventKind::BuildChange, t.row->id, d.dump(), now);
-    d_.log->info("{}: build changed {} -> {}", name, t.row->build, b->build);
+    if (launch_only) {
+      d_.log->info("{}: launch changed ({} -> {}) under build {}", name, summary_of(t.row->fingerprint),
+                   summary_of(b->fingerprint), b->build);
+    } else {
+      d_.log->info("{}: build changed {} -> {}", name, t.row->build, b->build);
+    }
     if (t.phase == Phase::Staged || t.phase == Phase::WaitingCanary)
-      end_with(t, VerdictState::Inconclusive, "build replaced by " + b->build + " before the campaign finished", now);
+      end_with(t, VerdictState::Inconclusive,
+               (launch_only ? "launch changed (" + summary_of(b->fingerprint) + ")" : "build replaced by " + b->build) +
+                   " before the campaign finished",
+               now);
   }
-  register_candidate(t, b->build, now);
+  register_candidate(t, b->build, now, b->fingerprint);
   if (!t.row) return;
   auto v = d_.store.latest_verdict(t.row->id);
   if (v && *v && (*v)->state != VerdictState::Running) {

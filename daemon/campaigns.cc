@@ -1,5 +1,7 @@
 #include "daemon/campaigns.h"
 
+#include "probes/served_state.h"
+
 #include <algorithm>
 #include <set>
 #include <utility>
@@ -214,6 +216,9 @@ void Campaigns::launch(const InFlight& f, const CandidateSnapshot& cfg, std::opt
   req.stage = stage;
   req.task = task;
   req.group_id = group_id;
+  for (const auto& [name, t] : tracks_)
+    if (t.row && t.row->id == f.candidate_id)
+      if (auto fp = probes::parse_fingerprint_json(t.row->fingerprint)) req.expect_model = fp->model;
   runner_.run(req, [this, work_id](TaskReport rep) {
     on_task_done(work_id, std::move(rep), current_time());
     changed();

@@ -132,7 +132,10 @@ class Campaigns {
   // campaign_builds.cc
   void check_build(Track& t, int64_t now);
   void on_build(const std::string& name, Result<probes::BuildIdentity> b, int64_t now);
-  void register_candidate(Track& t, const std::string& build, int64_t now);
+  void register_candidate(Track& t, const std::string& build, int64_t now, const std::string& fingerprint = {});
+  // Same build: a fingerprint known for the first time is set on the row; a
+  // known one that changed is a new row (true), judged like a new build.
+  bool fingerprint_changed(Track& t, const probes::BuildIdentity& b);
   std::optional<int64_t> find_baseline(const Track& t, int64_t exclude_id);
   void settle_baseline(Track& t);
 

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "daemon/wiring.h"
 #include "probes/engine.h"
+#include "probes/served_state.h"
 #include "schedules/plan.h"
 #include "storage/sqlite_store.h"
 
@@ -191,6 +192,7 @@ int cmd_probe(const Args& a) {
   probes::ProbeEngine& engine = (*wiring)->engine();
   std::vector<ProbeResult> rows;
   std::string build(kUnknownBuild);
+  std::string fingerprint;  // what the runtime serves with (probes/served_state.h)
   bool store_failed = false;
   {
     int64_t candidate_id = 0;
@@ -203,6 +205,7 @@ int cmd_probe(const Args& a) {
       c.model = cand->model;
       c.runtime = cand->runtime;
       c.build = build;
+      c.fingerprint = fingerprint;
       c.base_url = cand->base_url;
       auto id = deps.store.upsert_candidate(c, deps.clock.wall_ms());
       if (!id) {
@@ -238,6 +241,7 @@ int cmd_probe(const Args& a) {
     engine.read_build(*cand, [&](Result<probes::BuildIdentity> b) {
       if (b) {
         build = b->build;
+        fingerprint = b->fingerprint;
       } else {
         std::fprintf(stderr, "soakd probe: cannot read the build (registering it as \"%s\"): %s\n", std::string(kUnknownBuild).c_str(),
                      b.message().c_str());
@@ -256,6 +260,8 @@ int cmd_probe(const Args& a) {
   } else {
     std::printf("%s (%s, %s) build %s at %s\n", cand->name.c_str(), std::string(to_string(cand->runtime)).c_str(),
                 cand->model.c_str(), build.c_str(), cand->base_url.c_str());
+    if (auto fp = probes::parse_fingerprint_json(fingerprint); fp && !fingerprint.empty())
+      std::printf("launch: %s\n", fp->summary().c_str());
     std::fputs(format_probe_table(rows).c_str(), stdout);
   }
   bool clean = !rows.empty() && !store_failed;

@@ -38,6 +38,9 @@ struct TaskRequest {
   StageKind stage = StageKind::Smoke;
   TaskKind task = TaskKind::Scrape;
   std::optional<int64_t> group_id;             // pairs candidate and interleaved baseline runs
+  // The candidate row's launch fingerprint model (file, digest or key): the
+  // identity probe fails when other weights serve now (probes::RunSpec).
+  std::string expect_model;
 };
 
 struct TaskReport {

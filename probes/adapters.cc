@@ -49,13 +49,12 @@ RuntimeTraits llama_cpp() {
   // answers 503 "no slot available" when every slot is busy.
   t.slots = route_get("/slots");
   t.metrics = route_get("/metrics");
-  t.metrics_prefix = "llamacpp:";
   t.key_metrics = kLlamaMetrics;
   t.tokenize = route_post("/tokenize");  // {"content": text} -> {"tokens": [...]}
-  t.reasoning = ReasoningField::ReasoningContent;  // reasoning_format "deepseek" by default (/slots params)
-  t.stream_usage = UsageInStream::OnlyWhenRequested;  // stream-no-usage capture has timings, no usage
-  t.identity = IdentityEvidence::ResponseModel;  // first --alias, else the -m path as given
-  t.keepalive = KeepAliveStyle::SseComments;  // `:` every --sse-ping-interval (30 s) without a result
+  // Reasoning in reasoning_content (--reasoning-format `auto` by default);
+  // usage chunk only when asked (the stream-no-usage capture has timings, no
+  // usage); `:` pings every --sse-ping-interval (30 s) without a result.
+  t.identity = IdentityEvidence::ResponseModel;  // first --alias, else the -hf repo, else the -m path as given
   // server-context.cpp: a stream with return_progress gets a prompt_progress chunk
   // when the slot starts and after each batch of the prompt.
   t.prefill_reports = PrefillReports::PromptProgressChunks;
@@ -76,10 +75,11 @@ RuntimeTraits mlx_lm() {
   t.models = route_get("/v1/models");
   // No version route; get_system_fingerprint() = "<mlx-lm>-<mlx>-<platform>-<gpu arch>".
   t.build_source = BuildSourceKind::SystemFingerprint;
-  t.reasoning = ReasoningField::Reasoning;  // generate_response: choice[...]["reasoning"]
-  t.stream_usage = UsageInStream::OnlyWhenRequested;  // usage chunk only with stream_options.include_usage
-  t.identity = IdentityEvidence::EchoesRequest;       // "model": self.requested_model
-  t.keepalive = KeepAliveStyle::SseComments;          // ": keepalive <processed>/<total>" during prefill
+  // Reasoning in choice["reasoning"]; usage only with stream_options.include_usage.
+  // "model": self.requested_model, and the request picks the model: only
+  // "default_model" (or the --model id) is what was started, any other cached
+  // id is loaded. Identity is proven from its argv (probes/served_state.h).
+  t.identity = IdentityEvidence::EchoesRequest;
   t.prefill_reports = PrefillReports::KeepaliveComments;  // handle_completion keepalive_callback, per prefill step
   t.default_max_tokens = 512;                          // --max-tokens default 512
   t.notes = "no metrics, slots or tokenize; build from system_fingerprint or a configured command";
@@ -96,14 +96,12 @@ RuntimeTraits omlx() {
   t.models = route_get("/v1/models");  // ids are the model alias when one is set
   t.build = route_get("/api/status");
   t.build_source = BuildSourceKind::OmlxStatus;
-  t.reasoning = ReasoningField::ReasoningContent;
   // Usage chunk only when requested; it adds time_to_first_token (s),
-  // prompt_tokens_per_second and generation_tokens_per_second.
-  t.stream_usage = UsageInStream::OnlyWhenRequested;
-  t.identity = IdentityEvidence::EchoesRequest;  // chunks carry model=request.model
-  // ": keep-alive" comments immediately and every 10 s; some releases send fake
-  // chunks with "model":"keepalive" and empty content instead (docs/DESIGN.md §7.3).
-  t.keepalive = KeepAliveStyle::CommentsAndChunks;
+  // prompt_tokens_per_second (cached tokens included) and generation_tokens_per_second.
+  t.identity = IdentityEvidence::EchoesRequest;  // chunks carry model=request.model; /api/status only counts models
+  // Keep-alive chunks ("model":"keepalive", empty content) at once and every
+  // 10 s by default; `: keep-alive` comments only in the legacy mode
+  // (docs/DESIGN.md §7.3).
   t.default_max_tokens = 32768;  // SamplingDefaults.max_tokens unless settings change it
   t.notes = "non-stream answers are preceded by keep-alive spaces; 409 while a model loads; errors then [DONE]";
   return t;
@@ -119,11 +117,10 @@ RuntimeTraits vllm() {
   t.build = route_get("/version");  // {"version": "..."}
   t.build_source = BuildSourceKind::VersionJson;
   t.metrics = route_get("/metrics");
-  t.metrics_prefix = "vllm:";
   t.key_metrics = kVllmMetrics;
   t.tokenize = route_post("/tokenize");  // {"model", "prompt"} -> {"count", "tokens", "max_model_len"}
-  t.reasoning = ReasoningField::Reasoning;  // `reasoning`; `reasoning_content` in older releases
-  t.stream_usage = UsageInStream::OnlyWhenRequested;
+  // `reasoning` (`reasoning_content` in older releases). While the engine
+  // starts the API server is not listening yet: connections are refused.
   t.identity = IdentityEvidence::ResponseModel;  // the served model name
   t.notes = "spec_decode_* counters carry draft acceptance";
   return t;
@@ -132,21 +129,20 @@ RuntimeTraits vllm() {
 RuntimeTraits rapid_mlx() {
   RuntimeTraits t;
   t.kind = RuntimeKind::RapidMlx;
-  // vllm_mlx/routes/health.py: /health/ready 503 {"detail":"model loading"}
-  // until warmup and cache load finish; /healthz 503 "draining" after SIGTERM.
-  t.health = route_get("/health/ready");
+  // vllm_mlx/routes/health.py: /health/ready answers 503 {"detail":"model
+  // loading"} both while loading and after SIGTERM (ready is False then too);
+  // /healthz tells them apart: 200 {"ready": false} while loading, 503
+  // {"status": "draining"} while draining.
+  t.health = route_get("/healthz");
   t.models = route_get("/v1/models");
   // vllm_mlx/routes/metrics.py: rapid_mlx_build_info{version,model} 1, always.
   t.build = route_get("/metrics");
   t.build_source = BuildSourceKind::MetricsBuildInfo;
   t.metrics = route_get("/metrics");
-  t.metrics_prefix = "rapid_mlx_";
   t.key_metrics = kRapidMetrics;
-  t.reasoning = ReasoningField::ReasoningContent;  // vllm_mlx/api/models.py
-  t.stream_usage = UsageInStream::OnlyWhenRequested;
+  // reasoning_content (vllm_mlx/api/models.py); `: keepalive` every 20 s.
   t.identity = IdentityEvidence::EchoesRequest;  // service/helpers.py _resolve_model_name
-  t.keepalive = KeepAliveStyle::SseComments;     // server.py _sse_keepalive_seconds = 20.0
-  t.notes = "poll /health/ready, not /v1/models (which answers as soon as the app binds)";
+  t.notes = "poll /healthz (loading vs draining), not /v1/models (which answers as soon as the app binds)";
   return t;
 }
 
@@ -158,10 +154,14 @@ RuntimeTraits ollama() {
   t.models = route_get("/v1/models");
   t.build = route_get("/api/version");  // {"version": "0.12.6"} (docs.ollama.com api-reference/get-version)
   t.build_source = BuildSourceKind::VersionJson;
-  t.reasoning = ReasoningField::Reasoning;
-  t.stream_usage = UsageInStream::OnlyWhenRequested;
-  t.identity = IdentityEvidence::ResponseModel;  // the model tag
+  // openai/openai.go: the answer's model is the request's (an echo); the
+  // loaded weights' digest is in /api/ps (probes/served_state.h).
+  t.identity = IdentityEvidence::EchoesRequest;
   t.tool_choice = ToolChoice::Unsupported;       // docs/DESIGN.md §7.1
+  // openai/openai.go ChatCompletionRequest has reasoning_effort ("none" is
+  // thinking off) and neither chat_template_kwargs nor top_k.
+  t.thinking_switch = ThinkingSwitch::ReasoningEffort;
+  t.top_k = TopK::Dropped;
   t.notes = "/api/ps gives size_vram and context_length; OLLAMA_NUM_PARALLEL sets the slots";
   return t;
 }
@@ -178,9 +178,7 @@ RuntimeTraits lm_studio() {
   // stats{tokens_per_second,time_to_first_token} (lmstudio docs 1_developer/2_rest/endpoints.mdx).
   t.build = route_post("/api/v0/chat/completions");
   t.build_source = BuildSourceKind::LmStudioRuntime;
-  t.reasoning = ReasoningField::ReasoningContent;
-  t.stream_usage = UsageInStream::OnlyWhenRequested;
-  t.identity = IdentityEvidence::ResponseModel;  // the model key
+  t.identity = IdentityEvidence::ResponseModel;  // the model key; loaded state in /api/v0/models
   t.notes = "GGUF runs on a llama.cpp engine, MLX on mlx-engine: the runtime name says which";
   return t;
 }
@@ -190,8 +188,6 @@ RuntimeTraits openai_generic() {
   t.kind = RuntimeKind::OpenAI;
   t.health = route_get("/v1/models");
   t.models = route_get("/v1/models");
-  t.reasoning = ReasoningField::ReasoningContent;
-  t.stream_usage = UsageInStream::OnlyWhenRequested;
   t.identity = IdentityEvidence::ResponseModel;
   t.notes = "plain OpenAI-compatible server: build from a configured command or a fixed string";
   return t;

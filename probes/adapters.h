@@ -52,13 +52,6 @@ enum class BuildSourceKind {
   None,               // nothing over HTTP: a configured command or a fixed string
 };
 
-enum class ReasoningField { ReasoningContent, Reasoning };
-enum class UsageInStream { OnlyWhenRequested, Always };
-enum class KeepAliveStyle {
-  None,
-  SseComments,       // `:` comment lines; invisible to the chat accumulator
-  CommentsAndChunks, // comments, and in some releases fake chunks with "model":"keepalive"
-};
 enum class ToolChoice { Supported, Unsupported };
 // How a runtime reports prefill progress on a stream before the first token
 // (probes/prefill_progress.h): the stall clock counts a report that read
@@ -67,6 +60,16 @@ enum class PrefillReports {
   None,
   KeepaliveComments,     // MLX-LM `: keepalive <processed>/<total>`, unasked
   PromptProgressChunks,  // llama.cpp `prompt_progress` chunks, when the request sets "return_progress": true
+};
+
+// How a runtime takes the thinking switch and sampling (its request dialect).
+enum class ThinkingSwitch {
+  ChatTemplateKwargs,  // chat_template_kwargs.enable_thinking (llama.cpp, vLLM, MLX-LM, oMLX, Rapid-MLX, LM Studio)
+  ReasoningEffort,     // reasoning_effort "none" turns it off (Ollama openai/openai.go; no chat_template_kwargs)
+};
+enum class TopK {
+  Sent,
+  Dropped,  // not a field of the runtime's OpenAI request: not sent, recorded as not applied
 };
 
 struct RuntimeTraits {
@@ -78,15 +81,17 @@ struct RuntimeTraits {
   std::optional<HttpRoute> props;         // server properties (llama.cpp /props: total_slots, n_ctx)
   std::optional<HttpRoute> slots;         // per-slot state (llama.cpp /slots)
   std::optional<HttpRoute> metrics;       // Prometheus text
-  std::string_view metrics_prefix;
-  std::span<const std::string_view> key_metrics;  // the series soakd scrapes and stores
+  std::span<const std::string_view> key_metrics;  // the series soakd scrapes and stores (full names)
   std::optional<HttpRoute> tokenize;      // exact prompt sizing; nullopt: estimate only
-  ReasoningField reasoning = ReasoningField::ReasoningContent;
-  UsageInStream stream_usage = UsageInStream::OnlyWhenRequested;
-  IdentityEvidence identity = IdentityEvidence::ResponseModel;
-  KeepAliveStyle keepalive = KeepAliveStyle::None;
+  // Reasoning (`reasoning` or `reasoning_content`), usage (asked for with
+  // stream_options.include_usage on every runtime) and keep-alives (comments or
+  // oMLX's "model":"keepalive" chunks) are read the same way for every runtime
+  // (probes/openai_chat.h), so they are not traits.
+  IdentityEvidence identity = IdentityEvidence::ResponseModel;  // what an answer's `model` says; proof: probes/served_state.h
   PrefillReports prefill_reports = PrefillReports::None;
   ToolChoice tool_choice = ToolChoice::Supported;
+  ThinkingSwitch thinking_switch = ThinkingSwitch::ChatTemplateKwargs;
+  TopK top_k = TopK::Sent;
   // Server-side cap when a request omits max_tokens (nullopt: none by default,
   // or not known); how to lift one that cut an answer: probes/server_cap.h.
   std::optional<int> default_max_tokens;

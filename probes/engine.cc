@@ -61,6 +61,7 @@ struct ProbeEngine::Impl {
                    runtime_traits(r.cand.runtime),
                    state_for(r.cand),
                    r.spec.group_id,
+                   r.spec.expect_model,
                    [this, id](ProbeResult row) {
                      auto it = runs.find(id);
                      if (it != runs.end() && it->second->on_row) it->second->on_row(std::move(row));

@@ -76,6 +76,9 @@ inline constexpr int64_t kDefaultSlotPollMs = 100;            // /slots polling 
 inline constexpr int kSharedPrefixTurns = 3;                  // turns after the cold one
 inline constexpr int kMaxSizingRounds = 4;                    // /tokenize measurements per fixture size
 inline constexpr int64_t kDefaultVersionCommandTimeoutMs = 10'000;
+// vLLM binds its API port only once its engine is up and refuses connections
+// while it loads: a refusal streak this short reads as loading (health rows).
+inline constexpr int64_t kDefaultVllmStartupGraceMs = 5 * 60'000;
 
 using EnvReader = std::function<std::optional<std::string>(const std::string& name)>;
 // getenv().
@@ -90,6 +93,7 @@ struct EngineOptions {
   int64_t slot_free_bound_ms = kDefaultSlotFreeBoundMs;
   int64_t slot_poll_ms = kDefaultSlotPollMs;
   int64_t version_command_timeout_ms = kDefaultVersionCommandTimeoutMs;
+  int64_t vllm_startup_grace_ms = kDefaultVllmStartupGraceMs;
   EnvReader env;  // empty: process_env()
 };
 
@@ -97,6 +101,9 @@ struct EngineOptions {
 struct BuildIdentity {
   std::string build;                  // e.g. "b9928-81ff7abe5"
   std::optional<std::string> model;   // the model it serves, when it says
+  // What it serves with (probes/served_state.h LaunchFingerprint::to_json;
+  // empty: nothing exposed). A change is treated like a build change.
+  std::string fingerprint;
 };
 
 using RunId = uint64_t;
@@ -105,6 +112,10 @@ using RowSink = std::function<void(ProbeResult)>;
 struct RunSpec {
   std::vector<ProbeKind> kinds;     // run one after another, in order
   std::optional<int64_t> group_id;  // set on every row (bursts group by it when given)
+  // The launch fingerprint's model (file, digest or key) the candidate row was
+  // registered with: the identity probe fails when the runtime now serves
+  // other weights under the same name (probes/served_state.h). Empty: not known.
+  std::string expect_model;
 };
 
 class ProbeEngine {

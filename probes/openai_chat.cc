@@ -40,6 +40,7 @@ Usage parse_usage(const json& u) {
   x.server_ttft_s = jsonf::get_number(u, "time_to_first_token");
   x.server_prompt_tps = jsonf::get_number(u, "prompt_tokens_per_second");
   x.server_generation_tps = jsonf::get_number(u, "generation_tokens_per_second");
+  x.server_load_s = jsonf::get_number(u, "model_load_duration");
   return x;
 }
 
@@ -386,9 +387,26 @@ void fill_probe_result(const ChatResult& r, const RequestClock& clock, ProbeResu
     out.server_draft_accepted = t.draft_n_accepted;
   }
   if (r.usage) {
-    if (r.usage->server_ttft_s) out.server_ttft_ms = *r.usage->server_ttft_s * 1000.0;
-    if (!out.server_prompt_tps) out.server_prompt_tps = r.usage->server_prompt_tps;
-    if (!out.server_predicted_tps) out.server_predicted_tps = r.usage->server_generation_tps;
+    const Usage& u = *r.usage;
+    if (u.server_ttft_s) out.server_ttft_ms = *u.server_ttft_s * 1000.0;
+    if (u.server_load_s && *u.server_load_s > 0) out.server_load_ms = *u.server_load_s * 1000.0;
+    // Without llama.cpp timings, usage says how much of the prompt came from
+    // the cache: cached and processed tokens go to their own columns.
+    if (!r.timings && u.cached_tokens && u.prompt_tokens && *u.cached_tokens <= *u.prompt_tokens) {
+      out.server_cache_n = *u.cached_tokens;
+      out.server_prompt_n = *u.prompt_tokens - *u.cached_tokens;
+    }
+    if (!out.server_prompt_tps && u.server_prompt_tps) {
+      // oMLX prompt_tokens_per_second = prompt_tokens / ttft with cached tokens
+      // counted; prefill rates compare processed tokens only (llama.cpp's
+      // prompt_per_second), so a repeat's cached share is taken out.
+      if (u.cached_tokens && *u.cached_tokens > 0 && u.prompt_tokens && u.server_ttft_s && *u.server_ttft_s > 0) {
+        out.server_prompt_tps = static_cast<double>(*u.prompt_tokens - *u.cached_tokens) / *u.server_ttft_s;
+      } else {
+        out.server_prompt_tps = u.server_prompt_tps;
+      }
+    }
+    if (!out.server_predicted_tps) out.server_predicted_tps = u.server_generation_tps;
   }
   out.finish_reason = r.finish_reason;
   out.response_model = r.model;
@@ -419,9 +437,11 @@ Verdict classify_http_error(int http_status, std::string_view body) {
   ApiError e = parse_api_error(body);
   std::string detail = status_detail(http_status, e);
   // llama.cpp answers 503 "Loading model" on every route while loading;
-  // Rapid-MLX /health/ready answers 503 "model loading"; oMLX answers 409 when a
-  // model is still being loaded into its pool.
-  if ((http_status == 503 || http_status == 409) && text::contains_ci(e.message, "loading")) {
+  // Rapid-MLX /health/ready answers 503 "model loading"; oMLX answers 409
+  // "Model '...' is already being loaded" (omlx/engine_pool.py) when another
+  // request is loading the model into its pool.
+  if ((http_status == 503 || http_status == 409) &&
+      (text::contains_ci(e.message, "loading") || text::contains_ci(e.message, "being loaded"))) {
     return {Outcome::Loading, detail};
   }
   if (http_status >= 400 && e.type == "exceed_context_size_error") return {Outcome::ContextExceeded, detail};

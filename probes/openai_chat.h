@@ -39,6 +39,7 @@ struct Usage {
   // Server-side figures some runtimes add to usage (oMLX omlx/server.py
   // stream_chat_completion: seconds and tokens/s), or LM Studio /api/v0 `stats`.
   std::optional<double> server_ttft_s, server_prompt_tps, server_generation_tps;
+  std::optional<double> server_load_s;  // oMLX model_load_duration: a cold load the request waited for
 };
 
 struct ToolCall {

@@ -7,6 +7,7 @@
 #include "probes/engine_rows.h"
 #include "probes/probe_step.h"
 #include "probes/prometheus.h"
+#include "probes/served_state.h"
 #include "probes/validators.h"
 
 namespace soak::probes {
@@ -27,14 +28,39 @@ class HealthStep final : public Step {
   void start() override {
     send(route(env_.traits.health), [this](const ExchangeResult& x) {
       ProbeResult r = plain_row(ProbeKind::Health, workload_id(ProbeKind::Health), x);
-      set_verdict(r, classify_health(env_.cand.runtime, x.end, x.transfer), x.transfer.body);
+      set_verdict(r, starting_up(classify_health(env_.cand.runtime, x.end, x.transfer)), x.transfer.body);
       emit(std::move(r));
       finish();
     });
   }
+
+ private:
+  // vLLM refuses connections while its engine starts: within the grace of the
+  // first refusal of a streak that is loading; past it, refused.
+  Verdict starting_up(Verdict v) {
+    std::optional<int64_t>& since = env_.state.refused_since_ns;
+    if (v.outcome != Outcome::ConnectRefused) {
+      since.reset();
+      return v;
+    }
+    if (env_.cand.runtime != RuntimeKind::Vllm) return v;
+    const int64_t now = env_.io.clock.mono_ns();
+    if (!since) since = now;
+    const int64_t streak_ms = (now - *since) / 1'000'000;
+    if (streak_ms >= env_.opts.vllm_startup_grace_ms) return v;
+    return {Outcome::Loading, "connection refused " + std::to_string(streak_ms / 1000) +
+                                  " s into vLLM's startup grace (it listens once its engine is up)"};
+  }
 };
 
 // ---------------------------------------------------------------- identity
+// The model list; a short answer that must name (or echo) the model; then what
+// the runtime says it serves (probes/served_state.h: /props, /v1/models,
+// /api/ps, /api/v0/models, /metrics, or MLX-LM's argv, which is judged before
+// any request because a wrong id would make it load other weights). The
+// answer comes first so a runtime that loads on demand (Ollama, LM Studio)
+// has the model loaded when asked. The row says how identity was proven;
+// "echo only" is identity_unproven, never a pass.
 class IdentityStep final : public Step {
  public:
   using Step::Step;
@@ -45,31 +71,94 @@ class IdentityStep final : public Step {
  private:
   void on_models(const ExchangeResult& x) {
     ProbeResult r = plain_row(ProbeKind::Identity, workload_id(ProbeKind::Identity), x);
-    ojson listed = ojson::array();
+    extra_["listed"] = ojson::array();
     if (r.outcome == Outcome::Clean) {
       std::vector<std::string> ids = parse_model_ids(x.transfer.body);
-      for (size_t i = 0; i < ids.size() && i < kMaxListedModels; ++i) listed.push_back(ids[i]);
-      r.extra_json = ojson{{"listed", listed}}.dump();
+      for (size_t i = 0; i < ids.size() && i < kMaxListedModels; ++i) extra_["listed"].push_back(ids[i]);
       set_verdict(r, check_model_list(ids, env_.cand.model), x.transfer.body);
     }
-    if (r.outcome != Outcome::Clean || cancelled()) {
-      if (r.outcome == Outcome::Clean) set_verdict(r, {Outcome::CancelledByDaemon, "cancelled by soakd"}, "");
-      emit(std::move(r));
-      return finish();
+    if (r.outcome == Outcome::Clean && env_.cand.runtime == RuntimeKind::MlxLm) {
+      served_ = mlx_lm_served_from_argv(launch_argv_of(env_.cand));
+      set_verdict(r, judge_served(served_, env_.cand.model, env_.expect_model), "");
+      proof_detail_ = r.detail;
+      note_served();
     }
-    // The list holds the id; now the answer must name it (or echo the
-    // request, for runtimes whose answers do).
+    if (r.outcome == Outcome::Clean && cancelled()) set_verdict(r, {Outcome::CancelledByDaemon, "cancelled by soakd"}, "");
+    if (r.outcome != Outcome::Clean) return done(std::move(r));
     ChatJob job;
     job.req = marker_request(chat_options(Streaming::Off), make_marker(fnv1a64(env_.io.nonces.next())));
     job.req.kind = ProbeKind::Identity;
     job.workload = workload_id(ProbeKind::Identity);
-    std::string extra = ojson{{"listed", listed}}.dump();
-    run_chat(std::move(job), [this, extra](ProbeResult& row, const ExchangeResult&) {
-      row.extra_json = extra;
-      emit(std::move(row));
-      finish();
+    run_chat(std::move(job), [this](ProbeResult& row, const ExchangeResult&) { on_answer(std::move(row)); });
+  }
+
+  void on_answer(ProbeResult row) {
+    row_ = std::move(row);
+    // An answer cut by the server's own cap still named its model: identity is
+    // judged on it too (a failure there outranks the cap).
+    const bool answered = row_.outcome == Outcome::Clean || row_.outcome == Outcome::ServerTokenCap;
+    if (!answered || env_.cand.runtime == RuntimeKind::MlxLm) return done(std::move(row_));
+    routes_ = served_routes(env_.cand.runtime);
+    if (routes_.empty()) {
+      // A plain OpenAI server: its answer's own model name is the evidence.
+      extra_["proof"] = "response model";
+      return done(std::move(row_));
+    }
+    next_served();
+  }
+
+  void next_served() {
+    if (i_ >= routes_.size()) {
+      note_served();
+      Verdict v = judge_served(served_, env_.cand.model, env_.expect_model);
+      if (row_.outcome == Outcome::Clean || v.outcome != Outcome::Clean) set_verdict(row_, v, "");
+      return done(std::move(row_));
+    }
+    if (cancelled()) {
+      set_verdict(row_, {Outcome::CancelledByDaemon, "cancelled by soakd"}, "");
+      return done(std::move(row_));
+    }
+    send(route(routes_[i_]), [this](const ExchangeResult& x) {
+      const std::string path(routes_[i_++].path);
+      // A later route a build does not serve (llama-server --no-slots) only
+      // leaves its fields unknown; the first one is the evidence itself.
+      if (i_ > 1 && x.end == TransportEnd::Completed && unserved(x.transfer.head.status)) {
+        extra_["unavailable"].push_back(path);
+        return next_served();
+      }
+      Verdict v = classify_plain(x.end, x.transfer);
+      if (v.outcome == Outcome::Clean) {
+        if (Status st = read_served_answer(env_.cand.runtime, path, x.transfer.body, env_.cand.model, served_); !st.ok())
+          v = {Outcome::MalformedResponse, st.message()};
+      }
+      if (v.outcome != Outcome::Clean) {
+        set_verdict(row_, {v.outcome, path + ": " + v.detail}, x.transfer.body);
+        return done(std::move(row_));
+      }
+      next_served();
     });
   }
+
+  void note_served() {
+    extra_["proof"] = std::string(to_string(served_.proof));
+    if (!served_.loaded.empty()) extra_["served"] = served_.loaded;
+    if (!served_.served_digest.empty()) extra_["digest"] = served_.served_digest;
+    if (!served_.fingerprint.empty()) extra_["fingerprint"] = served_.fingerprint.summary();
+  }
+
+  void done(ProbeResult r) {
+    if (r.outcome == Outcome::Clean && r.detail.empty()) r.detail = proof_detail_;
+    r.extra_json = extra_.dump();
+    emit(std::move(r));
+    finish();
+  }
+
+  ProbeResult row_;
+  ojson extra_ = ojson::object();
+  std::vector<HttpRoute> routes_;
+  size_t i_ = 0;
+  ServedState served_;
+  std::string proof_detail_;
 };
 
 // ---------------------------------------------------------------- scrape

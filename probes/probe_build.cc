@@ -9,6 +9,7 @@
 #include "probes/adapters.h"
 #include "probes/engine_rows.h"
 #include "probes/requests.h"
+#include "probes/served_state.h"
 #include "probes/text_util.h"
 
 namespace soak::probes {
@@ -179,7 +180,7 @@ BuildRead::~BuildRead() = default;
 void BuildRead::start() {
   switch (cand_.build.source) {
     case BuildSource::Fixed:
-      io_.defer.post([this] { finish(BuildIdentity{cand_.build.fixed, std::nullopt}); });
+      io_.defer.post([this] { with_fingerprint(BuildIdentity{cand_.build.fixed, std::nullopt, {}}); });
       return;
     case BuildSource::Command:
       command_ = std::make_unique<CommandRun>(
@@ -187,7 +188,7 @@ void BuildRead::start() {
             if (!out) return finish(out.error());
             auto b = build_from_command_output(cand_.runtime, *out);
             if (!b) return finish(b.error());
-            finish(BuildIdentity{*b, std::nullopt});
+            with_fingerprint(BuildIdentity{*b, std::nullopt, {}});
           });
       command_->start();
       return;
@@ -227,7 +228,7 @@ void BuildRead::over_http() {
     if (v.outcome != Outcome::Clean) return finish(make_error(path + ": " + v.detail));
     auto b = parse_build(cand_.runtime, x.transfer.body);
     if (!b) return finish(make_error(path + ": " + b.message()));
-    BuildIdentity r{*b, std::nullopt};
+    BuildIdentity r{*b, std::nullopt, {}};
     if (runtime_traits(cand_.runtime).build_source == BuildSourceKind::LlamaCppProps) {
       if (auto p = parse_llamacpp_props(x.transfer.body)) {
         if (!p->model_alias.empty()) {
@@ -237,14 +238,52 @@ void BuildRead::over_http() {
         }
       }
     }
-    finish(std::move(r));
+    with_fingerprint(std::move(r));
   });
   exchange_->start();
+}
+
+void BuildRead::with_fingerprint(BuildIdentity b) {
+  got_ = std::move(b);
+  routes_ = served_routes(cand_.runtime);
+  if (cand_.runtime == RuntimeKind::MlxLm) {
+    served_ = mlx_lm_served_from_argv(launch_argv_of(cand_));
+    if (served_.proof == IdentityProof::ProcessArgv) got_.fingerprint = served_.fingerprint.to_json();
+  }
+  next_served();
+}
+
+void BuildRead::next_served() {
+  if (served_i_ >= routes_.size()) {
+    // Only a runtime that names the model it serves has a fingerprint: an
+    // Ollama tag not loaded right now (it loads on demand) says nothing yet.
+    bool named = false;
+    for (const auto& id : served_.loaded) named = named || id == cand_.model;
+    if (!routes_.empty() && named) got_.fingerprint = served_.fingerprint.to_json();
+    return finish(std::move(got_));
+  }
+  const HttpRoute r = routes_[served_i_++];
+  ExchangeSpec spec;
+  spec.method = std::string(r.method);
+  spec.path = std::string(r.path);
+  served_exchanges_.push_back(std::make_unique<Exchange>(io_, cand_, spec, [this, path = spec.path](const ExchangeResult& x) {
+    // The build is known; a served-state route that fails leaves the
+    // fingerprint unknown (never a change) rather than failing the read.
+    if (classify_plain(x.end, x.transfer).outcome == Outcome::Clean &&
+        read_served_answer(cand_.runtime, path, x.transfer.body, cand_.model, served_).ok())
+      return next_served();
+    served_.loaded.clear();
+    served_i_ = routes_.size();
+    next_served();
+  }));
+  served_exchanges_.back()->start();
 }
 
 void BuildRead::cancel() {
   if (exchange_ && exchange_->live()) exchange_->cancel();
   if (command_) command_->cancel();
+  for (auto& x : served_exchanges_)
+    if (x->live()) x->cancel();
 }
 
 void BuildRead::finish(Result<BuildIdentity> r) {

@@ -23,6 +23,7 @@
 #include "core/types.h"
 #include "probes/engine.h"
 #include "probes/engine_exchange.h"
+#include "probes/served_state.h"
 
 namespace soak::probes {
 
@@ -58,6 +59,9 @@ class BuildRead {
  private:
   void finish(Result<BuildIdentity> r);
   void over_http();
+  // Then what it serves with (probes/served_state.h), into got_.fingerprint.
+  void with_fingerprint(BuildIdentity b);
+  void next_served();
 
   EngineIo& io_;
   const EngineOptions& opts_;
@@ -66,6 +70,11 @@ class BuildRead {
   bool done_called_ = false;
   std::unique_ptr<Exchange> exchange_;
   std::unique_ptr<CommandRun> command_;
+  BuildIdentity got_;
+  std::vector<HttpRoute> routes_;
+  size_t served_i_ = 0;
+  ServedState served_;
+  std::vector<std::unique_ptr<Exchange>> served_exchanges_;
 };
 
 }  // namespace soak::probes

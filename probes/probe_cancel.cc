@@ -2,8 +2,11 @@
 // that the runtime freed the slot — /slots showing no more busy slots than
 // soakd's other chat requests to this runtime (polled until the bound), or,
 // where the adapter has no /slots (or it is not served), a follow-up request
-// whose first content arrives within the bound. Otherwise the row is
-// stale_slot. One row: the cut stream's timings, the proof in extra_json.
+// whose first content arrives within the bound. Rapid-MLX counts the aborts
+// it did for a client that left (rapid_mlx_requests_cancelled_via_disconnect_total,
+// vllm_mlx/routes/metrics.py): the counter rising past its value before the
+// request is the direct proof there. Otherwise the row is stale_slot. One
+// row: the cut stream's timings, the proof in extra_json.
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
@@ -12,17 +15,40 @@
 #include "core/uv_util.h"
 #include "probes/engine_rows.h"
 #include "probes/probe_step.h"
+#include "probes/prometheus.h"
 
 namespace soak::probes {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 
+constexpr std::string_view kDisconnectCancels = "rapid_mlx_requests_cancelled_via_disconnect_total";
+
+// The runtime's own count of requests it aborted because the client left.
+std::optional<double> disconnect_cancels(const ExchangeResult& x) {
+  if (classify_plain(x.end, x.transfer).outcome != Outcome::Clean) return std::nullopt;
+  return parse_prometheus_text(x.transfer.body).value(kDisconnectCancels);
+}
+
 class CancelStep final : public Step {
  public:
   explicit CancelStep(StepEnv env) : Step(std::move(env)), timer_(env_.io.loop) {}
 
   void start() override {
+    if (env_.cand.runtime == RuntimeKind::RapidMlx && env_.traits.metrics) {
+      // Its count before the request, so the cut's own abort shows as a rise.
+      send(route(*env_.traits.metrics), [this](const ExchangeResult& x) {
+        counter_before_ = disconnect_cancels(x);
+        if (cancelled()) return finish();
+        cut_stream();
+      });
+      return;
+    }
+    cut_stream();
+  }
+
+ private:
+  void cut_stream() {
     ChatJob j;
     j.req = cancel_request(chat_options(), env_.io.nonces.next());
     j.workload = workload_id(ProbeKind::Cancel);
@@ -31,7 +57,6 @@ class CancelStep final : public Step {
     run_chat(std::move(j), [this](ProbeResult& r, const ExchangeResult& x) { on_cut(r, x); });
   }
 
- private:
   void on_cancel() override {
     if (!waiting_) return;
     timer_.stop();
@@ -51,7 +76,24 @@ class CancelStep final : public Step {
     }
     cut_ns_ = env_.io.clock.mono_ns();
     if (env_.traits.slots) return poll();
+    if (counter_before_) return poll_counter();
     follow_up();
+  }
+
+  void poll_counter() {
+    waiting_ = false;
+    checked_by_ = "disconnect_counter";
+    send(route(*env_.traits.metrics), [this](const ExchangeResult& x) {
+      if (cancelled()) return end_cancelled();
+      std::optional<double> now = disconnect_cancels(x);
+      if (!now) return follow_up();  // the metric went away: fall back
+      if (*now > *counter_before_) return freed();
+      if (elapsed_ms() >= env_.opts.slot_free_bound_ms)
+        return stale(std::string(kDisconnectCancels) + " still " + std::to_string(static_cast<int64_t>(*now)) + " " +
+                     std::to_string(elapsed_ms()) + " ms after the cut: the runtime did not abort the request");
+      waiting_ = true;
+      timer_.start(static_cast<uint64_t>(env_.opts.slot_poll_ms), 0, [this] { poll_counter(); });
+    });
   }
 
   int64_t elapsed_ms() const { return (env_.io.clock.mono_ns() - cut_ns_) / 1'000'000; }
@@ -124,6 +166,7 @@ class CancelStep final : public Step {
   Timer timer_;
   ProbeResult row_;
   std::string checked_by_;
+  std::optional<double> counter_before_;  // Rapid-MLX disconnect-cancel count before the request
   bool cut_ = false;
   bool waiting_ = false;
   int64_t cut_ns_ = 0;

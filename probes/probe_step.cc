@@ -133,6 +133,8 @@ ChatRequestOptions Step::chat_options(Streaming streaming) const {
   o.streaming = streaming;
   o.tool_choice = env_.traits.tool_choice;
   o.prefill_reports = env_.traits.prefill_reports;
+  o.thinking_switch = env_.traits.thinking_switch;
+  o.top_k = env_.traits.top_k;
   return o;
 }
 

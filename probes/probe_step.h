@@ -47,6 +47,7 @@ struct CandidateState {
   };
   std::map<int64_t, Sized> long_context;  // by target size
   std::string agent_session_nonce;         // one shared-prefix session per engine lifetime
+  std::optional<int64_t> refused_since_ns;  // health: first refused connection of the current streak
   int64_t agent_turns = 0;
 };
 
@@ -57,6 +58,7 @@ struct StepEnv {
   const RuntimeTraits& traits;
   CandidateState& state;
   std::optional<int64_t> group_id;
+  std::string expect_model;  // RunSpec::expect_model
   std::function<void(ProbeResult)> emit;
   std::function<void()> finished;
 };

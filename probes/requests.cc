@@ -20,7 +20,7 @@ ojson chat_body(const ChatRequestOptions& o, ojson messages) {
   b["messages"] = std::move(messages);
   b["temperature"] = o.sampling.temperature;
   b["top_p"] = o.sampling.top_p;
-  b["top_k"] = o.sampling.top_k;
+  if (o.top_k == TopK::Sent) b["top_k"] = o.sampling.top_k;
   if (o.streaming == Streaming::On) {
     b["stream"] = true;
     b["stream_options"]["include_usage"] = true;
@@ -28,7 +28,13 @@ ojson chat_body(const ChatRequestOptions& o, ojson messages) {
   } else {
     b["stream"] = false;
   }
-  if (o.thinking) b["chat_template_kwargs"]["enable_thinking"] = *o.thinking == Thinking::On;
+  if (o.thinking) {
+    if (o.thinking_switch == ThinkingSwitch::ChatTemplateKwargs) {
+      b["chat_template_kwargs"]["enable_thinking"] = *o.thinking == Thinking::On;
+    } else {
+      b["reasoning_effort"] = *o.thinking == Thinking::On ? "medium" : "none";
+    }
+  }
   return b;
 }
 
@@ -40,6 +46,13 @@ BuiltRequest built(ProbeKind kind, const ChatRequestOptions& o, const ojson& bod
   r.streaming = o.streaming;
   if (o.thinking) r.thinking = *o.thinking == Thinking::On;
   r.sampling_json = o.sampling.to_json();
+  if (o.top_k == TopK::Dropped) {
+    ojson s = ojson::parse(r.sampling_json, nullptr, false);
+    if (s.is_object()) {
+      s["not_applied"] = ojson::array({"top_k"});
+      r.sampling_json = s.dump();
+    }
+  }
   return r;
 }
 

@@ -48,6 +48,9 @@ struct ChatRequestOptions {
   ToolChoice tool_choice = ToolChoice::Supported;  // from the runtime's traits
   // From the runtime's traits: llama.cpp streams report prefill progress only when asked.
   PrefillReports prefill_reports = PrefillReports::None;
+  // From the runtime's traits: its request dialect.
+  ThinkingSwitch thinking_switch = ThinkingSwitch::ChatTemplateKwargs;
+  TopK top_k = TopK::Sent;
 };
 
 struct BuiltRequest {
@@ -56,7 +59,9 @@ struct BuiltRequest {
   std::string body;              // JSON, exactly as sent
   Streaming streaming = Streaming::Off;
   std::optional<bool> thinking;  // enable_thinking as sent (ProbeResult::thinking)
-  std::string sampling_json;     // Sampling::to_json() (ProbeResult::sampling_json)
+  // Sampling::to_json() (ProbeResult::sampling_json), plus "not_applied": the
+  // settings the runtime's dialect has no field for, so they were not sent.
+  std::string sampling_json;
 };
 
 // ---------------------------------------------------------------- functional

@@ -30,8 +30,8 @@ std::string lift_server_cap(RuntimeKind runtime, int64_t tokens, std::optional<i
       return "llama-server was started with -n " + n(tokens) + ": start it without -n or with -n -1";
     case RuntimeKind::Omlx:
       // oMLX SamplingDefaults.max_tokens applies when the request sends none.
-      return "oMLX caps answers at its max_tokens setting (32768 unless changed; this one stopped at " + n(tokens) +
-             "): raise max_tokens in oMLX's model settings";
+      return "oMLX caps answers at its max_tokens setting (" + n(*runtime_traits(RuntimeKind::Omlx).default_max_tokens) +
+             " unless changed; this one stopped at " + n(tokens) + "): raise max_tokens in oMLX's model settings";
     case RuntimeKind::Vllm:
       // vllm/entrypoints/openai serving_chat.py: default_max_tokens = max_model_len - prompt,
       // lowered by max_new_tokens from the model's generation_config.json (--generation-config auto).

@@ -38,6 +38,9 @@ const std::vector<RowClass>& row_classes() {
       {"hung_stream", {Outcome::NoBody, Outcome::Stalled}},
       {"no_terminal", {Outcome::NoTerminal}},
       {"identity_mismatch", {Outcome::IdentityMismatch}},
+      // A runtime whose answers only echo the requested model proves nothing
+      // about the weights (docs/DESIGN.md §7.2): never a pass.
+      {"identity_unproven", {Outcome::IdentityUnproven}, CleanRow::Omitted},
       {"stale_slot", {Outcome::StaleSlot}},
       // A runtime that cuts an answer with its own default (MLX-LM's 512, llama-server's
       // -n) cuts every long answer the same way: one row shows how it was started, and

@@ -81,6 +81,7 @@ template <> struct Table<CandidateRow> {
       col<&R::first_seen_ms>("first_seen_ms"),
       col<&R::last_seen_ms>("last_seen_ms"),
       col<&R::baseline_id>("baseline_id"),
+      col<&R::fingerprint>("fingerprint"),
   };
 };
 
@@ -148,6 +149,7 @@ template <> struct Table<ProbeResult> {
       col<&R::server_ttft_ms>("server_ttft_ms"),
       col<&R::server_draft_n>("server_draft_n"),
       col<&R::server_draft_accepted>("server_draft_accepted"),
+      col<&R::server_load_ms>("server_load_ms"),
       col<&R::finish_reason>("finish_reason"),
       col<&R::response_model>("response_model"),
       col<&R::bytes_received>("bytes_received"),

@@ -247,10 +247,56 @@ CREATE TABLE context_reach (
 CREATE INDEX context_reach_by_candidate ON context_reach(candidate_id, id);
 )SQL";
 
+// v4: the launch fingerprint (docs/DESIGN.md §7.2) is part of a candidate
+// row's identity: what the runtime serves with (context, slots, KV cache type,
+// speculative settings, model file or digest) changing is a new row, like a
+// build change. SQLite cannot change a UNIQUE constraint in place, so the
+// table is rebuilt with its ids kept; foreign keys are checked at COMMIT
+// (defer_foreign_keys), when every referenced id exists again.
+constexpr std::string_view kV4 = R"SQL(
+PRAGMA defer_foreign_keys = ON;
+DROP VIEW promotion_status;
+CREATE TEMP TABLE candidates_v3 AS SELECT * FROM candidates;
+DROP TABLE candidates;
+CREATE TABLE candidates (
+  id            INTEGER PRIMARY KEY,
+  host_id       INTEGER NOT NULL REFERENCES hosts(id),
+  name          TEXT NOT NULL,
+  model         TEXT NOT NULL,
+  runtime       TEXT NOT NULL,
+  build         TEXT NOT NULL,
+  base_url      TEXT NOT NULL,
+  first_seen_ms INTEGER NOT NULL,
+  last_seen_ms  INTEGER NOT NULL,
+  baseline_id   INTEGER REFERENCES candidates(id),
+  fingerprint   TEXT NOT NULL DEFAULT '',
+  UNIQUE (host_id, name, model, runtime, build, fingerprint)
+);
+INSERT INTO candidates (id, host_id, name, model, runtime, build, base_url, first_seen_ms, last_seen_ms, baseline_id)
+  SELECT id, host_id, name, model, runtime, build, base_url, first_seen_ms, last_seen_ms, baseline_id FROM candidates_v3;
+DROP TABLE candidates_v3;
+-- oMLX usage.model_load_duration: a cold load inside the request, apart from TTFT.
+ALTER TABLE probe_results ADD COLUMN server_load_ms REAL;
+CREATE VIEW promotion_status AS
+SELECT c.model, c.runtime, c.build, c.name AS candidate, h.hostname AS host,
+       v.state AS verdict, v.stage, v.reason, v.ts_ms AS verdict_ms,
+       datetime(v.ts_ms / 1000, 'unixepoch') AS verdict_at_utc,
+       v.is_override, c.id AS candidate_id, v.id AS verdict_id, c.fingerprint
+FROM candidates c
+JOIN hosts h ON h.id = c.host_id
+JOIN verdicts v ON v.id = (SELECT MAX(id) FROM verdicts WHERE candidate_id = c.id);
+)SQL";
+
 }  // namespace
 
+std::string read_compat_sql(int user_version) {
+  if (user_version >= kFingerprintSchema) return {};
+  return "CREATE TEMP VIEW candidates AS SELECT *, '' AS fingerprint FROM main.candidates;\n"
+         "CREATE TEMP VIEW probe_results AS SELECT *, NULL AS server_load_ms FROM main.probe_results;\n";
+}
+
 const std::vector<std::string_view>& migrations() {
-  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3};
+  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4};
   return kMigrations;
 }
 

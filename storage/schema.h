@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,6 +18,12 @@ inline constexpr int32_t kSoakdApplicationId = 0x736f616b;
 // and reading it reads as empty.
 inline constexpr int kLaunchesSchema = 2;       // runtime_launches (managed runtimes)
 inline constexpr int kContextReachSchema = 3;   // context_reach
+inline constexpr int kFingerprintSchema = 4;    // candidates.fingerprint, probe_results.server_load_ms
+
+// For an older store opened read-only (never migrated): TEMP views that shadow
+// the tables whose columns it lacks (SQLite looks in TEMP first), so every
+// query reads those columns as their defaults. Empty when nothing is missing.
+std::string read_compat_sql(int user_version);
 
 const std::vector<std::string_view>& migrations();
 inline int schema_version() { return static_cast<int>(migrations().size()); }

@@ -95,6 +95,9 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
     if (*version < schema_version() && mode != OpenMode::ReadOnly)
       return fail(path + " has schema " + std::to_string(*version) + " but this soakctl expects " +
                   std::to_string(schema_version()) + "; start the new soakd once to migrate it");
+    if (mode == OpenMode::ReadOnly)
+      if (std::string compat = read_compat_sql(static_cast<int>(*version)); !compat.empty())
+        if (auto st = exec(db, compat.c_str()); !st) return fail("cannot read " + path + ": " + st.message());
     const char* p = mode == OpenMode::ReadOnly ? "PRAGMA query_only = ON" : "PRAGMA foreign_keys = ON";
     if (auto st = exec(db, p); !st) return fail(st.message());
     return std::unique_ptr<SqliteStore>(new SqliteStore(db, path, static_cast<int>(*version)));
@@ -146,7 +149,7 @@ Result<int64_t> SqliteStore::upsert_candidate(const CandidateRow& c, int64_t now
   row.last_seen_ms = now_ms;
   Stmt s(cache_.get(), db_,
          sql_of<CandidateRow>().insert +
-             " ON CONFLICT (host_id, name, model, runtime, build) "
+             " ON CONFLICT (host_id, name, model, runtime, build, fingerprint) "
              "DO UPDATE SET last_seen_ms = excluded.last_seen_ms, base_url = excluded.base_url RETURNING id");
   if (s.ok()) bind_insert(s, row);
   return run_returning_id(db_, s, "upsert candidate");
@@ -156,6 +159,12 @@ Status SqliteStore::set_baseline(int64_t candidate_id, std::optional<int64_t> ba
   Stmt s(cache_.get(), db_, "UPDATE candidates SET baseline_id = ? WHERE id = ?");
   s.bind(baseline_id).bind(candidate_id);
   return run_update(db_, s, "candidate baseline");
+}
+
+Status SqliteStore::set_fingerprint(int64_t candidate_id, const std::string& fingerprint) {
+  Stmt s(cache_.get(), db_, "UPDATE candidates SET fingerprint = ? WHERE id = ?");
+  s.bind(fingerprint).bind(candidate_id);
+  return run_update(db_, s, "candidate fingerprint");
 }
 
 // ============================================================== rows

@@ -52,6 +52,7 @@ class SqliteStore final : public Store {
   Result<int64_t> upsert_host(const HostInfo& host, int64_t now_ms) override;
   Result<int64_t> upsert_candidate(const CandidateRow& c, int64_t now_ms) override;
   Status set_baseline(int64_t candidate_id, std::optional<int64_t> baseline_id) override;
+  Status set_fingerprint(int64_t candidate_id, const std::string& fingerprint) override;
   Result<std::optional<CandidateRow>> candidate(int64_t id) override;
   Result<std::vector<CandidateRow>> candidates() override;
 

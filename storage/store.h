@@ -65,9 +65,12 @@ class Store {
 
   // ---- identities
   virtual Result<int64_t> upsert_host(const HostInfo& host, int64_t now_ms) = 0;
-  // Finds (host, name, model, runtime, build) or inserts it; updates last_seen and base_url.
+  // Finds (host, name, model, runtime, build, fingerprint) or inserts it; updates last_seen and base_url.
   virtual Result<int64_t> upsert_candidate(const CandidateRow& c, int64_t now_ms) = 0;
   virtual Status set_baseline(int64_t candidate_id, std::optional<int64_t> baseline_id) = 0;
+  // The launch fingerprint of a row registered before it was known (an Ollama
+  // tag that loads on demand); a known one that changes is a new row instead.
+  virtual Status set_fingerprint(int64_t candidate_id, const std::string& fingerprint) = 0;
   virtual Result<std::optional<CandidateRow>> candidate(int64_t id) = 0;
   virtual Result<std::vector<CandidateRow>> candidates() = 0;
 

@@ -28,3 +28,6 @@ set_tests_properties(integration_probe_llama_server PROPERTIES SKIP_RETURN_CODE 
 # Probe rows from the fake runtime judged by the canary's rules.
 soak_add_test(integration_verdict_fake SOURCES integration/verdict_fake_test.cc
   LIBS soak_probes soak_schedules soak_fake_runtime LABELS integration)
+# Identity, health states and the launch fingerprint per runtime through the fake's flavours.
+soak_add_test(integration_probe_identity SOURCES integration/probe_identity_test.cc
+  LIBS soak_probes soak_fake_runtime LABELS integration)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daemon/recipe_store.h"
+#include "probes/served_state.h"
 
 namespace soak::soakctl {
 
@@ -55,6 +56,7 @@ json candidate_json(const std::string& name, const CandidateRow& row) {
   j["model"] = row.model;
   j["runtime"] = to_string(row.runtime);
   j["build"] = row.build;
+  if (!row.fingerprint.empty()) j["launch"] = json::parse(row.fingerprint, nullptr, false);
   return j;
 }
 
@@ -129,6 +131,8 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     return rc;
   }
   c.out << name << " (" << row->model << " on " << to_string(row->runtime) << " at " << row->build << ")\n";
+  if (auto fp = probes::parse_fingerprint_json(row->fingerprint); fp && !row->fingerprint.empty())
+    c.out << "launch: " << fp->summary() << "\n";
   c.out << "verdict: " << to_string(judged->state) << " (" << judged->stage << ")"
         << (judged->reason.empty() ? "" : " — " + judged->reason) << "\n";
   c.out << "judged " << iso_utc(judged->wall_ms) << " by " << judged->judge_version << ", config " << judged->config_hash

@@ -2,6 +2,7 @@
 #include "daemon/soakctl/common.h"
 #include "storage/lock.h"
 
+#include "probes/served_state.h"
 #include "schedules/judge.h"
 
 #include <algorithm>
@@ -53,6 +54,7 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
       j["build"] = r.candidate.build;
       j["base_url"] = r.candidate.base_url;
       j["candidate_id"] = r.candidate.id;
+      if (!r.candidate.fingerprint.empty()) j["launch"] = json::parse(r.candidate.fingerprint, nullptr, false);
       j["stage"] = r.stage ? stage_json(*r.stage, now) : json(nullptr);
       j["verdict"] = r.verdict ? verdict_json(*r.verdict) : json(nullptr);
       if (auto reach = latest_reach(st, r.candidate.id)) j["context_reach"] = reach_json(*reach);
@@ -90,6 +92,9 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
                   r.candidate.model.c_str(), std::string(to_string(r.candidate.runtime)).c_str(), r.candidate.build.c_str(), stage.c_str(),
                   progress.c_str());
     c.out << line << verdict << "\n";
+    // What the runtime serves with: a change of it is a new row, like a build.
+    if (auto fp = probes::parse_fingerprint_json(r.candidate.fingerprint); fp && !r.candidate.fingerprint.empty())
+      c.out << "  launch: " << fp->summary() << "\n";
   }
   return kCtlExitOk;
 }

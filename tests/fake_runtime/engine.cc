@@ -42,6 +42,7 @@ struct Job {
   bool stream = false;
   bool include_usage = false;
   bool return_progress = false;  // llama.cpp: prompt_progress chunks during prefill
+  bool lmstudio_v0 = false;      // LM Studio /api/v0/chat/completions: stats, model_info, runtime
   int max_tokens = -1;
   ReplyPlan plan;
   std::vector<uint32_t> prompt_ids;
@@ -117,6 +118,7 @@ ojson stats_json(const ListenerStats& s) {
   j["held"] = s.held;
   j["leaked_bytes"] = s.leaked_bytes;
   j["crashed"] = s.crashed;
+  j["model_loads"] = s.model_loads;
   return j;
 }
 
@@ -205,6 +207,10 @@ ServerView Engine::server_view() const {
   v.total_prompt_tokens = metrics_.prompt_tokens_total;
   v.total_completion_tokens = metrics_.tokens_predicted_total;
   v.uptime_s = (clock_.mono_ns() - started_mono_ns_) / 1'000'000'000;
+  v.digest = cfg_.knobs.digest;
+  v.kv_cache_type = cfg_.knobs.kv_cache_type;
+  v.draining = draining_;
+  v.cancelled_via_disconnect = stats_.cancels_seen;
   return v;
 }
 
@@ -257,6 +263,9 @@ void Engine::handle(HttpRequest req, std::shared_ptr<Connection> conn) {
         case Flavour::MlxLm: handle_mlx(req, conn, p); break;
         case Flavour::Omlx: handle_omlx(req, conn, p); break;
         case Flavour::Ollama: handle_ollama(req, conn, p); break;
+        case Flavour::Vllm: handle_vllm(req, conn, p); break;
+        case Flavour::RapidMlx: handle_rapid(req, conn, p); break;
+        case Flavour::LmStudio: handle_lmstudio(req, conn, p); break;
       }
     }
   } catch (const std::exception& e) {
@@ -293,7 +302,12 @@ void Engine::not_found(const std::shared_ptr<Connection>& c, Persist p) {
       c->respond(404, response_headers(cfg_.flavour, BodyKind::Json, p), "Not Found", p);
       return;
     case Flavour::Omlx:
+    case Flavour::Vllm:
+    case Flavour::RapidMlx:
       reply_json(c, 404, ojson{{"detail", "Not Found"}}, p);
+      return;
+    case Flavour::LmStudio:
+      reply_json(c, 404, ojson{{"error", "Unexpected endpoint or method. (" + std::string("GET") + ")"}}, p);
       return;
     case Flavour::Ollama:
       c->respond(404, response_headers(cfg_.flavour, BodyKind::Text, p), "404 page not found", p);
@@ -384,8 +398,7 @@ void Engine::handle_fake(const HttpRequest& req, const std::shared_ptr<Connectio
       }
       set_scenario(*s);
     }
-    if (body.contains("build")) set_build(body.value("build", cfg_.knobs.build));
-    if (body.contains("loading_ms")) start_loading(body.value("loading_ms", 0));
+    control(body);
     ojson out{{"ok", true}, {"build", cfg_.knobs.build}, {"scenario", to_string(cfg_.scenario)}};
     c->respond(200, response_headers(cfg_.flavour, BodyKind::Json, p), out.dump(), p);
     return;
@@ -393,12 +406,23 @@ void Engine::handle_fake(const HttpRequest& req, const std::shared_ptr<Connectio
   c->respond(404, response_headers(cfg_.flavour, BodyKind::Json, p), R"({"error":"unknown /fake route"})", p);
 }
 
+void Engine::control(const json& body) {
+  if (!body.is_object()) return;
+  if (body.contains("build")) set_build(body.value("build", cfg_.knobs.build));
+  if (body.contains("digest")) cfg_.knobs.digest = body.value("digest", std::string());  // Ollama: a re-pull
+  if (body.contains("draining")) draining_ = body.value("draining", false);               // Rapid-MLX: SIGTERM seen
+  if (body.contains("ctx_per_slot")) cfg_.knobs.ctx_per_slot = body.value("ctx_per_slot", cfg_.knobs.ctx_per_slot);
+  if (body.contains("loading_ms")) start_loading(body.value("loading_ms", 0));
+}
+
 // ---------------------------------------------------------------- inference
 
 bool Engine::admit(const std::shared_ptr<Connection>& c, Persist p) {
   if (loading() && cfg_.flavour == Flavour::Omlx) {
+    // omlx/engine_pool.py: a request for a model another request is loading
+    // gets 409 with this wording ("loaded", not "loading").
     ++stats_.loading_rejections;
-    reply_error(c, 503, "Model is loading", "server_error", p);
+    reply_error(c, 409, "Model '" + cfg_.knobs.model + "' is already being loaded", "invalid_request_error", p);
     return false;
   }
   ++stats_.inference_requests;
@@ -477,10 +501,18 @@ void Engine::chat(const HttpRequest& req, const std::shared_ptr<Connection>& c, 
   job->ids.id = "chatcmpl-" + alnum_id(seed, kIdChars);
   job->ids.created = clock_.wall_ms() / 1000;
   job->ids.model = response_model(body);
+  job->lmstudio_v0 = cfg_.flavour == Flavour::LmStudio && req.path.rfind("/api/v0/", 0) == 0;
+  // mlx_lm/server.py: only "default_model" (or the --model id itself) is what
+  // was started; any other string loads those weights from the cache first.
+  if (cfg_.flavour == Flavour::MlxLm && job->ids.model != "default_model" && job->ids.model != cfg_.knobs.model)
+    ++stats_.model_loads;
   switch (cfg_.flavour) {
     case Flavour::LlamaCpp: job->ids.fingerprint = build_info(cfg_.knobs.build); break;
     case Flavour::MlxLm: job->ids.fingerprint = cfg_.knobs.build + kMlxVersionTail; break;
-    case Flavour::Omlx: break;
+    case Flavour::Omlx:
+    case Flavour::Vllm:
+    case Flavour::RapidMlx:
+    case Flavour::LmStudio: break;
     case Flavour::Ollama: job->ids.fingerprint = "fp_ollama"; break;
   }
   job->tool.name = job->plan.tool_name;
@@ -787,8 +819,9 @@ void Engine::finish(Job& job) {
         if (p.kind == PieceKind::ToolArgs) tool.arguments += p.text;
       out.tool = tool;
     }
-    job.conn->respond(200, response_headers(cfg_.flavour, BodyKind::Json, job.persist),
-                      completion_body(cfg_.flavour, job.ids, out, t).dump(), job.persist);
+    ojson answer = completion_body(cfg_.flavour, job.ids, out, t);
+    if (job.lmstudio_v0) lmstudio_v0_extras(answer, server_view(), t);
+    job.conn->respond(200, response_headers(cfg_.flavour, BodyKind::Json, job.persist), answer.dump(), job.persist);
   }
   ++stats_.completed;
   release_slot(job.slot, false);

@@ -51,6 +51,9 @@ class Engine {
   void set_build(const std::string& build);
   void set_scenario(Scenario s);
   void start_loading(int loading_ms);
+  // The keys of POST /fake/control other than scenario: build, digest,
+  // draining, ctx_per_slot, loading_ms.
+  void control(const nlohmann::json& body);
   // Drops every job and timer without answering; the host closes connections.
   void shutdown();
   const ListenerStats& stats() const { return stats_; }
@@ -61,6 +64,10 @@ class Engine {
   void handle_mlx(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p);
   void handle_omlx(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p);
   void handle_ollama(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p);
+  // flavour_served.cc
+  void handle_vllm(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p);
+  void handle_rapid(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p);
+  void handle_lmstudio(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p);
   void handle_fake(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p);
   void not_found(const std::shared_ptr<Connection>& c, Persist p);
   void reply_json(const std::shared_ptr<Connection>& c, int status, const ojson& body, Persist p);
@@ -125,6 +132,7 @@ class Engine {
   int64_t started_mono_ns_ = 0;
   int64_t loading_until_ns_ = 0;
   int64_t started_unix_ = 0;
+  bool draining_ = false;  // Rapid-MLX: SIGTERM seen, in-flight work finishing
 };
 
 }  // namespace soak::fake

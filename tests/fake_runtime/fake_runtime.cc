@@ -159,6 +159,16 @@ void FakeRuntime::set_build(size_t listener, const std::string& build) {
   impl_->post([this, listener, build] { impl_->listeners.at(listener)->engine().set_build(build); });
 }
 
+void FakeRuntime::control(size_t listener, const std::string& json_body) {
+  auto applied = std::make_shared<std::promise<void>>();
+  auto done = applied->get_future();
+  if (impl_->post([this, listener, json_body, applied] {
+        impl_->listeners.at(listener)->engine().control(nlohmann::json::parse(json_body, nullptr, false));
+        applied->set_value();
+      }))
+    done.wait();
+}
+
 void FakeRuntime::set_scenario(size_t listener, Scenario scenario) {
   impl_->post([this, listener, scenario] { impl_->listeners.at(listener)->engine().set_scenario(scenario); });
 }

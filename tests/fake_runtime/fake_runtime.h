@@ -50,6 +50,9 @@ class FakeRuntime {
   // Runtime control, applied on the loop thread (asynchronously).
   void set_build(size_t listener, const std::string& build);
   void set_scenario(size_t listener, Scenario scenario);
+  // The body POST /fake/control takes ({"digest": ..., "draining": true, ...}),
+  // applied on the loop thread; returns once applied.
+  void control(size_t listener, const std::string& json_body);
 
  private:
   struct Impl;

@@ -6,11 +6,14 @@
 namespace soak::fake {
 namespace {
 
-constexpr std::array<std::pair<Flavour, std::string_view>, 4> kFlavours{{
+constexpr std::array<std::pair<Flavour, std::string_view>, 7> kFlavours{{
     {Flavour::LlamaCpp, "llama.cpp"},
     {Flavour::MlxLm, "mlx-lm"},
     {Flavour::Omlx, "omlx"},
     {Flavour::Ollama, "ollama"},
+    {Flavour::Vllm, "vllm"},
+    {Flavour::RapidMlx, "rapid-mlx"},
+    {Flavour::LmStudio, "lm-studio"},
 }};
 
 constexpr std::array<std::pair<Scenario, std::string_view>, 18> kScenarios{{

@@ -11,7 +11,7 @@
 
 namespace soak::fake {
 
-enum class Flavour { LlamaCpp, MlxLm, Omlx, Ollama };
+enum class Flavour { LlamaCpp, MlxLm, Omlx, Ollama, Vllm, RapidMlx, LmStudio };
 std::string_view to_string(Flavour f);
 std::optional<Flavour> parse_flavour(std::string_view s);
 std::string flavour_names();
@@ -91,6 +91,10 @@ struct Knobs {
   int loading_ms = 0;                 // 503 everywhere for this long after start (any scenario)
   int repetition_tokens = kDefaultRepetitionTokens;
   int fail_above_tokens = kDefaultFailAboveTokens;  // LargePrompt5xx
+  // Ollama /api/ps digest of the loaded weights (empty: derived from the model
+  // name); POST /fake/control {"digest": ...} is a re-pull under the same tag.
+  std::string digest;
+  std::string kv_cache_type = "bf16";  // Rapid-MLX rapid_mlx_kv_cache_dtype
 };
 
 // The knobs a scenario starts from on a given flavour (e.g. FifoSerial sets
@@ -135,6 +139,7 @@ struct ListenerStats {
   int held = 0;                     // requests held open with no more content coming (stall, keep-alives only)
   uint64_t leaked_bytes = 0;        // MemoryLeak: bytes allocated and touched so far
   bool crashed = false;             // CrashAfterN fired (in-process: the listener is gone)
+  uint64_t model_loads = 0;         // mlx-lm: requests that named another model than --model (a reload)
 };
 
 }  // namespace soak::fake

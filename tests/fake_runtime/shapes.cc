@@ -75,6 +75,9 @@ ojson envelope(Flavour f, const ChatIds& ids, ojson choices, const char* object 
       break;
     case Flavour::Omlx:
     case Flavour::Ollama:
+    case Flavour::Vllm:
+    case Flavour::RapidMlx:
+    case Flavour::LmStudio:
       j["id"] = ids.id;
       j["object"] = object;
       j["created"] = ids.created;
@@ -101,7 +104,7 @@ ojson one_choice(Flavour f, ojson delta, const ojson& finish_reason) {
 }
 
 const char* reasoning_key(Flavour f) {
-  return (f == Flavour::MlxLm || f == Flavour::Ollama) ? "reasoning" : "reasoning_content";
+  return (f == Flavour::MlxLm || f == Flavour::Ollama || f == Flavour::Vllm) ? "reasoning" : "reasoning_content";
 }
 
 }  // namespace
@@ -135,7 +138,14 @@ Headers response_headers(Flavour f, BodyKind kind, Persist persist) {
       h.emplace_back("content-type", kind == BodyKind::EventStream ? "text/event-stream; charset=utf-8" : ctype);
       if (persist == Persist::Close) h.emplace_back("connection", "close");
       break;
+    case Flavour::Vllm:
+    case Flavour::RapidMlx:
+      h.emplace_back("server", "uvicorn");
+      h.emplace_back("content-type", kind == BodyKind::EventStream ? "text/event-stream; charset=utf-8" : ctype);
+      if (persist == Persist::Close) h.emplace_back("connection", "close");
+      break;
     case Flavour::Ollama:
+    case Flavour::LmStudio:
       h.emplace_back("Content-Type", ctype);
       if (persist == Persist::Close) h.emplace_back("Connection", "close");
       break;
@@ -335,6 +345,17 @@ ojson models_body(Flavour f, const ServerView& v) {
       entry["created"] = v.started_unix;
       entry["owned_by"] = "library";
       break;
+    case Flavour::Vllm:
+      return vllm_models_body(v);
+    case Flavour::RapidMlx:
+      entry["object"] = "model";
+      entry["created"] = v.started_unix;
+      entry["owned_by"] = "rapid-mlx";
+      break;
+    case Flavour::LmStudio:
+      entry["object"] = "model";
+      entry["owned_by"] = "organization_owner";
+      break;
   }
   return ojson{{"object", "list"}, {"data", ojson::array({entry})}};
 }
@@ -413,7 +434,7 @@ ojson ollama_ps_body(const ServerView& v) {
   m["name"] = v.model;
   m["model"] = v.model;
   m["size"] = kModelBytes;
-  m["digest"] = hash_hex(v.model);
+  m["digest"] = v.digest.empty() ? hash_hex(v.model) : v.digest;
   m["details"] = ojson{{"parent_model", ""}, {"format", "gguf"}, {"family", "qwen3moe"},
                        {"families", ojson::array({"qwen3moe"})}, {"parameter_size", "35B"},
                        {"quantization_level", "Q4_K_M"}};

@@ -94,6 +94,10 @@ struct ServerView {
   uint64_t total_prompt_tokens = 0;
   uint64_t total_completion_tokens = 0;
   int64_t uptime_s = 0;
+  std::string digest;         // Ollama /api/ps (empty: derived from the model)
+  std::string kv_cache_type;  // Rapid-MLX
+  bool draining = false;      // Rapid-MLX after SIGTERM
+  uint64_t cancelled_via_disconnect = 0;
 };
 ojson models_body(Flavour f, const ServerView& v);
 ojson props_body(const ServerView& v);
@@ -101,6 +105,16 @@ ojson health_body(Flavour f, bool loading, const ServerView& v);
 ojson omlx_status_body(const ServerView& v);
 ojson ollama_version_body(const ServerView& v);
 ojson ollama_ps_body(const ServerView& v);
+
+// Flavours imitated for their served state (flavour_served.cc); each names
+// the upstream file its keys were checked against.
+ojson vllm_models_body(const ServerView& v);
+std::string rapid_metrics_text(const ServerView& v);
+ojson rapid_health_ready_body(const ServerView& v);
+ojson rapid_healthz_body(const ServerView& v);
+ojson lmstudio_v0_models_body(const ServerView& v);
+// The v0 chat answer's extra objects: stats, model_info, runtime.
+void lmstudio_v0_extras(ojson& answer, const ServerView& v, const GenTimings& t);
 
 struct SlotView {
   int id = 0;

@@ -277,6 +277,9 @@ std::optional<int> requested_max_tokens(const json& request) {
 }
 
 bool thinking_enabled(const json& request) {
+  // Ollama (openai/openai.go) takes reasoning_effort; "none" is off.
+  const json& effort = field(request, "reasoning_effort");
+  if (effort.is_string()) return effort != "none";
   return field(field(request, "chat_template_kwargs"), "enable_thinking") == true;
 }
 

@@ -59,10 +59,12 @@ class Harness {
   const Clock& clock() const { return clock_; }
 
   std::vector<ProbeResult> run(const CandidateConfig& c, std::vector<ProbeKind> kinds) {
+    return run(c, probes::RunSpec{std::move(kinds), std::nullopt, {}});
+  }
+  std::vector<ProbeResult> run(const CandidateConfig& c, probes::RunSpec spec) {
     std::vector<ProbeResult> rows;
     bool done = false;
-    engine_->run(c, probes::RunSpec{std::move(kinds), std::nullopt}, [&](ProbeResult r) { rows.push_back(std::move(r)); },
-                 [&] { done = true; });
+    engine_->run(c, std::move(spec), [&](ProbeResult r) { rows.push_back(std::move(r)); }, [&] { done = true; });
     spin_until(done);
     return rows;
   }

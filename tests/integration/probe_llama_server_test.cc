@@ -34,6 +34,7 @@
 #include "daemon/probe_cli.h"
 #include "schedules/judge.h"
 #include "schedules/plan.h"
+#include "probes/served_state.h"
 #include "tests/catch.h"
 #include "tests/integration/probe_harness.h"
 #include "tests/support/child_process.h"
@@ -127,6 +128,18 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   REQUIRE(build.ok());
   CHECK(build->build.rfind("b", 0) == 0);
   CHECK(build->model == std::string(kAlias));
+  // The launch fingerprint, as the server itself reports it (/props, /slots):
+  // -c 8192 shared by --parallel 2, no draft model. -n 64 is not in /props
+  // (its n_predict is the sampling default, -1): left unknown, never guessed.
+  auto fp = probes::parse_fingerprint_json(build->fingerprint);
+  REQUIRE(fp.ok());
+  INFO(build->fingerprint);
+  CHECK(fp->slots == 2);
+  CHECK(fp->ctx_per_slot == 4096);
+  CHECK(fp->ctx_total == 8192);
+  CHECK_FALSE(fp->max_tokens_default);
+  CHECK(fp->speculative == false);
+  CHECK(fp->model == srv.model);
 
   auto rows = h.run(c, probes::all_probe_kinds());
   std::printf("%s", format_probe_table(rows).c_str());
@@ -166,7 +179,14 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   // The cap cut the answer, not the prefill: the exact repeat still follows and hits the cache.
   const ProbeResult* repeat = find_row(rows, ProbeKind::LongContext, "long_context/1024/repeat");
   REQUIRE(repeat);
+  // The runtime itself confirms the repeat was served from its cache: its
+  // timings.cache_n covers nearly the whole prompt.
   CHECK(repeat->server_cache_n.value_or(0) > 0);
+  CHECK(repeat->server_cache_n.value_or(0) + 8 >= repeat->prompt_tokens.value_or(INT64_MAX));
+  // Identity proven by the server's own name for what it loaded.
+  const ProbeResult* id = find_row(rows, ProbeKind::Identity);
+  REQUIRE(id);
+  CHECK(nlohmann::json::parse(id->extra_json)["proof"] == "served name");
   const ProbeResult* summary = find_row(rows, ProbeKind::Burst, "burst/2/summary");
   REQUIRE(summary);
   CHECK(summary->outcome == Outcome::Clean);  // two slots: the pair decodes together

@@ -17,6 +17,7 @@ constexpr std::array<MethodInfo, kStoreMethodCount> kMethods{{
     {StoreMethod::UpsertHost, "upsert_host", StoreAccess::Write},
     {StoreMethod::UpsertCandidate, "upsert_candidate", StoreAccess::Write},
     {StoreMethod::SetBaseline, "set_baseline", StoreAccess::Write},
+    {StoreMethod::SetFingerprint, "set_fingerprint", StoreAccess::Write},
     {StoreMethod::Candidate, "candidate", StoreAccess::Read},
     {StoreMethod::Candidates, "candidates", StoreAccess::Read},
     {StoreMethod::InsertProbeResult, "insert_probe_result", StoreAccess::Write},
@@ -144,6 +145,10 @@ Result<int64_t> FaultyStore::upsert_host(const HostInfo& host, int64_t now_ms) {
 Result<int64_t> FaultyStore::upsert_candidate(const CandidateRow& c, int64_t now_ms) {
   return forward<Result<int64_t>>(M::UpsertCandidate, [&] { return inner_.upsert_candidate(c, now_ms); });
 }
+Status FaultyStore::set_fingerprint(int64_t candidate_id, const std::string& fingerprint) {
+  return forward<Status>(M::SetFingerprint, [&] { return inner_.set_fingerprint(candidate_id, fingerprint); });
+}
+
 Status FaultyStore::set_baseline(int64_t candidate_id, std::optional<int64_t> baseline_id) {
   return forward<Status>(M::SetBaseline, [&] { return inner_.set_baseline(candidate_id, baseline_id); });
 }

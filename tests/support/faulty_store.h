@@ -38,7 +38,7 @@ inline constexpr std::string_view kLocked = "database is locked";
 
 // Every method of the Store interface (storage/store.h), in its order.
 enum class StoreMethod {
-  UpsertHost, UpsertCandidate, SetBaseline, Candidate, Candidates,
+  UpsertHost, UpsertCandidate, SetBaseline, SetFingerprint, Candidate, Candidates,
   InsertProbeResult, InsertHostSample, InsertProcessSample, InsertEvent,
   InsertStage, UpdateStage, Stages,
   InsertVerdict, LatestVerdict, Verdicts,
@@ -47,7 +47,7 @@ enum class StoreMethod {
   InsertLaunch, UpdateLaunch, Launches,
   ProbeResults, HostSamples, ProcessSamples, Events, Status, MaxIds,
 };
-inline constexpr size_t kStoreMethodCount = 29;
+inline constexpr size_t kStoreMethodCount = 30;
 const std::array<StoreMethod, kStoreMethodCount>& all_store_methods();
 std::string_view to_string(StoreMethod m);  // the Store method's name, e.g. "insert_probe_result"
 
@@ -89,6 +89,7 @@ class FaultyStore final : public Store {
   Result<int64_t> upsert_host(const HostInfo& host, int64_t now_ms) override;
   Result<int64_t> upsert_candidate(const CandidateRow& c, int64_t now_ms) override;
   Status set_baseline(int64_t candidate_id, std::optional<int64_t> baseline_id) override;
+  Status set_fingerprint(int64_t candidate_id, const std::string& fingerprint) override;
   Result<std::optional<CandidateRow>> candidate(int64_t id) override;
   Result<std::vector<CandidateRow>> candidates() override;
   Result<int64_t> insert_probe_result(const ProbeResult& r) override;

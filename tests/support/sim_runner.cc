@@ -309,7 +309,7 @@ void SimRunner::read_build(const CandidateConfig& c, std::function<void(Result<p
     queue_.push_back(Pending{at, seq_++, [done] { done(make_error("connection refused")); }, false});
   } else {
     std::string model = c.model;
-    queue_.push_back(Pending{at, seq_++, [done, s, model] { done(probes::BuildIdentity{s.build, model}); }, false});
+    queue_.push_back(Pending{at, seq_++, [done, s, model] { done(probes::BuildIdentity{s.build, model, s.fingerprint}); }, false});
   }
 }
 

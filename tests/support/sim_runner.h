@@ -47,6 +47,7 @@ enum class Behaviour {
 struct SimCandidate {
   Behaviour behaviour = Behaviour::Healthy;
   std::string build = "b9430";
+  std::string fingerprint;  // launch fingerprint JSON the build read reports (empty: none exposed)
   double speed = 1.0;       // multiplies every duration
   int64_t fault_after = 20; // for behaviours that start misbehaving later
   double noise = 0.10;      // relative jitter of every timing

@@ -387,6 +387,63 @@ TEST_CASE("a new build is a new candidate, judged against the previous promoted 
   CHECK(v->state != VerdictState::Running);
 }
 
+TEST_CASE("a launch fingerprint change under the same build is a new candidate row, judged like a new build") {
+  // llama-server restarted by hand with another -c / --parallel: the same
+  // binary, a different launch (probes/served_state.h LaunchFingerprint).
+  const std::string launch_a = R"({"model":"m.gguf","ctx_per_slot":131072,"ctx_total":1048576,"slots":8})";
+  const std::string launch_b = R"({"model":"m.gguf","ctx_per_slot":262144,"ctx_total":262144,"slots":1})";
+  World w(candidate("llama", 18431));
+  w.runner->at("llama").fingerprint = launch_a;
+  w.run(10 * kDay);
+  REQUIRE(w.verdict("llama")->state == VerdictState::Promoted);
+  const CandidateRow first = *w.row("llama");
+  CHECK(first.fingerprint == launch_a);
+  w.runner->at("llama").fingerprint = launch_b;
+  w.run(10 * kDay, [&] {
+    auto r = w.row("llama");
+    if (!r || r->id == first.id) return false;
+    auto v = *w.store->latest_verdict(r->id);
+    return v && v->state != VerdictState::Running;
+  }, World::UntilSettled::GoOn);
+  const CandidateRow second = *w.row("llama");
+  CHECK(second.id != first.id);
+  CHECK(second.build == first.build);
+  CHECK(second.fingerprint == launch_b);
+  CHECK(second.baseline_id == std::optional<int64_t>(first.id));  // the previous promoted launch
+  EventQuery q;
+  q.candidate_id = first.id;
+  q.kind = EventKind::BuildChange;
+  auto ev = *w.store->events(q);
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].detail_json.find("from_fingerprint") != std::string::npos);
+  CHECK(ev[0].detail_json.find("1 slot") != std::string::npos);
+  CHECK((*w.store->latest_verdict(first.id))->state == VerdictState::Promoted);  // the old launch keeps its verdict
+
+  // status and explain say what each row serves with.
+  std::ostringstream out, err;
+  const std::string db = w.tmp.path() + "/s.db";
+  REQUIRE(soakctl_main({"--db", db, "status"}, out, err, w.clock) == kCtlExitOk);
+  INFO(out.str());
+  CHECK(out.str().find("launch: ctx 262144/slot (262144 total), 1 slot") != std::string::npos);
+  CHECK(out.str().find("launch: ctx 131072/slot (1048576 total), 8 slots") != std::string::npos);
+  std::ostringstream ex;
+  REQUIRE(soakctl_main({"--db", db, "explain", "llama"}, ex, err, w.clock) == kCtlExitOk);
+  CHECK(ex.str().find("launch: ctx 262144/slot") != std::string::npos);
+}
+
+TEST_CASE("a fingerprint first known after registration is set on the row, not a new one") {
+  // An Ollama tag loads on demand: /api/ps names it only after a request.
+  World w(candidate("ollama", 18431));
+  w.run(kHour, [&] { return w.row("ollama").has_value(); });
+  const int64_t id = w.row("ollama")->id;
+  CHECK(w.row("ollama")->fingerprint.empty());
+  w.runner->at("ollama").fingerprint = R"({"model":"sha256:aa","ctx_per_slot":4096})";
+  w.run(10 * kDay);
+  CHECK(w.row("ollama")->id == id);
+  CHECK(w.row("ollama")->fingerprint == R"({"model":"sha256:aa","ctx_per_slot":4096})");
+  CHECK(w.store->candidates()->size() == 1);
+}
+
 TEST_CASE("recomputing a stored verdict from its rows gives the same verdict, byte for byte") {
   World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
   w.runner->at("cand").behaviour = Behaviour::Marginal;

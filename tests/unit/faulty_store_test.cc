@@ -80,6 +80,7 @@ std::string call(Store& s, StoreMethod m, const Fixture& f) {
     case StoreMethod::UpsertHost: return err(s.upsert_host(HostInfo{"studio", "Mac15,14", 1LL << 30, "macOS 15.5"}, 2000));
     case StoreMethod::UpsertCandidate: return err(s.upsert_candidate(c, 2000));
     case StoreMethod::SetBaseline: return err(s.set_baseline(f.cand, std::nullopt));
+    case StoreMethod::SetFingerprint: return err(s.set_fingerprint(f.cand, R"({"slots":2})"));
     case StoreMethod::Candidate: return err(s.candidate(f.cand));
     case StoreMethod::Candidates: return err(s.candidates());
     case StoreMethod::InsertProbeResult: return err(s.insert_probe_result(f.probe(5)));
@@ -201,7 +202,7 @@ TEST_CASE("while writes fail, reads still answer from the real store; clearing r
   s.clear();
   REQUIRE(s.insert_probe_result(f.probe(2)).ok());
   CHECK(f.stored_probes() == 2);
-  CHECK(s.failures(StoreAccess::Write) == 15);  // every write method failed once
+  CHECK(s.failures(StoreAccess::Write) == 16);  // every write method failed once
   CHECK(s.failures(StoreAccess::Read) == 0);
   s.reset_counts();
   CHECK(s.calls(StoreAccess::Write) == 0);

@@ -266,3 +266,24 @@ TEST_CASE("canary: a history baseline is compared and the verdict says so") {
   CHECK(v.baseline_id == kBaseline);
   CHECK(contains(v.reason, "baseline history"));
 }
+
+TEST_CASE("canary: rows that waited for a cold model load stay out of TTFT, not out of decode") {
+  // oMLX loads a model inside the request (usage.model_load_duration): such a
+  // TTFT measures the load. Ten candidate rows carry a 30 s load in their TTFT.
+  Canary c;
+  add_perf(c.cand, kN, Perf{}, 1);
+  for (int i = 0; i < 10; ++i) {
+    add_perf(c.cand, 1, Perf{.ttft_ms = 30'200}, 500 + i);
+    c.cand.rows.back().server_load_ms = 30'000;
+  }
+  add_perf(c.base, kN, Perf{}, 5000);
+  auto v = c.judge();
+  INFO(v.reason);
+  CHECK(v.state == VerdictState::Promoted);
+  const auto* ttft = find_metric(v, "ttft_ms/stream/1k{");
+  REQUIRE(ttft);
+  CHECK(ttft->n == kN);  // the loaded rows are not in it
+  const auto* decode = find_metric(v, "decode_tps/stream/1k{");
+  REQUIRE(decode);
+  CHECK(decode->n == kN + 10);  // decode after the load is still a decode
+}

@@ -20,7 +20,6 @@ TEST_CASE("traits: each runtime's routes and quirks") {
   CHECK(llama.health.path == "/health");
   CHECK(llama.build->path == "/props");
   CHECK(llama.slots->path == "/slots");
-  CHECK(llama.metrics_prefix == "llamacpp:");
   CHECK(llama.key_metrics.size() == 8);
   for (auto m : llama.key_metrics) CHECK(m.rfind("llamacpp:", 0) == 0);
   CHECK(llama.tokenize->method == "POST");
@@ -29,28 +28,28 @@ TEST_CASE("traits: each runtime's routes and quirks") {
   const RuntimeTraits& mlx = runtime_traits(RuntimeKind::MlxLm);
   CHECK(mlx.default_max_tokens == 512);
   CHECK(mlx.identity == IdentityEvidence::EchoesRequest);
-  CHECK(mlx.reasoning == ReasoningField::Reasoning);
   CHECK_FALSE(mlx.build);
   CHECK(mlx.build_source == BuildSourceKind::SystemFingerprint);
   CHECK_FALSE(mlx.metrics);
   CHECK_FALSE(mlx.tokenize);
 
-  CHECK(runtime_traits(RuntimeKind::Omlx).keepalive == KeepAliveStyle::CommentsAndChunks);
+  CHECK(runtime_traits(RuntimeKind::Omlx).default_max_tokens == 32768);
   CHECK(runtime_traits(RuntimeKind::Omlx).build->path == "/api/status");
   CHECK(runtime_traits(RuntimeKind::Vllm).build->path == "/version");
-  CHECK(runtime_traits(RuntimeKind::Vllm).metrics_prefix == "vllm:");
-  CHECK(runtime_traits(RuntimeKind::RapidMlx).health.path == "/health/ready");
+  for (auto m : runtime_traits(RuntimeKind::Vllm).key_metrics) CHECK(m.rfind("vllm:", 0) == 0);
+  // /health/ready says "model loading" while draining too; /healthz tells them apart.
+  CHECK(runtime_traits(RuntimeKind::RapidMlx).health.path == "/healthz");
+  // Ollama's OpenAI layer echoes the request's model (openai/openai.go).
+  CHECK(runtime_traits(RuntimeKind::Ollama).identity == IdentityEvidence::EchoesRequest);
   CHECK(runtime_traits(RuntimeKind::RapidMlx).build_source == BuildSourceKind::MetricsBuildInfo);
   CHECK(runtime_traits(RuntimeKind::Ollama).health.path == "/");
   CHECK(runtime_traits(RuntimeKind::Ollama).build->path == "/api/version");
   CHECK(runtime_traits(RuntimeKind::Ollama).tool_choice == ToolChoice::Unsupported);
   CHECK(runtime_traits(RuntimeKind::LmStudio).build_source == BuildSourceKind::LmStudioRuntime);
   CHECK(runtime_traits(RuntimeKind::OpenAI).build_source == BuildSourceKind::None);
-  // Every runtime streams usage only when asked, so probes always ask.
   for (RuntimeKind k : {RuntimeKind::LlamaCpp, RuntimeKind::MlxLm, RuntimeKind::Omlx, RuntimeKind::Vllm,
                         RuntimeKind::RapidMlx, RuntimeKind::Ollama, RuntimeKind::LmStudio, RuntimeKind::OpenAI}) {
     CHECK(runtime_traits(k).kind == k);
-    CHECK(runtime_traits(k).stream_usage == UsageInStream::OnlyWhenRequested);
     CHECK_FALSE(runtime_traits(k).models.path.empty());
   }
 }

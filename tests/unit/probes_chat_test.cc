@@ -230,7 +230,12 @@ TEST_CASE("oMLX keep-alive chunks never count as a token and never set the model
   ProbeResult row;
   fill_probe_result(r, RequestClock{kStart, {}, {}, kStart + 8 * kMs}, row);
   CHECK(row.server_ttft_ms == Approx(1230.0));
-  CHECK(row.server_prompt_tps == Approx(7.5));
+  // oMLX's prompt_tokens_per_second (7.5) counts the 4 cached tokens; the row
+  // keeps processed tokens only, as llama.cpp's prompt_per_second does.
+  CHECK(row.server_prompt_tps == Approx(5.0 / 1.23));
+  CHECK(row.server_cache_n == 4);
+  CHECK(row.server_prompt_n == 5);
+  CHECK_FALSE(row.server_load_ms);  // no cold load in this answer
   CHECK(row.server_predicted_tps == Approx(42.0));
   CHECK(row.t_first_event_us == 2000);
   CHECK(row.t_first_token_us == 4000);
@@ -451,4 +456,20 @@ TEST_CASE("LM Studio /api/v0 stats land in the server columns") {
   CHECK(row.server_ttft_ms == Approx(111.0));
   CHECK(row.server_predicted_tps == Approx(51.43));
   CHECK(row.completion_tokens == 53);
+}
+
+TEST_CASE("oMLX model_load_duration lands in its own column") {
+  // omlx/server.py: a cold load waits under a lock inside the request; usage
+  // then carries model_load_duration (seconds) beside time_to_first_token.
+  ChatResult r = feed({
+      R"({"id":"c","model":"Qwen3-8B","choices":[{"index":0,"delta":{"content":"Hi"}}]})",
+      R"({"id":"c","model":"Qwen3-8B","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})",
+      R"({"id":"c","model":"Qwen3-8B","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":1,"time_to_first_token":12.5,"model_load_duration":11.75}})",
+      "[DONE]",
+  });
+  ProbeResult row;
+  fill_probe_result(r, RequestClock{kStart, {}, {}, kStart + 8 * kMs}, row);
+  REQUIRE(row.server_load_ms);
+  CHECK(*row.server_load_ms == Approx(11750.0));
+  CHECK(row.server_ttft_ms == Approx(12500.0));
 }

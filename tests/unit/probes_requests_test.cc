@@ -186,3 +186,30 @@ TEST_CASE("embeddings and rerank bodies") {
   CHECK(b["top_n"] == 3);
   CHECK(r.kind == ProbeKind::Rerank);
 }
+
+TEST_CASE("dialect: Ollama takes thinking as reasoning_effort and has no top_k; the row says so") {
+  // ollama openai/openai.go ChatCompletionRequest: reasoning_effort ("none" is
+  // thinking off); no chat_template_kwargs, no top_k.
+  ChatRequestOptions ollama = options();
+  ollama.thinking_switch = runtime_traits(RuntimeKind::Ollama).thinking_switch;
+  ollama.top_k = runtime_traits(RuntimeKind::Ollama).top_k;
+  BuiltRequest off = thinking_request(ollama, Thinking::Off);
+  json b = json::parse(off.body);
+  CHECK(b["reasoning_effort"] == "none");
+  CHECK_FALSE(b.contains("chat_template_kwargs"));
+  CHECK_FALSE(b.contains("top_k"));
+  json sampling = json::parse(off.sampling_json);
+  CHECK(sampling["not_applied"] == json::array({"top_k"}));
+  CHECK(json::parse(thinking_request(ollama, Thinking::On).body)["reasoning_effort"] == "medium");
+
+  // llama.cpp (and the rest) take chat_template_kwargs and top_k.
+  ChatRequestOptions llama = options();
+  llama.thinking_switch = runtime_traits(RuntimeKind::LlamaCpp).thinking_switch;
+  llama.top_k = runtime_traits(RuntimeKind::LlamaCpp).top_k;
+  BuiltRequest l = thinking_request(llama, Thinking::Off);
+  json lb = json::parse(l.body);
+  CHECK(lb["chat_template_kwargs"]["enable_thinking"] == false);
+  CHECK(lb.contains("top_k"));
+  CHECK_FALSE(lb.contains("reasoning_effort"));
+  CHECK_FALSE(json::parse(l.sampling_json).contains("not_applied"));
+}

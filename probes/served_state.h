@@ -1,0 +1,91 @@
+// What a runtime says it is serving, read from its own endpoints (and, for
+// MLX-LM, from its own argv): which model is loaded, how that is proven, and
+// the launch fingerprint - context per slot and in total, slots, KV cache
+// type, speculative decoding, the model file or digest, the max-tokens
+// default (docs/DESIGN.md §7.2). A fingerprint change is treated like a build
+// change: the campaign registers a new candidate row (daemon/campaign_builds.cc).
+//
+// Pure: parse functions over answer bodies; the probe engine does the I/O
+// (probes/probe_build.cc for the build read, probes/probe_basic.cc for the
+// identity probe). Nothing throws; a body that is not the documented shape is
+// an Error naming the route.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/config.h"
+#include "core/result.h"
+#include "core/types.h"
+#include "probes/adapters.h"
+#include "probes/openai_chat.h"
+
+namespace soak::probes {
+
+// How identity is proven for a runtime, strongest first. Only EchoOnly proves
+// nothing: the answer repeats the request's model string.
+enum class IdentityProof {
+  ServedDigest,  // content digest of the loaded weights (Ollama /api/ps digest)
+  ServedName,    // the runtime's own name for what it loaded (llama.cpp /props model_path, vLLM /v1/models)
+  LoadedState,   // the runtime lists the model as loaded (LM Studio /api/v0/models state, Rapid-MLX build_info model)
+  ProcessArgv,   // the runtime's own --model argument, and requests send exactly that id (MLX-LM)
+  EchoOnly,      // answers echo the request; nothing says what is loaded (oMLX; MLX-LM without its argv)
+};
+std::string_view to_string(IdentityProof p);
+
+// What the runtime serves with. Absent fields were not exposed by it.
+struct LaunchFingerprint {
+  std::string model;  // model file path, weights digest or model key
+  std::optional<int64_t> ctx_per_slot;
+  std::optional<int64_t> ctx_total;
+  std::optional<int64_t> slots;
+  std::string kv_cache_type;           // e.g. "bf16", "q8_0"; empty: not exposed
+  std::optional<bool> speculative;     // draft model / speculative decoding on
+  std::optional<int64_t> max_tokens_default;  // cap when a request sends none (-1: unlimited)
+  std::string source;                  // routes (or "argv") it was read from
+
+  bool empty() const { return model.empty() && !ctx_per_slot && !slots && kv_cache_type.empty(); }
+  // Canonical JSON (fixed key order, absent fields left out, no `source`): the
+  // value stored with the candidate row and compared for a change.
+  std::string to_json() const;
+  // One line for status, explain and `soakd probe`.
+  std::string summary() const;
+};
+// The stored JSON back (empty text: an empty fingerprint).
+Result<LaunchFingerprint> parse_fingerprint_json(std::string_view text);
+
+struct ServedState {
+  IdentityProof proof = IdentityProof::EchoOnly;
+  std::vector<std::string> loaded;  // model ids the runtime says are loaded (or served)
+  std::string served_digest;        // Ollama: digest of the entry that matched the config model
+  LaunchFingerprint fingerprint;
+  std::optional<int64_t> running, waiting;  // queue depth, where the route says
+};
+
+// The routes read for a runtime's served state, in order (empty: none over HTTP).
+std::vector<HttpRoute> served_routes(RuntimeKind kind);
+
+// Folds one route's answer into `into`; `config_model` picks Ollama's entry.
+Status read_served_answer(RuntimeKind kind, std::string_view path, std::string_view body,
+                          std::string_view config_model, ServedState& into);
+
+// MLX-LM serves what its argv says: `--model` (only the request string
+// "default_model" or exactly this id maps to it; any other id is loaded from
+// the cache), `--max-tokens` (default 512), `--draft-model`.
+inline constexpr int64_t kMlxLmDefaultMaxTokens = 512;
+ServedState mlx_lm_served_from_argv(const std::vector<std::string>& argv);
+// A managed candidate's launch argv as the runtime sees it (values taken from
+// soakd's environment are left out: they are secrets, never a model path).
+std::vector<std::string> launch_argv_of(const CandidateConfig& c);
+
+// The identity judgement over a served state: Clean when the config model is
+// the one loaded (with the proof named in the detail), IdentityMismatch when
+// another is, IdentityUnproven for EchoOnly. `expected_model` (the
+// fingerprint model of the candidate row being judged; empty: not known) must
+// match what is served now, so re-pulled weights under the same tag fail.
+Verdict judge_served(const ServedState& s, std::string_view config_model, std::string_view expected_model);
+
+}  // namespace soak::probes

@@ -1,0 +1,276 @@
+// Runtime truth through the fake runtime's flavours (in-process, 127.0.0.1):
+// identity that fails when the weights change, each health state as the
+// runtime shows it, and the launch fingerprint the build read stores. The
+// shapes each flavour serves are checked key by key against upstream in
+// tests/fake_runtime/flavour_served.cc and tests/unit/probes_served_test.cc.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "probes/served_state.h"
+#include "tests/catch.h"
+#include "tests/fake_runtime/fake_runtime.h"
+#include "tests/integration/probe_harness.h"
+
+using namespace soak;
+using namespace soak::probe_test;
+using fake::FakeRuntime;
+using fake::Flavour;
+using fake::ListenerConfig;
+using fake::Scenario;
+
+namespace {
+
+struct Fake {
+  explicit Fake(Flavour f, Scenario s = Scenario::Healthy) : rt({fast(s, f)}) { REQUIRE(rt.start().ok()); }
+  static ListenerConfig fast(Scenario s, Flavour f) {
+    ListenerConfig c = ListenerConfig::make(s, f);
+    c.knobs.token_interval_ms = 1;
+    return c;
+  }
+  std::string url() const { return rt.base_url(0); }
+  FakeRuntime rt;
+};
+
+ProbeResult identity(Harness& h, const CandidateConfig& c, const std::string& expect_model = "") {
+  auto rows = h.run(c, probes::RunSpec{{ProbeKind::Identity}, std::nullopt, expect_model});
+  INFO(describe(rows));
+  REQUIRE(rows.size() == 1);
+  return rows[0];
+}
+
+ProbeResult health(Harness& h, const CandidateConfig& c) {
+  auto rows = h.run(c, {ProbeKind::Health});
+  REQUIRE(rows.size() == 1);
+  return rows[0];
+}
+
+// A port on 127.0.0.1 nobody listens on: bound, never listening, then closed.
+int refused_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+nlohmann::json extra(const ProbeResult& r) { return nlohmann::json::parse(r.extra_json); }
+
+probes::LaunchFingerprint fingerprint(Harness& h, const CandidateConfig& c) {
+  auto b = h.read_build(c);
+  INFO((b.ok() ? b->fingerprint : b.message()));
+  REQUIRE(b.ok());
+  auto f = probes::parse_fingerprint_json(b->fingerprint);
+  REQUIRE(f.ok());
+  return *f;
+}
+
+}  // namespace
+
+TEST_CASE("ollama: /api/ps digest proves the weights; a re-pull under the same tag is caught") {
+  Fake f(Flavour::Ollama);
+  Harness h;
+  CandidateConfig c = candidate(f.url(), RuntimeKind::Ollama);
+  ProbeResult ok = identity(h, c);
+  INFO(ok.detail);
+  REQUIRE(ok.outcome == Outcome::Clean);
+  CHECK(extra(ok)["proof"] == "served digest");
+  CHECK(ok.detail.find("served digest") != std::string::npos);
+  probes::LaunchFingerprint before = fingerprint(h, c);
+  CHECK_FALSE(before.model.empty());
+  CHECK(before.ctx_per_slot == fake::kDefaultCtxPerSlot);
+
+  f.rt.control(0, R"({"digest":"sha256:0000repulled"})");  // `ollama pull` of the same tag, other weights
+  probes::LaunchFingerprint after = fingerprint(h, c);
+  CHECK(after.model == "sha256:0000repulled");
+  CHECK(after.to_json() != before.to_json());  // the campaign registers a new row for it
+  ProbeResult changed = identity(h, c, before.model);
+  CHECK(changed.outcome == Outcome::IdentityMismatch);
+  CHECK(changed.detail.find("weights changed") != std::string::npos);
+  CHECK(identity(h, c, after.model).outcome == Outcome::Clean);
+
+  c.model = "llama3:8b";  // not loaded: the answer would echo it, /api/ps does not list it
+  CHECK(identity(h, c).outcome == Outcome::IdentityMismatch);
+}
+
+TEST_CASE("mlx-lm: identity from its --model; a config id that differs fails before any request loads it") {
+  Fake f(Flavour::MlxLm);
+  Harness h;
+  CandidateConfig c = candidate(f.url(), RuntimeKind::MlxLm);
+  SECTION("no argv known: echo only, never a pass") {
+    ProbeResult r = identity(h, c);
+    CHECK(r.outcome == Outcome::IdentityUnproven);
+    CHECK(r.detail.find("echo only") != std::string::npos);
+  }
+  SECTION("argv --model is the config id: proven, the fingerprint has its max-tokens default") {
+    c.launch = LaunchSpec{};
+    c.launch->argv = {{"mlx_lm.server", ""}, {"--model", ""}, {fake::kDefaultModel, ""}, {"--port", ""}, {"8080", ""}};
+    ProbeResult r = identity(h, c);
+    INFO(r.detail);
+    CHECK(r.outcome == Outcome::Clean);
+    CHECK(extra(r)["proof"] == "runtime argv");
+    CHECK(f.rt.stats().model_loads == 0);
+    f.rt.control(0, R"({"build":"0.28.3"})");  // mlx-lm's version leads its system_fingerprint
+    probes::LaunchFingerprint fp = fingerprint(h, c);
+    CHECK(fp.model == fake::kDefaultModel);
+    CHECK(fp.max_tokens_default == 512);
+  }
+  SECTION("argv --model differs from the config id: identity_mismatch, and no request made it load other weights") {
+    c.launch = LaunchSpec{};
+    c.launch->argv = {{"mlx_lm.server", ""}, {"--model", ""}, {"/abs/path/" + std::string(fake::kDefaultModel), ""}};
+    ProbeResult r = identity(h, c);
+    CHECK(r.outcome == Outcome::IdentityMismatch);
+    CHECK(r.detail.find("--model") != std::string::npos);
+    CHECK(f.rt.stats().inference_requests == 0);
+    CHECK(f.rt.stats().model_loads == 0);
+  }
+  SECTION("the fake loads what the request names (upstream behaviour the check guards against)") {
+    auto rows = h.run(c, {ProbeKind::Marker});
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].outcome == Outcome::Clean);
+    CHECK(f.rt.stats().model_loads == 0);  // the canonical id is the fake's --model
+    c.model = "mlx-community/other-4bit";
+    h.run(c, {ProbeKind::Marker});
+    CHECK(f.rt.stats().model_loads == 1);
+  }
+}
+
+TEST_CASE("lm studio: loaded state from /api/v0/models, build and fingerprint from v0") {
+  Fake f(Flavour::LmStudio);
+  Harness h;
+  CandidateConfig c = candidate(f.url(), RuntimeKind::LmStudio);
+  ProbeResult r = identity(h, c);
+  INFO(r.detail);
+  CHECK(r.outcome == Outcome::Clean);
+  CHECK(extra(r)["proof"] == "loaded state");
+  auto b = h.read_build(c);
+  REQUIRE(b.ok());
+  CHECK(b->build == "llama.cpp-mac-arm64-apple-metal-advsimd@1.52.0");
+  probes::LaunchFingerprint fp = fingerprint(h, c);
+  CHECK(fp.ctx_per_slot == fake::kDefaultCtxPerSlot);
+  CHECK(fp.model == std::string(fake::kDefaultModel) + " Q4_K_M");
+  c.model = "text-embedding-nomic-embed-text-v1.5";  // listed, not loaded
+  CHECK(identity(h, c).outcome == Outcome::IdentityMismatch);
+}
+
+TEST_CASE("vllm: served name and max_model_len from /v1/models") {
+  Fake f(Flavour::Vllm);
+  Harness h;
+  CandidateConfig c = candidate(f.url(), RuntimeKind::Vllm);
+  CHECK(health(h, c).outcome == Outcome::Clean);
+  ProbeResult r = identity(h, c);
+  INFO(r.detail);
+  CHECK(r.outcome == Outcome::Clean);
+  CHECK(extra(r)["proof"] == "served name");
+  auto b = h.read_build(c);
+  REQUIRE(b.ok());
+  CHECK(b->build == "0.11.0");
+  probes::LaunchFingerprint fp = fingerprint(h, c);
+  CHECK(fp.ctx_per_slot == fake::kDefaultCtxPerSlot);
+  CHECK(fp.model == "/models/" + std::string(fake::kDefaultModel));
+}
+
+TEST_CASE("rapid-mlx: loaded model and KV type from /metrics; /healthz tells loading from draining") {
+  Fake f(Flavour::RapidMlx);
+  Harness h;
+  CandidateConfig c = candidate(f.url(), RuntimeKind::RapidMlx);
+  CHECK(health(h, c).outcome == Outcome::Clean);
+  ProbeResult r = identity(h, c);
+  INFO(r.detail);
+  CHECK(r.outcome == Outcome::Clean);
+  CHECK(extra(r)["proof"] == "loaded state");
+  probes::LaunchFingerprint fp = fingerprint(h, c);
+  CHECK(fp.model == fake::kDefaultModel);
+  CHECK(fp.kv_cache_type == "bf16");
+  c.model = "other";
+  CHECK(identity(h, c).outcome == Outcome::IdentityMismatch);
+
+  f.rt.control(0, R"({"loading_ms": 60000})");
+  ProbeResult loading = health(h, c);
+  CHECK(loading.outcome == Outcome::Loading);
+  f.rt.control(0, R"({"loading_ms": 0, "draining": true})");
+  ProbeResult draining = health(h, c);
+  CHECK(draining.outcome == Outcome::Http5xx);
+  CHECK(draining.detail.find("draining") != std::string::npos);
+}
+
+TEST_CASE("omlx: nothing names the loaded model: identity_unproven") {
+  Fake f(Flavour::Omlx);
+  Harness h;
+  CandidateConfig c = candidate(f.url(), RuntimeKind::Omlx);
+  ProbeResult r = identity(h, c);
+  CHECK(r.outcome == Outcome::IdentityUnproven);
+  CHECK(extra(r)["proof"] == "echo only");
+
+  // While another request loads the model: /health 503 "loading", and a
+  // request gets 409 "Model '...' is already being loaded": both loading.
+  f.rt.control(0, R"({"loading_ms": 60000})");
+  CHECK(health(h, c).outcome == Outcome::Loading);
+  auto rows = h.run(c, {ProbeKind::Marker});
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].http_status == 409);
+  CHECK(rows[0].outcome == Outcome::Loading);
+}
+
+TEST_CASE("llama.cpp: the fingerprint holds -c per slot and in total, --parallel, the draft setting") {
+  Fake f(Flavour::LlamaCpp);
+  Harness h;
+  CandidateConfig c = candidate(f.url(), RuntimeKind::LlamaCpp);
+  probes::LaunchFingerprint fp = fingerprint(h, c);
+  CHECK(fp.slots == fake::kDefaultSlots);
+  CHECK(fp.ctx_per_slot == fake::kDefaultCtxPerSlot);
+  CHECK(fp.ctx_total == int64_t{fake::kDefaultSlots} * fake::kDefaultCtxPerSlot);
+  CHECK_FALSE(fp.max_tokens_default);  // /props does not show -n
+  CHECK(fp.speculative == false);
+  f.rt.control(0, R"({"ctx_per_slot": 4096})");  // restarted with another -c
+  CHECK(fingerprint(h, c).ctx_per_slot == 4096);
+  ProbeResult r = identity(h, c);
+  CHECK(r.outcome == Outcome::Clean);
+  CHECK(extra(r)["proof"] == "served name");
+}
+
+TEST_CASE("vllm: refused connections while its engine starts are loading within the startup grace") {
+  // vLLM's API server listens only once the engine is up; a refusal streak
+  // shorter than the grace is a start, longer is a dead runtime.
+  const std::string url = "http://127.0.0.1:" + std::to_string(refused_port());
+  CandidateConfig c = candidate(url, RuntimeKind::Vllm);
+  {
+    Harness h;
+    ProbeResult r = health(h, c);
+    CHECK(r.outcome == Outcome::Loading);
+    CHECK(r.detail.find("startup grace") != std::string::npos);
+  }
+  {
+    probes::EngineOptions past_grace;
+    past_grace.vllm_startup_grace_ms = 0;
+    Harness h(past_grace);
+    CHECK(health(h, c).outcome == Outcome::ConnectRefused);
+  }
+  {
+    Harness h;  // another runtime refusing is refused at once
+    CHECK(health(h, candidate(url, RuntimeKind::LlamaCpp)).outcome == Outcome::ConnectRefused);
+  }
+}
+
+TEST_CASE("rapid-mlx: the cancel probe's proof is the runtime's own disconnect-cancel counter") {
+  // vllm_mlx/routes/metrics.py rapid_mlx_requests_cancelled_via_disconnect_total:
+  // the abort of a request whose client left, counted by the runtime itself.
+  Fake f(Flavour::RapidMlx);
+  Harness h;
+  CandidateConfig c = candidate(f.url(), RuntimeKind::RapidMlx);
+  auto rows = h.run(c, {ProbeKind::Cancel});
+  INFO(describe(rows));
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].outcome == Outcome::Clean);
+  nlohmann::json e = extra(rows[0]);
+  CHECK(e["checked_by"] == "disconnect_counter");
+  CHECK(e["cut"] == true);
+  CHECK(f.rt.stats().cancels_seen == 1);
+}

@@ -1,0 +1,158 @@
+// What each runtime says it serves (probes/served_state.h): the served-state
+// parsers on the llama-server captures and on literal answers shaped like the
+// other runtimes' (each names the upstream file its keys come from), the launch
+// fingerprint's JSON and summary, MLX-LM's argv, and the identity judgement.
+#include <string>
+
+#include "probes/served_state.h"
+#include "tests/catch.h"
+#include "tests/unit/probes_capture_local.h"
+
+using namespace soak;
+using namespace soak::probes;
+
+namespace {
+
+std::string body(const std::string& capture) { return probes_local::load_capture(capture).body; }
+
+ServedState read(RuntimeKind k, const std::vector<std::pair<std::string, std::string>>& answers,
+                 const std::string& model = "m") {
+  ServedState s;
+  for (const auto& [path, b] : answers) {
+    Status st = read_served_answer(k, path, b, model, s);
+    INFO(path << ": " << (st.ok() ? "" : st.message()));
+    REQUIRE(st.ok());
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("served: llama.cpp /props and /slots captures give the launch fingerprint") {
+  ServedState s = read(RuntimeKind::LlamaCpp, {{"/props", body("get-props.http")}, {"/slots", body("get-slots-idle.http")}},
+                       "tiny.gguf");
+  CHECK(s.proof == IdentityProof::ServedName);
+  CHECK(s.fingerprint.model == "tiny.gguf");
+  CHECK(s.fingerprint.slots == 2);
+  CHECK(s.fingerprint.ctx_per_slot == 2048);
+  CHECK(s.fingerprint.ctx_total == 4096);
+  CHECK_FALSE(s.fingerprint.max_tokens_default);  // /props shows the sampling default, not -n
+  CHECK(s.fingerprint.speculative == false);
+  CHECK(s.fingerprint.source == "/props + /slots");
+  CHECK(judge_served(s, "tiny.gguf", "").outcome == Outcome::Clean);
+  CHECK(judge_served(s, "other.gguf", "").outcome == Outcome::IdentityMismatch);
+  CHECK(s.fingerprint.to_json() ==
+        R"({"model":"tiny.gguf","ctx_per_slot":2048,"ctx_total":4096,"slots":2,"speculative":false})");
+}
+
+TEST_CASE("served: Ollama /api/ps digest proves the weights; a re-pull under the tag fails identity") {
+  // ollama server/routes.go PsHandler, api/types.go ProcessModelResponse.
+  const std::string ps =
+      R"({"models":[{"name":"qwen3:30b","model":"qwen3:30b","size":20000000000,"digest":"sha256:aaa","details":{"format":"gguf"},)"
+      R"("expires_at":"2099-01-01T00:00:00Z","size_vram":20000000000,"context_length":8192}]})";
+  ServedState s = read(RuntimeKind::Ollama, {{"/api/ps", ps}}, "qwen3:30b");
+  CHECK(s.proof == IdentityProof::ServedDigest);
+  CHECK(s.served_digest == "sha256:aaa");
+  CHECK(s.fingerprint.model == "sha256:aaa");
+  CHECK(s.fingerprint.ctx_per_slot == 8192);
+  CHECK(judge_served(s, "qwen3:30b", "sha256:aaa").outcome == Outcome::Clean);
+  Verdict changed = judge_served(s, "qwen3:30b", "sha256:bbb");
+  CHECK(changed.outcome == Outcome::IdentityMismatch);
+  CHECK(changed.detail.find("weights changed") != std::string::npos);
+  // Not loaded (Ollama loads on demand, unloads after keep_alive): not served.
+  ServedState empty = read(RuntimeKind::Ollama, {{"/api/ps", R"({"models":[]})"}}, "qwen3:30b");
+  CHECK(judge_served(empty, "qwen3:30b", "").outcome == Outcome::IdentityMismatch);
+  CHECK_FALSE(read_served_answer(RuntimeKind::Ollama, "/api/ps", "{}", "x", empty).ok());
+}
+
+TEST_CASE("served: LM Studio /api/v0/models state says what is loaded") {
+  // lmstudio docs 1_developer/2_rest/endpoints.mdx, GET /api/v0/models.
+  const std::string v0 =
+      R"({"object":"list","data":[{"id":"qwen3-30b","object":"model","type":"llm","publisher":"lmstudio-community",)"
+      R"("arch":"qwen3moe","compatibility_type":"gguf","quantization":"Q4_K_M","state":"loaded","max_context_length":262144,)"
+      R"("loaded_context_length":32768},{"id":"gemma","object":"model","type":"llm","state":"not-loaded","max_context_length":8192}]})";
+  ServedState s = read(RuntimeKind::LmStudio, {{"/api/v0/models", v0}}, "qwen3-30b");
+  CHECK(s.proof == IdentityProof::LoadedState);
+  CHECK(s.loaded == std::vector<std::string>{"qwen3-30b"});
+  CHECK(s.fingerprint.model == "qwen3-30b Q4_K_M");
+  CHECK(s.fingerprint.ctx_per_slot == 32768);
+  CHECK(judge_served(s, "qwen3-30b", "").outcome == Outcome::Clean);
+  // Listed but not loaded is not served.
+  CHECK(judge_served(s, "gemma", "").outcome == Outcome::IdentityMismatch);
+}
+
+TEST_CASE("served: vLLM /v1/models and Rapid-MLX /metrics") {
+  // vllm/entrypoints/openai/protocol.py ModelCard.
+  const std::string models =
+      R"({"object":"list","data":[{"id":"qwen","object":"model","created":1,"owned_by":"vllm","root":"/models/Qwen3",)"
+      R"("parent":null,"max_model_len":32768,"permission":[]}]})";
+  ServedState v = read(RuntimeKind::Vllm, {{"/v1/models", models}}, "qwen");
+  CHECK(v.proof == IdentityProof::ServedName);
+  CHECK(v.fingerprint.model == "/models/Qwen3");
+  CHECK(v.fingerprint.ctx_per_slot == 32768);
+  CHECK(judge_served(v, "qwen", "").outcome == Outcome::Clean);
+
+  // Rapid-MLX vllm_mlx/routes/metrics.py _render_prometheus.
+  const std::string metrics =
+      "# TYPE rapid_mlx_build_info gauge\nrapid_mlx_build_info{version=\"0.6.1\",model=\"mlx-community/Qwen3\"} 1\n"
+      "# TYPE rapid_mlx_kv_cache_dtype gauge\nrapid_mlx_kv_cache_dtype{dtype=\"bf16\"} 0\n"
+      "rapid_mlx_kv_cache_dtype{dtype=\"int8\"} 1\nrapid_mlx_kv_cache_dtype{dtype=\"int4\"} 0\n"
+      "rapid_mlx_requests_running 2\nrapid_mlx_requests_waiting 3\n";
+  ServedState r = read(RuntimeKind::RapidMlx, {{"/metrics", metrics}}, "mlx-community/Qwen3");
+  CHECK(r.proof == IdentityProof::LoadedState);
+  CHECK(r.fingerprint.model == "mlx-community/Qwen3");
+  CHECK(r.fingerprint.kv_cache_type == "int8");
+  CHECK(r.running == 2);
+  CHECK(r.waiting == 3);
+  CHECK(judge_served(r, "mlx-community/Qwen3", "").outcome == Outcome::Clean);
+  CHECK(judge_served(r, "other", "").outcome == Outcome::IdentityMismatch);
+}
+
+TEST_CASE("served: oMLX counts models but names none: echo only, never a pass") {
+  ServedState s = read(RuntimeKind::Omlx, {{"/api/status", R"({"status":"ok","version":"0.3.9","models_loaded":1,
+      "active_requests":1,"waiting_requests":0})"}});
+  CHECK(s.proof == IdentityProof::EchoOnly);
+  Verdict v = judge_served(s, "m", "");
+  CHECK(v.outcome == Outcome::IdentityUnproven);
+  CHECK(v.detail.find("echo only") != std::string::npos);
+  CHECK(category_of(Outcome::IdentityUnproven) == OutcomeCategory::CandidateFailure);
+}
+
+TEST_CASE("served: MLX-LM argv names the served model; a config id that differs is a failure") {
+  // mlx_lm/server.py main(): --model, --draft-model, --max-tokens (default 512).
+  ServedState s = mlx_lm_served_from_argv({"mlx_lm.server", "--model", "/Users/me/models/Qwen3-4bit", "--port", "8080"});
+  CHECK(s.proof == IdentityProof::ProcessArgv);
+  CHECK(s.fingerprint.model == "/Users/me/models/Qwen3-4bit");
+  CHECK(s.fingerprint.max_tokens_default == 512);
+  CHECK(s.fingerprint.speculative == false);
+  CHECK(judge_served(s, "/Users/me/models/Qwen3-4bit", "").outcome == Outcome::Clean);
+  Verdict rel = judge_served(s, "models/Qwen3-4bit", "");  // relative vs absolute: other weights, a reload
+  CHECK(rel.outcome == Outcome::IdentityMismatch);
+  CHECK(rel.detail.find("--model") != std::string::npos);
+  ServedState t = mlx_lm_served_from_argv({"python", "-m", "mlx_lm", "server", "--model=q", "--max-tokens", "4096",
+                                           "--draft-model", "d"});
+  CHECK(t.fingerprint.model == "q");
+  CHECK(t.fingerprint.max_tokens_default == 4096);
+  CHECK(t.fingerprint.speculative == true);
+  // Without its argv nothing says what it serves.
+  ServedState none = mlx_lm_served_from_argv({});
+  CHECK(none.proof == IdentityProof::EchoOnly);
+  CHECK(judge_served(none, "q", "").outcome == Outcome::IdentityUnproven);
+}
+
+TEST_CASE("fingerprint: JSON round trip, summary, empty") {
+  LaunchFingerprint f;
+  f.model = "sha256:abc";
+  f.ctx_per_slot = 131072;
+  f.ctx_total = 1048576;
+  f.slots = 8;
+  f.kv_cache_type = "q8_0";
+  f.speculative = true;
+  auto back = parse_fingerprint_json(f.to_json());
+  REQUIRE(back.ok());
+  CHECK(back->to_json() == f.to_json());
+  CHECK(f.summary() == "ctx 131072/slot (1048576 total), 8 slots, kv q8_0, speculative, model sha256:abc");
+  CHECK(LaunchFingerprint{}.to_json().empty());
+  CHECK(parse_fingerprint_json("").ok());
+  CHECK_FALSE(parse_fingerprint_json("[1]").ok());
+}
