@@ -147,6 +147,12 @@ struct SamplerSettings {
   bool keep_awake = true;
 };
 
+// Prometheus figures for fleets: soakd rewrites `textfile` (a node_exporter
+// textfile-collector file, *.prom) on every sampler tick. Empty: off.
+struct MetricsSettings {
+  std::string textfile;  // absolute
+};
+
 struct ScheduleSettings {
   std::string nightly_window = "02:00";    // "HH:MM" local, or "now"
   bool exclusive_heavy = true;             // long-context prefill and bursts never overlap on a host
@@ -160,6 +166,7 @@ struct Config {
   CampaignSettings defaults;
   SamplerSettings sampler;
   ScheduleSettings schedule;
+  MetricsSettings metrics;
   std::vector<CandidateConfig> candidates;
 
   const CandidateConfig* find(std::string_view name) const;

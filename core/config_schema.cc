@@ -98,6 +98,19 @@ void read_allow_insecure_api_key(ReadContext& ctx, const json& v, const std::str
     c.api_key_transport = allow ? ApiKeyTransport::AllowInsecure : ApiKeyTransport::RequireSecure;
 }
 
+void read_metrics_textfile(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex,
+                           MetricsSettings& m) {
+  auto s = read_string(ctx, v, p, ex);
+  if (!s) return;
+  // node_exporter's textfile collector reads *.prom files only: any other name
+  // would be written and never collected.
+  if (s->size() < 6 || s->compare(s->size() - 5, 5, ".prom") != 0) {
+    ctx.err(p, "must name a file ending in .prom (node_exporter's textfile collector reads only those)", ex);
+    return;
+  }
+  m.textfile = resolve_path(ctx, *s);
+}
+
 // ---- build: exactly one of three forms (counted by read_build)
 void read_build_from(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, BuildSpec& b) {
   if (!v.is_string() || v.get<std::string>() != "http")
@@ -317,6 +330,14 @@ const Section<ScheduleSettings>& schedule_section() {
   return s;
 }
 
+const Section<MetricsSettings>& metrics_section() {
+  using S = MetricsSettings;
+  static const Section<S> s{"{\"textfile\": \"/opt/homebrew/var/node_exporter/textfile/soakd.prom\"}", {
+      custom<S>("textfile", Kind::String, "\"/opt/homebrew/var/node_exporter/textfile/soakd.prom\"", read_metrics_textfile),
+  }};
+  return s;
+}
+
 const Section<Config>& top_section() {
   using S = Config;
   static const Section<S> s{"{\"candidates\": [ ... ]}", {
@@ -325,6 +346,7 @@ const Section<Config>& top_section() {
       custom<S>("defaults", Kind::Object, campaign_section().example, read_defaults),
       object("sampler", &S::sampler, sampler_section()),
       object("schedule", &S::schedule, schedule_section()),
+      object("metrics", &S::metrics, metrics_section()),
       read_elsewhere<S>("candidates", Kind::List, "[{...}, {...}]"),  // by parse_config, after "defaults"
   }};
   return s;

@@ -27,6 +27,7 @@ const Section<BuildSpec>& build_section();            // candidates[i].build
 const Section<CandidateConfig>& candidate_section();  // candidates[i]: its own keys + the campaign keys
 const Section<SamplerSettings>& sampler_section();    // "sampler"
 const Section<ScheduleSettings>& schedule_section();  // "schedule"
+const Section<MetricsSettings>& metrics_section();    // "metrics"
 // The file's top level. "candidates" is a row without a reader: parse_config
 // reads them once "defaults" is known, whatever the key order in the file.
 const Section<Config>& top_section();

@@ -68,6 +68,7 @@ class SqliteStore final : public Store {
   Status mark_control_handled(int64_t id, int64_t now_ms, const std::string& result) override;
 
   Result<std::vector<ProbeResult>> probe_results(const ProbeQuery& q) override;
+  Result<std::vector<ProbeCount>> probe_counts(const ProbeQuery& q) override;
   Result<std::vector<HostSample>> host_samples(const SampleQuery& q) override;
   Result<std::vector<ProcessSample>> process_samples(const SampleQuery& q) override;
   Result<std::vector<Event>> events(const EventQuery& q) override;

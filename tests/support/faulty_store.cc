@@ -33,6 +33,7 @@ constexpr std::array<MethodInfo, kStoreMethodCount> kMethods{{
     {StoreMethod::PendingControls, "pending_controls", StoreAccess::Read},
     {StoreMethod::MarkControlHandled, "mark_control_handled", StoreAccess::Write},
     {StoreMethod::ProbeResults, "probe_results", StoreAccess::Read},
+    {StoreMethod::ProbeCounts, "probe_counts", StoreAccess::Read},
     {StoreMethod::HostSamples, "host_samples", StoreAccess::Read},
     {StoreMethod::ProcessSamples, "process_samples", StoreAccess::Read},
     {StoreMethod::Events, "events", StoreAccess::Read},
@@ -189,6 +190,9 @@ Status FaultyStore::mark_control_handled(int64_t id, int64_t now_ms, const std::
 }
 Result<std::vector<ProbeResult>> FaultyStore::probe_results(const ProbeQuery& q) {
   return forward<Result<std::vector<ProbeResult>>>(M::ProbeResults, [&] { return inner_.probe_results(q); });
+}
+Result<std::vector<ProbeCount>> FaultyStore::probe_counts(const ProbeQuery& q) {
+  return forward<Result<std::vector<ProbeCount>>>(M::ProbeCounts, [&] { return inner_.probe_counts(q); });
 }
 Result<std::vector<HostSample>> FaultyStore::host_samples(const SampleQuery& q) {
   return forward<Result<std::vector<HostSample>>>(M::HostSamples, [&] { return inner_.host_samples(q); });

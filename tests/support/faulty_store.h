@@ -43,9 +43,9 @@ enum class StoreMethod {
   InsertStage, UpdateStage, Stages,
   InsertVerdict, LatestVerdict, Verdicts,
   InsertControl, PendingControls, MarkControlHandled,
-  ProbeResults, HostSamples, ProcessSamples, Events, Status, MaxIds,
+  ProbeResults, ProbeCounts, HostSamples, ProcessSamples, Events, Status, MaxIds,
 };
-inline constexpr size_t kStoreMethodCount = 24;
+inline constexpr size_t kStoreMethodCount = 25;
 const std::array<StoreMethod, kStoreMethodCount>& all_store_methods();
 std::string_view to_string(StoreMethod m);  // the Store method's name, e.g. "insert_probe_result"
 
@@ -103,6 +103,7 @@ class FaultyStore final : public Store {
   Result<std::vector<ControlRequest>> pending_controls() override;
   Status mark_control_handled(int64_t id, int64_t now_ms, const std::string& result) override;
   Result<std::vector<ProbeResult>> probe_results(const ProbeQuery& q) override;
+  Result<std::vector<ProbeCount>> probe_counts(const ProbeQuery& q) override;
   Result<std::vector<HostSample>> host_samples(const SampleQuery& q) override;
   Result<std::vector<ProcessSample>> process_samples(const SampleQuery& q) override;
   Result<std::vector<Event>> events(const EventQuery& q) override;

@@ -90,6 +90,7 @@ std::string call(Store& s, StoreMethod m, const Fixture& f) {
     case StoreMethod::PendingControls: return err(s.pending_controls());
     case StoreMethod::MarkControlHandled: return err(s.mark_control_handled(1, 9, "done"));
     case StoreMethod::ProbeResults: return err(s.probe_results({}));
+    case StoreMethod::ProbeCounts: return err(s.probe_counts({}));
     case StoreMethod::HostSamples: return err(s.host_samples({}));
     case StoreMethod::ProcessSamples: return err(s.process_samples({}));
     case StoreMethod::Events: return err(s.events({}));
