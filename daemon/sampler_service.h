@@ -2,7 +2,8 @@
 // `sampler.interval` on one timer, persists every sample, and turns what it
 // sees into events: memory guard trips, sleep/daemon gaps, process restarts
 // and duplicate engines. Holds the keep-awake assertion while a canary, gate
-// or soak runs.
+// or soak runs. With metrics.textfile set, each tick also rewrites that file
+// (reports/metrics.h: the figures `soakctl metrics` prints), atomically.
 //
 // Cost: one timer; a tick is a few /proc reads or Mach calls per process. The
 // process table is walked only to (re)locate a candidate's process and for the
@@ -29,6 +30,7 @@
 #include "detectors/memory_guard.h"
 #include "detectors/process_watch.h"
 #include "platform/sampler.h"
+#include "reports/metrics.h"
 
 namespace soak {
 
@@ -54,6 +56,7 @@ class SamplerService final : public Service {
     DuplicateEngineDetector duplicates;
   };
   void write(const std::vector<Event>& events);
+  void write_metrics(int64_t wall_ms);
   void sample_candidate(const Campaigns::Active& a, Watched& w, int64_t wall_ms, bool scan_due,
                         const std::vector<ProcessInfo>* processes, const std::vector<int>& candidate_pids);
 
@@ -70,6 +73,9 @@ class SamplerService final : public Service {
   Timer timer_;
   std::map<int64_t, Watched> watched_;  // by candidate row id
   int64_t last_scan_ms_ = 0;
+  std::string metrics_path_;  // empty: no metrics textfile
+  report::MetricsCollector metrics_;
+  bool metrics_failing_ = false;  // logged once per run of failures, not every tick
 };
 
 }  // namespace soak

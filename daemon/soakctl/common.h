@@ -30,6 +30,7 @@ struct Ctl {
   std::ostream& out;
   std::ostream& err;
   const Clock& clock;
+  const Terminal& terminal;
 };
 
 // `soakctl events` without --limit: about a screenful.
@@ -45,9 +46,14 @@ std::string iso_utc(int64_t ms);
 json stage_json(const StageRow& s, int64_t now_ms);
 json verdict_json(const VerdictRow& v);
 
+// Whether a verdict recomputed from the stored rows is the stored one: what
+// `explain` checks and the report shows. A stage that passed before the soak
+// is stored as "running" (the campaign goes on); its judge says "promoted".
+bool same_verdict(const VerdictRow& stored, const VerdictRow& again);
+
 // Whether a command takes one candidate name as its argument (`explain NAME`);
 // the dispatcher checks the count, so a Candidate command finds it at positionals()[1].
-enum class Operand { None, Candidate };
+enum class Operand { None, Candidate, OptionalCandidate };
 
 // One command as the dispatcher (soakctl.cc) sees it. Each command file defines
 // its own next to the code that reads the options; the dispatcher refuses an
@@ -66,6 +72,8 @@ extern const Command kVerdictCommand;  // verdict.cc
 extern const Command kExplainCommand;  // explain.cc
 extern const Command kHistoryCommand;  // history.cc
 extern const Command kEventsCommand;   // events.cc
+extern const Command kReportCommand;   // report.cc
+extern const Command kMetricsCommand;  // metrics.cc
 extern const Command kStartCommand;    // control.cc
 extern const Command kAbortCommand;    // control.cc
 extern const Command kPromoteCommand;  // control.cc

@@ -1,5 +1,5 @@
 // `soakctl explain`: recompute the latest judged verdict of a candidate from the
-// stored rows (the recipe stored with it, daemon/evidence.h) and show every metric.
+// stored rows (the recipe stored with it, daemon/recipe_store.h) and show every metric.
 #include "daemon/soakctl/common.h"
 
 #include <algorithm>
@@ -32,17 +32,6 @@ json metric_json(const MetricEvidence& m) {
   j["p_value"] = m.p_value;
   j["reason"] = m.reason;
   return j;
-}
-
-// A stage that passed before the soak is stored as "running" (the campaign goes
-// on) with the judge's evidence; the judge itself says "promoted" for it.
-bool same_verdict(const VerdictRow& stored, const VerdictRow& again) {
-  const bool state_ok = stored.state == again.state ||
-                        (stored.state == VerdictState::Running && again.state == VerdictState::Promoted &&
-                         stored.stage != "soak");
-  return state_ok && stored.reason == again.reason && stored.judge_version == again.judge_version &&
-         stored.evidence_first_id == again.evidence_first_id && stored.evidence_last_id == again.evidence_last_id &&
-         stored.baseline_mode == again.baseline_mode && metrics_to_json(stored.metrics) == metrics_to_json(again.metrics);
 }
 
 // Which candidate row an explanation is about; both JSON answers start with it.
