@@ -231,9 +231,20 @@ std::string pressure_svg(const PressureChart& p) {
   Svg svg(kWidth, 190, "pressure", "chart pressure", "host memory pressure");
   const Scale x = time_scale(p.from_ms, p.to_ms);
   svg.text(4, 26, "level", "lane");
-  for (const auto& b : p.level) {
+  // A sample holds its level until the next one: where samples are sparser
+  // than buckets, each level spans up to the usual spacing of the samples, so
+  // a short stage is a strip, not slivers, and a real gap stays a gap.
+  std::vector<int64_t> steps;
+  for (size_t i = 1; i < p.level.size(); ++i) steps.push_back(p.level[i].t0_ms - p.level[i - 1].t0_ms);
+  std::sort(steps.begin(), steps.end());
+  const int64_t usual = steps.empty() ? 0 : steps[steps.size() / 2];
+  for (size_t i = 0; i < p.level.size(); ++i) {
+    const Bucket& b = p.level[i];
+    int64_t end = std::max(b.t1_ms, b.t0_ms + usual);
+    if (i + 1 < p.level.size()) end = std::min(end, p.level[i + 1].t0_ms);
+    end = std::min(end, p.to_ms);
     const char* cls = b.max >= 4 ? "level critical" : b.max >= 2 ? "level warn" : "level normal";
-    svg.rect(x(static_cast<double>(b.t0_ms)), 12, std::max(1.0, x(static_cast<double>(b.t1_ms)) - x(static_cast<double>(b.t0_ms))),
+    svg.rect(x(static_cast<double>(b.t0_ms)), 12, std::max(1.0, x(static_cast<double>(end)) - x(static_cast<double>(b.t0_ms))),
              20, cls, std::string(cls + 6) + " at " + iso_utc(b.t0_ms));
   }
   const bool psi = p.free_pct.empty() && !p.psi_some.empty();

@@ -22,7 +22,9 @@ table{border-collapse:collapse;width:100%;margin:6px 0}th,td{text-align:left;pad
 th{font-size:12px;color:#5b6570;font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.r-fail td:first-child{color:#c62828;font-weight:600}tr.r-marginal td:first-child{color:#c77c02;font-weight:600}
 tr.r-insufficient td{color:#6c7682}tr:target{background:#fff4c2}
-details{margin:6px 0}summary{cursor:pointer;font-weight:600}.reason{max-width:520px}
+details{margin:6px 0}summary{cursor:pointer;font-weight:600}td.n.wrap{white-space:normal}
+td.metric{overflow-wrap:anywhere}td.mono{white-space:nowrap}td.metric,td.detail{white-space:normal}tr.figures td{border-bottom:none}tr.why td{padding-top:0;font-size:13px;color:#3a444e}
+section{overflow-x:auto}
 svg.chart{display:block;margin:6px 0;font-size:11px}svg text{fill:#3a444e}svg .tick{font-size:10px}svg .unit,svg .lane{font-size:10px;fill:#5b6570}
 .axis{stroke:#8a949e}.grid{stroke:#eceff2}.legend{font-size:11px}
 .stage{stroke:#fff}.state-passed{fill:#43a047}.state-failed{fill:#e53935}.state-running{fill:#1e88e5}.state-hold{fill:#fb8c00}
@@ -31,14 +33,14 @@ svg.chart{display:block;margin:6px 0;font-size:11px}svg text{fill:#3a444e}svg .t
 .gap{fill:#fff;fill-opacity:.75;stroke:#37474f;stroke-dasharray:2 2}.ev{fill:#90a4ae;stroke:#fff}.key.ev-other{fill:#90a4ae}
 .ev-gap,.key.ev-gap{fill:#fff;stroke:#37474f}.ev-process_restart,.ev-process_gone{fill:#c62828}.ev-guard_trip{fill:#ef6c00}
 .ev-build_change{fill:#1565c0}.ev-control{fill:#8e24aa}
-.footprint.band{fill:#1e88e5;fill-opacity:.18;stroke:none}.footprint.line,.key.footprint{stroke:#1565c0;fill:#1565c0}
+.footprint.band{fill:#1e88e5;fill-opacity:.18;stroke:none}.footprint.line{stroke:#1565c0}.key.footprint{fill:#1565c0}
 .line{fill:none;stroke-width:1.5}.resident.line{stroke:#00897b;stroke-dasharray:5 3}.key.resident{fill:#00897b}
 .trend.line{stroke:#c62828;stroke-width:2}.key.trend{fill:#c62828}.trend-interval,.key.trend-interval{fill:#c62828;fill-opacity:.15;stroke:none}
 .block{fill:#0d47a1}.trend-label{font-size:12px;fill:#c62828}
-.swap.band{fill:#8e24aa;fill-opacity:.2;stroke:none}.swap.line,.key.swap{stroke:#8e24aa;fill:#8e24aa}
-.host-swap.band{fill:#ef6c00;fill-opacity:.15;stroke:none}.host-swap.line,.key.host-swap{stroke:#ef6c00;fill:#ef6c00}
+.swap.band{fill:#8e24aa;fill-opacity:.2;stroke:none}.swap.line{stroke:#8e24aa}.key.swap{fill:#8e24aa}
+.host-swap.band{fill:#ef6c00;fill-opacity:.15;stroke:none}.host-swap.line{stroke:#ef6c00}.key.host-swap{fill:#ef6c00}
 .level.normal{fill:#a5d6a7}.level.warn{fill:#ffcc80}.level.critical{fill:#e57373}
-.free.band,.psi.band{fill:#00897b;fill-opacity:.15;stroke:none}.free.line,.psi.line,.key.free,.key.psi{stroke:#00897b;fill:#00897b}
+.free.band,.psi.band{fill:#00897b;fill-opacity:.15;stroke:none}.free.line,.psi.line{stroke:#00897b}.key.free,.key.psi{fill:#00897b}
 .row-bg{fill:#fafbfc}.result-fail .row-bg{fill:#fdecea}.result-marginal .row-bg{fill:#fff4e0}
 .row-label{font-size:12px;font-weight:600}.row-result{font-size:11px;fill:#5b6570}
 .cand.box,.key.cand{fill:#1e88e5;fill-opacity:.35;stroke:#1565c0}.base.box,.key.base{fill:#9e9e9e;fill-opacity:.35;stroke:#616161}
@@ -89,16 +91,21 @@ std::string metrics_table(const VerdictRow& v, const CandidateReport& r) {
   std::vector<const MetricEvidence*> order;
   for (const auto& m : v.metrics) order.push_back(&m);
   std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return rank(*a) < rank(*b); });
+  // Nine columns of figures, and the judge's reason on a line of its own under
+  // them: a reason is a sentence, too long for a column beside the numbers.
   std::string s = "<table class=\"metrics\"><tr><th>result</th><th>metric</th><th>n</th><th>n base</th><th>estimate</th>"
-                  "<th>baseline</th><th>interval</th><th>threshold</th><th>p</th><th>reason</th></tr>\n";
+                  "<th>baseline</th><th>interval</th><th>threshold</th><th>p</th></tr>\n";
   for (const MetricEvidence* m : order) {
     const MetricText t = metric_text(*m);
     const std::string res(to_string(m->result));
-    s += "<tr class=\"r-" + res + "\"><td>" + res + "</td><td class=\"mono\">" + escape(m->metric) + "</td><td class=\"n\">" +
-         std::to_string(m->n) + "</td><td class=\"n\">" + std::to_string(m->n_baseline) + "</td><td class=\"n\">" +
-         escape(t.estimate) + "</td><td class=\"n\">" + escape(t.baseline) + "</td><td class=\"n\">" + escape(t.interval) +
-         "</td><td class=\"n\">" + escape(t.threshold) + "</td><td class=\"n\">" + num(m->p_value) +
-         "</td><td class=\"reason\">" + linked_reason(m->reason, r.row_ids, r.event_ids) + "</td></tr>\n";
+    s += "<tr class=\"r-" + res + " figures\"><td>" + res + "</td><td class=\"mono metric\">" + escape(m->metric) +
+         "</td><td class=\"n\">" + std::to_string(m->n) + "</td><td class=\"n\">" + std::to_string(m->n_baseline) +
+         "</td><td class=\"n\">" + escape(t.estimate) + "</td><td class=\"n\">" + escape(t.baseline) +
+         "</td><td class=\"n wrap\">" + escape(t.interval) + "</td><td class=\"n wrap\">" + escape(t.threshold) +
+         "</td><td class=\"n\">" + num(m->p_value) + "</td></tr>\n";
+    if (!m->reason.empty())
+      s += "<tr class=\"r-" + res + " why\"><td></td><td colspan=\"8\" class=\"reason\">" +
+           linked_reason(m->reason, r.row_ids, r.event_ids) + "</td></tr>\n";
   }
   return s + "</table>\n";
 }
@@ -110,6 +117,20 @@ std::string verdict_section(const CandidateReport& r) {
   s += "<p class=\"now\">" + badge(to_string(l.state)) + " <b>" + escape(l.stage) + "</b> — " +
        linked_reason(l.reason, r.row_ids, r.event_ids) + "</p>\n";
   if (l.is_override) s += "<p>Override by " + escape(l.who) + ": " + escape(l.why) + "</p>\n";
+  if (!r.judged.empty() && r.judged.front().identical)
+    s += *r.judged.front().identical
+             ? "<p class=\"recomputed ok\">Recomputed from the stored rows: identical.</p>\n"
+             : "<p class=\"recomputed differs\"><b>Recomputed from the stored rows: DIFFERENT</b> — " +
+                   escape(r.judged.front().recomputed) + "</p>\n";
+  if (!r.judged.empty()) s += "<p class=\"sub\">Every metric of every judged stage: <a href=\"#argument\">the argument</a>.</p>\n";
+  return s + "</section>\n";
+}
+
+// Every judged stage's metrics, deciding first, newest stage open: what
+// `soakctl explain` prints. After the charts: it is long.
+std::string argument_section(const CandidateReport& r) {
+  std::string s = "<section id=\"argument\"><h2>The argument</h2>\n";
+  if (r.judged.empty()) return s + "<p>No judged stage yet.</p></section>\n";
   bool first = true;
   for (const auto& jv : r.judged) {
     const VerdictRow& v = jv.stored;
@@ -138,12 +159,17 @@ std::string perf_section(const CandidateReport& r) {
        escape(r.baseline_mode) + (r.baseline ? ", " + escape(r.baseline->name) + " at " + escape(r.baseline->build) : "") +
        "), one locator per line, deciding metrics first. Boxes: p25–p75 with the median; whiskers p5–p95; dots: the "
        "rows (thinned to " + std::to_string(kStripPoints) + " per side).</p>\n";
-  for (const char* fig : {"ttft_ms", "decode_tps", "wall_ms"}) {
+  // Figures in the order of their most deciding locator (r.perf is sorted so:
+  // failed, marginal, passed, insufficient), so what decided comes first.
+  std::vector<std::string> figures;
+  for (const auto& g : r.perf)
+    if (std::find(figures.begin(), figures.end(), g.figure) == figures.end()) figures.push_back(g.figure);
+  for (const std::string& fig : figures) {
     std::vector<const PerfGroup*> gs;
     for (const auto& g : r.perf)
       if (g.figure == fig) gs.push_back(&g);
     if (gs.empty()) continue;
-    s += "<h3>" + std::string(fig) + "</h3>\n" + perf_svg(fig, gs) + "\n";
+    s += "<h3>" + escape(fig) + "</h3>\n" + perf_svg(fig, gs) + "\n";
   }
   return s + "</section>\n";
 }
@@ -155,7 +181,7 @@ std::string rows_table(const CandidateReport& r) {
        "<th>TTFT ms</th><th>decode tok/s</th><th>detail</th></tr>\n";
   for (const auto& row : r.rows) {
     s += "<tr id=\"" + row_anchor(row.id) + "\"><td class=\"n\">" + std::to_string(row.id) + "</td><td class=\"mono\">" +
-         iso_utc(row.started_wall_ms) + "</td><td>" + escape(to_string(row.kind)) + "</td><td class=\"mono\">" +
+         iso_utc(row.started_wall_ms) + "</td><td>" + escape(to_string(row.kind)) + "</td><td class=\"mono metric\">" +
          escape(row.workload_id) + "</td><td>" + escape(to_string(row.outcome)) + "</td><td class=\"n\">" +
          (row.http_status ? std::to_string(*row.http_status) : "") + "</td><td class=\"n\">" +
          (row.t_first_token_us ? num(static_cast<double>(*row.t_first_token_us) / 1000) : "") + "</td><td class=\"n\">" +
@@ -173,7 +199,7 @@ std::string events_table(const CandidateReport& r) {
     s += "<tr id=\"" + event_anchor(e.id) + "\"><td class=\"n\">" + std::to_string(e.id) + "</td><td class=\"mono\">" +
          iso_utc(e.wall_ms) + "</td><td>" + escape(to_string(e.kind)) + "</td><td>" +
          (e.candidate_id ? "candidate" : "host") + "</td><td class=\"n\">" +
-         (e.duration_ms ? duration_text(*e.duration_ms) : "") + "</td><td class=\"mono\">" + escape(e.detail_json) +
+         (e.duration_ms ? duration_text(*e.duration_ms) : "") + "</td><td class=\"mono detail\">" + escape(e.detail_json) +
          "</td></tr>\n";
   return s + "</table></section>\n";
 }
@@ -238,7 +264,7 @@ std::string render_candidate(const CandidateReport& r) {
   s += "<br>report written " + iso_utc(r.generated_ms) + " by soakctl report</p></header>\n";
   s += "<nav class=\"sub\"><a href=\"#verdict\">verdict</a> · <a href=\"#timeline\">timeline</a> · <a href=\"#memory\">memory</a> · "
        "<a href=\"#pressure\">pressure</a> · <a href=\"#perf\">candidate vs baseline</a> · <a href=\"#ladder\">long "
-       "context</a> · <a href=\"#bursts\">bursts</a> · <a href=\"#rows\">rows</a> · <a href=\"#events\">events</a></nav>\n";
+       "context</a> · <a href=\"#bursts\">bursts</a> · <a href=\"#argument\">argument</a> · <a href=\"#rows\">rows</a> · <a href=\"#events\">events</a></nav>\n";
   s += verdict_section(r);
   s += "<section id=\"timeline-section\"><h2 id=\"timeline\">Stage timeline</h2>\n" +
        timeline_svg(r.timeline, "timeline-chart", TimelineSize::Full) + "\n";
@@ -261,7 +287,7 @@ std::string render_candidate(const CandidateReport& r) {
   s += r.ladder.empty() ? std::string("<p>No long-context rows.</p>") : ladder_svg(r.ladder, r.context_reach);
   s += "</section>\n<section id=\"bursts-section\"><h2 id=\"bursts-h\">Bursts</h2>\n";
   s += r.bursts.empty() ? std::string("<p>No burst rows.</p>") : bursts_svg(r.bursts);
-  s += "</section>\n" + rows_table(r) + events_table(r);
+  s += "</section>\n" + argument_section(r) + rows_table(r) + events_table(r);
   if (!r.notes.empty()) {
     s += "<section id=\"notes\"><h2>Notes</h2><ul class=\"notes\">";
     for (const auto& n : r.notes) s += "<li>" + escape(n) + "</li>";

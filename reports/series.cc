@@ -9,7 +9,11 @@ namespace soak::report {
 std::vector<Bucket> downsample(std::vector<TimedValue> points, int64_t from_ms, int64_t to_ms, int buckets) {
   std::vector<Bucket> out;
   if (buckets < 1 || to_ms < from_ms) return out;
-  const int64_t span = std::max<int64_t>(1, to_ms - from_ms + 1);
+  // Bucket b is [from + ceil(b * span / buckets), from + ceil((b + 1) * span / buckets)):
+  // with floor((t - from) * buckets / span) as a point's bucket, every point
+  // lies inside the bucket it is counted in. A point at to_ms goes in the last.
+  const int64_t span = std::max<int64_t>(1, to_ms - from_ms);
+  const auto edge = [&](int64_t b) { return from_ms + (b * span + buckets - 1) / buckets; };
   std::vector<std::vector<double>> by(static_cast<size_t>(buckets));
   for (const auto& p : points) {
     if (p.t_ms < from_ms || p.t_ms > to_ms) continue;
@@ -21,8 +25,8 @@ std::vector<Bucket> downsample(std::vector<TimedValue> points, int64_t from_ms, 
     if (vals.empty()) continue;
     std::sort(vals.begin(), vals.end());
     Bucket k;
-    k.t0_ms = from_ms + static_cast<int64_t>(b) * span / buckets;
-    k.t1_ms = from_ms + static_cast<int64_t>(b + 1) * span / buckets;
+    k.t0_ms = edge(static_cast<int64_t>(b));
+    k.t1_ms = edge(static_cast<int64_t>(b + 1));
     k.min = vals.front();
     k.max = vals.back();
     k.median = stats::quantile_sorted(vals, 0.5);

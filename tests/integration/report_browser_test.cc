@@ -226,10 +226,9 @@ TEST_CASE("a screenshot of a report is not a blank page") {
   INFO("blank " << blank.size() << " bytes, report " << report.size() << ", index " << index.size());
   CHECK(report.size() > 5 * blank.size());
   CHECK(index.size() > 5 * blank.size());
-  if (const char* keep = std::getenv("SOAKD_KEEP_SCREENSHOTS"); keep && *keep) {
-    std::filesystem::copy_file(dir + "/leak.png", std::string(keep) + "/leak.png",
-                               std::filesystem::copy_options::overwrite_existing);
-    std::filesystem::copy_file(dir + "/index.png", std::string(keep) + "/index.png",
-                               std::filesystem::copy_options::overwrite_existing);
-  }
+  // SOAKD_KEEP_SCREENSHOTS=DIR keeps the screenshots and the pages, to look at them.
+  if (const char* keep = std::getenv("SOAKD_KEEP_SCREENSHOTS"); keep && *keep)
+    for (const char* f : {"leak.png", "index.png", "leak.html", "regression.html", "index.html"})
+      std::filesystem::copy_file(dir + "/" + f, std::string(keep) + "/" + f,
+                                 std::filesystem::copy_options::overwrite_existing);
 }

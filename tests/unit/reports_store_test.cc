@@ -117,6 +117,8 @@ TEST_CASE("report of a regression: candidate beside baseline from the canary's o
   const std::string html = render_candidate(*rep);
   CHECK(html.find("id=\"perf-decode_tps\"") != std::string::npos);
   CHECK(html.find("id=\"perf-ttft_ms\"") != std::string::npos);
+  // Deciding first: decode rate (failed) is drawn before TTFT (passed).
+  CHECK(html.find("id=\"perf-decode_tps\"") < html.find("id=\"perf-ttft_ms\""));
   CHECK(html.find("id=\"ladder\"") != std::string::npos);
   CHECK(html.find("id=\"bursts\"") != std::string::npos);
 }

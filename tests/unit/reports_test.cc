@@ -166,6 +166,18 @@ TEST_CASE("downsampling keeps each bucket's min, max and median and leaves empty
   REQUIRE(g.size() == 3);
   CHECK(g[2].t0_ms == 900);
   CHECK(downsample(pts, 10, 5, 10).empty());
+  // Each point lies inside the bucket it is counted in, whatever the span's rounding.
+  for (int64_t span : {7, 999, 3'600'000}) {
+    for (int buckets : {2, 3, 360}) {
+      for (int64_t t = 0; t <= span; t += std::max<int64_t>(1, span / 50)) {
+        auto one = downsample({{t, 1}}, 0, span, buckets);
+        REQUIRE(one.size() == 1);
+        INFO("span " << span << ", " << buckets << " buckets, t " << t);
+        CHECK(one[0].t0_ms <= t);
+        CHECK((t < one[0].t1_ms || (t == span && one[0].t1_ms == span)));
+      }
+    }
+  }
 }
 
 TEST_CASE("summaries use the judge's quantiles; thinning keeps both ends") {
@@ -252,6 +264,14 @@ TEST_CASE("a candidate's page escapes every text from the store and links reason
   CHECK(html.find("id=\"timeline-chart\"") != std::string::npos);
   CHECK(html.find("class=\"gap\"") != std::string::npos);
   CHECK(html.find("Recomputed from the stored rows: identical.") != std::string::npos);
+  // The verdict heads the page; its full argument (every metric) follows the charts.
+  const size_t verdict = html.find("<section id=\"verdict\">"), charts = html.find("id=\"timeline-chart\""),
+               argument = html.find("<section id=\"argument\">"), metric = html.find(">hard/hung_stream<");
+  REQUIRE(verdict != std::string::npos);
+  REQUIRE(argument != std::string::npos);
+  CHECK(verdict < charts);
+  CHECK(charts < argument);
+  CHECK(argument < metric);
 }
 
 TEST_CASE("the memory chart draws the trend from the judge's fit, its interval as a fan through the centre") {
@@ -346,4 +366,27 @@ TEST_CASE("the index lists every candidate with its verdict and a small timeline
   CHECK(html.find("id=\"mini-1\"") != std::string::npos);
   CHECK(html.find("soak passed &lt;ok&gt;") != std::string::npos);
   CHECK(html.find("v-promoted") != std::string::npos);
+}
+
+TEST_CASE("host pressure: a sample's level lasts until the next one, a gap in the samples stays a gap") {
+  // Samples every 5 minutes over an hour (fewer than the chart's buckets), and none from 0:30 to 0:50.
+  PressureChart p;
+  p.from_ms = 0;
+  p.to_ms = 3'600'000;
+  std::vector<TimedValue> level;
+  for (int64_t t = 0; t < p.to_ms; t += 300'000)
+    if (t < 1'800'000 || t >= 3'000'000) level.push_back({t, t == 600'000 ? 4.0 : 1.0});
+  p.level = downsample(level, p.from_ms, p.to_ms, kTimeBuckets);
+  const std::string svg = pressure_svg(p);
+  static const std::regex rect(R"re(<rect x="([0-9.]+)" y="12" width="([0-9.]+)" height="20" class="level (\w+)")re");
+  double covered = 0;
+  int critical = 0;
+  for (std::sregex_iterator it(svg.begin(), svg.end(), rect), end; it != end; ++it) {
+    covered += std::stod((*it)[2]);
+    critical += (*it)[3] == "critical";
+  }
+  const double plot = 960 - 72 - 16, five_minutes = plot / 12;
+  CHECK(critical == 1);
+  // 6 samples before the gap and 2 after hold 5 minutes each: 8 of the hour's 12 slots, not slivers.
+  CHECK(covered == Approx(8 * five_minutes).margin(1));
 }
