@@ -24,7 +24,8 @@ tr.r-fail td:first-child{color:#c62828;font-weight:600}tr.r-marginal td:first-ch
 tr.r-insufficient td{color:#6c7682}tr:target{background:#fff4c2}
 details{margin:6px 0}summary{cursor:pointer;font-weight:600}td.n.wrap{white-space:normal}
 td.metric{overflow-wrap:anywhere}td.mono{white-space:nowrap}td.metric,td.detail{white-space:normal}tr.figures td{border-bottom:none}tr.why td{padding-top:0;font-size:13px;color:#3a444e}
-section{overflow-x:auto}
+section,.wide{overflow-x:auto}svg.mini{width:220px;height:auto}table.index .reason{font-size:12px}
+table.index td:nth-child(2),table.index td:nth-child(3){font-size:13px}
 svg.chart{display:block;margin:6px 0;font-size:11px}svg text{fill:#3a444e}svg .tick{font-size:10px}svg .unit,svg .lane{font-size:10px;fill:#5b6570}
 .axis{stroke:#8a949e}.grid{stroke:#eceff2}.legend{font-size:11px}
 .stage{stroke:#fff}.state-passed{fill:#43a047}.state-failed{fill:#e53935}.state-running{fill:#1e88e5}.state-hold{fill:#fb8c00}
@@ -301,7 +302,7 @@ std::string render_index(const IndexReport& idx) {
   std::string s = head("soakd: every candidate");
   s += "<header><h1>soakd candidates</h1><p class=\"sub\">report written " + iso_utc(idx.generated_ms) + " · " +
        std::to_string(idx.entries.size()) + " candidate row(s)</p></header>\n";
-  s += "<table class=\"index\"><tr><th>candidate</th><th>model · runtime · build</th><th>stage</th><th>verdict</th>"
+  s += "<div class=\"wide\"><table class=\"index\"><tr><th>candidate</th><th>model · runtime · build</th><th>stage</th><th>verdict</th>"
        "<th>timeline</th></tr>\n";
   int i = 0;
   for (const auto& e : idx.entries) {
@@ -321,7 +322,7 @@ std::string render_index(const IndexReport& idx) {
          (v ? badge(to_string(v->state)) + "<div class=\"reason\">" + escape(v->reason) + "</div>" : std::string("-")) +
          "</td><td>" + timeline_svg(e.timeline, "mini-" + std::to_string(i++), TimelineSize::Mini) + "</td></tr>\n";
   }
-  s += "</table>\n<footer>soakd report · static file: no script, nothing fetched · times in UTC</footer>\n</body></html>\n";
+  s += "</table></div>\n<footer>soakd report · static file: no script, nothing fetched · times in UTC</footer>\n</body></html>\n";
   return s;
 }
 
