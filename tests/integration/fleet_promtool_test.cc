@@ -14,6 +14,8 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
+#include <cstring>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -185,6 +187,36 @@ struct Fleet {
 };
 
 }  // namespace
+
+// First, and without promtool: the dashboard queries only what soakd writes.
+TEST_CASE("the Grafana dashboard queries only metric families soakd writes") {
+  Fleet f;
+  std::set<std::string> families;
+  std::istringstream lines(read_file(f.textfile));
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("# TYPE ", 0) == 0) families.insert(line.substr(7, line.find(' ', 7) - 7));
+  REQUIRE(families.count("soakd_candidate_verdict") == 1);
+  const auto dash = nlohmann::json::parse(read_file(kFleet + "/grafana-dashboard.json"));
+  static const std::regex name(R"(soakd_[a-z_]+)");
+  size_t queries = 0;
+  for (const auto& panel : dash.at("panels")) {
+    if (!panel.contains("targets")) continue;
+    for (const auto& target : panel.at("targets")) {
+      const std::string expr = target.at("expr").get<std::string>();
+      ++queries;
+      for (std::sregex_iterator it(expr.begin(), expr.end(), name), end; it != end; ++it) {
+        std::string n = it->str();
+        for (const char* suffix : {"_sum", "_count"})  // a summary's series
+          if (!families.count(n) && n.size() > std::strlen(suffix) &&
+              n.compare(n.size() - std::strlen(suffix), std::strlen(suffix), suffix) == 0)
+            n.resize(n.size() - std::strlen(suffix));
+        INFO(panel.value("title", "") << ": " << expr);
+        CHECK(families.count(n) == 1);
+      }
+    }
+  }
+  CHECK(queries >= 10);
+}
 
 TEST_CASE("promtool accepts soakd's textfile, the alert rules and the scrape config") {
   const std::string tool = promtool();
