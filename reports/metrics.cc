@@ -139,10 +139,19 @@ Status MetricsCollector::refresh(Store& store, int64_t now_ms) {
     if (!samples) return samples.error();
     if (!samples->empty()) process_[s.candidate.id] = samples->back();
   }
-  auto hosts = store.host_samples(recent);
-  if (!hosts) return hosts.error();
+  // The newest host sample is the one with the largest id (soakd appends them
+  // in time order): a primary-key lookup, where a time range would scan a
+  // week of samples on every tick (no index on the time alone).
   host_.reset();
-  if (!hosts->empty()) host_ = hosts->back();
+  if (max->host_sample > 0) {
+    SampleQuery newest;
+    newest.min_id = max->host_sample;
+    newest.max_id = max->host_sample;
+    auto hosts = store.host_samples(newest);
+    if (!hosts) return hosts.error();
+    if (!hosts->empty() && hosts->back().wall_ms >= recent.since_ms && hosts->back().wall_ms <= now_ms)
+      host_ = hosts->back();
+  }
 
   if (max->event > events_to_) {
     EventQuery q;
