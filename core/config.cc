@@ -82,7 +82,7 @@ static nlohmann::ordered_json settings_json(const CampaignSettings& s) {
   j["cadence"] = {c.functional_ms, c.long_context_ms, c.burst_ms, c.cancel_ms, c.scrape_ms, c.gate_pause_ms,
                   c.soak_traffic_ms, c.soak_heavy_ms, c.build_poll_ms};
   j["limits"] = {s.limits.wall_timeout_ms, s.limits.stall_timeout_ms, s.limits.connect_timeout_ms,
-                 s.limits.max_response_bytes};
+                 s.limits.max_response_bytes, s.limits.prefill_floor_tps};
   j["gate"] = {s.gate.min_completed, s.gate.max_failure_ratio, s.gate.min_coverage};
   const auto& r = s.judge;
   j["judge"] = {r.alpha, r.effect_floor, r.hold_band, r.tail_tolerance, r.min_samples, r.max_invalid_ratio, r.repeated_5xx};
@@ -103,6 +103,15 @@ std::string Config::candidate_hash(const CandidateConfig& c) const {
   j["baseline"] = c.baseline.value_or("");
   j["slots"] = c.slots.value_or(0);
   j["settings"] = settings_json(c.settings);
+  // Added only when set, so a candidate without them keeps the hash it always had.
+  if (c.memory_budget_bytes) j["memory_budget_bytes"] = *c.memory_budget_bytes;
+  if (c.launch) {
+    nlohmann::ordered_json env = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : c.launch->env) env[k] = v.from_env.empty() ? v.text : "${" + v.from_env + "}";
+    j["launch"] = {{"argv", display_argv(*c.launch)}, {"env", env}, {"cwd", c.launch->cwd},
+                   {"ready_timeout_ms", c.launch->ready_timeout_ms}, {"stop_timeout_ms", c.launch->stop_timeout_ms},
+                   {"keep_running", c.launch->keep_running == KeepRunning::Yes}};
+  }
   return hash_hex(j.dump());
 }
 
@@ -172,6 +181,9 @@ Result<Config> parse_config(const std::string& text, const std::string& source_n
   } else if (!root["candidates"].is_array()) {
     ctx.err("candidates", std::string("must be an array, not ") + schema::json_type_name(root["candidates"]),
             "[{...}, {...}]");
+  } else if (root["candidates"].empty()) {
+    ctx.err("candidates", "is empty: soakd has nothing to test; list at least one runtime",
+            "\"candidates\": [{\"name\": \"qwen35b-llama\", \"model\": \"qwen3.6-35b-a3b\", \"runtime\": \"llama.cpp\", \"base_url\": \"http://127.0.0.1:8080\"}]");
   } else {
     const auto& arr = root["candidates"];
     for (size_t i = 0; i < arr.size(); ++i) {
@@ -180,6 +192,7 @@ Result<Config> parse_config(const std::string& text, const std::string& source_n
       std::string path = schema::index_path("candidates", i);
       schema::read_section(ctx, arr[i], path, schema::candidate_section(), c);
       schema::check_campaign(ctx, path, c.settings);
+      schema::check_launch(ctx, path, c);
       cfg.candidates.push_back(std::move(c));
     }
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/duration.h"
+#include "core/launch.h"
 #include "core/limits.h"
 #include "core/result.h"
 #include "core/types.h"
@@ -43,6 +44,8 @@ inline constexpr int64_t kDefaultSampleEveryMs = 5'000;
 
 inline const std::vector<int64_t> kDefaultLongContextSizes{1024, 8192, 32768, 65536, 100000, 131072};
 inline const std::vector<int> kDefaultBurstSizes{1, 2, 4, 8};
+inline constexpr int64_t kMaxBurstSize = 128;               // file descriptors: see the config message
+inline constexpr int64_t kMaxLongContextTokens = 1'048'576;  // memory: see the config message
 
 // ---- sections ---------------------------------------------------------------
 struct StageDurations {
@@ -71,6 +74,7 @@ struct Limits {
   int64_t stall_timeout_ms = kDefaultStallTimeoutMs;
   int64_t connect_timeout_ms = kDefaultConnectTimeoutMs;
   int64_t max_response_bytes = kDefaultMaxResponseBytes;
+  double prefill_floor_tps = kDefaultPrefillFloorTps;  // prefill allowance: prompt tokens / this
 };
 
 struct GateRules {
@@ -139,6 +143,8 @@ struct CandidateConfig {
   std::optional<std::string> process_name; // else found by listening port, then by name
   std::optional<int> slots;                // runtime parallel slots, if known
   bool enabled = true;
+  std::optional<LaunchSpec> launch;        // managed: soakd starts, watches and stops the runtime
+  std::optional<int64_t> memory_budget_bytes;  // footprint above this during a stage is a hard failure
   CampaignSettings settings;               // defaults merged with this candidate's overrides
 };
 
@@ -151,6 +157,19 @@ struct SamplerSettings {
 // textfile-collector file, *.prom) on every sampler tick. Empty: off.
 struct MetricsSettings {
   std::string textfile;  // absolute
+};
+
+// While the store cannot write (full disk, lock held, read-only), measured rows
+// wait in memory (daemon/outbox.h). At the default sampler interval with four
+// candidates about one row a second arrives while probing is paused, so the
+// bound holds well past stop_after; a row is a few hundred bytes.
+inline constexpr int64_t kDefaultMaxQueuedRows = 10'000;
+inline constexpr int64_t kMaxQueuedRowsLimit = 1'000'000;
+inline constexpr int64_t kDefaultStoreStopAfterMs = 3'600'000;  // then soakd stops; launchd starts it later
+
+struct StoreOutageSettings {
+  int64_t max_queued_rows = kDefaultMaxQueuedRows;
+  int64_t stop_after_ms = kDefaultStoreStopAfterMs;
 };
 
 struct ScheduleSettings {
@@ -166,6 +185,7 @@ struct Config {
   CampaignSettings defaults;
   SamplerSettings sampler;
   ScheduleSettings schedule;
+  StoreOutageSettings store_outage;
   MetricsSettings metrics;
   std::vector<CandidateConfig> candidates;
 

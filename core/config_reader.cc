@@ -109,7 +109,7 @@ bool read_bool(ReadContext& ctx, const json& v, const std::string& path, bool& o
 }
 
 bool read_positive_list(ReadContext& ctx, const json& v, const std::string& path, std::vector<int64_t>& out,
-                        int64_t max, const std::string& example) {
+                        int64_t max, const std::string& example, const std::string& why_max) {
   if (!v.is_array() || v.empty()) {
     ctx.err(path, "must be a non-empty array of positive integers", example);
     return false;
@@ -122,7 +122,8 @@ bool read_positive_list(ReadContext& ctx, const json& v, const std::string& path
       return false;
     }
     if (e.get<int64_t>() > max) {
-      ctx.err(index_path(path, i), "must be at most " + std::to_string(max), example);
+      ctx.err(index_path(path, i), "must be at most " + std::to_string(max) + (why_max.empty() ? "" : ": " + why_max),
+              example);
       return false;
     }
     tmp.push_back(e.get<int64_t>());

@@ -51,8 +51,10 @@ bool read_double(ReadContext& ctx, const json& v, const std::string& path, doubl
                  double max, const std::string& example);
 bool read_bool(ReadContext& ctx, const json& v, const std::string& path, bool& out);
 // A non-empty array of integers in [1, max]; stops at the first bad element.
+// `why_max`, when given, is said after "must be at most N".
 bool read_positive_list(ReadContext& ctx, const json& v, const std::string& path,
-                        std::vector<int64_t>& out, int64_t max, const std::string& example);
+                        std::vector<int64_t>& out, int64_t max, const std::string& example,
+                        const std::string& why_max = "");
 
 // False (and reported) when `v` is not an object.
 bool expect_object(ReadContext& ctx, const json& v, const std::string& path, const std::string& example);
@@ -189,14 +191,22 @@ Field<S> text(std::string key, T S::*m, std::string example) {
   return f;
 }
 
-// A non-empty list of positive integers (vector<int> or vector<int64_t>).
+// An upper bound on list elements, with the reason the message gives.
+struct Bound {
+  int64_t max;
+  std::string why;
+};
+
+// A non-empty list of positive integers (vector<int> or vector<int64_t>), each
+// at most `bound.max` when a bound is given.
 template <class S, class T>
-Field<S> positive_list(std::string key, std::vector<T> S::*m, std::string example) {
-  Field<S> f = detail::row<S>(std::move(key), Kind::List, std::move(example), 1.0,
-                              static_cast<double>(std::numeric_limits<T>::max()));
-  f.read = [m, ex = f.example](ReadContext& c, const json& v, const std::string& p, S& s) {
+Field<S> positive_list(std::string key, std::vector<T> S::*m, std::string example, std::optional<Bound> bound = {}) {
+  const int64_t max = bound ? bound->max : static_cast<int64_t>(std::numeric_limits<T>::max());
+  Field<S> f = detail::row<S>(std::move(key), Kind::List, std::move(example), 1.0, static_cast<double>(max));
+  f.read = [m, max, why = bound ? bound->why : std::string(), ex = f.example](ReadContext& c, const json& v,
+                                                                               const std::string& p, S& s) {
     std::vector<int64_t> xs;
-    if (read_positive_list(c, v, p, xs, std::numeric_limits<T>::max(), ex)) (s.*m).assign(xs.begin(), xs.end());
+    if (read_positive_list(c, v, p, xs, max, ex, why)) (s.*m).assign(xs.begin(), xs.end());
   };
   return f;
 }

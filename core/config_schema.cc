@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <sstream>
 
 namespace soak::schema {
 
@@ -11,14 +12,6 @@ namespace {
 inline constexpr int64_t kBytesPerMb = 1000 * 1000;  // guard.swap_growth_mb, as docs/DESIGN.md §2.10 counts it
 
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-
-// ~ and paths relative to the config file's directory.
-std::string resolve_path(const ReadContext& ctx, const std::string& p) {
-  std::string e = expand_home(p);
-  if (!e.empty() && e[0] != '/' && !ctx.base_dir.empty())
-    e = (std::filesystem::path(ctx.base_dir) / e).lexically_normal().string();
-  return e;
-}
 
 // ---- custom readers of the candidate's own keys
 void read_name(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, CandidateConfig& c) {
@@ -156,6 +149,13 @@ void read_defaults(ReadContext& ctx, const json& v, const std::string& p, const 
 
 }  // namespace
 
+std::string resolve_path(const ReadContext& ctx, const std::string& p) {
+  std::string e = expand_home(p);
+  if (!e.empty() && e[0] != '/' && !ctx.base_dir.empty())
+    e = (std::filesystem::path(ctx.base_dir) / e).lexically_normal().string();
+  return e;
+}
+
 // ============================================================== campaign settings
 const Section<StageDurations>& stages_section() {
   using S = StageDurations;
@@ -187,11 +187,12 @@ const Section<Cadences>& cadence_section() {
 
 const Section<Limits>& limits_section() {
   using S = Limits;
-  static const Section<S> s{"{\"wall_timeout\": \"15m\", \"stall_timeout\": \"2m\"}", {
-      duration("wall_timeout", &S::wall_timeout_ms, "\"15m\""),
+  static const Section<S> s{"{\"wall_timeout\": \"30m\", \"stall_timeout\": \"2m\"}", {
+      duration("wall_timeout", &S::wall_timeout_ms, "\"30m\""),
       duration("stall_timeout", &S::stall_timeout_ms, "\"2m\""),
       duration("connect_timeout", &S::connect_timeout_ms, "\"10s\""),
       integer("max_response_bytes", &S::max_response_bytes, 1024, "8388608"),
+      number("prefill_floor_tps", &S::prefill_floor_tps, 1, 1e7, "100 (prompt tokens/s; the prefill allowance is tokens / this)"),
   }};
   return s;
 }
@@ -262,16 +263,40 @@ const Section<CampaignSettings>& campaign_section() {
       object("soak", &S::soak, soak_section()),
       object("guard", &S::guard, guard_section()),
       object("sampling", &S::sampling, sampling_section()),
-      positive_list("long_context_sizes", &S::long_context_sizes, "[1024, 8192, 32768]"),
-      positive_list("burst_sizes", &S::burst_sizes, "[1, 2, 4, 8]"),
+      positive_list("long_context_sizes", &S::long_context_sizes, "[1024, 8192, 32768]",
+                    Bound{kMaxLongContextTokens, "a long-context prompt is built and held in memory for its whole "
+                                                 "request, about 4 bytes per token"}),
+      positive_list("burst_sizes", &S::burst_sizes, "[1, 2, 4, 8]",
+                    Bound{kMaxBurstSize, "every member of a burst holds its own connection, a file descriptor; "
+                                         "a launchd job gets 256 by default, shared with the store, the log and "
+                                         "every other candidate"}),
   }};
   return s;
 }
 
 void check_campaign(ReadContext& ctx, const std::string& path, const CampaignSettings& s) {
-  if (s.limits.stall_timeout_ms > s.limits.wall_timeout_ms)
+  const Limits& l = s.limits;
+  if (l.stall_timeout_ms > l.wall_timeout_ms) {
     ctx.err(join_path(path, "limits.stall_timeout"),
-            "must not exceed limits.wall_timeout (" + format_duration(s.limits.wall_timeout_ms) + ")", "\"2m\"");
+            "must not exceed limits.wall_timeout (" + format_duration(l.wall_timeout_ms) + ")", "\"2m\"");
+    return;
+  }
+  // A prefill budget the wall timeout cuts first is no budget (docs/DESIGN.md §2.2).
+  if (s.long_context_sizes.empty()) return;
+  const int64_t largest = *std::max_element(s.long_context_sizes.begin(), s.long_context_sizes.end());
+  // Whole seconds, rounded up: the figure is shown to the user.
+  const int64_t budget_ms =
+      (l.stall_timeout_ms + prefill_allowance_ms(largest, l.prefill_floor_tps) + kSecond - 1) / kSecond * kSecond;
+  if (budget_ms < l.wall_timeout_ms) return;
+  std::ostringstream floor;
+  floor << l.prefill_floor_tps;
+  ctx.err(join_path(path, "limits.wall_timeout"),
+          "is " + format_duration(l.wall_timeout_ms) + ", within the prefill budget of a fresh " +
+              std::to_string(largest) + "-token prompt (the largest of long_context_sizes): stall_timeout " +
+              format_duration(l.stall_timeout_ms) + " + " + std::to_string(largest) + " tokens / prefill_floor_tps " +
+              floor.str() + " = " + format_duration(budget_ms) +
+              "; raise wall_timeout above that with time to answer, or raise prefill_floor_tps",
+          "\"" + format_duration(budget_ms + 5 * kMinute) + "\"");
 }
 
 // ============================================================== candidates
@@ -303,6 +328,8 @@ const Section<CandidateConfig>& candidate_section() {
         text("process_name", &S::process_name, "\"llama-server\""),
         integer("slots", &S::slots, 1, "2"),
         boolean("enabled", &S::enabled),
+        custom<S>("launch", Kind::Object, launch_section().example, read_launch),
+        custom<S>("memory_budget", Kind::String, "\"64GiB\"", read_memory_budget),
     }};
     embed(t.fields, &S::settings, campaign_section());
     return t;
@@ -338,6 +365,15 @@ const Section<MetricsSettings>& metrics_section() {
   return s;
 }
 
+const Section<StoreOutageSettings>& store_outage_section() {
+  using S = StoreOutageSettings;
+  static const Section<S> s{"{\"max_queued_rows\": 10000, \"stop_after\": \"1h\"}", {
+      integer("max_queued_rows", &S::max_queued_rows, 1, "10000"),
+      duration("stop_after", &S::stop_after_ms, "\"1h\""),
+  }};
+  return s;
+}
+
 const Section<Config>& top_section() {
   using S = Config;
   static const Section<S> s{"{\"candidates\": [ ... ]}", {
@@ -346,6 +382,7 @@ const Section<Config>& top_section() {
       custom<S>("defaults", Kind::Object, campaign_section().example, read_defaults),
       object("sampler", &S::sampler, sampler_section()),
       object("schedule", &S::schedule, schedule_section()),
+      object("store_outage", &S::store_outage, store_outage_section()),
       object("metrics", &S::metrics, metrics_section()),
       read_elsewhere<S>("candidates", Kind::List, "[{...}, {...}]"),  // by parse_config, after "defaults"
   }};
@@ -386,6 +423,9 @@ Url split_url(const std::string& s) {
     if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), is_digit)) return u;
     int n = std::stoi(port);
     if (n < 1 || n > 65535) return u;
+    u.port = static_cast<uint16_t>(n);
+  } else {
+    u.port = u.scheme == "https" ? 443 : 80;
   }
   u.ok = true;
   return u;

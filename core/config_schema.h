@@ -5,6 +5,7 @@
 // constants), which reading only overwrites.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "core/config.h"
@@ -25,6 +26,7 @@ const Section<CampaignSettings>& campaign_section();  // all of the above plus t
 
 const Section<BuildSpec>& build_section();            // candidates[i].build
 const Section<CandidateConfig>& candidate_section();  // candidates[i]: its own keys + the campaign keys
+const Section<LaunchSpec>& launch_section();           // candidates[i].launch (core/config_launch.cc)
 const Section<SamplerSettings>& sampler_section();    // "sampler"
 const Section<ScheduleSettings>& schedule_section();  // "schedule"
 const Section<MetricsSettings>& metrics_section();    // "metrics"
@@ -35,9 +37,23 @@ const Section<Config>& top_section();
 // Rules across keys of one campaign's settings (after defaults and overrides merged).
 void check_campaign(ReadContext& ctx, const std::string& path, const CampaignSettings& s);
 
+// ~ and paths relative to the config file's directory (ctx.base_dir).
+std::string resolve_path(const ReadContext& ctx, const std::string& p);
+
+// A candidate's "launch" block and "memory_budget" (core/config_launch.cc), and
+// the rules across a managed candidate's keys: no pid or process_name (the
+// launched pid is sampled), a loopback base_url, and a port in its argv, when
+// given there, equal to base_url's.
+void read_launch(ReadContext& ctx, const json& v, const std::string& path, const std::string& example,
+                 CandidateConfig& c);
+void read_memory_budget(ReadContext& ctx, const json& v, const std::string& path, const std::string& example,
+                        CandidateConfig& c);
+void check_launch(ReadContext& ctx, const std::string& path, const CandidateConfig& c);
+
 // An http(s) base URL, split far enough to check it.
 struct Url {
   std::string scheme, host;
+  uint16_t port = 0;  // as written, else the scheme's (80, 443)
   bool ok = false;
 };
 Url split_url(const std::string& s);

@@ -46,7 +46,7 @@ constexpr Table<RuntimeKind, 8> kRuntimes{{
     {RuntimeKind::OpenAI, "openai"},
 }};
 
-constexpr Table<Outcome, 26> kOutcomes{{
+constexpr Table<Outcome, 27> kOutcomes{{
     {Outcome::Clean, "clean"},
     {Outcome::ConnectRefused, "connect_refused"},
     {Outcome::ConnectTimeout, "connect_timeout"},
@@ -63,6 +63,7 @@ constexpr Table<Outcome, 26> kOutcomes{{
     {Outcome::MalformedResponse, "malformed_response"},
     {Outcome::MissingFinishReason, "missing_finish_reason"},
     {Outcome::MissingUsage, "missing_usage"},
+    {Outcome::ServerTokenCap, "server_token_cap"},
     {Outcome::IdentityMismatch, "identity_mismatch"},
     {Outcome::MissingMarker, "missing_marker"},
     {Outcome::InvalidJson, "invalid_json"},
@@ -129,7 +130,7 @@ constexpr Table<VerdictState, 6> kVerdicts{{
     {VerdictState::Blocked, "blocked"},
 }};
 
-constexpr Table<EventKind, 12> kEventKinds{{
+constexpr Table<EventKind, 13> kEventKinds{{
     {EventKind::DaemonStart, "daemon_start"},
     {EventKind::DaemonStop, "daemon_stop"},
     {EventKind::ConfigReload, "config_reload"},
@@ -142,6 +143,7 @@ constexpr Table<EventKind, 12> kEventKinds{{
     {EventKind::ProcessRestart, "process_restart"},
     {EventKind::ProcessGone, "process_gone"},
     {EventKind::DuplicateEngine, "duplicate_engine"},
+    {EventKind::MemoryBudget, "memory_budget"},
 }};
 
 constexpr Table<MetricResult, 4> kMetricResults{{
@@ -151,6 +153,15 @@ constexpr Table<MetricResult, 4> kMetricResults{{
     {MetricResult::Insufficient, "insufficient"},
 }};
 
+constexpr Table<LaunchState, 6> kLaunchStates{{
+    {LaunchState::Running, "running"},
+    {LaunchState::LeftRunning, "left_running"},
+    {LaunchState::Exited, "exited"},
+    {LaunchState::Stopped, "stopped"},
+    {LaunchState::OrphanStopped, "orphan_stopped"},
+    {LaunchState::Gone, "gone"},
+}};
+
 constexpr Table<ControlAction, 3> kControlActions{{
     {ControlAction::Start, "start"},
     {ControlAction::Abort, "abort"},
@@ -158,6 +169,10 @@ constexpr Table<ControlAction, 3> kControlActions{{
 }};
 
 }  // namespace
+
+std::string_view to_string(LaunchState s) { return name_of(kLaunchStates, s); }
+std::optional<LaunchState> parse_launch_state(std::string_view s) { return lookup(kLaunchStates, s); }
+std::string launch_state_names() { return joined(kLaunchStates); }
 
 std::string_view to_string(EventKind k) { return name_of(kEventKinds, k); }
 std::optional<EventKind> parse_event_kind(std::string_view s) { return lookup(kEventKinds, s); }

@@ -38,6 +38,7 @@ enum class Outcome {
   MalformedResponse,  // body is not the JSON / SSE shape the API promises
   MissingFinishReason,
   MissingUsage,
+  ServerTokenCap,     // finish_reason "length" though soakd sent no max_tokens: the runtime's own cap cut it
   // content
   IdentityMismatch,   // response `model` (or /v1/models) differs from the canonical id
   MissingMarker,
@@ -191,6 +192,7 @@ enum class EventKind {
   Gap, ClockStep,                         // time not covered (sleep, stall, downtime), wall clock steps
   GuardTrip,                              // memory guard
   ProcessRestart, ProcessGone, DuplicateEngine,  // the candidate's process
+  MemoryBudget,                           // the candidate's footprint went above its memory_budget
 };
 std::string_view to_string(EventKind k);
 std::optional<EventKind> parse_event_kind(std::string_view s);
@@ -281,6 +283,44 @@ enum class ControlAction { Start, Abort, Promote };
 std::string_view to_string(ControlAction a);
 std::optional<ControlAction> parse_control_action(std::string_view s);
 std::string control_action_names();
+
+// What became of a runtime soakd launched (runtime_launches.state).
+enum class LaunchState {
+  Running,        // up (or starting); soakd watches it
+  LeftRunning,    // soakd stopped and left it up (keep_running): the next soakd adopts it
+  Exited,         // ended on its own: exit status or signal recorded
+  Stopped,        // soakd stopped it (campaign settled, removed, soakd stopping, not ready in time, new executable)
+  OrphanStopped,  // found running after a soakd crash, and stopped before launching again
+  Gone,           // found gone when soakd started again (it ended while soakd was down)
+};
+std::string_view to_string(LaunchState s);
+std::optional<LaunchState> parse_launch_state(std::string_view s);
+std::string launch_state_names();
+
+// One start of a managed candidate's runtime (docs/DESIGN.md §4.8): what was
+// run, the process it became (pid + start time: how soakd recognises its own
+// child after a crash), and how it ended.
+struct RuntimeLaunch {
+  int64_t id = 0;
+  int64_t host_id = 0;
+  std::string name;                      // candidate config name
+  std::optional<int64_t> candidate_id;   // the build it served, once read
+  int pid = 0;
+  std::optional<int64_t> start_time;     // the process's start time as the sampler reads it
+  std::string executable;                // resolved path (symlinks followed)
+  int64_t exe_size = 0;
+  int64_t exe_mtime_ms = 0;
+  std::string exe_hash;                  // content hash of the executable
+  std::string argv_json;                 // argv, secrets as {"from_env": NAME}
+  int64_t started_ms = 0;
+  std::optional<int64_t> ready_ms;       // health answered ready
+  LaunchState state = LaunchState::Running;
+  std::optional<int64_t> ended_ms;
+  std::optional<int> exit_status;        // exited on its own with this status
+  std::optional<int> term_signal;        // ... or by this signal
+  std::string log_tail;                  // last lines of its log when it ended
+  std::string detail;                    // why it was stopped, how it was found, ...
+};
 
 // A request from soakctl to the daemon, passed through the store (no socket).
 struct ControlRequest {

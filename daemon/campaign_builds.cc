@@ -1,6 +1,7 @@
 // Campaigns: reading each candidate's build, registering a candidate row per
 // build, and choosing the baseline it is judged against.
 #include <algorithm>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,9 @@ namespace soak {
 using json = nlohmann::ordered_json;
 
 void Campaigns::check_build(Track& t, int64_t now) {
+  // A managed runtime's build is read once each time it comes up: it cannot
+  // change without soakd starting it again.
+  if (managed(t) && (t.managed.runtime != RuntimePhase::Up || !t.managed.build_unread)) return;
   if (t.cfg->build.source == BuildSource::Fixed) {
     if (!t.row || t.row->build != t.cfg->build.fixed)
       on_build(t.name, probes::BuildIdentity{t.cfg->build.fixed, {}}, now);
@@ -70,11 +74,13 @@ void Campaigns::register_candidate(Track& t, const std::string& build, int64_t n
   auto id = d_.store.upsert_candidate(c, now);
   if (!id) {
     d_.log->error("{}: cannot register build {}: {}", t.name, build, id.message());
+    d_.outbox.note_failure(id.message());
     return;
   }
   auto row = d_.store.candidate(*id);
   if (!row || !*row) return;
   t.row = **row;
+  if (managed(t)) control_->link(t.name, t.row->id);  // the launch serves this build
   t.baseline_id = find_baseline(t, *id);
   if (t.baseline_id && t.row->baseline_id != t.baseline_id) {
     if (auto st = d_.store.set_baseline(*id, t.baseline_id); st) t.row->baseline_id = t.baseline_id;
@@ -102,12 +108,25 @@ void Campaigns::on_build(const std::string& name, Result<probes::BuildIdentity> 
     return;
   }
   t.last_build_error.clear();
+  t.managed.build_unread = false;
+  const bool expected_new = std::exchange(t.managed.expect_new_build, false);
+  const bool smoke_asked = std::exchange(t.managed.smoke_when_up, false);
   if (b->model && *b->model != t.cfg->model) {
     // A different model under the same URL is never merged into this candidate;
     // the identity probe rejects it with the evidence. Log it here too.
     d_.log->warn("{}: runtime reports model \"{}\", config says \"{}\"", name, *b->model, t.cfg->model);
   }
-  if (t.row && t.row->build == b->build) return;  // unchanged
+  if (t.row && t.row->build == b->build) {  // unchanged
+    if (expected_new)
+      d_.log->info("{}: its executable changed but the runtime still reports build {}: nothing new to judge", name,
+                   b->build);
+    if (smoke_asked && t.phase != Phase::Staged) {  // soakctl start while the runtime was down
+      t.stage.reset();
+      t.from_build_change = false;
+      start_stage(t, StageKind::Smoke, now);
+    }
+    return;
+  }
   const bool had_build = t.row && t.row->build != kUnknownBuild;
   if (had_build) {
     json d;

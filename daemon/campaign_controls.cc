@@ -26,6 +26,11 @@ void Campaigns::handle_controls(int64_t now) {
         result = "the build of " + c.candidate + " is not known yet; it starts on its own once read";
       } else if (t->phase == Phase::Staged) {
         result = "already running (" + std::string(to_string(t->stage->kind)) + ")";
+      } else if (managed(*t) && t->managed.runtime != RuntimePhase::Up) {
+        // The runtime is started first; its build is read, then smoke starts.
+        t->managed.hold = false;
+        t->managed.smoke_when_up = true;
+        result = "started: the runtime starts, then smoke";
       } else {
         t->stage.reset();
         t->from_build_change = false;
@@ -52,8 +57,10 @@ void Campaigns::handle_controls(int64_t now) {
         result = "promoted (override)";
       }
     }
-    if (auto st = d_.store.mark_control_handled(c.id, now, result); !st)
+    if (auto st = d_.store.mark_control_handled(c.id, now, result); !st) {
       d_.log->error("cannot mark control request {} handled: {}", c.id, st.message());
+      d_.outbox.note_failure(st.message());
+    }
     d_.log->info("control {} {}: {}", to_string(c.action), c.candidate, result);
     json d;
     d["action"] = to_string(c.action);

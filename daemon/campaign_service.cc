@@ -14,7 +14,7 @@ int local_utc_offset_minutes(int64_t wall_ms) {
 }
 
 CampaignService::CampaignService(ConfigSnapshot cfg, const Deps& deps, TaskRunner& runner,
-                                 std::function<void()> maybe_settled)
+                                 std::function<void()> maybe_settled, RuntimeControl* runtimes)
     : clock_(deps.clock),
       runner_(runner),
       log_(deps.log),
@@ -22,6 +22,7 @@ CampaignService::CampaignService(ConfigSnapshot cfg, const Deps& deps, TaskRunne
       timer_(deps.loop),
       maybe_settled_(std::move(maybe_settled)) {
   campaigns_.set_on_change([this] { on_change(); });
+  campaigns_.set_runtime_control(runtimes);
 }
 
 void CampaignService::start() {

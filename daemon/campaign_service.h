@@ -22,7 +22,9 @@ namespace soak {
 
 class CampaignService final : public Service {
  public:
-  CampaignService(ConfigSnapshot cfg, const Deps& deps, TaskRunner& runner, std::function<void()> maybe_settled);
+  // `runtimes` (may be null: no managed candidate is acted on) starts and stops managed runtimes.
+  CampaignService(ConfigSnapshot cfg, const Deps& deps, TaskRunner& runner, std::function<void()> maybe_settled,
+                  RuntimeControl* runtimes = nullptr);
 
   void start() override;
   void reload(const ConfigSnapshot& cfg) override;

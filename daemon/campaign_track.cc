@@ -264,6 +264,8 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
   r.gate = s.gate;
   r.soak = s.soak;
   r.guard = s.guard;
+  r.supervision = t.cfg->launch ? Supervision::Managed : Supervision::Unmanaged;
+  r.memory_budget_bytes = t.cfg->memory_budget_bytes;
   if (t.plan.heartbeat) {
     r.slots_planned = nominal_slots(t.plan.tasks[*t.plan.heartbeat], t.stage->length_ms);
     r.slots_run = std::min(t.tasks[*t.plan.heartbeat].runs, r.slots_planned);
@@ -333,6 +335,25 @@ Transition resume_after(Track& t, StageKind passed, int64_t now) {
   } else if (nxt) {
     tr.start = *nxt;
   }
+  return tr;
+}
+
+Transition restart_stage(Track& t, const std::string& reason, int64_t now) {
+  Transition tr;
+  if (t.phase != Phase::Staged || !t.stage) return tr;
+  StageRow st = *t.stage;
+  st.state = StageState::Aborted;
+  st.ended_ms = now;
+  st.reason = reason;
+  tr.close_stage = st;
+  t.stage = st;
+  json d;
+  d["reason"] = reason;
+  d["stage"] = to_string(st.kind);
+  d["stage_id"] = st.id;
+  tr.events.push_back(track_event(t, EventKind::Gap, d, now, now - st.started_ms));
+  tr.notes.push_back(fmt::format("{}: {} starts over: {}", t.name, to_string(st.kind), reason));
+  tr.start = st.kind;
   return tr;
 }
 

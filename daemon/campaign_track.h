@@ -24,6 +24,7 @@
 
 #include "core/config.h"
 #include "core/types.h"
+#include "daemon/managed_track.h"
 #include "daemon/recipe_store.h"
 #include "daemon/task_runner.h"
 #include "schedules/judge.h"
@@ -57,6 +58,9 @@ struct Track {
   int64_t next_build_check_ms = 0;
   std::optional<int64_t> first_build_attempt_ms;
   std::string last_build_error;
+
+  // A managed candidate's runtime (daemon/managed_track.h); untouched for the others.
+  ManagedState managed;
 };
 
 // Points a track at `c`, one candidate of `cfg` (new settings apply from now;
@@ -131,5 +135,11 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
 Transition resume_stage(Track& t, const StageRow& running, const std::vector<ProbeResult>& stage_rows, int64_t now);
 // After a restart between a passed stage and the next one.
 Transition resume_after(Track& t, StageKind passed, int64_t now);
+
+// A resumed stage whose managed runtime had to be started again (soakd stopped
+// it, or crashed and stopped the orphan): one stage measures one process, so
+// the stage is closed (aborted, with `reason` and a gap event) and the same
+// stage starts over on the new process (docs/DESIGN.md §4.8).
+Transition restart_stage(Track& t, const std::string& reason, int64_t now);
 
 }  // namespace soak

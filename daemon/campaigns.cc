@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -24,10 +25,7 @@ Track* Campaigns::track(const std::string& name) {
   return it == tracks_.end() ? nullptr : &it->second;
 }
 
-void Campaigns::insert_event(const Event& e) {
-  if (auto r = d_.store.insert_event(e); !r)
-    d_.log->error("cannot record {} event: {}", to_string(e.kind), r.message());
-}
+void Campaigns::insert_event(const Event& e) { d_.outbox.put(e); }
 
 void Campaigns::write_event(EventKind kind, std::optional<int64_t> candidate_id, const std::string& detail,
                             int64_t now, std::optional<int64_t> duration_ms) {
@@ -73,16 +71,16 @@ Status Campaigns::resume(int64_t now) {
     } else {
       t.phase = Phase::ReadingBuild;  // registered, no stage yet
     }
+    t.managed.resumed_stage = t.phase == Phase::Staged;  // a managed runtime started anew restarts it
   }
   return {};
 }
 
 // ============================================================== applying transitions
 void Campaigns::apply(Track& t, Transition tr, int64_t now) {
-  if (tr.close_stage)
-    if (auto u = d_.store.update_stage(*tr.close_stage); !u) d_.log->error("{}: cannot close stage: {}", t.name, u.message());
-  for (const auto& v : tr.verdicts)
-    if (auto r = d_.store.insert_verdict(v); !r) d_.log->error("{}: cannot write verdict: {}", t.name, r.message());
+  // In order, after the rows they rest on (which may still wait in the outbox).
+  if (tr.close_stage) d_.outbox.put(StageUpdate{*tr.close_stage});
+  for (const auto& v : tr.verdicts) d_.outbox.put(v);
   for (const auto& e : tr.events) insert_event(e);
   for (const auto& n : tr.notes) d_.log->info("{}", n);
   if (tr.cancel) cancel_track(t);
@@ -94,6 +92,7 @@ void Campaigns::apply(Track& t, Transition tr, int64_t now) {
   if (tr.check_hard_failures) check_hard_failures(t, now);
   if (tr.judge) finish_stage(t, *tr.judge, now);
   if (tr.start) start_stage(t, *tr.start, now);
+  if (t.phase == Phase::Done) settle_runtime(t);
 }
 
 void Campaigns::start_stage(Track& t, StageKind kind, int64_t now) {
@@ -101,6 +100,7 @@ void Campaigns::start_stage(Track& t, StageKind kind, int64_t now) {
   auto id = d_.store.insert_stage(st);
   if (!id) {
     d_.log->error("{}: cannot start {}: {}", t.name, to_string(kind), id.message());
+    d_.outbox.note_failure(id.message());  // a full disk or a held lock pauses the work until it writes
     return;
   }
   st.id = *id;
@@ -178,6 +178,7 @@ int Campaigns::canaries_running() const {
 }
 
 void Campaigns::step(Track& t, int64_t now) {
+  if (managed(t)) manage_runtime(t, now);
   check_build(t, now);
   switch (t.phase) {
     case Phase::ReadingBuild:
@@ -185,12 +186,13 @@ void Campaigns::step(Track& t, int64_t now) {
       return;
     case Phase::WaitingCanary:
       if (now >= t.canary_not_before_ms && canaries_running() < cfg_->schedule.max_concurrent_canaries && !frozen_ &&
-          baseline_known(t)) {
+          baseline_known(t) && runtime_ready(t)) {
         settle_baseline(t);
         start_stage(t, StageKind::Canary, now);
       }
       return;
     case Phase::Staged:
+      if (!runtime_ready(t)) return;  // a managed runtime still starting: nothing to probe yet
       break;
   }
   apply(t, step_stage(t, StepInputs{busy(t), heavy_busy() ? HeavyGate::Busy : HeavyGate::Free, frozen_}, now), now);
@@ -217,6 +219,10 @@ void Campaigns::launch(const InFlight& f, const CandidateSnapshot& cfg, std::opt
 }
 
 void Campaigns::on_task_done(int64_t work_id, TaskReport rep, int64_t now) {
+  if (d_.outbox.paused()) {  // applied once the rows it reports on are stored
+    deferred_.emplace_back(work_id, std::move(rep));
+    return;
+  }
   auto it = in_flight_.find(work_id);
   if (it == in_flight_.end()) return;
   InFlight f = it->second;
@@ -264,7 +270,9 @@ void Campaigns::check_hard_events(int64_t now) {
   bool host_wide = false;
   for (const auto& e : *ev) {
     last_event_seen_ = std::max(last_event_seen_, e.id);
-    if (e.kind != EventKind::GuardTrip && e.kind != EventKind::ProcessRestart) continue;
+    if (e.kind != EventKind::GuardTrip && e.kind != EventKind::ProcessRestart && e.kind != EventKind::ProcessGone &&
+        e.kind != EventKind::MemoryBudget)
+      continue;
     if (e.candidate_id) cand_hit.insert(*e.candidate_id);
     else host_wide = true;
   }
@@ -273,6 +281,10 @@ void Campaigns::check_hard_events(int64_t now) {
 }
 
 void Campaigns::tick(int64_t now) {
+  // While the store cannot write, nothing starts and nothing is judged: the
+  // rows a judgment rests on may still wait in the outbox (docs/DESIGN.md §4.9).
+  if (!d_.outbox.retry()) return;
+  for (auto& [work_id, rep] : std::exchange(deferred_, {})) on_task_done(work_id, std::move(rep), now);
   handle_controls(now);
   check_hard_events(now);
   for (auto& [name, t] : tracks_) step(t, now);
@@ -286,9 +298,14 @@ std::optional<int64_t> Campaigns::next_wake_ms(int64_t now) const {
   auto wake = [&](int64_t x) {
     if (x > now && (!w || x < *w)) w = x;
   };
+  if (d_.outbox.paused()) return d_.outbox.next_retry_ms();
   for (const auto& [name, t] : tracks_) {
     if (!t.build_read_in_flight && t.cfg->build.source != BuildSource::Fixed) wake(t.next_build_check_ms);
     if (t.phase == Phase::WaitingCanary) wake(t.canary_not_before_ms);
+    if (managed(t)) {
+      wake(t.managed.next_exe_check_ms);
+      if (!t.managed.pending_change.empty()) wake(t.managed.restart_at_ms);
+    }
     if (t.phase != Phase::Staged || !t.stage || frozen_) continue;
     if (t.smoke_retry_at_ms) wake(*t.smoke_retry_at_ms);
     wake(t.stage->started_ms + t.stage->length_ms);
@@ -303,8 +320,10 @@ std::vector<Campaigns::Active> Campaigns::active() const {
   std::vector<Active> out;
   for (const auto& [name, t] : tracks_) {
     if (!t.row || t.phase == Phase::Done || t.row->build == kUnknownBuild) continue;
-    Active a{name, t.cfg, t.row->id, std::nullopt};
+    Active a{name, t.cfg, t.row->id, std::nullopt, false, std::nullopt};
     if (t.phase == Phase::Staged && t.stage) a.stage = t.stage->kind;
+    a.managed = managed(t);
+    if (a.managed && t.managed.runtime == RuntimePhase::Up) a.pid = t.managed.pid;
     out.push_back(std::move(a));
   }
   return out;
@@ -312,8 +331,10 @@ std::vector<Campaigns::Active> Campaigns::active() const {
 
 bool Campaigns::settled() const {
   if (!in_flight_.empty()) return false;
-  for (const auto& [name, t] : tracks_)
+  for (const auto& [name, t] : tracks_) {
     if (t.phase != Phase::Done || t.build_read_in_flight) return false;
+    if (t.managed.runtime == RuntimePhase::Starting || t.managed.expect_new_build) return false;
+  }
   return true;
 }
 
@@ -323,6 +344,7 @@ void Campaigns::reload(ConfigSnapshot cfg, int64_t now) {
   for (const auto& c : cfg_->candidates) {
     if (!c.enabled) continue;
     names.insert(c.name);
+    if (auto it = tracks_.find(c.name); it != tracks_.end()) managed_reload(it->second, &c);
     // New settings apply from now (a running stage keeps its start and deadline).
     set_config(tracks_[c.name], cfg_, c);
   }
@@ -332,8 +354,10 @@ void Campaigns::reload(ConfigSnapshot cfg, int64_t now) {
       continue;
     }
     Track& t = it->second;
+    const CandidateConfig* disabled = cfg_->find(it->first);
+    managed_reload(t, disabled);  // first: its runtime is stopped for this reason, not as "settled"
     if (t.row && (t.phase == Phase::Staged || t.phase == Phase::WaitingCanary))
-      end_with(t, VerdictState::Inconclusive, "removed from the config", now);
+      end_with(t, VerdictState::Inconclusive, disabled ? "disabled in the config" : "removed from the config", now);
     it = tracks_.erase(it);
   }
 }

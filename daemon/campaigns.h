@@ -15,7 +15,8 @@
 //
 // Files: campaigns.cc (ticks, dispatch, completions, judging, resume, reload),
 // campaign_builds.cc (build reads, candidate rows, baseline choice),
-// campaign_controls.cc (soakctl start / abort / promote).
+// campaign_controls.cc (soakctl start / abort / promote),
+// campaign_managed.cc (managed candidates' runtimes, through a RuntimeControl).
 //
 // Threading: one thread (the daemon's loop). Ownership: borrows the Store, the
 // Clock and the TaskRunner for its lifetime; holds the running ConfigSnapshot
@@ -36,6 +37,7 @@
 #include "core/config.h"
 #include "daemon/campaign_track.h"
 #include "daemon/recipe_store.h"
+#include "daemon/runtime_control.h"
 #include "daemon/task_runner.h"
 #include "daemon/wiring.h"
 
@@ -67,6 +69,9 @@ class Campaigns {
   bool settled() const;
   // Called after any task or build read completes (the daemon re-arms its timer).
   void set_on_change(std::function<void()> f) { on_change_ = std::move(f); }
+  // Who starts and stops managed candidates' runtimes (borrowed; without one a
+  // candidate's launch block is not acted on). Its exits come back here.
+  void set_runtime_control(RuntimeControl* control);
   // Candidates with a registered build whose campaign is not over (what the
   // sampler watches), and the stage each is running, if any.
   struct Active {
@@ -74,6 +79,8 @@ class Campaigns {
     CandidateSnapshot cfg;
     int64_t candidate_id = 0;
     std::optional<StageKind> stage;
+    bool managed = false;    // soakd launched its runtime: sample `pid`, never look for a process
+    std::optional<int> pid;  // a managed runtime's pid while it is up
   };
   std::vector<Active> active() const;
 
@@ -127,17 +134,35 @@ class Campaigns {
   // campaign_controls.cc
   void handle_controls(int64_t now);
 
+  // campaign_managed.cc
+  bool managed(const Track& t) const { return control_ && t.cfg->launch.has_value(); }
+  bool runtime_ready(const Track& t) const { return !managed(t) || t.managed.runtime == RuntimePhase::Up; }
+  void manage_runtime(Track& t, int64_t now);
+  bool runtime_needed(const Track& t) const;
+  // Stops the runtime of a campaign that ended (unless keep_running): at once,
+  // so that the campaign is settled only once its runtime is on its way down.
+  void settle_runtime(Track& t);
+  void start_runtime(Track& t);
+  void on_runtime_ready(const std::string& name, Result<RuntimeUp> up, int64_t now);
+  void on_runtime_exit(const std::string& name, const RuntimeExit& x, int64_t now);
+  void launch_failed(Track& t, const std::string& why, int64_t now);
+  void restart_for_new_build(Track& t, int64_t now);
+  void managed_reload(Track& t, const CandidateConfig* next);
+  int utc_offset(int64_t now) const { return utc_offset_minutes_ ? utc_offset_minutes_(now) : 0; }
+
   ConfigSnapshot cfg_;
   Deps d_;
   TaskRunner& runner_;
   UtcOffset utc_offset_minutes_;
   std::map<std::string, Track> tracks_;
   std::map<int64_t, InFlight> in_flight_;
+  std::vector<std::pair<int64_t, TaskReport>> deferred_;  // completions that came while the store was paused
   int64_t next_work_id_ = 1;
   int64_t next_control_poll_ms_ = 0;
   int64_t last_event_seen_ = 0;
   bool frozen_ = false;
   std::function<void()> on_change_;
+  RuntimeControl* control_ = nullptr;
 };
 
 }  // namespace soak

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace soak {
@@ -9,7 +11,9 @@ namespace soak {
 using json = nlohmann::json;
 
 Daemon::Daemon(ConfigSnapshot cfg, DaemonOptions opts, const Deps& deps)
-    : cfg_(std::move(cfg)), opts_(std::move(opts)), d_(deps) {}
+    : cfg_(std::move(cfg)), opts_(std::move(opts)), d_(deps) {
+  d_.outbox.configure(cfg_->store_outage);
+}
 
 Daemon::~Daemon() = default;
 
@@ -20,7 +24,7 @@ void Daemon::write_event(EventKind kind, const std::string& detail_json) {
   e.kind = kind;
   e.detail_json = detail_json;
   if (kind == EventKind::DaemonStop) e.duration_ms = e.wall_ms - started_wall_ms_;
-  if (auto r = d_.store.insert_event(e); !r) d_.log->error("cannot record {} event: {}", to_string(kind), r.message());
+  d_.outbox.put(std::move(e));
 }
 
 Status Daemon::start() {
@@ -35,7 +39,9 @@ Status Daemon::start() {
   e.host_id = d_.host_id;
   e.kind = EventKind::DaemonStart;
   e.detail_json = d.dump();
-  if (auto r = d_.store.insert_event(e); !r) return make_error("cannot write to the store: " + r.message());
+  const uint64_t lost_before = d_.outbox.lost();
+  d_.outbox.put(std::move(e));  // a full disk or a held lock: it waits, and no work starts until it is written
+  if (d_.outbox.lost() != lost_before) return make_error("cannot write to the store " + cfg_->store_path);
 
   auto install = [this](UvHandle<uv_signal_t>& h, int signum) {
     uv_signal_init(d_.loop, h.get());
@@ -99,10 +105,19 @@ void Daemon::reload() {
   d["candidates"] = cfg_->candidates.size();
   write_event(EventKind::ConfigReload, d.dump());
   d_.log->info("config reloaded from {}: {} candidate(s)", opts_.config_path, cfg_->candidates.size());
+  d_.outbox.configure(cfg_->store_outage);
   for (auto& s : services_) s->reload(cfg_);
 }
 
 void Daemon::check_settled() {
+  if (!stopping_ && d_.outbox.overdue(d_.clock.wall_ms())) {
+    // Waiting longer helps nobody; launchd starts soakd again later.
+    d_.log->error("{}; stopping after {} s (store_outage.stop_after)", d_.outbox.describe(),
+                  cfg_->store_outage.stop_after_ms / 1000);
+    exit_code_ = kStoreUnwritableExit;
+    request_stop("store not writable");
+    return;
+  }
   if (opts_.exit_policy != ExitPolicy::ExitWhenSettled || stopping_) return;
   for (const auto& s : services_)
     if (!s->settled()) return;
@@ -117,9 +132,13 @@ void Daemon::request_stop(const std::string& why) {
   stopping_ = true;
   stop_reason_ = why;
   d_.log->info("stopping ({})", why);
+  int64_t grace = opts_.stop_grace_ms;
+  int64_t budget = 0;
+  for (const auto& sv : services_) budget = std::max(budget, sv->stop_budget_ms());
+  grace += budget;
   stop_deadline_ = std::make_unique<Timer>(d_.loop);
-  stop_deadline_->start(static_cast<uint64_t>(opts_.stop_grace_ms), 0, [this] {
-    d_.log->warn("graceful stop took longer than {} ms; closing anyway", opts_.stop_grace_ms);
+  stop_deadline_->start(static_cast<uint64_t>(grace), 0, [this, grace] {
+    d_.log->warn("graceful stop took longer than {} ms; closing anyway", grace);
     finish();
   });
   services_pending_stop_ = services_.size();
@@ -144,6 +163,8 @@ void Daemon::finish() {
   d["reason"] = stop_reason_;
   d["clean"] = services_pending_stop_ == 0;
   write_event(EventKind::DaemonStop, d.dump());
+  if (!d_.outbox.flush())
+    d_.log->error("{}: these rows are lost with this stop", d_.outbox.describe());
   d_.log->info("stopped ({})", stop_reason_);
   if (stop_deadline_) stop_deadline_->stop();
   sigterm_.close();

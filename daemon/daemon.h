@@ -26,7 +26,12 @@
 
 namespace soak {
 
-inline constexpr int64_t kStopGraceMs = 10'000;  // launchd ExitTimeOut must exceed this
+inline constexpr int64_t kStopGraceMs = 10'000;  // plus the services' stop budgets (managed runtimes' stop_timeout)
+// launchd's ExitTimeOut in launchd/*.plist.in: it must exceed kStopGraceMs plus
+// the largest stop_timeout of a managed runtime (soakd check-config warns).
+inline constexpr int64_t kLaunchdExitTimeOutMs = 60'000;
+// Exit status when the store stayed unwritable past store_outage.stop_after.
+inline constexpr int kStoreUnwritableExit = 75;  // EX_TEMPFAIL: try again later
 
 enum class ExitPolicy { RunForever, ExitWhenSettled };
 
@@ -50,6 +55,9 @@ class Service {
   virtual void stop(std::function<void()> done) = 0;
   // For ExitWhenSettled: true once this service has nothing left to do.
   virtual bool settled() const { return true; }
+  // How much longer than kStopGraceMs its stop() may take (the managed
+  // runtimes it stops: SIGTERM, then SIGKILL after their stop_timeout).
+  virtual int64_t stop_budget_ms() const { return 0; }
 };
 
 class Daemon {

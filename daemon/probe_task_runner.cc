@@ -8,35 +8,34 @@ namespace soak {
 
 namespace {
 
-std::string summary(const TaskReport& r, size_t refused) {
+std::string summary(const TaskReport& r, size_t unwritten) {
   size_t clean = 0;
   for (Outcome o : r.outcomes) clean += o == Outcome::Clean ? 1 : 0;
-  std::string s = std::to_string(r.row_ids.size()) + " row(s), " + std::to_string(clean) + " clean";
+  std::string s = std::to_string(r.outcomes.size()) + " row(s), " + std::to_string(clean) + " clean";
   for (size_t i = 0; i < r.outcomes.size(); ++i) {
     if (r.outcomes[i] == Outcome::Clean) continue;
     s += "; first " + std::string(to_string(r.outcomes[i])) + " at " + std::string(to_string(r.kinds[i]));
     break;
   }
-  if (refused) s += "; " + std::to_string(refused) + " row(s) not stored";
+  if (unwritten) s += "; " + std::to_string(unwritten) + " row(s) not written yet (store paused)";
   return s;
 }
 
 }  // namespace
 
-ProbeTaskRunner::ProbeTaskRunner(probes::ProbeEngine& engine, Store& store, Logger log)
-    : engine_(engine), store_(store), log_(std::move(log)) {}
+ProbeTaskRunner::ProbeTaskRunner(probes::ProbeEngine& engine, Outbox& outbox, Logger log)
+    : engine_(engine), outbox_(outbox), log_(std::move(log)) {}
 
 void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done) {
   struct State {
     TaskReport report;
-    size_t refused = 0;
+    size_t unwritten = 0;  // waiting in the outbox, or refused for good (logged there)
   };
   auto st = std::make_shared<State>();
   probes::RunSpec spec{probe_kinds_for(req.task), req.group_id};
   const int64_t candidate_id = req.candidate_id, host_id = req.host_id;
   const std::optional<int64_t> stage_id = req.stage_id;
   const std::string task(to_string(req.task));
-  const std::string name = req.candidate ? req.candidate->name : std::string();
   if (!req.candidate) {
     // Nothing to probe; still answer on a later pass, as the contract says.
     CandidateConfig none;
@@ -49,24 +48,21 @@ void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)
   const int64_t work_id = req.work_id;
   runs_[work_id] = engine_.run(
       *req.candidate, std::move(spec),
-      [this, st, candidate_id, host_id, stage_id, task, name](ProbeResult r) {
+      [this, st, candidate_id, host_id, stage_id, task](ProbeResult r) {
         r.candidate_id = candidate_id;
         r.host_id = host_id;
         r.stage_id = stage_id;
         r.task = task;
-        auto id = store_.insert_probe_result(r);
-        if (!id) {
-          ++st->refused;
-          log_->error("{}: cannot store a {} row: {}", name, to_string(r.kind), id.message());
-          return;
-        }
-        st->report.row_ids.push_back(*id);
         st->report.outcomes.push_back(r.outcome);
         st->report.kinds.push_back(r.kind);
+        if (const auto id = outbox_.put(std::move(r)))
+          st->report.row_ids.push_back(*id);
+        else
+          ++st->unwritten;
       },
       [this, st, done, work_id] {
         runs_.erase(work_id);
-        st->report.detail = summary(st->report, st->refused);
+        st->report.detail = summary(st->report, st->unwritten);
         done(std::move(st->report));
       });
 }

@@ -3,13 +3,14 @@
 // loop, and stores every row as it finishes — with the task's candidate, host,
 // stage, group and task name — before reporting the row ids and outcomes.
 //
-// Ownership: borrows the engine, the store and the logger; all must outlive
+// Ownership: borrows the engine, the outbox and the logger; all must outlive
 // it. The TaskRequest's candidate is copied into the engine's run.
 // Threading: loop thread only. Contract (daemon/task_runner.h): `done` exactly
 // once per run()/read_build(), never from inside them; in_flight() already
 // counts the task out when `done` runs; cancel_all() ends every transfer, the
 // rows of requests in flight are stored as cancelled_by_daemon.
-// Failure: a row the store refuses is logged and left out of the report.
+// Failure: a row the store cannot take now waits in the Outbox (it is still in
+// the report's outcomes); one it refuses for good is logged there.
 #pragma once
 
 #include <cstdint>
@@ -19,13 +20,13 @@
 #include "core/log.h"
 #include "daemon/task_runner.h"
 #include "probes/engine.h"
-#include "storage/store.h"
+#include "daemon/outbox.h"
 
 namespace soak {
 
 class ProbeTaskRunner final : public TaskRunner {
  public:
-  ProbeTaskRunner(probes::ProbeEngine& engine, Store& store, Logger log);
+  ProbeTaskRunner(probes::ProbeEngine& engine, Outbox& outbox, Logger log);
 
   void run(const TaskRequest& req, std::function<void(TaskReport)> done) override;
   void read_build(const CandidateConfig& c, std::function<void(Result<probes::BuildIdentity>)> done) override;
@@ -35,7 +36,7 @@ class ProbeTaskRunner final : public TaskRunner {
 
  private:
   probes::ProbeEngine& engine_;
-  Store& store_;
+  Outbox& outbox_;
   Logger log_;
   std::map<int64_t, probes::RunId> runs_;  // work id -> engine run, while in flight
 };

@@ -74,6 +74,10 @@ std::string recipe_to_json(const StoredRecipe& stored) {
   j["baseline_mode"] = to_string(r.baseline_mode);
   opt_to(j, "baseline_id", r.baseline_id);
   if (!r.missing_baseline.empty()) j["missing_baseline"] = r.missing_baseline;
+  // Written only when they apply, so recipes of unmanaged candidates without a
+  // budget keep the shape every earlier verdict has.
+  if (r.supervision == Supervision::Managed) j["managed"] = true;
+  if (r.memory_budget_bytes) j["memory_budget_bytes"] = *r.memory_budget_bytes;
   j["since_ms"] = rows.since_ms;
   j["until_ms"] = rows.until_ms;
   j["baseline_since_ms"] = rows.baseline_since_ms;
@@ -130,6 +134,8 @@ Result<StoredRecipe> recipe_from_json(const std::string& s) {
     r.slots_run = j.at("slots_run").get<int64_t>();
     r.baseline_id = opt_from<int64_t>(j, "baseline_id");
     r.missing_baseline = j.value("missing_baseline", std::string());
+    r.supervision = j.value("managed", false) ? Supervision::Managed : Supervision::Unmanaged;
+    r.memory_budget_bytes = opt_from<int64_t>(j, "memory_budget_bytes");
     rows.since_ms = j.at("since_ms").get<int64_t>();
     rows.until_ms = j.at("until_ms").get<int64_t>();
     rows.baseline_since_ms = j.at("baseline_since_ms").get<int64_t>();

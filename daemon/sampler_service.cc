@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "core/files.h"
 #include "daemon/version.h"
 
@@ -11,6 +13,7 @@ namespace soak {
 SamplerService::SamplerService(const ConfigSnapshot& cfg, const Deps& deps, Sampler& sampler, ActiveSource active,
                                std::unique_ptr<PowerAssertion> power)
     : store_(deps.store),
+      outbox_(deps.outbox),
       sampler_(sampler),
       clock_(deps.clock),
       log_(deps.log),
@@ -39,7 +42,7 @@ void SamplerService::write_metrics(int64_t wall_ms) {
 
 void SamplerService::write(const std::vector<Event>& events) {
   for (const auto& e : events) {
-    if (auto r = store_.insert_event(e); !r) log_->error("cannot record {} event: {}", to_string(e.kind), r.message());
+    outbox_.put(e);
     if (e.kind != EventKind::ClockStep) log_->warn("{}: {}", to_string(e.kind), e.detail_json);
   }
 }
@@ -64,7 +67,7 @@ void SamplerService::tick() {
 
   HostSample h = sampler_.sample_host(now.wall_ms);
   h.host_id = host_id_;
-  if (auto r = store_.insert_host_sample(h); !r) log_->error("cannot store host sample: {}", r.message());
+  outbox_.put(h);
   write(guard_.observe(h));
 
   const auto active = active_ ? active_() : std::vector<Campaigns::Active>{};
@@ -90,7 +93,7 @@ void SamplerService::tick() {
     auto it = watched_.find(a.candidate_id);
     if (it == watched_.end())
       it = watched_.emplace(a.candidate_id, Watched{std::nullopt, 0, RestartDetector(a.candidate_id, host_id_),
-                                                    DuplicateEngineDetector(a.candidate_id, host_id_)}).first;
+                                                    DuplicateEngineDetector(a.candidate_id, host_id_), false}).first;
     if (it->second.pid) candidate_pids.push_back(*it->second.pid);
   }
   for (const auto& a : active)
@@ -112,11 +115,19 @@ void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, in
                  p.detail);
     w.pid = p.pid;
   };
-  if (!w.pid && wall_ms - w.located_ms >= kDefaultEngineScanEveryMs) locate();
+  if (a.managed) {
+    // The runtime soakd launched: its pid is known, whatever else listens or runs.
+    if (a.pid != w.pid)
+      log_->info("{}: runtime process {} (launched by soakd)", a.name, a.pid ? std::to_string(*a.pid) : "not up");
+    w.pid = a.pid;
+    w.located_ms = wall_ms;
+  } else if (!w.pid && wall_ms - w.located_ms >= kDefaultEngineScanEveryMs) {
+    locate();
+  }
   std::optional<ProcessIdentity> identity;
   if (w.pid) {
     ProcessSample p = sampler_.sample_process(*w.pid, wall_ms);
-    if (!identity_of(p)) {
+    if (!identity_of(p) && !a.managed) {
       // Gone: look for the runtime again at once (it may have restarted under
       // a new pid) before saying it is gone. A pid that exists but does not
       // read (another user's process) is looked for again only at the scan
@@ -131,11 +142,14 @@ void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, in
     p.host_id = host_id_;
     p.candidate_id = a.candidate_id;
     if (w.pid) {
-      if (auto r = store_.insert_process_sample(p); !r) log_->error("cannot store process sample: {}", r.message());
+      // A sample that waits for the store has no id yet: the event names it by its time.
+      const auto id = outbox_.put(p);
+      check_budget(a, w, p, id.value_or(0));
     }
     identity = identity_of(p);
   }
-  write(w.restarts.observe(identity, wall_ms));
+  // A managed runtime's end is reported by soakd itself, with its exit status.
+  if (!a.managed) write(w.restarts.observe(identity, wall_ms));
   if (scan_due && processes && a.stage) {
     // Other candidates' runtimes are expected; anything else running is a duplicate.
     std::vector<ProcessInfo> others;
@@ -145,6 +159,24 @@ void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, in
         others.push_back(pi);
     write(w.duplicates.observe(others, w.pid, wall_ms));
   }
+}
+
+void SamplerService::check_budget(const Campaigns::Active& a, Watched& w, const ProcessSample& p, int64_t sample_id) {
+  const auto& budget = a.cfg->memory_budget_bytes;
+  if (!budget || !a.stage || !p.footprint_bytes || *p.footprint_bytes <= *budget || w.over_budget_reported) return;
+  w.over_budget_reported = true;
+  Event e;
+  e.wall_ms = p.wall_ms;
+  e.host_id = host_id_;
+  e.candidate_id = a.candidate_id;
+  e.kind = EventKind::MemoryBudget;
+  e.detail_json = nlohmann::json{{"pid", p.pid},
+                                 {"footprint_bytes", *p.footprint_bytes},
+                                 {"budget_bytes", *budget},
+                                 {"process_sample_id", sample_id},
+                                 {"stage", std::string(to_string(*a.stage))}}
+                      .dump();
+  write({e});
 }
 
 void SamplerService::reload(const ConfigSnapshot& snapshot) {

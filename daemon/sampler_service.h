@@ -1,9 +1,12 @@
 // Samples host memory and each active candidate's runtime process every
 // `sampler.interval` on one timer, persists every sample, and turns what it
 // sees into events: memory guard trips, sleep/daemon gaps, process restarts
-// and duplicate engines. Holds the keep-awake assertion while a canary, gate
-// or soak runs. With metrics.textfile set, each tick also rewrites that file
-// (reports/metrics.h: the figures `soakctl metrics` prints), atomically.
+// and duplicate engines, and a footprint above a candidate's memory_budget
+// during a stage (a memory_budget event: the judge rejects on the samples).
+// A managed candidate's process is the pid soakd launched, never looked for.
+// Holds the keep-awake assertion while a canary, gate or soak runs. With
+// metrics.textfile set, each tick also rewrites that file (reports/metrics.h:
+// the figures `soakctl metrics` prints), atomically.
 //
 // Cost: one timer; a tick is a few /proc reads or Mach calls per process. The
 // process table is walked only to (re)locate a candidate's process and for the
@@ -54,13 +57,16 @@ class SamplerService final : public Service {
     int64_t located_ms = 0;
     RestartDetector restarts;
     DuplicateEngineDetector duplicates;
+    bool over_budget_reported = false;  // one memory_budget event per candidate row
   };
   void write(const std::vector<Event>& events);
   void write_metrics(int64_t wall_ms);
+  void check_budget(const Campaigns::Active& a, Watched& w, const ProcessSample& p, int64_t sample_id);
   void sample_candidate(const Campaigns::Active& a, Watched& w, int64_t wall_ms, bool scan_due,
                         const std::vector<ProcessInfo>* processes, const std::vector<int>& candidate_pids);
 
-  Store& store_;
+  Store& store_;    // reads
+  Outbox& outbox_;  // samples and events
   Sampler& sampler_;
   const Clock& clock_;
   Logger log_;

@@ -1,14 +1,18 @@
 // soakd's command line and composition root: the one place that builds the
 // daemon's object graph — config snapshot, logger, lock, store, then (through
 // daemon/wiring.h, shared with `soakd probe`) clock, loop, host, HTTP client
-// and probe engine, then the runner, the Daemon and its services.
+// and probe engine, then the runner, the Daemon and its services (managed
+// runtimes, campaigns, sampler).
 #include "daemon/soakd_cli.h"
 
 #include <unistd.h>
 #include <uv.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <thread>
 
 #include "daemon/args.h"
 #include "core/clock.h"
@@ -16,6 +20,8 @@
 #include "core/log.h"
 #include "daemon/campaign_service.h"
 #include "daemon/daemon.h"
+#include "daemon/launch_check.h"
+#include "daemon/runtime_supervisor.h"
 #include "platform/keep_awake.h"
 #include "platform/sample_report.h"
 #include "platform/sampler.h"
@@ -25,6 +31,7 @@
 #include "daemon/version.h"
 #include "daemon/wiring.h"
 #include "storage/lock.h"
+#include "storage/write_fault.h"
 #include "storage/sqlite_store.h"
 
 namespace soak {
@@ -59,7 +66,10 @@ Usage:
       swap), plus every inference engine running: a check of the setup.
   soakd check-config FILE
       Validate FILE without starting anything. Prints every problem with its
-      JSON path and an example of a valid value; exit 0 when valid.
+      JSON path and an example of a valid value; exit 0 when valid. For a
+      managed candidate (a "launch" block) also: its program must be found
+      (PATH or a path), and warnings for flags a runtime needs (MLX-LM
+      --max-tokens, llama-server -n and -c), which do not fail the check.
   soakd --version
   soakd --help
 
@@ -78,11 +88,25 @@ int cmd_check_config(const Args& a) {
     std::fprintf(stderr, "%s\n", cfg.message().c_str());
     return kExitFailure;
   }
+  if (auto st = SqliteStore::check_location(cfg->store_path); !st) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), st.message().c_str());
+    return kExitFailure;
+  }
+  // Managed candidates, on this machine: the program, the environment, the flags.
+  const LaunchFindings found = check_launches(*cfg, probes::process_env());
+  for (const auto& e : found.errors) std::fprintf(stderr, "%s\n", e.c_str());
+  for (const auto& w : found.warnings) std::fprintf(stderr, "%s\n", w.c_str());
+  if (!found.errors.empty()) return kExitFailure;
   std::printf("%s: ok — %zu candidate(s); store %s; log %s\n", path.c_str(), cfg->candidates.size(),
               cfg->store_path.c_str(), cfg->log_path.c_str());
   for (const auto& c : cfg->candidates) {
     std::printf("  %-24s %-10s %-28s %s%s\n", c.name.c_str(), std::string(to_string(c.runtime)).c_str(),
                 c.model.c_str(), c.base_url.c_str(), c.baseline ? (" (baseline " + *c.baseline + ")").c_str() : "");
+    if (c.launch) {
+      std::string argv;
+      for (const auto& a : display_argv(*c.launch)) argv += (argv.empty() ? "" : " ") + a;
+      std::printf("  %-24s managed: %s\n", "", argv.c_str());
+    }
   }
   return kExitOk;
 }
@@ -125,6 +149,16 @@ int cmd_run(const Args& a) {
     std::fprintf(stderr, "soakd: %s\n", log.message().c_str());
     return kExitFailure;
   }
+  if (auto st = SqliteStore::check_location(cfg->store_path); !st) {  // before the lock file is made beside it
+    (*log)->error("{}", st.message());
+    if (!a.flag("log-stderr") && !isatty(STDERR_FILENO)) std::fprintf(stderr, "soakd: %s\n", st.message().c_str());
+    return kExitFailure;
+  }
+  {
+    const LaunchFindings found = check_launches(*cfg, probes::process_env());
+    for (const auto& e : found.errors) (*log)->warn("{} (its candidate will be blocked)", e);
+    for (const auto& w : found.warnings) (*log)->warn("{}", w);
+  }
   auto lock = DaemonLock::acquire(cfg->store_path);
   if (!lock) {
     (*log)->error("{}", lock.message());
@@ -137,10 +171,22 @@ int cmd_run(const Args& a) {
     return kExitFailure;
   }
   auto wiring = Wiring::build(**store, *log);
+  // A store that cannot write at start (full disk, a lock held): wait for it
+  // here, up to store_outage.stop_after, rather than exit and be restarted at
+  // once by launchd, again and again.
+  for (int64_t waited_ms = 0, delay_ms = kOutboxRetryFirstMs;
+       !wiring && classify_write_failure(wiring.message()) == WriteFault::Passing &&
+       waited_ms < cfg->store_outage.stop_after_ms;
+       waited_ms += delay_ms, delay_ms = std::min(delay_ms * 2, kOutboxRetryMaxMs)) {
+    (*log)->error("store not writable: {}; trying again in {} s", wiring.message(), delay_ms / 1000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    wiring = Wiring::build(**store, *log);
+  }
   if (!wiring) {
     (*log)->error("{}", wiring.message());
-    return kExitFailure;
+    return classify_write_failure(wiring.message()) == WriteFault::Passing ? kStoreUnwritableExit : kExitFailure;
   }
+  (*wiring)->deps().outbox.set_on_state([l = lock->get()](const std::string& note) { l->set_note(note); });
   const Deps& deps = (*wiring)->deps();
   const ConfigSnapshot snapshot = std::make_shared<const Config>(std::move(*cfg));
   auto sampler = make_system_sampler();
@@ -151,9 +197,14 @@ int cmd_run(const Args& a) {
   opts.version = kSoakdVersion;
   int code;
   {
-    ProbeTaskRunner runner((*wiring)->engine(), deps.store, deps.log);
+    ProbeTaskRunner runner((*wiring)->engine(), deps.outbox, deps.log);
     Daemon d(snapshot, opts, deps);
-    auto campaigns = std::make_unique<CampaignService>(snapshot, deps, runner, [&d] { d.check_settled(); });
+    // Managed runtimes first: stopped last, after the probes against them were cancelled.
+    auto runtimes = std::make_unique<RuntimeSupervisor>(snapshot, deps, *sampler,
+                                                        engine_ready_check((*wiring)->engine()));
+    RuntimeSupervisor& control = *runtimes;
+    d.add_service(std::move(runtimes));
+    auto campaigns = std::make_unique<CampaignService>(snapshot, deps, runner, [&d] { d.check_settled(); }, &control);
     const Campaigns& view = campaigns->campaigns();
     d.add_service(std::move(campaigns));
     d.add_service(std::make_unique<SamplerService>(snapshot, deps, *sampler, [&view] { return view.active(); },

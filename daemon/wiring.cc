@@ -4,7 +4,8 @@
 
 namespace soak {
 
-Wiring::Wiring(Store& store, Logger log, int64_t host_id) : deps_{store, clock_, std::move(log), &loop_, host_id} {
+Wiring::Wiring(Store& store, Logger log, int64_t host_id)
+    : outbox_(store, clock_, log, host_id), deps_{store, outbox_, clock_, std::move(log), &loop_, host_id} {
   uv_loop_init(&loop_);
   http_ = std::make_unique<HttpClient>(&loop_, clock_);
   engine_ = std::make_unique<probes::ProbeEngine>(&loop_, *http_, clock_);

@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/result.h"
+#include "daemon/outbox.h"
 #include "probes/engine.h"
 #include "probes/transport/http_client.h"
 #include "storage/store.h"
@@ -26,7 +27,8 @@
 namespace soak {
 
 struct Deps {
-  Store& store;
+  Store& store;     // reads, and the rows that need their id at once (stages, verdicts, candidates)
+  Outbox& outbox;   // measured rows, samples and events: kept while the store cannot write
   const Clock& clock;
   Logger log;
   uv_loop_t* loop = nullptr;  // nullptr for parts that never touch it (Campaigns under test)
@@ -60,6 +62,7 @@ class Wiring {
 
   SystemClock clock_;
   uv_loop_t loop_{};
+  Outbox outbox_;
   Deps deps_;
   std::unique_ptr<HttpClient> http_;
   std::unique_ptr<probes::ProbeEngine> engine_;

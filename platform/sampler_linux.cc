@@ -84,6 +84,13 @@ class LinuxSampler final : public Sampler {
       return s;
     }
     procfs::apply_stat(text_, clk_tck_, s);
+    if (auto st = procfs::parse_stat(text_); st && st->state == 'Z') {
+      // A zombie has ended; only its exit status waits for its parent to
+      // reap it (an orphan waits for init, which may take a while).
+      s.start_time.reset();
+      append_error(s.error, no_such_process(pid) + " (a zombie)");
+      return s;
+    }
     if (int err = read(path("%s/%d/status", roots_.proc.c_str(), pid))) {
       append_error(s.error, "status: " + std::string(std::strerror(err)));
     } else {

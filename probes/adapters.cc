@@ -55,7 +55,12 @@ RuntimeTraits llama_cpp() {
   t.reasoning = ReasoningField::ReasoningContent;  // reasoning_format "deepseek" by default (/slots params)
   t.stream_usage = UsageInStream::OnlyWhenRequested;  // stream-no-usage capture has timings, no usage
   t.identity = IdentityEvidence::ResponseModel;  // first --alias, else the -m path as given
-  t.keepalive = KeepAliveStyle::SseComments;
+  t.keepalive = KeepAliveStyle::SseComments;  // `:` every --sse-ping-interval (30 s) without a result
+  // server-context.cpp: a stream with return_progress gets a prompt_progress chunk
+  // when the slot starts and after each batch of the prompt.
+  t.prefill_reports = PrefillReports::PromptProgressChunks;
+  // -n / --n-predict: -1 (unlimited) by default; /props does not show it (get_props
+  // builds its params from the sampling defaults only), so a cut answer's count does.
   t.notes = "timings per answer (draft_n/draft_n_accepted only when > 0); finish chunk, then usage chunk with choices []";
   return t;
 }
@@ -75,6 +80,7 @@ RuntimeTraits mlx_lm() {
   t.stream_usage = UsageInStream::OnlyWhenRequested;  // usage chunk only with stream_options.include_usage
   t.identity = IdentityEvidence::EchoesRequest;       // "model": self.requested_model
   t.keepalive = KeepAliveStyle::SseComments;          // ": keepalive <processed>/<total>" during prefill
+  t.prefill_reports = PrefillReports::KeepaliveComments;  // handle_completion keepalive_callback, per prefill step
   t.default_max_tokens = 512;                          // --max-tokens default 512
   t.notes = "no metrics, slots or tokenize; build from system_fingerprint or a configured command";
   return t;

@@ -60,6 +60,14 @@ enum class KeepAliveStyle {
   CommentsAndChunks, // comments, and in some releases fake chunks with "model":"keepalive"
 };
 enum class ToolChoice { Supported, Unsupported };
+// How a runtime reports prefill progress on a stream before the first token
+// (probes/prefill_progress.h): the stall clock counts a report that read
+// further as progress (docs/DESIGN.md §2.2).
+enum class PrefillReports {
+  None,
+  KeepaliveComments,     // MLX-LM `: keepalive <processed>/<total>`, unasked
+  PromptProgressChunks,  // llama.cpp `prompt_progress` chunks, when the request sets "return_progress": true
+};
 
 struct RuntimeTraits {
   RuntimeKind kind = RuntimeKind::OpenAI;
@@ -77,8 +85,11 @@ struct RuntimeTraits {
   UsageInStream stream_usage = UsageInStream::OnlyWhenRequested;
   IdentityEvidence identity = IdentityEvidence::ResponseModel;
   KeepAliveStyle keepalive = KeepAliveStyle::None;
+  PrefillReports prefill_reports = PrefillReports::None;
   ToolChoice tool_choice = ToolChoice::Supported;
-  std::optional<int> default_max_tokens;  // server-side cap when a request omits max_tokens
+  // Server-side cap when a request omits max_tokens (nullopt: none by default,
+  // or not known); how to lift one that cut an answer: probes/server_cap.h.
+  std::optional<int> default_max_tokens;
   std::string_view notes;                 // one line for the README table and `soakd probe`
 };
 

@@ -61,6 +61,7 @@ HttpRequest build_http_request(const std::string& base_url, const Limits& l, con
   r.connect_timeout_ms = l.connect_timeout_ms;
   r.wall_timeout_ms = l.wall_timeout_ms;
   r.stall_timeout_ms = spec.stall_timeout_ms.value_or(l.stall_timeout_ms);
+  if (spec.prompt_tokens) r.prefill_allowance_ms = prefill_allowance_ms(*spec.prompt_tokens, l.prefill_floor_tps);
   r.max_response_bytes = l.max_response_bytes;
   r.body_mode = spec.kind == ExchangeKind::ChatStream ? BodyMode::Stream : BodyMode::Buffer;
   r.connection = spec.connection;
@@ -130,6 +131,7 @@ EventClass Exchange::on_event(TransferId id, const SseEvent& event, int64_t mono
   const size_t tokens = r.token_arrivals_ns.size();
   const bool had_finish = !r.finish_reason.empty(), had_usage = r.usage.has_value(), had_done = r.saw_done,
              had_error = r.error.has_value();
+  const int64_t reports = r.prefill.reports;
   acc_.on_event(event.data, mono_ns);
   // Only progress resets the stall clock: output, the finish, usage, [DONE] or
   // an error. A role-only chunk or an oMLX keep-alive chunk is not progress.
@@ -140,7 +142,15 @@ EventClass Exchange::on_event(TransferId id, const SseEvent& event, int64_t mono
     result_.cut = true;
     io_.sse.cancel(id);
   }
-  return progress ? EventClass::Content : EventClass::NotContent;
+  if (progress) return EventClass::Content;
+  // A llama.cpp prompt_progress chunk that read further: the prefill is moving.
+  return r.prefill.reports > reports ? EventClass::Progress : EventClass::NotContent;
+}
+
+EventClass Exchange::on_comment(TransferId, std::string_view text, int64_t) {
+  const int64_t reports = acc_.result().prefill.reports;
+  acc_.on_comment(text);  // MLX-LM `: keepalive n/m`; pings change nothing
+  return acc_.result().prefill.reports > reports ? EventClass::Progress : EventClass::NotContent;
 }
 
 void Exchange::on_done(TransferId, const SseResult& s) {

@@ -1,8 +1,10 @@
 // One request of a probe, from the HttpRequest it becomes to the
-// ExchangeResult the probe judges: limits from the candidate's config, the
-// Bearer header from the environment, SSE events fed to the chat accumulator
-// (keep-alives never reset the stall clock and never count as a token), the
-// answer hashed as it arrives (bodies are not kept for streams).
+// ExchangeResult the probe judges: limits from the candidate's config (and a
+// prefill allowance sized from the prompt), the Bearer header from the
+// environment, SSE events and comments fed to the chat accumulator
+// (keep-alives never reset the stall clock and never count as a token; prefill
+// progress reports count as progress before the first token), the answer
+// hashed as it arrives (bodies are not kept for streams).
 //
 // Also the engine's small shared plumbing: Deferrer (run a function on the
 // next loop pass: how every `done` avoids firing inside the call that caused
@@ -76,6 +78,9 @@ struct ExchangeSpec {
   std::string body;
   ConnectionPolicy connection = ConnectionPolicy::Reuse;
   std::optional<int64_t> stall_timeout_ms;  // instead of the candidate's
+  // The prompt's size in tokens, when the probe knows it: the stall clock
+  // allows it prompt_tokens / limits.prefill_floor_tps of prefill (core/limits.h).
+  std::optional<int64_t> prompt_tokens;
   int cut_after_tokens = 0;                 // ChatStream: cut the stream after this many output events
 };
 
@@ -104,6 +109,7 @@ class Exchange final : public SseHandler, public TransferHandler {
  private:
   enum class State { Idle, Live, Done };
   EventClass on_event(TransferId id, const SseEvent& event, int64_t mono_ns) override;
+  EventClass on_comment(TransferId id, std::string_view text, int64_t mono_ns) override;
   void on_done(TransferId id, const SseResult& result) override;
   void on_done(TransferId id, const TransferResult& result) override;
   void fail_before_sending(std::string why);

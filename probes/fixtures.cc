@@ -154,6 +154,10 @@ int64_t estimate_words(int64_t target_tokens) {
   return std::max<int64_t>(1, std::llround(filler_tokens / kTokensPerWordEstimate));
 }
 
+int64_t estimated_tokens(const PromptFixture& f) {
+  return std::llround(static_cast<double>(f.words) * kTokensPerWordEstimate) + kInstructionTokensEstimate;
+}
+
 bool within_size_tolerance(int64_t target_tokens, int64_t measured_tokens) {
   int64_t tol = std::max<int64_t>(kSizeToleranceMinTokens,
                                   std::llround(kSizeTolerance * static_cast<double>(target_tokens)));

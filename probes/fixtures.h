@@ -58,6 +58,9 @@ PromptFixture long_context_fixture(int64_t target_tokens, uint64_t seed = kDefau
 
 // The word count a first candidate uses for a target, before any measurement.
 int64_t estimate_words(int64_t target_tokens);
+// The fixture's size in tokens as estimated from its words (what a runtime
+// without /tokenize is assumed to count).
+int64_t estimated_tokens(const PromptFixture& f);
 bool within_size_tolerance(int64_t target_tokens, int64_t measured_tokens);
 // Given the tokens the runtime counted for `f`, the fixture re-sized toward
 // f.target_tokens (the same fixture when already within tolerance).

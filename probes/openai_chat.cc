@@ -212,6 +212,13 @@ void ChatStreamAccumulator::on_event(std::string_view data, int64_t arrival_ns) 
     ++r_.keepalive_events;
     return;
   }
+  if (auto report = parse_prompt_progress(j)) {
+    r_.prefill.note(*report);
+    if (carries_only_progress(j)) {
+      ++r_.progress_events;
+      return;
+    }
+  }
   if (!r_.first_event_ns) r_.first_event_ns = arrival_ns;
 
   std::vector<std::string> notes;
@@ -236,6 +243,10 @@ void ChatStreamAccumulator::on_event(std::string_view data, int64_t arrival_ns) 
     }
   }
   record_output(r_, out, arrival_ns);
+}
+
+void ChatStreamAccumulator::on_comment(std::string_view text) {
+  if (auto report = parse_keepalive_comment(text)) r_.prefill.note(*report);
 }
 
 // ---------------------------------------------------------------- non-stream
@@ -443,16 +454,19 @@ Verdict classify_chat(TransportEnd end, std::optional<int> http_status, std::str
   }
   switch (end) {
     case TransportEnd::WallTimeout: return {Outcome::Timeout, "wall timeout"};
-    case TransportEnd::Stalled: return {Outcome::Stalled, "no content event within the stall timeout"};
+    case TransportEnd::Stalled:
+      return {Outcome::Stalled, std::string("no content event within the stall timeout") +
+                                    (r.first_token_ns ? "" : " and prefill budget; " + describe(r.prefill))};
     case TransportEnd::SizeCapped: return {Outcome::Truncated, "response-size cap hit"};
     default: break;
   }
   const bool lost = end == TransportEnd::ConnectionLost;
-  const int64_t real_events = r.data_events - r.keepalive_events;
+  const int64_t real_events = r.data_events - r.keepalive_events - r.progress_events;
   if (real_events == 0) {
-    return {Outcome::NoBody, r.keepalive_events > 0 ? "HTTP 200 and only keep-alives, no event"
-                                                    : (r.mode == ResponseMode::Stream ? "HTTP 200 and no SSE event"
-                                                                                      : "HTTP 200 and an empty body")};
+    return {Outcome::NoBody, r.keepalive_events + r.progress_events > 0
+                                 ? "HTTP 200 and only keep-alives or prefill progress, no event"
+                                 : (r.mode == ResponseMode::Stream ? "HTTP 200 and no SSE event"
+                                                                   : "HTTP 200 and an empty body")};
   }
   if (r.mode == ResponseMode::Stream && !r.saw_done) {
     return {Outcome::NoTerminal, std::string("stream ended without data: [DONE]") +

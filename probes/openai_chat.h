@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/types.h"
+#include "probes/prefill_progress.h"
 
 namespace soak::probes {
 
@@ -75,6 +76,10 @@ struct ChatResult {
   bool saw_done = false;
   int64_t data_events = 0;       // every data event, keep-alives included
   int64_t keepalive_events = 0;  // oMLX `"model":"keepalive"` chunks
+  // llama.cpp prompt_progress chunks that carry nothing else: reports of the
+  // prefill, not events of the answer (no first event, no token, not a body).
+  int64_t progress_events = 0;
+  PrefillProgress prefill;       // prefill progress reported (chunks and MLX-LM comments)
   int64_t content_events = 0;    // events carrying answer content or tool-call text
   int64_t reasoning_events = 0;  // events carrying reasoning
 
@@ -103,6 +108,9 @@ class ChatStreamAccumulator {
   // by the SSE parser); `arrival_ns` is when the event completed. SSE comments
   // (`: ping`, `: keepalive`) are not events and must not be passed here.
   void on_event(std::string_view data, int64_t arrival_ns);
+  // An SSE comment's text: MLX-LM's `keepalive n/m` is a prefill report
+  // (result().prefill); any other comment is a plain keep-alive and ignored.
+  void on_comment(std::string_view text);
 
   const ChatResult& result() const { return r_; }
   ChatResult take() { return std::move(r_); }

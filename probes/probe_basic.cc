@@ -145,7 +145,10 @@ class ScrapeStep final : public Step {
         env_.state.props_read = true;
         if (!env_.cand.slots) row_.runtime_slots = p->total_slots;
       }
-      if (p->n_ctx) j["n_ctx"] = *p->n_ctx;
+      if (p->n_ctx) {
+        j["n_ctx"] = *p->n_ctx;
+        env_.state.slot_ctx = p->n_ctx;
+      }
       if (!p->build_info.empty()) j["build_info"] = p->build_info;
       if (p->is_sleeping) j["is_sleeping"] = *p->is_sleeping;
       extra_[name] = j;
@@ -228,6 +231,7 @@ class PropsStep final : public Step {
       if (x.end == TransportEnd::Completed && is_2xx(x.transfer.head.status)) {
         if (auto p = parse_llamacpp_props(x.transfer.body); p && p->total_slots) {
           env_.state.runtime_slots = p->total_slots;
+          env_.state.slot_ctx = p->n_ctx;
           env_.state.props_read = true;
         }
       }

@@ -1,9 +1,11 @@
 // Long context: per configured size, a fixture sized in tokens with the
 // runtime's /tokenize where the adapter has one (else the word estimate),
 // sent fresh — a nonce first, so no prefix cache can serve it — and then as
-// the exact repeat of the same bytes. The repeat follows only a clean fresh
-// request: after a refusal or a timeout it would only repeat the failure (and,
-// at 131K, the wait). The real usage.prompt_tokens is what the row records.
+// the exact repeat of the same bytes. The repeat follows only a fresh request
+// whose prompt was read (clean, or cut by a server cap): after a refusal or a
+// timeout it would only repeat the failure (and, at 131K, the wait). The real
+// usage.prompt_tokens is what the row records. Both requests carry the prompt's
+// size so the stall clock allows its prefill (docs/DESIGN.md §2.2).
 #include <nlohmann/json.hpp>
 
 #include "probes/engine_rows.h"
@@ -68,6 +70,8 @@ class LongContextStep final : public Step {
     j.cache = cache;
     j.size = size_;
     j.fixture_hash = sized_.fixture.hash;
+    // The stall clock's prefill allowance grows with the prompt (docs/DESIGN.md §2.2).
+    j.prompt_tokens = sized_.measured_tokens ? *sized_.measured_tokens : estimated_tokens(sized_.fixture);
     const std::string marker = fixture_marker(sized_.fixture);
     const std::string sized_by = sized_.sized_by;
     const auto measured = sized_.measured_tokens;
@@ -85,9 +89,10 @@ class LongContextStep final : public Step {
     if (stop_if_cancelled()) return;
     const std::string nonce = env_.io.nonces.next();
     run_chat(job(CacheState::Fresh, nonce), [this, nonce](ProbeResult& r, const ExchangeResult&) {
-      const bool clean = r.outcome == Outcome::Clean;
+      // A server cap cut the answer, not the prefill: the prompt is cached all the same.
+      const bool read = r.outcome == Outcome::Clean || r.outcome == Outcome::ServerTokenCap;
       emit(std::move(r));
-      if (clean && !cancelled()) return send_repeat(nonce);
+      if (read && !cancelled()) return send_repeat(nonce);
       next_size();
     });
   }

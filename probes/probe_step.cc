@@ -45,6 +45,7 @@ void Step::run_chat(ChatJob job, std::function<void(ProbeResult&, const Exchange
   spec.connection = job.connection;
   spec.cut_after_tokens = job.cut_after_tokens;
   spec.stall_timeout_ms = job.stall_timeout_ms;
+  spec.prompt_tokens = job.prompt_tokens;
   auto shared = std::make_shared<ChatJob>(std::move(job));
   send(std::move(spec), [this, shared, then = std::move(then)](const ExchangeResult& x) {
     ProbeResult r = chat_row(*shared, x);
@@ -92,7 +93,19 @@ ProbeResult Step::chat_row(const ChatJob& job, const ExchangeResult& x) const {
     v.detail = "connection closed before a status line" + (x.transfer.detail.empty() ? "" : ": " + x.transfer.detail) +
                (x.transfer.reused_connection ? " (reused connection)" : "");
   }
-  if (v.outcome == Outcome::Clean && job.check) v = job.check(x.chat);
+  if (v.outcome == Outcome::Clean) {
+    const Verdict content = job.check ? job.check(x.chat) : v;
+    v = content;
+    // An answer the runtime cut with its own cap (docs/DESIGN.md §2.2) cannot be
+    // judged on its content either: the cap is what to fix. A loop is the
+    // exception: it is a loop whatever stopped it.
+    if (content.outcome != Outcome::Repetition) {
+      if (auto cap = classify_server_cap(x.chat, server_cap_context())) {
+        v = *cap;
+        if (content.outcome != Outcome::Clean) v.detail += "; the cut answer was also " + std::string(to_string(content.outcome));
+      }
+    }
+  }
   r.outcome = v.outcome;
   r.detail = v.detail;
   if (v.outcome != Outcome::Clean && v.outcome != Outcome::CancelledByDaemon)
@@ -119,6 +132,7 @@ ChatRequestOptions Step::chat_options(Streaming streaming) const {
   o.sampling = env_.cand.settings.sampling;
   o.streaming = streaming;
   o.tool_choice = env_.traits.tool_choice;
+  o.prefill_reports = env_.traits.prefill_reports;
   return o;
 }
 
@@ -130,6 +144,14 @@ ChatExpectations Step::expectations(ResponseMode mode) const {
   e.canonical_model = env_.cand.model;
   e.requested_model = env_.cand.model;
   return e;
+}
+
+ServerCapContext Step::server_cap_context() const {
+  ServerCapContext c;
+  c.runtime = env_.cand.runtime;
+  c.request_limit = RequestLimit::None;  // no chat builder sends max_tokens (probes/requests.h)
+  c.slot_ctx = env_.state.slot_ctx;
+  return c;
 }
 
 ExchangeSpec Step::route(const HttpRoute& r, std::string body) const {

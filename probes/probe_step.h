@@ -2,8 +2,8 @@
 // step, receives its rows through `emit` as each request finishes, and moves
 // on when the step calls `finished`. Every probe kind is a Step subclass in
 // its own probe_*.cc; this header holds what they share: the row locators, the
-// chat request path (stream contract, then the content check) and the
-// cancellation rule.
+// chat request path (stream contract, then the content check, then the
+// server cap) and the cancellation rule.
 //
 // Ownership: the engine owns each step and destroys it only after `finished`
 // has fired and the engine's deferred continuation runs (never from inside a
@@ -26,12 +26,14 @@
 #include "probes/engine_exchange.h"
 #include "probes/fixtures.h"
 #include "probes/requests.h"
+#include "probes/server_cap.h"
 
 namespace soak::probes {
 
 // What the engine remembers about a candidate between runs.
 struct CandidateState {
   std::optional<int> runtime_slots;  // from /props (config's `slots` wins)
+  std::optional<int64_t> slot_ctx;   // from /props: each slot's context (tells a full slot from -n)
   bool props_read = false;
   struct Sized {
     PromptFixture fixture;
@@ -65,6 +67,7 @@ struct ChatJob {
   ConnectionPolicy connection = ConnectionPolicy::Reuse;
   int cut_after_tokens = 0;
   std::optional<int64_t> stall_timeout_ms;
+  std::optional<int64_t> prompt_tokens;  // known prompt size: the stall clock's prefill allowance
   // Content check once the stream contract passed (empty: none).
   std::function<Verdict(const ChatResult&)> check;
   // Probe-specific figures for extra_json (empty: none).
@@ -96,6 +99,7 @@ class Step {
   ProbeResult row(ProbeKind kind, std::string workload) const;
   ChatRequestOptions chat_options(Streaming streaming = Streaming::On) const;
   ChatExpectations expectations(ResponseMode mode) const;
+  ServerCapContext server_cap_context() const;
   ExchangeSpec route(const HttpRoute& r, std::string body = {}) const;
 
   // Outcome and detail from `v`; an excerpt of `shown` when it is a failure.

@@ -24,6 +24,7 @@ ojson chat_body(const ChatRequestOptions& o, ojson messages) {
   if (o.streaming == Streaming::On) {
     b["stream"] = true;
     b["stream_options"]["include_usage"] = true;
+    if (o.prefill_reports == PrefillReports::PromptProgressChunks) b["return_progress"] = true;
   } else {
     b["stream"] = false;
   }

@@ -11,6 +11,9 @@
 //   candidate's soak::Sampling (defaults 0.6 / 0.95 / 20).
 // - Thinking is per probe: chat_template_kwargs.enable_thinking is sent only
 //   when the probe sets it.
+// - Streams to llama.cpp ask for prefill progress ("return_progress": true):
+//   its prompt_progress chunks let the stall clock tell a long prefill from a
+//   hang (docs/DESIGN.md §2.2); they are not content.
 // Bodies are serialized with a fixed key order so the same inputs give the
 // same bytes (an exact repeat is an exact repeat on the wire too).
 #pragma once
@@ -43,6 +46,8 @@ struct ChatRequestOptions {
   Streaming streaming = Streaming::On;
   std::optional<Thinking> thinking;  // sets chat_template_kwargs.enable_thinking when present
   ToolChoice tool_choice = ToolChoice::Supported;  // from the runtime's traits
+  // From the runtime's traits: llama.cpp streams report prefill progress only when asked.
+  PrefillReports prefill_reports = PrefillReports::None;
 };
 
 struct BuiltRequest {

@@ -10,7 +10,8 @@
 // What the judge decides, most decisive first:
 //   1. hard failures reject at once (hung stream, missing terminal event,
 //      identity mismatch, repeated 5xx, crash/restart, stale slot, memory guard
-//      trip, invalid JSON / tool call / empty tool arguments beyond tolerance);
+//      trip, invalid JSON / tool call / empty tool arguments beyond tolerance;
+//      for a managed runtime its exit, and a footprint above the memory budget);
 //   2. blocked: no clean response and nothing but connect/loading failures;
 //   3. stage rules reject (smoke not all clean, canary regression vs baseline,
 //      gate/soak failure ratio at or over GateRules::max_failure_ratio, too few
@@ -80,6 +81,10 @@ bool is_unreachable(Outcome o);
 // how it ended, the rules in force, coverage and the baseline. The daemon
 // stores it with the verdict, beside the bounds of the rows it selected
 // (daemon/recipe_store.h), so that `soakctl explain` can recompute the verdict.
+// Whether soakd launched the candidate's runtime (docs/DESIGN.md §4.8): then
+// its process ending during the stage (a process_gone event) is a hard failure.
+enum class Supervision { Unmanaged, Managed };
+
 struct JudgeRecipe {
   StageKind stage = StageKind::Smoke;
   StageEnd end = StageEnd::Completed;
@@ -100,6 +105,9 @@ struct JudgeRecipe {
   BaselineMode baseline_mode = BaselineMode::None;
   std::optional<int64_t> baseline_id;  // baseline candidate row
   std::string missing_baseline;        // configured baseline that has no build/row (canary is inconclusive)
+
+  Supervision supervision = Supervision::Unmanaged;
+  std::optional<int64_t> memory_budget_bytes;  // a process sample's footprint above it is a hard failure
 };
 
 struct JudgeInput {

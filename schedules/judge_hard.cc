@@ -20,9 +20,16 @@ std::string quoted(const std::string& s) {
   return ": " + (s.size() > kMaxQuoted ? s.substr(0, kMaxQuoted) + "..." : s);
 }
 
+// Whether a class shows a metric row when none of its rows were seen.
+// Every class does, except one added after stores were written: rows stored
+// before its outcome existed cannot carry it, and a clean row of it would make
+// every verdict judged before recompute differently (soakctl explain).
+enum class CleanRow { Shown, Omitted };
+
 struct RowClass {
   std::string_view name;
   std::vector<Outcome> outcomes;
+  CleanRow clean_row = CleanRow::Shown;
 };
 
 // Any single row of these classes is a hard failure.
@@ -32,6 +39,11 @@ const std::vector<RowClass>& row_classes() {
       {"no_terminal", {Outcome::NoTerminal}},
       {"identity_mismatch", {Outcome::IdentityMismatch}},
       {"stale_slot", {Outcome::StaleSlot}},
+      // A runtime that cuts an answer with its own default (MLX-LM's 512, llama-server's
+      // -n) cuts every long answer the same way: one row shows how it was started, and
+      // the rest of its figures (answer length, decode rate) are shaped by the cap
+      // (docs/DESIGN.md §2.2). The row's detail says how to lift it.
+      {"server_token_cap", {Outcome::ServerTokenCap}, CleanRow::Omitted},
   };
   return k;
 }
@@ -65,6 +77,7 @@ void row_class(const Context& c, const RowClass& cls, Judgement& j) {
     }
   const auto n = static_cast<int64_t>(ids.size());
   if (!first) {
+    if (cls.clean_row == CleanRow::Omitted) return;
     auto m = metric(hard_name(cls.name), MetricResult::Pass, format("none in %zu rows", c.cand.size()));
     j.add(std::move(m));
     return;
@@ -218,6 +231,7 @@ void judge_hard(const Context& c, Judgement& j) {
   restarts(c, j);
   guard_trips(c, j);
   for (const auto& cls : ratio_classes()) ratio_class(c, cls, j);
+  judge_runtime(c, j);
 }
 
 }  // namespace soak::judge_detail

@@ -143,6 +143,7 @@ void block_medians(const std::vector<TrendPoint>& s, std::vector<double>& x, std
 
 // ---- the judges' parts (one translation unit each) ------------------------------
 void judge_hard(const Context& c, Judgement& j);       // judge_hard.cc
+void judge_runtime(const Context& c, Judgement& j);    // judge_runtime.cc (called by judge_hard)
 void judge_compare(const Context& c, Judgement& j);    // judge_compare.cc
 void judge_trends(const Context& c, Judgement& j);     // judge_trends.cc
 

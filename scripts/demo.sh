@@ -1,9 +1,10 @@
 #!/bin/sh
-# The demo: builds soakd, starts three fake runtimes (one healthy llama.cpp
-# build, one overnight update that decodes 10x slower at 95 % draft acceptance,
-# one oMLX server whose stream hangs after HTTP 200), runs the daemon with
-# examples/demo.json (time compressed to about three minutes) until every
-# candidate has a verdict, then shows what soakctl and sqlite3 say.
+# The demo: builds soakd, starts two fake runtimes (one healthy llama.cpp
+# build, one overnight update that decodes 10x slower at 95 % draft acceptance),
+# runs the daemon with examples/demo.json, which launches the third itself as a
+# managed candidate (an oMLX server whose stream hangs after HTTP 200), time
+# compressed to about three minutes, until every candidate has a verdict; then
+# shows what soakctl and sqlite3 say.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh"
@@ -41,13 +42,17 @@ start_fake() {  # name, then soak-fake-runtime arguments
 echo "== fake runtimes"
 start_fake llama-b9430 --listen 127.0.0.1:18431:healthy --build b9430-5bec3532f --token-interval-ms 4
 start_fake llama-b9502 --listen 127.0.0.1:18432:draft-slowdown --build b9502-64f7e03 --token-interval-ms 4 --draft-slowdown 10
-start_fake omlx-35b --listen 127.0.0.1:18433:stall:omlx --build 0.3.1 --stall-after-tokens 3 --keepalive-interval-ms 1000
+echo "  omlx-35b: started by soakd itself from its launch block in examples/demo.json (a managed candidate)"
 echo
 echo "== soakd check-config examples/demo.json"
 "$b/daemon/soakd" check-config "$cfg"
 echo
 echo "== soakd run (until every candidate has a verdict; about three minutes)"
 "$b/daemon/soakd" run --config "$cfg" --log-stderr --exit-when-settled
+echo
+echo "== the managed runtime: what soakd launched, how it ended (soakctl history omlx-35b)"
+"$b/daemon/soakctl" --config "$cfg" history omlx-35b | grep -A2 'runtime launched' || true
+echo "  its output: $demo/omlx-35b.runtime.log ($(wc -l < "$demo/omlx-35b.runtime.log") lines)"
 echo
 echo "== soakctl status"
 "$b/daemon/soakctl" --config "$cfg" status

@@ -47,6 +47,10 @@ template <> struct Vocabulary<EventKind> {
   static constexpr auto parse = &parse_event_kind;
   static constexpr auto names = &event_kind_names;
 };
+template <> struct Vocabulary<LaunchState> {
+  static constexpr auto parse = &parse_launch_state;
+  static constexpr auto names = &launch_state_names;
+};
 template <> struct Vocabulary<ControlAction> {
   static constexpr auto parse = &parse_control_action;
   static constexpr auto names = &control_action_names;
@@ -287,6 +291,33 @@ template <> struct Table<ControlRequest> {
       col<&R::why>("why"),
       col<&R::handled_ms>("handled_ms", ColumnUse::ReadOnly),
       col<&R::result>("result", ColumnUse::ReadOnly),
+  };
+};
+
+// ---- runtime launches: update_launch rewrites the Mutable columns -------------
+template <> struct Table<RuntimeLaunch> {
+  using R = RuntimeLaunch;
+  static constexpr std::string_view name = "runtime_launches";
+  static constexpr Column<R> columns[] = {
+      col<&R::id>("id", ColumnUse::RowId),
+      col<&R::host_id>("host_id"),
+      col<&R::name>("name"),
+      col<&R::candidate_id>("candidate_id", ColumnUse::Mutable),
+      col<&R::pid>("pid"),
+      col<&R::start_time>("start_time"),
+      col<&R::executable>("executable"),
+      col<&R::exe_size>("exe_size"),
+      col<&R::exe_mtime_ms>("exe_mtime_ms"),
+      col<&R::exe_hash>("exe_hash"),
+      col<&R::argv_json>("argv"),
+      col<&R::started_ms>("started_ms"),
+      col<&R::ready_ms>("ready_ms", ColumnUse::Mutable),
+      col<&R::state>("state", ColumnUse::Mutable),
+      col<&R::ended_ms>("ended_ms", ColumnUse::Mutable),
+      col<&R::exit_status>("exit_status", ColumnUse::Mutable),
+      col<&R::term_signal>("term_signal", ColumnUse::Mutable),
+      col<&R::log_tail>("log_tail", ColumnUse::Mutable),
+      col<&R::detail>("detail", ColumnUse::Mutable),
   };
 };
 

@@ -203,10 +203,38 @@ JOIN hosts h ON h.id = c.host_id
 JOIN verdicts v ON v.id = (SELECT MAX(id) FROM verdicts WHERE candidate_id = c.id);
 )SQL";
 
+// v2: managed runtimes (docs/DESIGN.md §4.8): every start of a runtime soakd
+// launched, with the process it became and how it ended.
+constexpr std::string_view kV2 = R"SQL(
+CREATE TABLE runtime_launches (
+  id           INTEGER PRIMARY KEY,
+  host_id      INTEGER NOT NULL REFERENCES hosts(id),
+  name         TEXT NOT NULL,
+  candidate_id INTEGER REFERENCES candidates(id),
+  pid          INTEGER NOT NULL,
+  start_time   INTEGER,
+  executable   TEXT NOT NULL,
+  exe_size     INTEGER NOT NULL,
+  exe_mtime_ms INTEGER NOT NULL,
+  exe_hash     TEXT NOT NULL,
+  argv         TEXT NOT NULL,
+  started_ms   INTEGER NOT NULL,
+  ready_ms     INTEGER,
+  state        TEXT NOT NULL CHECK (state IN ('running','left_running','exited','stopped','orphan_stopped','gone')),
+  ended_ms     INTEGER,
+  exit_status  INTEGER,
+  term_signal  INTEGER,
+  log_tail     TEXT NOT NULL DEFAULT '',
+  detail       TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX runtime_launches_by_name ON runtime_launches(host_id, name, id);
+CREATE INDEX runtime_launches_by_candidate ON runtime_launches(candidate_id, id);
+)SQL";
+
 }  // namespace
 
 const std::vector<std::string_view>& migrations() {
-  static const std::vector<std::string_view> kMigrations{kV1};
+  static const std::vector<std::string_view> kMigrations{kV1, kV2};
   return kMigrations;
 }
 

@@ -12,6 +12,10 @@ namespace soak {
 // it (and with any table in it) is not ours and is never touched.
 inline constexpr int32_t kSoakdApplicationId = 0x736f616b;
 
+// The schema that added runtime_launches (managed runtimes). An older store
+// opened read-only has none.
+inline constexpr int kLaunchesSchema = 2;
+
 const std::vector<std::string_view>& migrations();
 inline int schema_version() { return static_cast<int>(migrations().size()); }
 

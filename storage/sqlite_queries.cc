@@ -5,6 +5,7 @@
 #include <string>
 
 #include "storage/columns.h"
+#include "storage/schema.h"
 #include "storage/sqlite_stmt.h"
 #include "storage/sqlite_store.h"
 
@@ -53,6 +54,16 @@ Result<std::vector<VerdictRow>> SqliteStore::verdicts(int64_t candidate_id) {
 
 Result<std::vector<ControlRequest>> SqliteStore::pending_controls() {
   return select_rows<ControlRequest>(cache_.get(), db_, Where{}, " WHERE handled_ms IS NULL ORDER BY id");
+}
+
+Result<std::vector<RuntimeLaunch>> SqliteStore::launches(const LaunchQuery& q) {
+  if (version_ < kLaunchesSchema) return std::vector<RuntimeLaunch>{};  // an older store read as it is: none
+  Where w;
+  w.add("host_id = ?", q.host_id);
+  w.add("name = ?", q.name);
+  w.add("candidate_id = ?", q.candidate_id);
+  if (q.open_only) w.add("(state IN ('running', 'left_running')) = ?", std::optional<int64_t>(1));
+  return select_rows<RuntimeLaunch>(cache_.get(), db_, w, " ORDER BY id");
 }
 
 // ============================================================== rows

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,9 +21,36 @@ namespace soak {
 namespace fs = std::filesystem;
 
 // ============================================================== open
+Status SqliteStore::check_location(const std::string& path) {
+  const std::string fix = "; point \"store\" at a file in a writable folder";
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      return make_error("store " + path + " is a directory; \"store\" names a file, e.g. \"" + path + "/soakd.db\"");
+    if (!S_ISREG(st.st_mode)) return make_error("store " + path + " is not a regular file" + fix);
+  }
+  // The nearest folder that exists: soakd creates the rest (0700), and keeps
+  // the -wal, -shm and .lock files beside the store.
+  fs::path dir = fs::path(path).parent_path();
+  std::error_code ec;
+  while (!dir.empty() && !fs::exists(dir, ec) && dir != dir.parent_path()) dir = dir.parent_path();
+  if (dir.empty()) dir = ".";
+  struct statvfs vfs{};
+  if (::statvfs(dir.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY))
+    return make_error("store " + path + " is on a read-only file system (" + dir.string() + ")" + fix);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return make_error("cannot write in " + dir.string() + " (" + std::strerror(errno) + "), where the store " + path +
+                      " and its -wal, -shm and .lock files live" + fix);
+  if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), R_OK | W_OK) != 0)
+    return make_error("store " + path + " is not writable (" + std::strerror(errno) + ")" + fix);
+  return {};
+}
+
 Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, OpenMode mode, Durability durability) {
   const bool rw = mode != OpenMode::ReadOnly;
   const bool existing_only = mode != OpenMode::ReadWrite;  // soakctl never creates or migrates a store
+  if (mode == OpenMode::ReadWrite)
+    if (auto st = check_location(path); !st) return st.error();
   std::error_code ec;
   bool exists = fs::exists(path, ec);
   if (!exists && existing_only)
@@ -62,7 +90,9 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
 
   if (existing_only) {
     if (empty) return fail(path + " is an empty file, not a soakd store yet (start soakd once to create it)");
-    if (*version < schema_version())
+    // Reading an older store is fine (a table it lacks reads as empty, see
+    // launches()); writing to one is not: the daemon migrates it first.
+    if (*version < schema_version() && mode != OpenMode::ReadOnly)
       return fail(path + " has schema " + std::to_string(*version) + " but this soakctl expects " +
                   std::to_string(schema_version()) + "; start the new soakd once to migrate it");
     const char* p = mode == OpenMode::ReadOnly ? "PRAGMA query_only = ON" : "PRAGMA foreign_keys = ON";
@@ -138,6 +168,10 @@ Result<int64_t> SqliteStore::insert_event(const Event& e) { return insert_row(ca
 Result<int64_t> SqliteStore::insert_stage(const StageRow& r) { return insert_row(cache_.get(), db_, r); }
 Status SqliteStore::update_stage(const StageRow& r) { return update_row(cache_.get(), db_, r); }
 Result<int64_t> SqliteStore::insert_verdict(const VerdictRow& v) { return insert_row(cache_.get(), db_, v); }
+
+// ============================================================== managed runtimes
+Result<int64_t> SqliteStore::insert_launch(const RuntimeLaunch& l) { return insert_row(cache_.get(), db_, l); }
+Status SqliteStore::update_launch(const RuntimeLaunch& l) { return update_row(cache_.get(), db_, l); }
 
 // ============================================================== control
 Result<int64_t> SqliteStore::insert_control(const ControlRequest& c) { return insert_row(cache_.get(), db_, c); }

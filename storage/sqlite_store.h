@@ -39,6 +39,10 @@ class SqliteStore final : public Store {
   // store at the current schema version (older: run the newer soakd once).
   static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, OpenMode mode,
                                                    Durability durability = Durability::Full);
+  // Whether soakd could keep a store at `path`, said plainly before anything
+  // runs: a directory, a folder it cannot write in, a read-only file system,
+  // a file it may not write. Does not create anything.
+  static Status check_location(const std::string& path);
   ~SqliteStore() override;
 
   const std::string& path() const { return path_; }
@@ -66,6 +70,10 @@ class SqliteStore final : public Store {
   Result<int64_t> insert_control(const ControlRequest& c) override;
   Result<std::vector<ControlRequest>> pending_controls() override;
   Status mark_control_handled(int64_t id, int64_t now_ms, const std::string& result) override;
+
+  Result<int64_t> insert_launch(const RuntimeLaunch& l) override;
+  Status update_launch(const RuntimeLaunch& l) override;
+  Result<std::vector<RuntimeLaunch>> launches(const LaunchQuery& q) override;
 
   Result<std::vector<ProbeResult>> probe_results(const ProbeQuery& q) override;
   Result<std::vector<ProbeCount>> probe_counts(const ProbeQuery& q) override;

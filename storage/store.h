@@ -61,6 +61,13 @@ struct EventQuery {
   std::optional<int64_t> min_id, max_id;
 };
 
+struct LaunchQuery {
+  std::optional<int64_t> host_id;
+  std::optional<std::string> name;
+  std::optional<int64_t> candidate_id;
+  bool open_only = false;  // running or left_running: what a starting soakd must find again
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -93,6 +100,12 @@ class Store {
   virtual Result<int64_t> insert_control(const ControlRequest& c) = 0;
   virtual Result<std::vector<ControlRequest>> pending_controls() = 0;
   virtual Status mark_control_handled(int64_t id, int64_t now_ms, const std::string& result) = 0;
+
+  // ---- managed runtimes (runtime_launches)
+  virtual Result<int64_t> insert_launch(const RuntimeLaunch& l) = 0;
+  // Rewrites candidate_id, ready, state, end, exit status/signal, log tail and detail.
+  virtual Status update_launch(const RuntimeLaunch& l) = 0;
+  virtual Result<std::vector<RuntimeLaunch>> launches(const LaunchQuery& q) = 0;  // oldest first
 
   // ---- queries
   virtual Result<std::vector<ProbeResult>> probe_results(const ProbeQuery& q) = 0;

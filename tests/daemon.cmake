@@ -3,6 +3,7 @@
 add_library(soak_test_sim STATIC support/sim_runner.cc)
 target_link_libraries(soak_test_sim PUBLIC soak_daemon)
 soak_add_test(unit_campaign_sim SOURCES unit/campaign_sim_test.cc LIBS soak_test_sim soak_daemon LABELS unit)
+soak_add_test(unit_outbox SOURCES unit/outbox_test.cc LIBS soak_test_sim soak_test_store soak_daemon LABELS unit)
 soak_add_test(unit_campaign_track SOURCES unit/campaign_track_test.cc LIBS soak_daemon LABELS unit)
 soak_add_test(unit_soakctl SOURCES unit/soakctl_test.cc LIBS soak_daemon LABELS unit)
 soak_add_test(unit_store_compat SOURCES unit/store_compat_test.cc LIBS soak_daemon LABELS unit)
@@ -21,3 +22,30 @@ soak_add_test(integration_daemon_e2e SOURCES integration/daemon_e2e_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
 target_compile_definitions(integration_daemon_e2e PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
 add_dependencies(integration_daemon_e2e soakd soak-fake-runtime)
+
+# Managed candidates (docs/DESIGN.md §4.8): the launch block, the executable's
+# fingerprint, orphan matching and the runtime log (no process started).
+soak_add_test(unit_launch_config SOURCES unit/launch_config_test.cc LIBS soak_core LABELS unit)
+soak_add_test(unit_runtime_identity SOURCES unit/runtime_identity_test.cc LIBS soak_daemon LABELS unit)
+
+# Managed candidates with the fake runtime as soakd's child, on loopback.
+soak_add_test(integration_managed_runtime SOURCES integration/managed_runtime_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
+target_compile_definitions(integration_managed_runtime PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+add_dependencies(integration_managed_runtime soakd soakctl soak-fake-runtime)
+# It counts the runtimes left running through /proc: Linux only (the same code
+# paths run on macOS in integration_managed_runtime).
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  soak_add_test(integration_managed_restart SOURCES integration/managed_restart_test.cc
+    LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
+  target_compile_definitions(integration_managed_restart PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+  add_dependencies(integration_managed_restart soakd soakctl soak-fake-runtime)
+endif()
+
+# A real llama-server as a managed candidate when SOAKD_LLAMA_SERVER names one; skipped (exit 77) otherwise.
+soak_add_test(integration_managed_llama_server SOURCES integration/managed_llama_server_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
+set_tests_properties(integration_managed_llama_server PROPERTIES SKIP_RETURN_CODE 77)
+target_compile_definitions(integration_managed_llama_server PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+add_dependencies(integration_managed_llama_server soakd soakctl)
+soak_add_test(unit_campaign_managed SOURCES unit/campaign_managed_test.cc LIBS soak_test_sim soak_daemon LABELS unit)

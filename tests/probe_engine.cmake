@@ -7,6 +7,9 @@ soak_add_test(integration_probe_faults SOURCES integration/probe_faults_test.cc
   LIBS soak_probes soak_fake_runtime LABELS integration)
 soak_add_test(integration_probe_wire SOURCES integration/probe_wire_test.cc
   LIBS soak_probes soak_fake_runtime Threads::Threads LABELS integration)
+# Slow prefills (progress reports, the floor-rate allowance, plain pings) and server caps, judged at smoke.
+soak_add_test(integration_probe_prefill SOURCES integration/probe_prefill_test.cc
+  LIBS soak_probes soak_schedules soak_fake_runtime LABELS integration)
 soak_add_test(integration_probe_captures SOURCES integration/probe_captures_test.cc
   LIBS soak_probes soak_test_support Threads::Threads LABELS integration)
 soak_add_test(integration_probe_runner SOURCES integration/probe_runner_test.cc
@@ -19,5 +22,5 @@ add_dependencies(integration_probe_cli soakd soak-fake-runtime)
 
 # A real llama-server when SOAKD_LLAMA_SERVER names one; skipped (exit 77) otherwise.
 soak_add_test(integration_probe_llama_server SOURCES integration/probe_llama_server_test.cc
-  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 1500)
 set_tests_properties(integration_probe_llama_server PROPERTIES SKIP_RETURN_CODE 77)

@@ -8,18 +8,20 @@
 
 namespace soak::soakctl {
 
-Result<std::unique_ptr<SqliteStore>> open_store(const Args& a, OpenMode mode) {
-  std::string path;
-  if (auto db = a.get("db")) {
-    path = expand_home(*db);
-  } else if (auto cfg_path = a.get("config")) {
+Result<std::string> store_path(const Args& a) {
+  if (auto db = a.get("db")) return expand_home(*db);
+  if (auto cfg_path = a.get("config")) {
     auto cfg = load_config(*cfg_path);
     if (!cfg) return make_error(cfg.message());
-    path = cfg->store_path;
-  } else {
-    path = default_store_path();
+    return cfg->store_path;
   }
-  return SqliteStore::open(path, mode);
+  return default_store_path();
+}
+
+Result<std::unique_ptr<SqliteStore>> open_store(const Args& a, OpenMode mode) {
+  auto path = store_path(a);
+  if (!path) return path.error();
+  return SqliteStore::open(*path, mode);
 }
 
 std::optional<CandidateRow> find_candidate(Store& st, const std::string& name, const std::optional<std::string>& build) {

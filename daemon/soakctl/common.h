@@ -37,6 +37,7 @@ struct Ctl {
 inline constexpr int64_t kDefaultEventLimit = 50;
 
 // The store named by --db, else by --config FILE's "store", else the default path.
+Result<std::string> store_path(const Args& a);
 Result<std::unique_ptr<SqliteStore>> open_store(const Args& a, OpenMode mode);
 
 // Newest row of a config name (or the named build).
@@ -50,6 +51,12 @@ json verdict_json(const VerdictRow& v);
 // `explain` checks and the report shows. A stage that passed before the soak
 // is stored as "running" (the campaign goes on); its judge says "promoted".
 bool same_verdict(const VerdictRow& stored, const VerdictRow& again);
+
+// A candidate row's runtime launches (managed candidates; none for the others),
+// as explain and history show them with the build (launches.cc).
+Result<std::vector<RuntimeLaunch>> launches_of(Store& st, int64_t candidate_id);
+json launches_json(const std::vector<RuntimeLaunch>& ls);
+void print_launches(std::ostream& out, const std::vector<RuntimeLaunch>& ls, const std::string& indent);
 
 // Whether a command takes one candidate name as its argument (`explain NAME`);
 // the dispatcher checks the count, so a Candidate command finds it at positionals()[1].

@@ -61,12 +61,18 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
   for (const auto& v : *all)
     if (recipe_from_json(v.judge_input_json).ok()) judged = &v;
   const VerdictRow* latest = all->empty() ? nullptr : &all->back();
+  auto launches = launches_of(st, row->id);
+  if (!launches) {
+    c.err << "soakctl: " << launches.message() << "\n";
+    return kCtlExitStore;
+  }
   if (!judged && a.flag("json")) {  // the judged answer's shape, with nothing to recompute
     json j = candidate_json(name, *row);
     j["verdict"] = nullptr;
     j["metrics"] = json::array();
     j["recomputed"] = nullptr;
     if (latest) j["latest"] = verdict_json(*latest);
+    if (!launches->empty()) j["launches"] = launches_json(*launches);
     c.out << j.dump(2) << "\n";
     return kCtlExitOk;
   }
@@ -78,6 +84,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
             << "\nno judged stage yet: nothing to recompute\n";
     else
       c.out << "no verdict yet\n";
+    print_launches(c.out, *launches, "");
     return kCtlExitOk;
   }
   auto recipe = recipe_from_json(judged->judge_input_json);
@@ -95,6 +102,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     j["metrics"] = ms;
     j["recomputed"] = {{"identical", identical}, {"state", to_string(again->state)}, {"reason", again->reason}};
     if (latest && latest != judged) j["latest"] = verdict_json(*latest);
+    if (!launches->empty()) j["launches"] = launches_json(*launches);  // a managed candidate's runtime
     c.out << j.dump(2) << "\n";
     return identical ? kCtlExitOk : kCtlExitMismatch;
   }
@@ -107,6 +115,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
         << (judged->baseline_id ? " (candidate row " + std::to_string(*judged->baseline_id) + ")" : "") << "\n";
   if (latest && latest != judged)
     c.out << "now: " << to_string(latest->state) << (latest->reason.empty() ? "" : " — " + latest->reason) << "\n";
+  print_launches(c.out, *launches, "");
   c.out << "recomputed from the stored rows: "
         << (identical ? "identical" : "DIFFERENT: " + std::string(to_string(again->state)) + " — " + again->reason)
         << "\n\n";

@@ -23,7 +23,8 @@ int cmd_history(const Ctl& c, const Args& a, Store& st) {
     any = true;
     auto stages = st.stages(r.id);
     auto verdicts = st.verdicts(r.id);
-    if (!stages || !verdicts) {
+    auto launches = launches_of(st, r.id);
+    if (!stages || !verdicts || !launches) {
       c.err << "soakctl: cannot read history\n";
       return kCtlExitStore;
     }
@@ -39,11 +40,13 @@ int cmd_history(const Ctl& c, const Args& a, Store& st) {
       json vs = json::array();
       for (const auto& v : *verdicts) vs.push_back(verdict_json(v));
       j["verdicts"] = vs;
+      if (!launches->empty()) j["launches"] = launches_json(*launches);  // a managed candidate's runtime
       arr.push_back(std::move(j));
       continue;
     }
     c.out << r.build << " (candidate row " << r.id << ", first seen " << iso_utc(r.first_seen_ms)
           << (r.baseline_id ? ", baseline row " + std::to_string(*r.baseline_id) : "") << ")\n";
+    print_launches(c.out, *launches, "  ");
     for (const auto& s : *stages) {
       c.out << "  stage " << to_string(s.kind) << ": " << to_string(s.state) << ", " << iso_utc(s.started_ms);
       if (s.ended_ms) c.out << " -> " << iso_utc(*s.ended_ms) << " (" << format_duration(*s.ended_ms - s.started_ms) << ")";

@@ -4,6 +4,7 @@
 // then model, runtime and the verdict's reason, wrapped and cut with "…"
 // (`explain` shows all of it). Colour only on a terminal, never with NO_COLOR.
 #include "daemon/soakctl/common.h"
+#include "storage/lock.h"
 
 #include <algorithm>
 #include <cmath>
@@ -117,6 +118,9 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     return kCtlExitStore;
   }
   const int64_t now = c.clock.wall_ms();
+  // What the store cannot say about itself: the running soakd cannot write to it.
+  std::optional<std::string> note;
+  if (auto path = store_path(a)) note = DaemonLock::running_note(*path);
   if (a.flag("json")) {
     json arr = json::array();
     for (const auto& r : *rows) {
@@ -132,8 +136,10 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
       arr.push_back(std::move(j));
     }
     c.out << arr.dump(2) << "\n";
+    if (note) c.err << "soakd: " << *note << "\n";
     return kCtlExitOk;
   }
+  if (note) c.out << "soakd: " << *note << "\n\n";
   if (rows->empty()) {
     c.out << "no candidates yet (soakd registers each candidate once it has read its build)\n";
     return kCtlExitOk;

@@ -1,14 +1,26 @@
 #include "probes/transport/deadline.h"
 
+#include <algorithm>
+
 namespace soak {
 
-DeadlineCheck check_deadlines(int64_t start_ns, std::optional<int64_t> last_content_ns, int64_t wall_ns,
-                              int64_t stall_ns, int64_t now_ns) {
+DeadlineCheck check_deadlines(const StallMarks& m, const TransferLimits& l, int64_t now_ns) {
   std::optional<int64_t> wall_at, stall_at;
-  if (wall_ns > 0) wall_at = start_ns + wall_ns;
-  if (stall_ns > 0) stall_at = last_content_ns.value_or(start_ns) + stall_ns;
+  if (l.wall_ns > 0) wall_at = m.start_ns + l.wall_ns;
+  if (l.stall_ns > 0) {
+    if (m.last_content_ns) {
+      stall_at = *m.last_content_ns + l.stall_ns;
+    } else {
+      // Prefill: the budget from the start, or a full stall window after the
+      // latest progress report, whichever ends later.
+      int64_t at = m.start_ns + l.stall_ns + std::max<int64_t>(0, l.prefill_ns);
+      if (m.last_progress_ns) at = std::max(at, *m.last_progress_ns + l.stall_ns);
+      stall_at = at;
+    }
+  }
 
   DeadlineCheck out;
+  out.stall_at_ns = stall_at;
   bool wall_passed = wall_at && now_ns >= *wall_at;
   bool stall_passed = stall_at && now_ns >= *stall_at;
   if (wall_passed && stall_passed) {
@@ -21,6 +33,19 @@ DeadlineCheck check_deadlines(int64_t start_ns, std::optional<int64_t> last_cont
   if (wall_at) out.next_ns = *wall_at;
   if (stall_at && (!out.next_ns || *stall_at < *out.next_ns)) out.next_ns = stall_at;
   return out;
+}
+
+std::string describe_limit(EndReason reason, const HttpRequest& r, const StallMarks& m) {
+  if (reason == EndReason::Timeout)
+    return "no complete response within the wall timeout of " + std::to_string(r.wall_timeout_ms) + " ms";
+  const std::string stall = "no content for the stall timeout of " + std::to_string(r.stall_timeout_ms) + " ms";
+  if (m.last_content_ns) return stall + " (since the last content)";
+  const std::string allowance =
+      r.prefill_allowance_ms > 0 ? " plus the prefill allowance of " + std::to_string(r.prefill_allowance_ms) + " ms"
+                                 : std::string();
+  if (m.last_progress_ns) return stall + " since the last prefill progress report (budget: the stall timeout" + allowance +
+                                 " from the request start)";
+  return stall + allowance + " (since the request start; no prefill progress reported)";
 }
 
 uint64_t timer_ms_for(int64_t ns) {

@@ -2,29 +2,58 @@
 // rules are tested in virtual time; HttpClient only arms a timer for the
 // returned instant and asks again when it fires.
 //
-// The stall clock runs from the request start until the first content, then
-// from the last content: bytes and keep-alives never reset it, so a runtime
-// that sends only `: ping` during a stuck prefill still trips it. Times are
-// Clock::mono_ns, which stops while the host sleeps: a sleeping Mac does not
-// make a healthy stream look stalled.
+// The stall clock (docs/DESIGN.md §2.2):
+// - Before the first content, the budget is the stall timeout plus a prefill
+//   allowance that grows with the prompt (core/limits.h prefill_allowance_ms:
+//   prompt tokens / limits.prefill_floor_tps), counted from the request
+//   start: a long fresh prompt streams nothing while the runtime reads it, and
+//   that is not a hang. Prefill progress the runtime reports (MLX-LM
+//   `: keepalive n/m` with n rising, llama.cpp `prompt_progress`) gives a full
+//   stall timeout from the report, when that ends later.
+// - From the first content on, it runs from the last content only.
+// Plain keep-alives (`: ping`, oMLX keepalive chunks) never move it: the
+// caller marks only content and progress, so a runtime that only pings during
+// a stuck prefill still trips it once the budget is spent.
+// Times are Clock::mono_ns, which stops while the host sleeps: a sleeping Mac
+// does not make a healthy stream look stalled.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "probes/transport/http_types.h"
 
 namespace soak {
 
+// What the stall clock has seen of one transfer.
+struct StallMarks {
+  int64_t start_ns = 0;
+  std::optional<int64_t> last_content_ns;   // the latest content
+  std::optional<int64_t> last_progress_ns;  // the latest prefill progress before any content
+};
+
+// The limits of one transfer in ns. wall_ns / stall_ns of 0 disable that
+// limit; prefill_ns is the allowance on top of the stall timeout before the
+// first content (0: none).
+struct TransferLimits {
+  int64_t wall_ns = 0;
+  int64_t stall_ns = 0;
+  int64_t prefill_ns = 0;
+};
+
 struct DeadlineCheck {
   std::optional<EndReason> tripped;   // Timeout or Stalled, if a limit has passed
   std::optional<int64_t> next_ns;     // when to look again (nullopt: no limit is set)
+  std::optional<int64_t> stall_at_ns; // the stall deadline in force (nullopt: no stall limit)
 };
 
-// wall_ns / stall_ns of 0 disable that limit. If both have passed, the one
-// whose deadline came first is reported.
-DeadlineCheck check_deadlines(int64_t start_ns, std::optional<int64_t> last_content_ns, int64_t wall_ns,
-                              int64_t stall_ns, int64_t now_ns);
+// If both limits have passed, the one whose deadline came first is reported.
+DeadlineCheck check_deadlines(const StallMarks& marks, const TransferLimits& limits, int64_t now_ns);
+
+// TransferResult::detail for a transfer that `reason` (Timeout or Stalled)
+// ended: which limit, its size, and where the stall clock ran from.
+std::string describe_limit(EndReason reason, const HttpRequest& request, const StallMarks& marks);
 
 // Milliseconds for a libuv timer to cover `ns` (rounded up, at least 1).
 uint64_t timer_ms_for(int64_t ns);

@@ -73,7 +73,7 @@ struct HttpClient::Impl {
     curl_slist* headers = nullptr;
     UvHandle<uv_timer_t> timer;  // wall + stall, re-armed lazily
     TransferResult result;
-    std::optional<int64_t> last_content_ns;
+    StallMarks marks;            // start, last content, last prefill progress
     int pending_status = 0;      // status line seen, block not yet complete
     bool headers_done = false;
     bool in_multi = false;
@@ -117,6 +117,7 @@ struct HttpClient::Impl {
     t->handler = handler;
     t->req = std::move(req);
     t->result.times.start_ns = clock.mono_ns();
+    t->marks.start_ns = t->result.times.start_ns;
     uv_timer_init(loop, t->timer.get());
     t->timer.mark_initialized();
     t->timer.get()->data = t;
@@ -151,7 +152,14 @@ struct HttpClient::Impl {
   void mark_content(TransferId id, int64_t arrived_ns) {
     auto it = transfers.find(id);
     if (it == transfers.end() || it->second->ended) return;
-    it->second->last_content_ns = arrived_ns;
+    it->second->marks.last_content_ns = arrived_ns;
+  }
+
+  void mark_progress(TransferId id, int64_t arrived_ns) {
+    auto it = transfers.find(id);
+    if (it == transfers.end() || it->second->ended) return;
+    StallMarks& m = it->second->marks;
+    if (!m.last_content_ns) m.last_progress_ns = arrived_ns;  // after the first content only content counts
   }
 
   void shutdown() {
@@ -247,21 +255,14 @@ struct HttpClient::Impl {
   // ------------------------------------------------------------ limits
   void arm(Transfer* t) {
     int64_t now = clock.mono_ns();
-    auto check = check_deadlines(t->result.times.start_ns, t->last_content_ns, t->req.wall_timeout_ms * kNsPerMs,
-                                 t->req.stall_timeout_ms * kNsPerMs, now);
+    const HttpRequest& r = t->req;
+    auto check = check_deadlines(t->marks, {r.wall_timeout_ms * kNsPerMs, r.stall_timeout_ms * kNsPerMs,
+                                            r.prefill_allowance_ms * kNsPerMs}, now);
     if (check.tripped) {
-      end(t, *check.tripped, limit_detail(t, *check.tripped), 0);
+      end(t, *check.tripped, describe_limit(*check.tripped, r, t->marks), 0);
       return;
     }
     if (check.next_ns) uv_timer_start(t->timer.get(), &Impl::on_transfer_timer, timer_ms_for(*check.next_ns - now), 0);
-  }
-
-  static std::string limit_detail(const Transfer* t, EndReason r) {
-    if (r == EndReason::Timeout) {
-      return "no complete response within the wall timeout of " + std::to_string(t->req.wall_timeout_ms) + " ms";
-    }
-    return "no content for the stall timeout of " + std::to_string(t->req.stall_timeout_ms) + " ms (since " +
-           (t->last_content_ns ? "the last content)" : "the request start)");
   }
 
   // ------------------------------------------------------------ ending
@@ -481,7 +482,7 @@ struct HttpClient::Impl {
       if (take > 0) {
         if (t->req.body_mode == BodyMode::Buffer) {
           t->result.body.append(buf, take);
-          t->last_content_ns = now;
+          t->marks.last_content_ns = now;
         } else {
           t->handler->on_body(t->id, std::string_view(buf, take), now);
         }
@@ -523,6 +524,7 @@ TransferId HttpClient::start(HttpRequest request, TransferHandler* handler) {
 }
 void HttpClient::cancel(TransferId id) { impl_->cancel(id); }
 void HttpClient::mark_content(TransferId id, int64_t arrived_mono_ns) { impl_->mark_content(id, arrived_mono_ns); }
+void HttpClient::mark_progress(TransferId id, int64_t arrived_mono_ns) { impl_->mark_progress(id, arrived_mono_ns); }
 void HttpClient::shutdown() { impl_->shutdown(); }
 size_t HttpClient::active() const { return impl_->transfers.size(); }
 

@@ -16,7 +16,7 @@
 //
 // Threading: construct, call and destroy on the loop thread only. Handler
 // callbacks run on that thread from inside the loop; from inside them it is
-// fine to call start(), cancel(), mark_content() and shutdown() (what libcurl
+// fine to call start(), cancel(), mark_content(), mark_progress() and shutdown() (what libcurl
 // forbids inside its callbacks is deferred until curl returns), but never to
 // destroy the client.
 //
@@ -78,8 +78,15 @@ class HttpClient {
   // The caller saw real content on this transfer (only it can tell a token
   // from a keep-alive), arrived at `arrived_mono_ns` (an on_body stamp):
   // resets the stall clock. In BodyMode::Stream nothing else does, and before
-  // the first call the stall clock runs from start().
+  // the first call the stall clock runs from start() with the request's
+  // prefill allowance on top (deadline.h).
   void mark_content(TransferId id, int64_t arrived_mono_ns);
+
+  // The caller saw the runtime report prefill progress (more of the prompt
+  // read than before) before any content: the stall clock gets a full stall
+  // timeout from `arrived_mono_ns` if that ends later than the prefill budget.
+  // Ignored once content has been marked.
+  void mark_progress(TransferId id, int64_t arrived_mono_ns);
 
   // Stops the timers, ends every transfer as Cancelled (on_done is delivered
   // before this returns), releases curl and starts closing every uv handle.

@@ -43,6 +43,9 @@ struct HttpRequest {
   int64_t connect_timeout_ms = kDefaultConnectTimeoutMs;
   int64_t wall_timeout_ms = kDefaultWallTimeoutMs;    // from start(), whatever arrives
   int64_t stall_timeout_ms = kDefaultStallTimeoutMs;  // from start() or the last content
+  // Added to the stall timeout before the first content: the time a long
+  // prompt may take to be read (deadline.h prefill_allowance_ms). 0: none.
+  int64_t prefill_allowance_ms = 0;
   int64_t max_response_bytes = kDefaultMaxResponseBytes;  // body bytes after de-chunking
   BodyMode body_mode = BodyMode::Stream;
   ConnectionPolicy connection = ConnectionPolicy::Reuse;
@@ -61,7 +64,7 @@ enum class EndReason {
   ConnectRefused,  // TCP connect refused / host unreachable
   ConnectTimeout,  // no connection within connect_timeout_ms
   Timeout,         // wall_timeout_ms passed
-  Stalled,         // stall_timeout_ms passed without content
+  Stalled,         // stall_timeout_ms (plus the prefill allowance before the first content) passed without content
   Truncated,       // the body reached max_response_bytes; the rest was not read
   PeerClosed,      // the server closed or reset the connection before the response was whole
   Cancelled,       // HttpClient::cancel() or shutdown()

@@ -36,7 +36,11 @@ class SseClient::Stream final : public TransferHandler, private SseSink {
     id_ = id;
     now_ = mono_ns;
     parser_.feed(bytes, *this);
-    // One stall-clock reset per chunk: every event in it shares the stamp.
+    // One stall-clock mark per chunk: every event in it shares the stamp.
+    if (progress_in_chunk_) {
+      progress_in_chunk_ = false;
+      owner_.http_.mark_progress(id, mono_ns);
+    }
     if (content_in_chunk_) {
       content_in_chunk_ = false;
       owner_.http_.mark_content(id, mono_ns);
@@ -64,13 +68,18 @@ class SseClient::Stream final : public TransferHandler, private SseSink {
     if (cancelled_) return;
     ++events_;
     if (!first_event_ns_) first_event_ns_ = now_;
-    if (handler_->on_event(id_, event, now_) == EventClass::Content) content_in_chunk_ = true;
+    note(handler_->on_event(id_, event, now_));
   }
 
   void on_comment(std::string_view text) override {
     if (cancelled_) return;
     ++comments_;
-    handler_->on_comment(id_, text, now_);
+    note(handler_->on_comment(id_, text, now_));
+  }
+
+  void note(EventClass c) {
+    if (c == EventClass::Content) content_in_chunk_ = true;
+    if (c == EventClass::Progress) progress_in_chunk_ = true;
   }
 
   SseClient& owner_;
@@ -84,7 +93,8 @@ class SseClient::Stream final : public TransferHandler, private SseSink {
   int64_t comments_ = 0;
   bool event_stream_ = false;
   bool cancelled_ = false;
-  bool content_in_chunk_ = false;  // a content event in the chunk being fed
+  bool content_in_chunk_ = false;   // a content event in the chunk being fed
+  bool progress_in_chunk_ = false;  // a prefill progress report in the chunk being fed
 };
 
 SseClient::SseClient(HttpClient& http) : http_(http) {}

@@ -3,9 +3,12 @@
 // the arrival time of the bytes that completed it.
 //
 // Only the handler can tell content from a keep-alive (llama.cpp `:` pings and
-// MLX-LM `: keepalive` are comments, but oMLX sends whole data chunks with
-// "model":"keepalive"), so on_event says which it was; a Content answer resets
-// the transfer's stall clock, nothing else does. Comments never do.
+// MLX-LM `: keepalive n/m` are comments, but oMLX sends whole data chunks with
+// "model":"keepalive"), so on_event and on_comment say which it was: Content
+// resets the transfer's stall clock (HttpClient::mark_content), Progress — the
+// runtime reporting more of the prompt read (MLX-LM's n rising, llama.cpp's
+// prompt_progress) — counts as prefill progress (HttpClient::mark_progress),
+// anything else changes nothing.
 //
 // A response that is not text/event-stream (an error JSON with a 4xx/5xx, say)
 // is not parsed: its body is handed back whole in SseResult::transfer.body.
@@ -28,7 +31,11 @@
 
 namespace soak {
 
-enum class EventClass { Content, NotContent };
+enum class EventClass {
+  Content,     // output, the finish, usage, [DONE], an error: the stall clock restarts
+  Progress,    // prefill progress before any content: see HttpClient::mark_progress
+  NotContent,  // a keep-alive, a role-only chunk: nothing moves
+};
 
 struct SseResult {
   TransferResult transfer;              // body: filled only when the response was not an event stream
@@ -45,7 +52,9 @@ class SseHandler {
   virtual void on_headers(TransferId, const ResponseHead&, int64_t /*mono_ns*/) {}
   // Views are valid during the call only.
   virtual EventClass on_event(TransferId, const SseEvent& event, int64_t mono_ns) = 0;
-  virtual void on_comment(TransferId, std::string_view /*text*/, int64_t /*mono_ns*/) {}
+  virtual EventClass on_comment(TransferId, std::string_view /*text*/, int64_t /*mono_ns*/) {
+    return EventClass::NotContent;
+  }
   virtual void on_done(TransferId, const SseResult& result) = 0;
 };
 

@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
   auto shared = std::make_shared<const Config>(std::move(*cfg));
   SimRunner runner(store, clock, host);
   for (int i = 0; i < n; ++i) runner.at("cand" + std::to_string(i)).build = "b95" + std::to_string(i);
-  Campaigns camp(shared, Deps{store, clock, make_null_logger(), nullptr, host}, runner, [](int64_t) { return 0; });
+  Outbox outbox(store, clock, make_null_logger(), host);
+  Campaigns camp(shared, Deps{store, outbox, clock, make_null_logger(), nullptr, host}, runner, [](int64_t) { return 0; });
   if (!camp.resume(clock.wall_ms())) return 1;
 
   std::printf("generating: %d candidates, smoke 15m + canary 2h + gate 24h + soak 7d at the default cadences...\n", n);

@@ -32,6 +32,7 @@ const IntKnob kIntKnobs[] = {
     {"token-interval-ms", &Knobs::token_interval_ms, "milliseconds between streamed tokens"},
     {"prefill-ms-per-1k", &Knobs::prefill_ms_per_1k, "prefill milliseconds per 1000 prompt tokens not in the cache"},
     {"keepalive-interval-ms", &Knobs::keepalive_interval_ms, "keep-alive period (oMLX chunks, pings)"},
+    {"prefill-ping-ms", &Knobs::prefill_ping_ms, "llama.cpp: `:` pings during prefill, stream opened at slot start (0 = off)"},
     {"stall-after-tokens", &Knobs::stall_after_tokens, "stall: tokens sent before the stream goes silent"},
     {"error-every", &Knobs::error_every, "burst-5xx: every Nth inference request starts a run of 500s"},
     {"error-run", &Knobs::error_run, "burst-5xx: length of each run of 500s"},

@@ -41,6 +41,7 @@ struct Job {
   Persist persist = Persist::KeepAlive;
   bool stream = false;
   bool include_usage = false;
+  bool return_progress = false;  // llama.cpp: prompt_progress chunks during prefill
   int max_tokens = -1;
   ReplyPlan plan;
   std::vector<uint32_t> prompt_ids;
@@ -463,6 +464,8 @@ void Engine::chat(const HttpRequest& req, const std::shared_ptr<Connection>& c, 
   job->persist = p;
   job->stream = wants_stream(body);
   job->include_usage = wants_usage_in_stream(body);
+  job->return_progress = cfg_.flavour == Flavour::LlamaCpp && body.contains("return_progress") &&
+                         body["return_progress"] == true;
   job->max_tokens = requested_max_tokens(body).value_or(-1);
   job->plan = plan_reply(body, prompt, cfg_.scenario, cfg_.knobs);
   job->t_arrival = clock_.mono_ns();
@@ -639,9 +642,21 @@ void Engine::begin(Job& job, int slot) {
   // mlx-lm and Ollama accept requests while the model loads and answer late instead of 503.
   if (cfg_.flavour == Flavour::MlxLm || cfg_.flavour == Flavour::Ollama) prefill_ms += loading_left_ms();
   job.prefill_steps = 1;
-  if (cfg_.flavour == Flavour::MlxLm && job.stream) {
+  const bool llama_progress = job.stream && job.return_progress;
+  if ((cfg_.flavour == Flavour::MlxLm && job.stream) || llama_progress) {
+    // Progress comes per prefill step (llama.cpp: per batch; the same 2048 tokens here).
     job.prefill_steps = std::max(1, (job.eval_tokens + kMlxLmPrefillStepTokens - 1) / kMlxLmPrefillStepTokens);
-    send_head(job);  // mlx-lm opens the stream before prompt processing reports progress
+    send_head(job);  // mlx-lm and llama.cpp open the stream before prompt processing reports progress
+  }
+  if (llama_progress) {
+    const int total = static_cast<int>(job.prompt_ids.size());
+    send_event(job, chunk_prompt_progress(job.ids, total, job.cache_tokens, job.cache_tokens, 0));
+  }
+  const bool pings = cfg_.knobs.prefill_ping_ms > 0 && job.stream &&
+                     (cfg_.flavour == Flavour::LlamaCpp || cfg_.flavour == Flavour::Ollama);
+  if (pings) {
+    send_head(job);  // llama-server sends the headers when the slot starts
+    job.keepalive->arm(cfg_.knobs.prefill_ping_ms);
   }
   job.prefill_step_ms = prefill_ms / job.prefill_steps;
   job.step->arm(job.prefill_step_ms);
@@ -652,11 +667,11 @@ void Engine::prefill_tick(uint64_t id) {
   Job* j = find(id);
   if (!j) return;
   ++j->prefill_step;
-  if (cfg_.flavour == Flavour::MlxLm && j->stream) {
-    int total = static_cast<int>(j->prompt_ids.size());
-    int done = std::min(total, j->cache_tokens + j->prefill_step * kMlxLmPrefillStepTokens);
-    send_raw_event(*j, keepalive_comment(cfg_.flavour, done, total));
-  }
+  const int total = static_cast<int>(j->prompt_ids.size());
+  const int done = std::min(total, j->cache_tokens + j->prefill_step * kMlxLmPrefillStepTokens);
+  if (cfg_.flavour == Flavour::MlxLm && j->stream) send_raw_event(*j, keepalive_comment(cfg_.flavour, done, total));
+  if (j->stream && j->return_progress)
+    send_event(*j, chunk_prompt_progress(j->ids, total, j->cache_tokens, done, (clock_.mono_ns() - j->t_slot) / 1'000'000));
   if (j->prefill_step < j->prefill_steps) {
     j->step->arm(j->prefill_step_ms);
     return;
@@ -665,6 +680,7 @@ void Engine::prefill_tick(uint64_t id) {
 }
 
 void Engine::prefill_done(Job& job) {
+  if (cfg_.knobs.prefill_ping_ms > 0 && cfg_.flavour != Flavour::Omlx) job.keepalive->disarm();  // pings end with the prefill
   job.t_first = clock_.mono_ns();
   double prompt_ms = static_cast<double>(job.t_first - job.t_slot) / 1e6;
   metrics_.prompt_tokens_total += job.eval_tokens;
@@ -786,6 +802,11 @@ void Engine::hold(Job& job) {
 void Engine::keepalive_tick(uint64_t id) {
   Job* j = find(id);
   if (!j || !j->stream || !j->head_sent) return;
+  if (j->phase == Phase::Prefill && cfg_.flavour != Flavour::Omlx) {
+    send_raw_event(*j, ":\n\n");  // llama-server's SSE ping: an empty comment, no progress
+    j->keepalive->arm(cfg_.knobs.prefill_ping_ms);
+    return;
+  }
   if (cfg_.flavour == Flavour::Omlx) {
     send_event(*j, omlx_keepalive_chunk(j->ids.id));  // re-arms itself
     return;

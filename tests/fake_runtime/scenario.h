@@ -76,6 +76,9 @@ struct Knobs {
   int token_interval_ms = kDefaultTokenIntervalMs;
   int prefill_ms_per_1k = kDefaultPrefillMsPer1k;  // per 1000 prompt tokens not served from cache
   int keepalive_interval_ms = kDefaultKeepaliveIntervalMs;
+  // llama.cpp / ollama: open the stream when the slot starts and send `:` pings
+  // this often until the first token (llama-server --sse-ping-interval); 0 = off.
+  int prefill_ping_ms = 0;
   int stall_after_tokens = kDefaultStallAfterTokens;
   int error_every = kDefaultErrorEvery;
   int error_run = kDefaultErrorRun;

@@ -193,6 +193,12 @@ ojson chunk_finish(Flavour f, const ChatIds& ids, const std::string& finish_reas
   return j;
 }
 
+ojson chunk_prompt_progress(const ChatIds& ids, int total, int cache, int processed, int64_t time_ms) {
+  ojson j = *chunk_role(Flavour::LlamaCpp, ids);
+  j["prompt_progress"] = ojson{{"total", total}, {"cache", cache}, {"processed", processed}, {"time_ms", time_ms}};
+  return j;
+}
+
 ojson chunk_usage(Flavour f, const ChatIds& ids, const GenTimings& t) {
   // mlx-lm labels its usage chunk "chat.completion" (server.py completion_usage_response).
   ojson j = envelope(f, ids, ojson::array(), f == Flavour::MlxLm ? "chat.completion" : "chat.completion.chunk");

@@ -62,6 +62,10 @@ ojson chunk_piece(Flavour f, const ChatIds& ids, const Piece& piece, const ToolC
 ojson chunk_finish(Flavour f, const ChatIds& ids, const std::string& finish_reason, const GenTimings* timings);
 ojson chunk_usage(Flavour f, const ChatIds& ids, const GenTimings& t);
 ojson omlx_keepalive_chunk(const std::string& id);
+// llama.cpp's prefill report for a request with "return_progress": true
+// (server-task.cpp to_json_oaicompat_chat with is_progress): a role-only delta
+// plus prompt_progress {total, cache, processed, time_ms}.
+ojson chunk_prompt_progress(const ChatIds& ids, int total, int cache, int processed, int64_t time_ms);
 // The SSE comment a flavour uses as a keep-alive; `progress` feeds mlx-lm's "processed/total".
 std::string keepalive_comment(Flavour f, int processed, int total);
 

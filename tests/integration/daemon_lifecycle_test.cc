@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -127,4 +128,17 @@ TEST_CASE("soakd check-config: exit 0 on a valid file, 1 with the message on a b
   auto unknown = run_program({kSoakd, "frobnicate"}, kWaitMs);
   CHECK(unknown.exit_code == 2);
   CHECK(unknown.err.find("unknown command \"frobnicate\"") != std::string::npos);
+}
+
+TEST_CASE("a store path that is a directory is refused before anything runs, naming it") {
+  TempDir tmp;
+  std::filesystem::create_directories(tmp.path() + "/store/soakd.db");  // a folder where the file should be
+  const std::string cfg = write_config(tmp, "soakd.json");
+  auto check = run_program({kSoakd, "check-config", cfg}, kWaitMs);
+  CHECK(check.exit_code == 1);
+  CHECK(check.err.find("store " + tmp.path() + "/store/soakd.db is a directory") != std::string::npos);
+  auto run = run_program({kSoakd, "run", "--config", cfg, "--log-stderr"}, kWaitMs);
+  CHECK(run.exit_code == 1);
+  CHECK(run.err.find("is a directory; \"store\" names a file") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(tmp.path() + "/store/soakd.db.lock"));  // nothing made beside it
 }

@@ -332,7 +332,11 @@ struct SseRecorder : SseHandler {
     }
     return c;
   }
-  void on_comment(TransferId, std::string_view, int64_t) override { ++comments; }
+  std::function<EventClass(std::string_view)> comment_classifier;  // default: every comment is a keep-alive
+  EventClass on_comment(TransferId, std::string_view text, int64_t) override {
+    ++comments;
+    return comment_classifier ? comment_classifier(text) : EventClass::NotContent;
+  }
   void on_done(TransferId, const SseResult& r) override { result = r; }
   bool done() const { return result.has_value(); }
   const TransferResult& tr() const { return result->transfer; }
@@ -574,6 +578,77 @@ TEST_CASE("http: keep-alive comments never reset the stall clock") {
     CHECK(rec.tr().reason == EndReason::Stalled);
     CHECK(rec.events.size() >= 3);
     CHECK(rec.content_ns.empty());
+  }
+}
+
+// Before the first content the stall budget is the stall timeout plus the
+// request's prefill allowance, and a comment the handler calls Progress gives a
+// full stall window from its arrival (docs/DESIGN.md §2.2). Real sockets: the
+// handler decides what a comment is, the client only keeps the clock.
+TEST_CASE("http: prefill progress and the prefill allowance hold off the stall clock before the first content") {
+  // 900 ms of prefill, then a short answer that ends the stream.
+  auto prefill_then_answer = [](const std::string& comment) {
+    return [comment](Conn& c) {
+      if (!open_stream(c)) return;
+      for (int i = 1; i <= 9; ++i)
+        if (!c.send_chunk(comment == "count" ? ": keepalive " + std::to_string(i * 100) + "/900\n\n" : comment) ||
+            !c.pause(100))
+          return;
+      for (int i = 0; i < 3; ++i)
+        if (!c.send_chunk(content_event(i))) return;
+      c.send("0\r\n\r\n");
+      c.wait(-1);
+    };
+  };
+  auto progress = [](std::string_view text) {
+    return text.rfind("keepalive ", 0) == 0 ? EventClass::Progress : EventClass::NotContent;
+  };
+  SECTION("progress every 100 ms: a 300 ms stall timeout does not trip over 900 ms of prefill") {
+    ScriptServer server(prefill_then_answer("count"));
+    Fixture f;
+    SseRecorder rec;
+    rec.comment_classifier = progress;
+    f.sse.start(sse_request(server, 300), &rec);
+    REQUIRE(f.run_until([&] { return rec.done(); }));
+    INFO(rec.tr().detail);
+    CHECK(rec.tr().reason == EndReason::Completed);
+    CHECK(rec.content_ns.size() == 3);
+    CHECK(rec.content_ns.front() - rec.tr().times.start_ns >= 900 * kMs);
+  }
+  SECTION("the same comments taken as pings: stalled at 300 ms, since nothing was progress") {
+    ScriptServer server(prefill_then_answer("count"));
+    Fixture f;
+    SseRecorder rec;
+    f.sse.start(sse_request(server, 300), &rec);
+    REQUIRE(f.run_until([&] { return rec.done(); }));
+    CHECK(rec.tr().reason == EndReason::Stalled);
+    CHECK(rec.tr().detail.find("no prefill progress reported") != std::string::npos);
+    CHECK(rec.content_ns.empty());
+  }
+  SECTION("pings only, within the allowance: 300 ms + 1000 ms covers the 900 ms prefill") {
+    ScriptServer server(prefill_then_answer(": ping\n\n"));
+    Fixture f;
+    SseRecorder rec;
+    rec.comment_classifier = progress;  // a ping is never progress
+    HttpRequest req = sse_request(server, 300);
+    req.prefill_allowance_ms = 1000;
+    f.sse.start(req, &rec);
+    REQUIRE(f.run_until([&] { return rec.done(); }));
+    INFO(rec.tr().detail);
+    CHECK(rec.tr().reason == EndReason::Completed);
+    CHECK(rec.content_ns.size() == 3);
+  }
+  SECTION("pings only, beyond the allowance: stalled when the budget is spent, not before") {
+    ScriptServer server(prefill_then_answer(": ping\n\n"));
+    Fixture f;
+    SseRecorder rec;
+    HttpRequest req = sse_request(server, 300);
+    req.prefill_allowance_ms = 200;
+    f.sse.start(req, &rec);
+    REQUIRE(f.run_until([&] { return rec.done(); }));
+    CHECK(rec.tr().reason == EndReason::Stalled);
+    CHECK(rec.tr().times.done_ns - rec.tr().times.start_ns >= 500 * kMs);
+    CHECK(rec.tr().detail.find("prefill allowance of 200 ms") != std::string::npos);
   }
 }
 

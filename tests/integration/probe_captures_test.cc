@@ -131,7 +131,11 @@ CandidateConfig captured(const std::string& url) {
 
 }  // namespace
 
-TEST_CASE("real llama-server answers: health, identity, stream, scrape and build read clean") {
+// The captured chat answers stop at the request's max_tokens (finish_reason
+// length: the random model never stops on its own). Served to soakd, which
+// sends no max_tokens, they read as the server cutting the answer: every field
+// is read all the same, and the row names the cap (server_token_cap).
+TEST_CASE("real llama-server answers: health, scrape and build read clean; chat answers cut at a limit soakd did not send are the server's cap") {
   CaptureServer s({{"GET /health", "get-health.http"},
                    {"GET /props", "get-props.http"},
                    {"GET /slots", "get-slots-idle.http"},
@@ -146,10 +150,13 @@ TEST_CASE("real llama-server answers: health, identity, stream, scrape and build
   REQUIRE(rows.size() == 4);
   for (const auto& r : rows) {
     INFO(to_string(r.kind) << ": " << r.detail);
-    CHECK(r.outcome == Outcome::Clean);
+    const bool chat = r.kind == ProbeKind::Stream || r.kind == ProbeKind::Identity;
+    CHECK(r.outcome == (chat ? Outcome::ServerTokenCap : Outcome::Clean));
     CHECK(r.runtime_slots == 2);  // /props total_slots of the captured server
   }
   const ProbeResult* stream = find_row(rows, ProbeKind::Stream);
+  CHECK(stream->detail.rfind("llama-server was started with -n 12: start it without -n or with -n -1", 0) == 0);
+  CHECK(find_row(rows, ProbeKind::Identity)->detail.find("-n 24") != std::string::npos);
   CHECK(stream->response_model == kCapturedModel);
   CHECK(stream->completion_tokens == 12);
   CHECK(stream->prompt_tokens == 15);

@@ -40,7 +40,8 @@ inline CandidateConfig candidate(const std::string& base_url, RuntimeKind kind =
 
 class Harness {
  public:
-  explicit Harness(probes::EngineOptions opts = {}) {
+  // `guard_ms`: how long one run may take (a real runtime on a busy host needs more than the fakes).
+  explicit Harness(probes::EngineOptions opts = {}, int64_t guard_ms = kGuardMs) : guard_ms_(guard_ms) {
     uv_loop_init(&loop_);
     http_ = std::make_unique<HttpClient>(&loop_, clock_);
     engine_ = std::make_unique<probes::ProbeEngine>(&loop_, *http_, clock_, std::move(opts));
@@ -77,14 +78,14 @@ class Harness {
     return *out;
   }
 
-  // Runs the loop until `flag` is set; past kGuardMs everything is cancelled and the test fails.
+  // Runs the loop until `flag` is set; past the guard everything is cancelled and the test fails.
   // A prepare handle looks at the flag before the loop would block in poll, so
   // a flag set by a timer callback ends the wait at once. Past the guard the
   // wait ends even if the cancelled work never reports back.
   void spin_until(const bool& flag) {
     bool guard_fired = false;
     Timer guard(&loop_);
-    guard.start(kGuardMs, 0, [&] {
+    guard.start(static_cast<uint64_t>(guard_ms_), 0, [&] {
       guard_fired = true;
       engine_->cancel_all();
       uv_stop(&loop_);
@@ -111,6 +112,7 @@ class Harness {
 
  private:
   uv_loop_t loop_;
+  int64_t guard_ms_;
   SystemClock clock_;
   std::unique_ptr<HttpClient> http_;
   std::unique_ptr<probes::ProbeEngine> engine_;

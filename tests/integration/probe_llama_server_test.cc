@@ -1,10 +1,17 @@
 // The probe engine against a REAL llama-server, when one is configured:
 //   SOAKD_LLAMA_SERVER=/path/to/llama-server  (required, else the test is skipped)
 //   SOAKD_LLAMA_MODEL=/path/to/model.gguf     (default: ../shared/models/tiny-qwen3.gguf)
-// The server is started on 127.0.0.1 with --jinja --metrics --slots --parallel 2
-// -n 64 and the engine waits for its "listening" line, then for /health to
-// answer 200 (re-trying on a loop timer, bounded). A random-weight model never
-// echoes a marker or writes sensible text: those probes must classify the miss.
+// Each server is started on 127.0.0.1 on a free port and the engine waits for
+// its "listening" line, then for /health to answer 200 (re-trying on a loop
+// timer, bounded). The random-weight model never samples EOS:
+// - started with -n 64, every answer stops at 64 tokens with finish_reason
+//   length, which soakd (sending no max_tokens) reports as server_token_cap,
+//   naming -n 64; a marker or a schema it cannot follow is classified too;
+// - started with a one-word grammar (root ::= "ok"), an answer ends with EOS,
+//   so a long fresh prefill can be judged on its own: with a large -c,
+//   --parallel 1 and the model's context overridden, a 32K prompt takes far
+//   longer than a 2 s stall timeout to its first token, and is clean, both on
+//   the default prefill floor and on progress reports alone.
 // Without the variables the program exits with kSkipExitCode, which ctest
 // reports as skipped (SKIP_RETURN_CODE).
 #include <arpa/inet.h>
@@ -12,13 +19,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/limits.h"
 #include "daemon/probe_cli.h"
 #include "tests/catch.h"
 #include "tests/integration/probe_harness.h"
@@ -33,6 +45,9 @@ constexpr int kSkipExitCode = 77;
 constexpr int kStartupMs = 60'000;
 constexpr int64_t kHealthRetryMs = 50;
 constexpr const char* kAlias = "tiny-qwen3";
+// A run against the real server on a shared 2-core host: every probe kind with
+// 64-token answers can take minutes when other builds compete for the cores.
+constexpr int64_t kRealRunGuardMs = 400'000;
 
 [[noreturn]] void skip(const std::string& why) {
   std::printf("skipped: %s\n", why.c_str());
@@ -66,9 +81,11 @@ bool wait_healthy(Harness& h, const CandidateConfig& c) {
   return false;
 }
 
-}  // namespace
-
-TEST_CASE("a real llama-server: every probe kind runs and classifies what it answers") {
+// The server binary and model, or a skip.
+struct Server {
+  std::string bin, model;
+};
+Server server_or_skip() {
   const char* bin = std::getenv("SOAKD_LLAMA_SERVER");
   if (!bin || !*bin) skip("SOAKD_LLAMA_SERVER not set");
   const char* model_env = std::getenv("SOAKD_LLAMA_MODEL");
@@ -76,11 +93,22 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
                                 ? model_env
                                 : std::string(SOAKD_SOURCE_DIR) + "/../shared/models/tiny-qwen3.gguf";
   if (!std::filesystem::exists(model)) skip("model " + model + " not found (set SOAKD_LLAMA_MODEL)");
+  return {bin, model};
+}
 
+std::optional<ChildProcess> start_server(const Server& s, int port, std::vector<std::string> extra) {
+  std::vector<std::string> argv{s.bin,  "-m",    s.model, "--host",  "127.0.0.1", "--port",
+                                std::to_string(port), "--alias", kAlias, "--jinja", "--metrics", "--slots"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return ChildProcess::spawn(argv);
+}
+
+}  // namespace
+
+TEST_CASE("a real llama-server: every probe kind runs and classifies what it answers") {
+  const Server srv = server_or_skip();
   const int port = free_port();
-  auto server = ChildProcess::spawn({bin, "-m", model, "--host", "127.0.0.1", "--port", std::to_string(port), "--alias",
-                                     kAlias, "--jinja", "--metrics", "--slots", "--parallel", "2", "-c", "8192", "-n",
-                                     "64"});
+  auto server = start_server(srv, port, {"--parallel", "2", "-c", "8192", "-n", "64"});
   REQUIRE(server);
   REQUIRE(server->wait_for_line("listening", kStartupMs));
 
@@ -89,7 +117,7 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   c.settings.limits.wall_timeout_ms = 60'000;
   c.settings.limits.stall_timeout_ms = 20'000;
   c.settings.burst_sizes = {1, 2};
-  Harness h;
+  Harness h({}, kRealRunGuardMs);
   REQUIRE(wait_healthy(h, c));
 
   auto build = h.read_build(c);
@@ -100,29 +128,104 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   auto rows = h.run(c, probes::all_probe_kinds());
   std::printf("%s", format_probe_table(rows).c_str());
   INFO(describe(rows));
-  // What a random model cannot do is classified, never a harness error.
-  const std::set<Outcome> content_misses{Outcome::Clean, Outcome::MissingMarker, Outcome::InvalidJson,
-                                         Outcome::InvalidToolCall, Outcome::EmptyToolArgs, Outcome::Repetition};
+  // What a random model cannot do is classified, never a harness error; what
+  // -n 64 cuts is the server's cap.
+  const std::set<Outcome> classified{Outcome::Clean,           Outcome::MissingMarker,   Outcome::InvalidJson,
+                                     Outcome::InvalidToolCall, Outcome::EmptyToolArgs,   Outcome::Repetition,
+                                     Outcome::ServerTokenCap};
   for (const auto& r : rows) {
     INFO(to_string(r.kind) << " " << r.workload_id << ": " << r.detail);
-    CHECK(content_misses.count(r.outcome) == 1);
+    CHECK(classified.count(r.outcome) == 1);
     CHECK(r.runtime_slots == 2);
+    if (r.outcome == Outcome::ServerTokenCap) {
+      CHECK(r.completion_tokens == 64);
+      CHECK(r.detail.rfind("llama-server was started with -n 64: start it without -n or with -n -1", 0) == 0);
+    }
   }
-  for (ProbeKind k : {ProbeKind::Health, ProbeKind::Identity, ProbeKind::Stream, ProbeKind::Scrape,
-                      ProbeKind::Cancel, ProbeKind::LongContext, ProbeKind::SharedPrefix}) {
+  for (ProbeKind k : {ProbeKind::Health, ProbeKind::Scrape, ProbeKind::Cancel}) {
     const ProbeResult* r = find_row(rows, k);
     REQUIRE(r);
     INFO(to_string(k) << ": " << r->detail);
     CHECK(r->outcome == Outcome::Clean);
   }
+  // Every answer that runs to the limit is the server's cap, whatever the probe.
+  for (ProbeKind k : {ProbeKind::Identity, ProbeKind::Stream, ProbeKind::LongContext, ProbeKind::SharedPrefix}) {
+    const ProbeResult* r = find_row(rows, k);
+    REQUIRE(r);
+    INFO(to_string(k) << ": " << r->detail);
+    CHECK(r->outcome == Outcome::ServerTokenCap);
+    CHECK(r->finish_reason == "length");
+  }
   const ProbeResult* stream = find_row(rows, ProbeKind::Stream);
   CHECK(stream->completion_tokens == 64);  // -n 64: a random model never stops earlier
   CHECK(stream->server_predicted_n == 64);
   CHECK(stream->t_first_token_us);
+  // The cap cut the answer, not the prefill: the exact repeat still follows and hits the cache.
   const ProbeResult* repeat = find_row(rows, ProbeKind::LongContext, "long_context/1024/repeat");
   REQUIRE(repeat);
   CHECK(repeat->server_cache_n.value_or(0) > 0);
   const ProbeResult* summary = find_row(rows, ProbeKind::Burst, "burst/2/summary");
   REQUIRE(summary);
   CHECK(summary->outcome == Outcome::Clean);  // two slots: the pair decodes together
+}
+
+TEST_CASE("a real llama-server: a fresh prefill far longer than the stall timeout is clean, not stalled") {
+  const Server srv = server_or_skip();
+  const int port = free_port();
+  constexpr int kCtx = 140'000;
+  constexpr int64_t kSize = 32'768;
+  constexpr int64_t kStallMs = 2'000;
+  // One slot with a large context (the model's own context overridden), and a
+  // grammar that makes every answer "ok" then EOS, so nothing but the prefill
+  // decides the row. Batches of 512 make a progress report every 512 prompt
+  // tokens (llama.cpp sends one per batch).
+  auto server = start_server(srv, port,
+                             {"--parallel", "1", "-c", std::to_string(kCtx), "--override-kv",
+                              "qwen3.context_length=int:" + std::to_string(kCtx), "--grammar", "root ::= \"ok\"", "-b",
+                              "512", "-ub", "512"});
+  REQUIRE(server);
+  REQUIRE(server->wait_for_line("listening", kStartupMs));
+
+  CandidateConfig c = candidate("http://127.0.0.1:" + std::to_string(port));
+  c.model = kAlias;
+  c.settings.long_context_sizes = {kSize};
+  c.settings.limits.stall_timeout_ms = kStallMs;
+  c.settings.limits.wall_timeout_ms = 600'000;
+  Harness h({}, kRealRunGuardMs);
+  REQUIRE(wait_healthy(h, c));
+
+  // The fresh row's first token, and whether the stall timeout alone would have cut it.
+  auto run_fresh = [&](const char* label) -> int64_t {
+    auto rows = h.run(c, {ProbeKind::LongContext});
+    std::printf("%s", format_probe_table(rows).c_str());
+    INFO(label << "\n" << describe(rows));
+    const ProbeResult* fresh = find_row(rows, ProbeKind::LongContext, "long_context/32768/fresh");
+    REQUIRE(fresh);
+    INFO(fresh->detail);
+    CHECK(fresh->outcome == Outcome::Clean);
+    CHECK(fresh->finish_reason == "stop");
+    REQUIRE(fresh->t_first_token_us);
+    std::printf("%s: fresh %lld: %lld prompt tokens, first token after %.1f s, stall timeout %.1f s, prefill "
+                "allowance %.1f s, server prefill %.0f tok/s\n",
+                label, static_cast<long long>(kSize), static_cast<long long>(fresh->prompt_tokens.value_or(0)),
+                *fresh->t_first_token_us / 1e6, c.settings.limits.stall_timeout_ms / 1e3,
+                prefill_allowance_ms(fresh->prompt_tokens.value_or(0), c.settings.limits.prefill_floor_tps) / 1e3,
+                fresh->server_prompt_tps.value_or(0));
+    CHECK(*fresh->t_first_token_us > c.settings.limits.stall_timeout_ms * 1000);  // the stall timeout alone would cut it
+    const ProbeResult* repeat = find_row(rows, ProbeKind::LongContext, "long_context/32768/repeat");
+    REQUIRE(repeat);
+    CHECK(repeat->outcome == Outcome::Clean);
+    return *fresh->t_first_token_us;
+  };
+
+  // The default floor (100 tok/s) gives 32K an allowance of 328 s.
+  c.settings.limits.prefill_floor_tps = kDefaultPrefillFloorTps;
+  const int64_t first_us = run_fresh("default floor");
+  // A floor of 10^7 tok/s gives 3 ms: only the prompt_progress chunks (asked
+  // for with return_progress) keep the stall clock off. The stall timeout is a
+  // fifth of the prefill just measured (at least 2 s): many batches long, and
+  // still far shorter than the prefill.
+  c.settings.limits.prefill_floor_tps = 1e7;
+  c.settings.limits.stall_timeout_ms = std::max<int64_t>(kStallMs, first_us / 1000 / 5);
+  run_fresh("progress reports only");
 }

@@ -73,7 +73,8 @@ struct World {
 TEST_CASE("a smoke task stores one row per probe with the task's locators") {
   World w(Scenario::Healthy);
   Harness h;
-  ProbeTaskRunner runner(h.engine(), *w.store, make_null_logger());
+  Outbox outbox(*w.store, h.clock(), make_null_logger(), w.host_id);
+  ProbeTaskRunner runner(h.engine(), outbox, make_null_logger());
   bool inside_run = true, done = false;
   TaskReport report;
   runner.run(w.request(TaskKind::Smoke), [&](TaskReport r) {
@@ -111,7 +112,8 @@ TEST_CASE("cancel_all stores the in-flight probe as cancelled_by_daemon and stil
   World w(Scenario::KeepalivesOnly);  // every answer is held open: the probe is in flight until cancelled
   w.cand.settings.limits.stall_timeout_ms = 60'000;
   Harness h;
-  ProbeTaskRunner runner(h.engine(), *w.store, make_null_logger());
+  Outbox outbox(*w.store, h.clock(), make_null_logger(), w.host_id);
+  ProbeTaskRunner runner(h.engine(), outbox, make_null_logger());
   bool done = false;
   TaskReport report;
   runner.run(w.request(TaskKind::Functional), [&](TaskReport r) {

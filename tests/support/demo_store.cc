@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "daemon/campaigns.h"
+#include "daemon/outbox.h"
 #include "daemon/wiring.h"
 #include "storage/sqlite_store.h"
 #include "tests/support/sim_runner.h"
@@ -57,7 +58,8 @@ Result<DemoStore> build_demo_store(const std::string& dir) {
   runner.at("llama-b9502") = SimCandidate{Behaviour::SlowDecode, "b9502-64f7e03"};
   runner.at("omlx-35b") = SimCandidate{Behaviour::HungStream, "0.3.1", 1.0, 300};
   runner.at("mlx-leak") = SimCandidate{Behaviour::Leak, "0.24.1"};
-  Campaigns camp(shared, Deps{store, clock, make_null_logger(), nullptr, *host}, runner, [](int64_t) { return 0; });
+  Outbox outbox(store, clock, make_null_logger(), *host);
+  Campaigns camp(shared, Deps{store, outbox, clock, make_null_logger(), nullptr, *host}, runner, [](int64_t) { return 0; });
   if (auto r = camp.resume(clock.wall_ms()); !r) return r.error();
 
   // One transaction for the whole simulation (the campaign logic is not what

@@ -32,6 +32,9 @@ constexpr std::array<MethodInfo, kStoreMethodCount> kMethods{{
     {StoreMethod::InsertControl, "insert_control", StoreAccess::Write},
     {StoreMethod::PendingControls, "pending_controls", StoreAccess::Read},
     {StoreMethod::MarkControlHandled, "mark_control_handled", StoreAccess::Write},
+    {StoreMethod::InsertLaunch, "insert_launch", StoreAccess::Write},
+    {StoreMethod::UpdateLaunch, "update_launch", StoreAccess::Write},
+    {StoreMethod::Launches, "launches", StoreAccess::Read},
     {StoreMethod::ProbeResults, "probe_results", StoreAccess::Read},
     {StoreMethod::ProbeCounts, "probe_counts", StoreAccess::Read},
     {StoreMethod::HostSamples, "host_samples", StoreAccess::Read},
@@ -187,6 +190,15 @@ Result<std::vector<ControlRequest>> FaultyStore::pending_controls() {
 }
 Status FaultyStore::mark_control_handled(int64_t id, int64_t now_ms, const std::string& result) {
   return forward<Status>(M::MarkControlHandled, [&] { return inner_.mark_control_handled(id, now_ms, result); });
+}
+Result<int64_t> FaultyStore::insert_launch(const RuntimeLaunch& l) {
+  return forward<Result<int64_t>>(M::InsertLaunch, [&] { return inner_.insert_launch(l); });
+}
+Status FaultyStore::update_launch(const RuntimeLaunch& l) {
+  return forward<Status>(M::UpdateLaunch, [&] { return inner_.update_launch(l); });
+}
+Result<std::vector<RuntimeLaunch>> FaultyStore::launches(const LaunchQuery& q) {
+  return forward<Result<std::vector<RuntimeLaunch>>>(M::Launches, [&] { return inner_.launches(q); });
 }
 Result<std::vector<ProbeResult>> FaultyStore::probe_results(const ProbeQuery& q) {
   return forward<Result<std::vector<ProbeResult>>>(M::ProbeResults, [&] { return inner_.probe_results(q); });

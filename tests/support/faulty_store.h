@@ -43,9 +43,10 @@ enum class StoreMethod {
   InsertStage, UpdateStage, Stages,
   InsertVerdict, LatestVerdict, Verdicts,
   InsertControl, PendingControls, MarkControlHandled,
+  InsertLaunch, UpdateLaunch, Launches,
   ProbeResults, ProbeCounts, HostSamples, ProcessSamples, Events, Status, MaxIds,
 };
-inline constexpr size_t kStoreMethodCount = 25;
+inline constexpr size_t kStoreMethodCount = 28;
 const std::array<StoreMethod, kStoreMethodCount>& all_store_methods();
 std::string_view to_string(StoreMethod m);  // the Store method's name, e.g. "insert_probe_result"
 
@@ -102,6 +103,9 @@ class FaultyStore final : public Store {
   Result<int64_t> insert_control(const ControlRequest& c) override;
   Result<std::vector<ControlRequest>> pending_controls() override;
   Status mark_control_handled(int64_t id, int64_t now_ms, const std::string& result) override;
+  Result<int64_t> insert_launch(const RuntimeLaunch& l) override;
+  Status update_launch(const RuntimeLaunch& l) override;
+  Result<std::vector<RuntimeLaunch>> launches(const LaunchQuery& q) override;
   Result<std::vector<ProbeResult>> probe_results(const ProbeQuery& q) override;
   Result<std::vector<ProbeCount>> probe_counts(const ProbeQuery& q) override;
   Result<std::vector<HostSample>> host_samples(const SampleQuery& q) override;

@@ -87,6 +87,7 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
   SimCandidate s = sims_[name];
   runs_[name]++;
   const int64_t start = clock_.wall_ms();
+  run_starts_ms_.push_back(start);
   std::vector<ProbeResult> rows;
   const bool down = s.behaviour == Behaviour::Unreachable;
   auto add = [&](ProbeKind k, const std::string& workload) -> ProbeResult& {
@@ -145,7 +146,7 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
       if (s.behaviour == Behaviour::LeakSpike && req.stage == StageKind::Soak && n % 500 == 7) fp *= 1.3;
       p.footprint_bytes = static_cast<int64_t>(fp);
       p.resident_bytes = p.footprint_bytes;
-      if (req.stage_id) store_.insert_process_sample(p).ok();
+      if (req.stage_id) put(p);
       auto event = [&](EventKind kind) {
         Event e;
         e.wall_ms = start;
@@ -153,7 +154,7 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
         e.candidate_id = req.candidate_id;
         e.kind = kind;
         e.detail_json = R"({"simulated":true})";
-        store_.insert_event(e).ok();
+        put(e);
       };
       if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::Crash) event(EventKind::ProcessRestart);
       if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::GuardTrip) event(EventKind::GuardTrip);
@@ -226,11 +227,10 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
                            [this, rows = std::move(rows), done = std::move(done), heavy]() mutable {
                              TaskReport rep;
                              for (auto& r : rows) {
-                               auto id = store_.insert_probe_result(r);
-                               if (!id) continue;
-                               rep.row_ids.push_back(*id);
+                               ++rows_produced_;
                                rep.outcomes.push_back(r.outcome);
                                rep.kinds.push_back(r.kind);
+                               if (auto id = put(r)) rep.row_ids.push_back(*id);
                              }
                              if (heavy) --heavy_now_;
                              done(std::move(rep));
@@ -277,5 +277,7 @@ int64_t SimRunner::runs_of(const std::string& name) const {
   auto it = runs_.find(name);
   return it == runs_.end() ? 0 : it->second;
 }
+
+std::optional<int64_t> SimRunner::put(QueuedRow row) { return (outbox_ ? *outbox_ : own_outbox_).put(std::move(row)); }
 
 }  // namespace soak

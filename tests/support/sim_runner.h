@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "daemon/outbox.h"
 #include "daemon/task_runner.h"
 #include "storage/store.h"
 
@@ -49,9 +50,15 @@ struct SimCandidate {
 class SimRunner final : public TaskRunner {
  public:
   SimRunner(Store& store, VirtualClock& clock, int64_t host_id, uint64_t seed = 42)
-      : store_(store), clock_(clock), host_id_(host_id), seed_(seed) {}
+      : store_(store), clock_(clock), host_id_(host_id), seed_(seed), own_outbox_(store, clock, make_null_logger(), host_id) {}
 
+  // Rows go through `outbox` (as the daemon's runner and sampler write them)
+  // instead of straight into the store.
+  void write_through(Outbox* outbox) { outbox_ = outbox; }
   void set(const std::string& name, SimCandidate c) { sims_[name] = c; }
+  // Every probe row a run produced, stored or not; and when each run started.
+  int64_t rows_produced() const { return rows_produced_; }
+  const std::vector<int64_t>& run_starts_ms() const { return run_starts_ms_; }
   SimCandidate& at(const std::string& name) { return sims_[name]; }
 
   void run(const TaskRequest& req, std::function<void(TaskReport)> done) override;
@@ -68,6 +75,10 @@ class SimRunner final : public TaskRunner {
   int64_t max_concurrent_heavy() const { return max_heavy_; }
 
  private:
+  Outbox* outbox_ = nullptr;
+  int64_t rows_produced_ = 0;
+  std::vector<int64_t> run_starts_ms_;
+  std::optional<int64_t> put(QueuedRow row);
   struct Pending {
     int64_t at_ms;
     int64_t seq;
@@ -82,6 +93,7 @@ class SimRunner final : public TaskRunner {
   VirtualClock& clock_;
   int64_t host_id_;
   uint64_t seed_;
+  Outbox own_outbox_;  // straight to the store unless write_through() says otherwise
   std::map<std::string, SimCandidate> sims_;
   std::map<std::string, int64_t> counters_;  // per candidate: requests served (for fault_after)
   std::map<std::string, int64_t> scrapes_;

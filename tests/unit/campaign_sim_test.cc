@@ -47,6 +47,7 @@ struct World {
   int64_t host = 0;
   std::unique_ptr<SimRunner> runner;
   std::shared_ptr<const Config> cfg;
+  std::unique_ptr<Outbox> outbox;
   std::unique_ptr<Campaigns> camp;
 
   explicit World(const std::string& candidates_json, const std::string& extra_top = "") {
@@ -66,7 +67,9 @@ struct World {
   void start() {
     Logger log = make_null_logger();
     if (std::getenv("SIM_LOG")) log = *make_logger(LogTarget::Console, "", "debug");
-    camp = std::make_unique<Campaigns>(cfg, Deps{*store, clock, log, nullptr, host}, *runner, [](int64_t) { return 0; });
+    outbox = std::make_unique<Outbox>(*store, clock, log, host);
+    camp = std::make_unique<Campaigns>(cfg, Deps{*store, *outbox, clock, log, nullptr, host}, *runner,
+                                       [](int64_t) { return 0; });
     REQUIRE(camp->resume(clock.wall_ms()).ok());
   }
 

@@ -373,15 +373,40 @@ TEST_CASE("schema: messages keep their exact wording") {
   CHECK(line("candidates[0]", "stagez", 1) ==
         "test.json: candidates[0].stagez: unknown key \"stagez\"; did you mean \"stages\"? Allowed here: name, model, "
         "runtime, base_url, build, baseline, api_key_env, allow_insecure_api_key, pid, process_name, slots, enabled, "
-        "stages, cadence, limits, gate, judge, soak, guard, sampling, long_context_sizes, burst_sizes");
+        "launch, memory_budget, stages, cadence, limits, gate, judge, soak, guard, sampling, long_context_sizes, burst_sizes");
   CHECK(line("", "zzzzzzzz", 1) == "test.json: zzzzzzzz: unknown key \"zzzzzzzz\" Allowed here: store, log, defaults, "
-                                   "sampler, schedule, metrics, candidates");
+                                   "sampler, schedule, store_outage, metrics, candidates");
   CHECK(line_for(parse(doc_with("defaults", "burst_sizes", nlohmann::json::array({1, 0}))), "defaults.burst_sizes[1]") ==
         "test.json: defaults.burst_sizes[1]: must be a positive integer (e.g. [1, 2, 4, 8])");
   CHECK(line("schedule", "nightly_window", "25:00") ==
         "test.json: schedule.nightly_window: must be a local time \"HH:MM\" or \"now\" (e.g. \"02:00\")");
-  CHECK(line("defaults.limits", "stall_timeout", "20m") ==
-        "test.json: defaults.limits.stall_timeout: must not exceed limits.wall_timeout (15m) (e.g. \"2m\")");
+  CHECK(line("defaults.limits", "stall_timeout", "40m") ==
+        "test.json: defaults.limits.stall_timeout: must not exceed limits.wall_timeout (30m) (e.g. \"2m\")");
+  CHECK(line("defaults.limits", "wall_timeout", "15m") ==
+        "test.json: defaults.limits.wall_timeout: is 15m, within the prefill budget of a fresh 131072-token prompt "
+        "(the largest of long_context_sizes): stall_timeout 2m + 131072 tokens / prefill_floor_tps 100 = 23m51s; "
+        "raise wall_timeout above that with time to answer, or raise prefill_floor_tps (e.g. \"28m51s\")");
+}
+
+TEST_CASE("limits: the default wall timeout outlasts the prefill budget of the largest default size") {
+  // 2 min + 131,072 tokens at 100 tok/s = 23 min 51 s to the first token; the wall is 30 min.
+  auto ok = parse(doc_with("defaults", "long_context_sizes", nlohmann::json::array({1024, 131072})));
+  INFO((ok.ok() ? std::string("ok") : ok.message()));
+  REQUIRE(ok.ok());
+  CHECK(ok->defaults.limits.prefill_floor_tps == 100);
+  CHECK(ok->defaults.limits.wall_timeout_ms == 30 * kMinute);
+  // A candidate that raises its sizes past what the wall allows is refused, naming its own path...
+  auto big = parse(doc_with("candidates[0]", "long_context_sizes", nlohmann::json::array({262144})));
+  REQUIRE_FALSE(big.ok());
+  CHECK(big.message().find("candidates[0].limits.wall_timeout: is 30m, within the prefill budget of a fresh "
+                           "262144-token prompt") != std::string::npos);
+  // ...and a faster floor makes the same sizes fit (262,144 / 400 = 656 s, plus 2 min).
+  auto doc = nlohmann::json::parse(doc_with("candidates[0]", "long_context_sizes", nlohmann::json::array({262144})));
+  doc["candidates"][0]["limits"] = {{"prefill_floor_tps", 400}};
+  auto fast = parse(doc.dump());
+  INFO((fast.ok() ? std::string("ok") : fast.message()));
+  REQUIRE(fast.ok());
+  CHECK(fast->candidates[0].settings.limits.prefill_floor_tps == 400);
 }
 
 TEST_CASE("schema: guard.swap_growth_mb is held in bytes and an integer too wide for its member is refused") {
@@ -418,4 +443,32 @@ TEST_CASE("metrics.textfile: off by default, a .prom path relative to the config
                 "e.g. \"/opt/homebrew/var/node_exporter/textfile/soakd.prom\""});
   expect_error(R"({"metrics": {"texfile": "a.prom"}, "candidates": [)" + kA + "]}",
                {"metrics.texfile: unknown key \"texfile\"; did you mean \"textfile\"?"});
+}
+
+TEST_CASE("a config with no candidate is an error: there is nothing to test") {
+  expect_error(R"({"candidates": []})", {"candidates: is empty", "list at least one runtime", "\"base_url\""});
+}
+
+TEST_CASE("burst and long-context sizes have upper bounds, with the reason") {
+  auto doc = [](const std::string& key, const std::string& list) {
+    return R"({"defaults": {")" + key + R"(": )" + list + R"(}, "candidates": [)" + kA + "]}";
+  };
+  expect_error(doc("burst_sizes", "[1, 100000]"), {"defaults.burst_sizes[1]: must be at most 128", "file descriptor"});
+  expect_error(doc("long_context_sizes", "[1024, 4000000]"),
+               {"defaults.long_context_sizes[1]: must be at most 1048576", "held in memory"});
+  CHECK(parse(doc("burst_sizes", "[1, 8, 30, 80, 128]")).ok());
+  CHECK(parse(doc("long_context_sizes", "[131072, 262144]")).ok());
+}
+
+TEST_CASE("store_outage: defaults, and values read") {
+  auto d = parse(with_candidates(kA));
+  REQUIRE(d.ok());
+  CHECK(d->store_outage.max_queued_rows == kDefaultMaxQueuedRows);
+  CHECK(d->store_outage.stop_after_ms == kDefaultStoreStopAfterMs);
+  auto c = parse(R"({"store_outage": {"max_queued_rows": 50, "stop_after": "10m"}, "candidates": [)" + kA + "]}");
+  REQUIRE(c.ok());
+  CHECK(c->store_outage.max_queued_rows == 50);
+  CHECK(c->store_outage.stop_after_ms == 600'000);
+  expect_error(R"({"store_outage": {"max_queued_rows": 0}, "candidates": [)" + kA + "]}",
+               {"store_outage.max_queued_rows: must be at least 1"});
 }

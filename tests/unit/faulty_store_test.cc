@@ -69,6 +69,13 @@ std::string call(Store& s, StoreMethod m, const Fixture& f) {
   ControlRequest control;
   control.candidate = "cand";
   CandidateRow c = *f.real->candidate(f.cand).value();
+  RuntimeLaunch launch;
+  launch.id = 1;  // the row InsertLaunch wrote just before UpdateLaunch
+  launch.host_id = f.host;
+  launch.name = "cand";
+  launch.pid = 42;
+  launch.executable = "/usr/bin/llama-server";
+  launch.argv_json = "[]";
   switch (m) {
     case StoreMethod::UpsertHost: return err(s.upsert_host(HostInfo{"studio", "Mac15,14", 1LL << 30, "macOS 15.5"}, 2000));
     case StoreMethod::UpsertCandidate: return err(s.upsert_candidate(c, 2000));
@@ -89,6 +96,9 @@ std::string call(Store& s, StoreMethod m, const Fixture& f) {
     case StoreMethod::InsertControl: return err(s.insert_control(control));
     case StoreMethod::PendingControls: return err(s.pending_controls());
     case StoreMethod::MarkControlHandled: return err(s.mark_control_handled(1, 9, "done"));
+    case StoreMethod::InsertLaunch: return err(s.insert_launch(launch));
+    case StoreMethod::UpdateLaunch: return err(s.update_launch(launch));
+    case StoreMethod::Launches: return err(s.launches({}));
     case StoreMethod::ProbeResults: return err(s.probe_results({}));
     case StoreMethod::ProbeCounts: return err(s.probe_counts({}));
     case StoreMethod::HostSamples: return err(s.host_samples({}));
@@ -184,7 +194,7 @@ TEST_CASE("while writes fail, reads still answer from the real store; clearing r
   s.clear();
   REQUIRE(s.insert_probe_result(f.probe(2)).ok());
   CHECK(f.stored_probes() == 2);
-  CHECK(s.failures(StoreAccess::Write) == 12);  // every write method failed once
+  CHECK(s.failures(StoreAccess::Write) == 14);  // every write method failed once
   CHECK(s.failures(StoreAccess::Read) == 0);
   s.reset_counts();
   CHECK(s.calls(StoreAccess::Write) == 0);

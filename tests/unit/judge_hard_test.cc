@@ -207,3 +207,43 @@ TEST_CASE("harness errors are reported apart and never count against the candida
   CHECK(f->n == 120);
   CHECK(f->estimate == 0);
 }
+
+TEST_CASE("a server token cap is a hard failure whose reason carries how to lift it") {
+  Healthy h;
+  const std::string lift = "MLX-LM caps answers at 512 tokens: start mlx_lm.server with --max-tokens 32768";
+  ProbeResult& r = h.cand.add(ProbeKind::Thinking, "thinking/on", Outcome::ServerTokenCap);
+  r.completion_tokens = 512;
+  r.detail = lift + " (finish_reason length after 512 completion tokens; soakd sent no max_tokens)";
+  auto v = h.judge();
+  expect_hard(v, "server_token_cap");
+  CHECK(contains(v.reason, lift));
+  CHECK(find_metric(v, "hard/server_token_cap")->n == 1);
+}
+
+TEST_CASE("a server token cap fails the smoke with the lift in the verdict's reason") {
+  Rows cand{kCandidate, 1};
+  JudgeInput in = input_for(StageKind::Smoke);
+  in.recipe.baseline_mode = BaselineMode::None;
+  in.recipe.baseline_id.reset();
+  in.smoke_required = {ProbeKind::Health, ProbeKind::Stream};
+  cand.add(ProbeKind::Health, "health");
+  const std::string lift = "llama-server was started with -n 64: start it without -n or with -n -1";
+  cand.add(ProbeKind::Stream, "stream", Outcome::ServerTokenCap).detail =
+      lift + " (finish_reason length after 64 completion tokens; soakd sent no max_tokens)";
+  in.candidate_rows = cand.rows;
+  auto v = judge_stage(in);
+  INFO(v.reason);
+  CHECK(v.state == VerdictState::Rejected);
+  CHECK(contains(v.reason, "smoke rejected"));
+  CHECK(contains(v.reason, lift));
+  const auto* smoke_stream = find_metric(v, "smoke/stream");
+  REQUIRE(smoke_stream);
+  CHECK(smoke_stream->result == MetricResult::Fail);
+}
+
+TEST_CASE("without server-capped rows the verdict lists no server_token_cap metric (earlier verdicts recompute the same)") {
+  Healthy h;
+  auto v = h.judge();
+  CHECK(v.state == VerdictState::Promoted);
+  CHECK(find_metric(v, "hard/server_token_cap") == nullptr);
+}

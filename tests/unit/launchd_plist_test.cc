@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/launch.h"
 #include "daemon/daemon.h"
 #include "tests/catch.h"
 #include "tests/support/child_process.h"
@@ -260,6 +261,10 @@ void check_job(const PValue& root, bool is_daemon, const std::string& config) {
   // ExitTimeOut must leave room for the graceful stop before launchd sends SIGKILL.
   REQUIRE(d.at("ExitTimeOut").type == "integer");
   CHECK(std::get<int64_t>(d.at("ExitTimeOut").v) * 1000 > kStopGraceMs);
+  // ... and for managed runtimes stopped within it (default stop_timeout): the value
+  // soakd check-config compares a config's stop_timeouts with.
+  CHECK(std::get<int64_t>(d.at("ExitTimeOut").v) * 1000 == kLaunchdExitTimeOutMs);
+  CHECK(kLaunchdExitTimeOutMs > kStopGraceMs + kDefaultStopTimeoutMs);
   // No ProcessType (or Background/Adaptive) would throttle a latency-measuring daemon.
   CHECK(str(d.at("ProcessType")) == "Interactive");
   CHECK(str(d.at("StandardOutPath")).find("/Library/Logs/soakd/") != std::string::npos);

@@ -72,6 +72,7 @@ struct World {
   TempDir tmp;
   VirtualClock clock{1'767'225'600'000};
   std::unique_ptr<SqliteStore> store;
+  std::unique_ptr<Outbox> outbox;
   ScriptedSampler sampler;
   uv_loop_t loop;
   ConfigSnapshot cfg = std::make_shared<const Config>(config("10m"));
@@ -91,10 +92,11 @@ struct World {
     row.build = "b1";
     row.base_url = cfg->candidates[0].base_url;
     cand = *store->upsert_candidate(row, clock.wall_ms());
+    outbox = std::make_unique<Outbox>(*store, clock, make_null_logger(), host);
     service = std::make_unique<SamplerService>(
-        cfg, Deps{*store, clock, make_null_logger(), &loop, host}, sampler,
+        cfg, Deps{*store, *outbox, clock, make_null_logger(), &loop, host}, sampler,
         [this] {
-          return std::vector<Campaigns::Active>{{"a", candidate_snapshot(cfg, cfg->candidates[0]), cand, StageKind::Canary}};
+          return std::vector<Campaigns::Active>{{"a", candidate_snapshot(cfg, cfg->candidates[0]), cand, StageKind::Canary, false, std::nullopt}};
         },
         std::make_unique<NoPower>());
   }

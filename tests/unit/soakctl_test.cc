@@ -150,7 +150,7 @@ TEST_CASE("soakctl finds the store through --config") {
   Fixture f;
   f.add("a", "b1", VerdictState::Promoted);
   std::string cfg = f.tmp.path() + "/soakd.json";
-  std::ofstream(cfg) << R"({"store": "soakd.db", "candidates": []})";
+  std::ofstream(cfg) << R"({"store": "soakd.db", "candidates": [{"name": "a", "model": "m", "runtime": "llama.cpp", "base_url": "http://127.0.0.1:8080"}]})";
   std::string out;
   CHECK(f.run({"--config", cfg, "status"}, &out) == 0);
   CHECK(out.find("promoted") != std::string::npos);

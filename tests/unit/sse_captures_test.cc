@@ -75,6 +75,7 @@ const CaptureCase kCaptures[] = {
     {"error-invalid-utf8-output-chat-stream.sse.http", false, false},
     {"post-v1-chat-completions-stream-include-usage.sse.http", false, true},
     {"post-v1-chat-completions-stream-no-usage.sse.http", false, true},
+    {"post-v1-chat-completions-stream-return-progress.sse.http", false, true},
     {"post-v1-chat-completions-tools-required-enum-stream.sse.http", true, true},
     {"post-v1-chat-completions-tools-required-prefill-stream.sse.http", false, true},
 };

@@ -305,6 +305,28 @@ TEST_CASE("a second daemon lock on the same store is refused with the holder's p
   CHECK(DaemonLock::acquire(path).ok());  // released with its holder
 }
 
+TEST_CASE("the lock file carries the running daemon's note, rewritten in place, read only while it runs") {
+  TempDir tmp;
+  std::string path = tmp.path() + "/s.db";
+  CHECK_FALSE(DaemonLock::running_note(path));  // no lock file
+  auto lock = DaemonLock::acquire(path);
+  REQUIRE(lock.ok());
+  CHECK_FALSE(DaemonLock::running_note(path));  // nothing to say
+  const auto size = std::filesystem::file_size(path + ".lock");
+  (*lock)->set_note("store not writable since 2026-11-30T21:04:59Z: database or disk is full; 12 rows waiting");
+  auto note = DaemonLock::running_note(path);
+  REQUIRE(note);
+  CHECK(*note == "store not writable since 2026-11-30T21:04:59Z: database or disk is full; 12 rows waiting");
+  CHECK(std::filesystem::file_size(path + ".lock") == size);  // no new space needed to say it
+  (*lock)->set_note(std::string(2000, 'x'));                    // cut to fit
+  CHECK(std::filesystem::file_size(path + ".lock") == size);
+  (*lock)->set_note("");
+  CHECK_FALSE(DaemonLock::running_note(path));
+  (*lock)->set_note("stale");
+  lock->reset();
+  CHECK_FALSE(DaemonLock::running_note(path));  // a note left by a soakd that is gone is not shown
+}
+
 TEST_CASE("control requests go in pending and come out handled") {
   TempDir tmp;
   auto st = open_rw(tmp.path() + "/s.db");

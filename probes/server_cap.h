@@ -1,0 +1,44 @@
+// A server-side answer cap (docs/DESIGN.md §2.2): an answer that ends with
+// finish_reason "length" although the request named no max_tokens was cut by
+// the runtime's own default, not by soakd. MLX-LM applies --max-tokens (512
+// unless started with more) to every request that sends none; llama-server
+// applies -n / --n-predict (unlimited by default) and stops anyway when the
+// slot's context is full. Such a row is the named failure server_token_cap,
+// and its detail says how to lift the cap on that runtime.
+//
+// Pure and thread-agnostic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/types.h"
+#include "probes/openai_chat.h"
+
+namespace soak::probes {
+
+// Whether the request named its own token limit. soakd's chat builders never
+// do (probes/requests.h), so every finish_reason "length" they see is the
+// server's; the value is here so the rule states what it depends on.
+enum class RequestLimit { None, Sent };
+
+struct ServerCapContext {
+  RuntimeKind runtime = RuntimeKind::OpenAI;
+  RequestLimit request_limit = RequestLimit::None;
+  std::optional<int64_t> slot_ctx;  // llama.cpp /props default_generation_settings.n_ctx (per slot)
+};
+
+// What the advice suggests instead: room for a long thinking answer.
+inline constexpr int64_t kSuggestedServerMaxTokens = 32768;
+
+// ServerTokenCap when `r` finished with "length" on a request without a limit;
+// nullopt otherwise (a natural stop, a tool call, a request that set a limit).
+std::optional<Verdict> classify_server_cap(const ChatResult& r, const ServerCapContext& c);
+
+// How to lift the cap on `runtime`, given what the cut answer showed:
+// "MLX-LM caps answers at 512 tokens: start mlx_lm.server with --max-tokens 32768".
+std::string lift_server_cap(RuntimeKind runtime, int64_t completion_tokens, std::optional<int64_t> prompt_tokens,
+                            std::optional<int64_t> slot_ctx);
+
+}  // namespace soak::probes

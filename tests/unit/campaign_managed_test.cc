@@ -1,0 +1,272 @@
+// Campaigns with managed candidates (daemon/campaign_managed.cc) in virtual
+// time: a scripted RuntimeControl stands in for the processes, the SimRunner
+// for the probes, a real SQLite store holds the rows. Checks what the process
+// tests cannot in seconds: a new executable waits for the nightly window, a
+// runtime is never restarted inside a stage, a failed launch blocks once and
+// is not retried in a loop, keep_running leaves the runtime up.
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "daemon/campaigns.h"
+#include "daemon/outbox.h"
+#include "daemon/runtime_control.h"
+#include "storage/sqlite_store.h"
+#include "tests/catch.h"
+#include "tests/support/sim_runner.h"
+#include "tests/support/temp_dir.h"
+
+using namespace soak;
+
+namespace {
+
+constexpr int64_t kStartupMs = 30 * kSecond;  // how long the scripted runtime takes to be ready
+
+// The processes, scripted. Callbacks are queued and delivered by the World's
+// loop as virtual time passes, never from inside the call.
+class ScriptedRuntimes final : public RuntimeControl {
+ public:
+  explicit ScriptedRuntimes(VirtualClock& clock) : clock_(clock) {}
+
+  void start(const CandidateSnapshot& c, std::function<void(Result<RuntimeUp>)> ready) override {
+    ++starts;
+    start_times.push_back(clock_.wall_ms());
+    exe_change.clear();  // the executable as it is now is the one launched
+    const std::string name = c->name;
+    if (!fail_with.empty()) {
+      const std::string why = fail_with;
+      queue(clock_.wall_ms(), [ready, why] { ready(make_error(why)); });
+      return;
+    }
+    const int pid = next_pid++;
+    queue(clock_.wall_ms() + kStartupMs, [this, ready, name, pid] {
+      up[name] = pid;
+      ready(RuntimeUp{pid, RuntimeOrigin::Launched});
+    });
+  }
+  void stop(const std::string& name, const std::string& why) override {
+    stops.push_back(why);
+    up.erase(name);
+  }
+  std::optional<int> pid(const std::string& name) const override {
+    auto it = up.find(name);
+    return it == up.end() ? std::nullopt : std::optional<int>(it->second);
+  }
+  void set_on_exit(std::function<void(const std::string&, const RuntimeExit&)> f) override { on_exit_ = std::move(f); }
+  void link(const std::string& name, int64_t candidate_id) override { links[name] = candidate_id; }
+  std::string executable_change(const CandidateConfig&) override { return exe_change; }
+
+  void crash(const std::string& name) {
+    RuntimeExit x{up.at(name), "killed by SIGKILL (signal 9)", std::nullopt, 9, "loading model\nsegfault in ggml\n"};
+    up.erase(name);
+    queue(clock_.wall_ms(), [this, name, x] { on_exit_(name, x); });
+  }
+
+  void deliver(int64_t now) {
+    std::vector<std::function<void()>> due;
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->first <= now) {
+        due.push_back(std::move(it->second));
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& f : due) f();
+  }
+  std::optional<int64_t> next_ms() const {
+    std::optional<int64_t> n;
+    for (const auto& [at, f] : pending_)
+      if (!n || at < *n) n = at;
+    return n;
+  }
+
+  int starts = 0;
+  std::vector<int64_t> start_times;
+  std::vector<std::string> stops;
+  std::map<std::string, int> up;
+  std::map<std::string, int64_t> links;
+  std::string exe_change;  // what the next executable_change() reports
+  std::string fail_with;   // the next starts fail with this
+  int next_pid = 1000;
+
+ private:
+  void queue(int64_t at, std::function<void()> f) { pending_.emplace_back(at, std::move(f)); }
+  VirtualClock& clock_;
+  std::vector<std::pair<int64_t, std::function<void()>>> pending_;
+  std::function<void(const std::string&, const RuntimeExit&)> on_exit_;
+};
+
+struct World {
+  TempDir tmp;
+  VirtualClock clock{1'767'225'600'000};  // 2026-01-01 00:00 UTC
+  std::unique_ptr<SqliteStore> store;
+  int64_t host = 0;
+  std::unique_ptr<SimRunner> runner;
+  std::unique_ptr<Outbox> outbox;
+  std::unique_ptr<ScriptedRuntimes> runtimes;
+  std::shared_ptr<const Config> cfg;
+  std::unique_ptr<Campaigns> camp;
+
+  World(const std::string& window, const std::string& launch_extra = "") {
+    auto st = SqliteStore::open(tmp.path() + "/s.db", OpenMode::ReadWrite, Durability::Fast);
+    REQUIRE(st.ok());
+    store = std::move(*st);
+    host = *store->upsert_host(HostInfo{"studio", "Mac15,14", 512LL << 30, "macOS 15.5"}, clock.wall_ms());
+    const std::string text = R"({
+      "defaults": {
+        "stages": { "smoke": "15m", "canary": "2h", "gate": "6h", "soak": "12h" },
+        "cadence": { "scrape": "5m", "functional": "15m", "long_context": "1h", "burst": "1h", "cancel": "1h",
+                     "gate_pause": "30s", "soak_traffic": "10m", "soak_heavy": "6h", "build_poll": "30m" },
+        "gate": { "min_completed": 100 },
+        "long_context_sizes": [1024], "burst_sizes": [1, 4]
+      },
+      "schedule": { "nightly_window": ")" + window + R"(" },
+      "candidates": [{ "name": "m", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
+                       "base_url": "http://127.0.0.1:8081",
+                       "launch": { "argv": ["llama-server", "--port", "8081"])" + launch_extra + R"( } }]
+    })";
+    auto c = parse_config(text, "sim.json", tmp.path());
+    INFO((c.ok() ? "" : c.message()));
+    REQUIRE(c.ok());
+    cfg = std::make_shared<const Config>(std::move(*c));
+    runner = std::make_unique<SimRunner>(*store, clock, host);
+    runner->at("m").build = "b9430";
+    runtimes = std::make_unique<ScriptedRuntimes>(clock);
+    outbox = std::make_unique<Outbox>(*store, clock, make_null_logger(), host);
+    camp = std::make_unique<Campaigns>(cfg, Deps{*store, *outbox, clock, make_null_logger(), nullptr, host}, *runner,
+                                       [](int64_t) { return 0; });
+    camp->set_runtime_control(runtimes.get());
+    REQUIRE(camp->resume(clock.wall_ms()).ok());
+  }
+
+  // Runs `limit_ms` of virtual time, or until `stop` holds.
+  void run(int64_t limit_ms, const std::function<bool()>& stop = nullptr) {
+    const int64_t end = clock.wall_ms() + limit_ms;
+    while (clock.wall_ms() < end) {
+      const int64_t now = clock.wall_ms();
+      runner->deliver(now);
+      runtimes->deliver(now);
+      camp->tick(now);
+      if (stop && stop()) return;
+      int64_t next = end;
+      for (auto t : {runner->next_completion_ms(), runtimes->next_ms(), camp->next_wake_ms(now)})
+        if (t) next = std::min(next, *t);
+      if (next <= now) next = now + 1;
+      clock.advance_ms(next - now);
+    }
+  }
+
+  std::optional<CandidateRow> row(const std::string& build) {
+    for (const auto& c : *store->candidates())
+      if (c.build == build) return c;
+    return std::nullopt;
+  }
+  std::optional<VerdictRow> verdict(const std::string& build) {
+    auto r = row(build);
+    if (!r) return std::nullopt;
+    return *store->latest_verdict(r->id);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a managed runtime is started before its build is read, and stopped when its campaign settles") {
+  World w("now");
+  w.run(2 * kDay, [&] { return w.camp->settled(); });
+  REQUIRE(w.camp->settled());
+  CHECK(w.runtimes->starts == 1);
+  auto v = w.verdict("b9430");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Promoted);
+  CHECK(w.runtimes->links.at("m") == w.row("b9430")->id);  // the launch is recorded with its build
+  REQUIRE(w.runtimes->stops.size() == 1);
+  CHECK(w.runtimes->stops[0].find("campaign settled") != std::string::npos);
+  // Nothing was probed before the runtime was ready.
+  ProbeQuery q;
+  for (const auto& r : *w.store->probe_results(q)) CHECK(r.started_wall_ms >= w.runtimes->start_times[0] + kStartupMs);
+}
+
+TEST_CASE("keep_running leaves the runtime up when the campaign settles") {
+  World w("now", R"(, "keep_running": true)");
+  w.run(2 * kDay, [&] { return w.camp->settled(); });
+  REQUIRE(w.camp->settled());
+  CHECK(w.runtimes->stops.empty());
+  CHECK(w.runtimes->up.count("m") == 1);
+}
+
+TEST_CASE("a new executable is a new build: restarted at the nightly window, canaried against the promoted one") {
+  World w("02:00");
+  // The first build: smoke at once, its canary at the window (02:00), then gate and soak.
+  w.run(3 * kDay, [&] { return w.camp->settled(); });
+  auto first = w.verdict("b9430");
+  REQUIRE(first);
+  REQUIRE(first->state == VerdictState::Promoted);
+  REQUIRE(w.runtimes->starts == 1);
+
+  // `brew upgrade` at 10:00: found at the next build_poll, acted on at 02:00.
+  const int64_t day = (w.clock.wall_ms() / kDay + 1) * kDay;
+  w.clock.advance_ms(day + 10 * kHour - w.clock.wall_ms());
+  w.runtimes->exe_change = "path /Cellar/llama.cpp/9430/bin/llama-server -> /Cellar/llama.cpp/9502/bin/llama-server";
+  w.runner->at("m").build = "b9502";
+  w.run(20 * kHour, [&] { return w.runtimes->starts == 2; });
+  REQUIRE(w.runtimes->starts == 2);
+  CHECK(w.runtimes->start_times[1] == day + kDay + 2 * kHour);  // not before the window
+  w.run(kHour, [&] { return w.row("b9502").has_value(); });
+  auto second = w.row("b9502");
+  REQUIRE(second);
+  CHECK(second->baseline_id == w.row("b9430")->id);
+  w.run(6 * kHour, [&] {
+    auto st = *w.store->stages(second->id);
+    return !st.empty() && st.back().kind == StageKind::Canary;
+  });
+  auto st = *w.store->stages(second->id);
+  REQUIRE_FALSE(st.empty());
+  CHECK(st.back().kind == StageKind::Canary);
+}
+
+TEST_CASE("a runtime that ends mid-gate is rejected with its exit, and not restarted inside the stage") {
+  World w("now");
+  w.run(2 * kDay, [&] {
+    auto r = w.row("b9430");
+    if (!r) return false;
+    auto st = *w.store->stages(r->id);
+    return !st.empty() && st.back().kind == StageKind::Gate && w.clock.wall_ms() > st.back().started_ms + kHour;
+  });
+  REQUIRE(w.runtimes->up.count("m"));
+  w.runtimes->crash("m");
+  w.run(kDay, [&] { return w.camp->settled(); });
+  auto v = w.verdict("b9430");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Rejected);
+  CHECK(v->stage == "gate");
+  CHECK(v->reason.find("SIGKILL") != std::string::npos);
+  bool exit_metric = false;
+  for (const auto& m : v->metrics) exit_metric |= m.metric == "hard/runtime_exit" && m.result == MetricResult::Fail;
+  CHECK(exit_metric);
+  CHECK(w.runtimes->starts == 1);
+  EventQuery eq;
+  eq.kind = EventKind::ProcessGone;
+  auto ev = *w.store->events(eq);
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].detail_json.find("segfault in ggml") != std::string::npos);
+}
+
+TEST_CASE("a runtime that cannot start blocks the candidate once, with the reason, and is not retried in a loop") {
+  World w("now");
+  w.runtimes->fail_with = "not ready within 10m (health: loading); last lines of m.runtime.log: out of memory";
+  w.run(kDay, [&] { return w.camp->settled(); });
+  REQUIRE(w.camp->settled());
+  CHECK(w.runtimes->starts == 1);
+  auto r = w.row(std::string(kUnknownBuild));
+  REQUIRE(r);
+  auto v = *w.store->latest_verdict(r->id);
+  REQUIRE(v);
+  CHECK(v->state == VerdictState::Blocked);
+  CHECK(v->reason.find("out of memory") != std::string::npos);
+  w.run(kDay);
+  CHECK(w.runtimes->starts == 1);
+}
