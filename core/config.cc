@@ -75,6 +75,12 @@ const CandidateConfig* Config::find(std::string_view name) const {
   return nullptr;
 }
 
+std::vector<CapacityEntry> capacity_entries(const CampaignSettings& s, std::optional<int> slots) {
+  if (s.capacity) return *s.capacity;
+  if (slots && *slots > 1) return {CapacityEntry{kDefaultCapacitySize, *slots}};
+  return {};
+}
+
 static nlohmann::ordered_json settings_json(const CampaignSettings& s) {
   nlohmann::ordered_json j;
   j["stages"] = {s.stages.smoke_ms, s.stages.canary_ms, s.stages.gate_ms, s.stages.soak_ms, s.stages.grace_fraction};
@@ -85,11 +91,15 @@ static nlohmann::ordered_json settings_json(const CampaignSettings& s) {
                  s.limits.max_response_bytes, s.limits.prefill_floor_tps};
   j["gate"] = {s.gate.min_completed, s.gate.max_failure_ratio, s.gate.min_coverage};
   const auto& r = s.judge;
-  j["judge"] = {r.alpha, r.effect_floor, r.hold_band, r.tail_tolerance, r.min_samples, r.max_invalid_ratio, r.repeated_5xx};
+  j["judge"] = {r.alpha, r.effect_floor, r.hold_band, r.tail_tolerance, r.min_samples, r.max_invalid_ratio, r.repeated_5xx, r.max_failure_ratio};
   j["soak"] = {s.soak.max_footprint_growth, s.soak.max_footprint_slope_mb_per_h, s.soak.max_decode_drift};
   j["guard"] = {s.guard.swap_growth_bytes, s.guard.swapouts_growth, s.guard.window_ms, s.guard.pressure_critical_trips};
   j["long_context_sizes"] = s.long_context_sizes;
   j["burst_sizes"] = s.burst_sizes;
+  if (s.capacity) {  // absent when defaulted: earlier hashes stay
+    auto& cap = j["capacity"] = nlohmann::ordered_json::array();
+    for (const auto& e : *s.capacity) cap.push_back({e.size, e.concurrency});
+  }
   j["sampling"] = s.sampling.to_json();
   return j;
 }
@@ -102,6 +112,7 @@ std::string Config::candidate_hash(const CandidateConfig& c) const {
   j["base_url"] = c.base_url;
   j["baseline"] = c.baseline.value_or("");
   j["slots"] = c.slots.value_or(0);
+  if (c.allow_coexisting) j["allow_coexisting"] = true;  // absent when off: earlier hashes stay
   j["settings"] = settings_json(c.settings);
   // Added only when set, so a candidate without them keeps the hash it always had.
   if (c.memory_budget_bytes) j["memory_budget_bytes"] = *c.memory_budget_bytes;

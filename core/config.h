@@ -33,7 +33,9 @@ inline constexpr double kDefaultStageGraceFraction = 0.25;  // gap extension all
 
 inline constexpr int64_t kDefaultFunctionalEveryMs = 10 * kMinute;
 inline constexpr int64_t kDefaultLongContextEveryMs = 60 * kMinute;
-inline constexpr int64_t kDefaultBurstEveryMs = 30 * kMinute;
+// Six bursts of each size in a 2 h canary: enough runs for the comparison's
+// five-sample minimum even at size 1.
+inline constexpr int64_t kDefaultBurstEveryMs = 20 * kMinute;
 inline constexpr int64_t kDefaultCancelEveryMs = 30 * kMinute;
 inline constexpr int64_t kDefaultScrapeEveryMs = kMinute;
 inline constexpr int64_t kDefaultGatePauseMs = 2'000;
@@ -43,11 +45,25 @@ inline constexpr int64_t kDefaultBuildPollMs = 5 * kMinute;
 inline constexpr int64_t kDefaultSampleEveryMs = 5'000;
 
 inline const std::vector<int64_t> kDefaultLongContextSizes{1024, 8192, 32768, 65536, 100000, 131072};
-inline const std::vector<int> kDefaultBurstSizes{1, 2, 4, 8};
+// S4: agent turns fire 30-80 POSTs within ~200 ms; 8 is the --parallel of the
+// field's 35B runs.
+inline const std::vector<int> kDefaultBurstSizes{1, 8, 30, 80};
+
+// Concurrent long context (S0/S1: 32K x 8 at --parallel 8; the 27B 32K x 4):
+// the default capacity entry is this size times the candidate's slots, when it
+// has more than one.
+inline constexpr int64_t kDefaultCapacitySize = 32768;
 inline constexpr int64_t kMaxBurstSize = 128;               // file descriptors: see the config message
 inline constexpr int64_t kMaxLongContextTokens = 1'048'576;  // memory: see the config message
 
 // ---- sections ---------------------------------------------------------------
+// One capacity check: `concurrency` prompts of `size` tokens released at once.
+struct CapacityEntry {
+  int64_t size = kDefaultCapacitySize;
+  int concurrency = 2;
+  bool operator==(const CapacityEntry&) const = default;
+};
+
 struct StageDurations {
   int64_t smoke_ms = kDefaultSmokeMs;
   int64_t canary_ms = kDefaultCanaryMs;
@@ -91,6 +107,10 @@ struct JudgeRules {
   int min_samples = 5;               // per metric and side, below this: inconclusive
   double max_invalid_ratio = 0.05;   // invalid JSON / tool call tolerance before hard failure
   int repeated_5xx = 3;              // this many 5xx in a row is a hard failure
+  // Canary: pooled completions (functional, long context, burst members) fail
+  // when the lower Wilson bound of their failure rate is above this
+  // (docs/DESIGN.md §3.9): 1 in 8 with HTTP 500 rejects, one transient does not.
+  double max_failure_ratio = 0.01;
 };
 
 struct SoakRules {
@@ -118,8 +138,15 @@ struct CampaignSettings {
   GuardRules guard;
   std::vector<int64_t> long_context_sizes = kDefaultLongContextSizes;
   std::vector<int> burst_sizes = kDefaultBurstSizes;
+  // nullopt: one entry of kDefaultCapacitySize x slots when the runtime has
+  // more than one slot (configured, else as it reports), none otherwise.
+  std::optional<std::vector<CapacityEntry>> capacity;
   Sampling sampling;
 };
+
+// The capacity checks to run: the configured ones, else kDefaultCapacitySize x
+// `slots` when the runtime has more than one slot, else none.
+std::vector<CapacityEntry> capacity_entries(const CampaignSettings& s, std::optional<int> slots);
 
 enum class BuildSource { Http, Command, Fixed };
 struct BuildSpec {
@@ -145,6 +172,9 @@ struct CandidateConfig {
   bool enabled = true;
   std::optional<LaunchSpec> launch;        // managed: soakd starts, watches and stops the runtime
   std::optional<int64_t> memory_budget_bytes;  // footprint above this during a stage is a hard failure
+  // Judged while other inference engines are resident (SOLO off): a
+  // duplicate_engine event no longer makes a stage inconclusive.
+  bool allow_coexisting = false;
   CampaignSettings settings;               // defaults merged with this candidate's overrides
 };
 

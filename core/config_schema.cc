@@ -9,6 +9,7 @@ namespace soak::schema {
 
 namespace {
 
+inline constexpr int64_t kMaxCapacityConcurrency = 256;  // each is a connection (a file descriptor)
 inline constexpr int64_t kBytesPerMb = 1000 * 1000;  // guard.swap_growth_mb, as docs/DESIGN.md §2.10 counts it
 
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
@@ -102,6 +103,45 @@ void read_metrics_textfile(ReadContext& ctx, const json& v, const std::string& p
     return;
   }
   m.textfile = resolve_path(ctx, *s);
+}
+
+// ---- capacity: [{"size": 32768, "concurrency": 8}, ...]
+void read_capacity(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex,
+                   CampaignSettings& s) {
+  if (!v.is_array()) {
+    ctx.err(p, "must be an array of {\"size\", \"concurrency\"} objects (empty: no capacity check)", ex);
+    return;
+  }
+  std::vector<CapacityEntry> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string at = index_path(p, i);
+    const json& e = v[i];
+    if (!expect_object(ctx, e, at, "{\"size\": 32768, \"concurrency\": 8}")) return;
+    for (const auto& [key, value] : e.items()) {
+      (void)value;
+      if (key != "size" && key != "concurrency") {
+        ctx.err(join_path(at, key), "unknown key \"" + key + "\"; allowed here: size, concurrency", "\"size\": 32768");
+        return;
+      }
+    }
+    CapacityEntry c;
+    const json* size = e.contains("size") ? &e.at("size") : nullptr;
+    const json* conc = e.contains("concurrency") ? &e.at("concurrency") : nullptr;
+    if (!size || !size->is_number_integer() || size->get<int64_t>() <= 0) {
+      ctx.err(join_path(at, "size"), "must be a positive number of prompt tokens", "32768");
+      return;
+    }
+    if (!conc || !conc->is_number_integer() || conc->get<int64_t>() < 1 || conc->get<int64_t>() > kMaxCapacityConcurrency) {
+      ctx.err(join_path(at, "concurrency"),
+              "must be an integer from 1 to " + std::to_string(kMaxCapacityConcurrency) + " (prompts in flight at once)",
+              "8");
+      return;
+    }
+    c.size = size->get<int64_t>();
+    c.concurrency = static_cast<int>(conc->get<int64_t>());
+    out.push_back(c);
+  }
+  s.capacity = std::move(out);
 }
 
 // ---- build: exactly one of three forms (counted by read_build)
@@ -217,6 +257,7 @@ const Section<JudgeRules>& judge_section() {
       integer("min_samples", &S::min_samples, 2, "5"),
       number("max_invalid_ratio", &S::max_invalid_ratio, 0, 1, "0.05"),
       integer("repeated_5xx", &S::repeated_5xx, 1, "3"),
+      number("max_failure_ratio", &S::max_failure_ratio, 0, 1, "0.01"),
   }};
   return s;
 }
@@ -266,10 +307,11 @@ const Section<CampaignSettings>& campaign_section() {
       positive_list("long_context_sizes", &S::long_context_sizes, "[1024, 8192, 32768]",
                     Bound{kMaxLongContextTokens, "a long-context prompt is built and held in memory for its whole "
                                                  "request, about 4 bytes per token"}),
-      positive_list("burst_sizes", &S::burst_sizes, "[1, 2, 4, 8]",
+      positive_list("burst_sizes", &S::burst_sizes, "[1, 8, 30, 80]",
                     Bound{kMaxBurstSize, "every member of a burst holds its own connection, a file descriptor; "
                                          "a launchd job gets 256 by default, shared with the store, the log and "
                                          "every other candidate"}),
+      custom<S>("capacity", Kind::List, "[{\"size\": 32768, \"concurrency\": 8}]", read_capacity),
   }};
   return s;
 }
@@ -330,6 +372,7 @@ const Section<CandidateConfig>& candidate_section() {
         boolean("enabled", &S::enabled),
         custom<S>("launch", Kind::Object, launch_section().example, read_launch),
         custom<S>("memory_budget", Kind::String, "\"64GiB\"", read_memory_budget),
+        boolean("allow_coexisting", &S::allow_coexisting),
     }};
     embed(t.fields, &S::settings, campaign_section());
     return t;

@@ -76,7 +76,7 @@ constexpr Table<Outcome, 27> kOutcomes{{
     {Outcome::HarnessError, "harness_error"},
 }};
 
-constexpr Table<ProbeKind, 17> kProbeKinds{{
+constexpr Table<ProbeKind, 18> kProbeKinds{{
     {ProbeKind::Health, "health"},
     {ProbeKind::Identity, "identity"},
     {ProbeKind::Marker, "marker"},
@@ -94,6 +94,7 @@ constexpr Table<ProbeKind, 17> kProbeKinds{{
     {ProbeKind::Scrape, "scrape"},
     {ProbeKind::Agent, "agent"},
     {ProbeKind::Build, "build"},
+    {ProbeKind::Capacity, "capacity"},
 }};
 
 constexpr Table<CacheState, 4> kCacheStates{{

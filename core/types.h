@@ -63,6 +63,7 @@ OutcomeCategory category_of(Outcome o);
 enum class ProbeKind {
   Health, Identity, Marker, Stream, StrictJson, ToolCall, LongContext, SharedPrefix,
   Burst, Cancel, Thinking, Repetition, Embeddings, Rerank, Scrape, Agent, Build,
+  Capacity,  // N long prompts of one size at once (docs/DESIGN.md §3.9)
 };
 std::string_view to_string(ProbeKind k);
 std::optional<ProbeKind> parse_probe_kind(std::string_view s);
@@ -225,6 +226,20 @@ struct CandidateRow {
   int64_t first_seen_ms = 0;
   int64_t last_seen_ms = 0;
   std::optional<int64_t> baseline_id;  // candidate row judged against
+};
+
+// How far a build's context reaches (docs/DESIGN.md §3.9): the largest
+// configured long-context size it served clean and fresh in a canary, beside
+// the runtime's own per-slot context and how that was known. One per build.
+struct ContextReach {
+  int64_t id = 0;  // assigned by the store
+  int64_t candidate_id = 0;
+  std::optional<int64_t> stage_id;
+  int64_t wall_ms = 0;
+  int64_t reach_tokens = 0;       // largest configured size served clean fresh (0: none)
+  int64_t configured_tokens = 0;  // largest configured size
+  std::optional<int64_t> runtime_ctx_tokens;
+  std::string runtime_ctx_source;  // "/props n_ctx", "/slots n_ctx", "/tokenize max_model_len", "error n_ctx", "error text"
 };
 
 struct StageRow {

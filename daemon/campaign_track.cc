@@ -73,7 +73,8 @@ std::optional<StageKind> next_stage(StageKind k) {
 }
 
 bool interleaves(TaskKind k) {
-  return k == TaskKind::Scrape || k == TaskKind::Functional || k == TaskKind::LongContext || k == TaskKind::Burst;
+  return k == TaskKind::Scrape || k == TaskKind::Functional || k == TaskKind::LongContext || k == TaskKind::Burst ||
+         k == TaskKind::Capacity;
 }
 
 VerdictRow verdict_for(const Track& t, VerdictState state, std::string reason, int64_t now, const std::string& who,
@@ -266,6 +267,8 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
   r.guard = s.guard;
   r.supervision = t.cfg->launch ? Supervision::Managed : Supervision::Unmanaged;
   r.memory_budget_bytes = t.cfg->memory_budget_bytes;
+  if (t.stage->kind == StageKind::Canary) r.long_context_sizes = s.long_context_sizes;
+  r.allow_coexisting = t.cfg->allow_coexisting;
   if (t.plan.heartbeat) {
     r.slots_planned = nominal_slots(t.plan.tasks[*t.plan.heartbeat], t.stage->length_ms);
     r.slots_run = std::min(t.tasks[*t.plan.heartbeat].runs, r.slots_planned);

@@ -117,11 +117,18 @@ StoredRecipe Campaigns::stored_recipe(const Track& t, StageEnd end, int64_t now)
 }
 
 void Campaigns::finish_stage(Track& t, StageEnd end, int64_t now) {
-  auto v = judge_from_store(d_.store, stored_recipe(t, end, now));
+  const StoredRecipe recipe = stored_recipe(t, end, now);
+  auto v = judge_from_store(d_.store, recipe);
   if (!v) {
     d_.log->error("{}: cannot judge {}: {}", t.name, to_string(t.stage->kind), v.message());
     return;  // retried on the next tick
   }
+  // The build's context reach, beside its verdict (soakctl status shows it).
+  if (auto reach = context_reach_from_store(d_.store, recipe); !reach)
+    d_.log->error("{}: cannot read the context reach: {}", t.name, reach.message());
+  else if (*reach)
+    if (auto id = d_.store.insert_context_reach(**reach); !id)
+      d_.log->error("{}: cannot write the context reach: {}", t.name, id.message());
   const int offset = utc_offset_minutes_ ? utc_offset_minutes_(now) : 0;
   apply(t, stage_judged(t, std::move(*v), cfg_->schedule, offset, now), now);
 }

@@ -58,7 +58,8 @@ std::string recipe_to_json(const StoredRecipe& stored) {
                 {"tail_tolerance", r.judge.tail_tolerance},
                 {"min_samples", r.judge.min_samples},
                 {"max_invalid_ratio", r.judge.max_invalid_ratio},
-                {"repeated_5xx", r.judge.repeated_5xx}};
+                {"repeated_5xx", r.judge.repeated_5xx},
+                {"max_failure_ratio", r.judge.max_failure_ratio}};
   j["gate"] = {{"min_completed", r.gate.min_completed},
                {"max_failure_ratio", r.gate.max_failure_ratio},
                {"min_coverage", r.gate.min_coverage}};
@@ -78,6 +79,8 @@ std::string recipe_to_json(const StoredRecipe& stored) {
   // budget keep the shape every earlier verdict has.
   if (r.supervision == Supervision::Managed) j["managed"] = true;
   if (r.memory_budget_bytes) j["memory_budget_bytes"] = *r.memory_budget_bytes;
+  if (!r.long_context_sizes.empty()) j["long_context_sizes"] = r.long_context_sizes;
+  if (r.allow_coexisting) j["allow_coexisting"] = true;
   j["since_ms"] = rows.since_ms;
   j["until_ms"] = rows.until_ms;
   j["baseline_since_ms"] = rows.baseline_since_ms;
@@ -117,6 +120,8 @@ Result<StoredRecipe> recipe_from_json(const std::string& s) {
     r.judge.min_samples = jj.at("min_samples").get<int>();
     r.judge.max_invalid_ratio = jj.at("max_invalid_ratio").get<double>();
     r.judge.repeated_5xx = jj.at("repeated_5xx").get<int>();
+    // Absent from recipes stored before the canary's pooled failure rule.
+    r.judge.max_failure_ratio = jj.value("max_failure_ratio", JudgeRules{}.max_failure_ratio);
     const auto& g = j.at("gate");
     r.gate.min_completed = g.at("min_completed").get<int64_t>();
     r.gate.max_failure_ratio = g.at("max_failure_ratio").get<double>();
@@ -136,6 +141,8 @@ Result<StoredRecipe> recipe_from_json(const std::string& s) {
     r.missing_baseline = j.value("missing_baseline", std::string());
     r.supervision = j.value("managed", false) ? Supervision::Managed : Supervision::Unmanaged;
     r.memory_budget_bytes = opt_from<int64_t>(j, "memory_budget_bytes");
+    r.long_context_sizes = j.value("long_context_sizes", std::vector<int64_t>{});
+    r.allow_coexisting = j.value("allow_coexisting", false);
     rows.since_ms = j.at("since_ms").get<int64_t>();
     rows.until_ms = j.at("until_ms").get<int64_t>();
     rows.baseline_since_ms = j.at("baseline_since_ms").get<int64_t>();
@@ -248,6 +255,18 @@ Result<VerdictRow> judge_from_store(Store& store, const StoredRecipe& r) {
   VerdictRow v = judge_stage(*in);
   v.judge_input_json = recipe_to_json(r);
   return v;
+}
+
+Result<std::optional<ContextReach>> context_reach_from_store(Store& store, const StoredRecipe& r) {
+  const JudgeRecipe& rec = r.recipe;
+  if (rec.stage != StageKind::Canary || rec.long_context_sizes.empty()) return std::optional<ContextReach>();
+  auto in = build_judge_input(store, r);
+  if (!in) return in.error();
+  ContextReach reach = context_reach(in->candidate_rows, rec.long_context_sizes);
+  reach.candidate_id = rec.candidate_id;
+  reach.stage_id = rec.stage_id;
+  reach.wall_ms = rec.now_ms;
+  return std::optional<ContextReach>(std::move(reach));
 }
 
 Result<std::optional<VerdictRow>> hard_failure_from_store(Store& store, const StoredRecipe& r) {

@@ -50,6 +50,10 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& r);
 Result<VerdictRow> judge_from_store(Store& store, const StoredRecipe& r);
 // The same, for checks while a stage runs: the rejecting verdict (recipe
 // attached) if the rows already hold a hard failure, nullopt otherwise.
+// The context reach a judged canary showed (docs/DESIGN.md §3.9), for the
+// store's context_reach table; nullopt for other stages or no configured sizes.
+Result<std::optional<ContextReach>> context_reach_from_store(Store& store, const StoredRecipe& r);
+
 Result<std::optional<VerdictRow>> hard_failure_from_store(Store& store, const StoredRecipe& r);
 
 // Which baseline rows exist for a stage window: interleaved when the baseline

@@ -23,7 +23,7 @@ std::vector<ProbeKind> all_probe_kinds() {
   return {ProbeKind::Health,      ProbeKind::Identity, ProbeKind::Marker,       ProbeKind::Stream,
           ProbeKind::StrictJson,  ProbeKind::ToolCall, ProbeKind::Thinking,     ProbeKind::Repetition,
           ProbeKind::Scrape,      ProbeKind::SharedPrefix, ProbeKind::Agent,    ProbeKind::Cancel,
-          ProbeKind::LongContext, ProbeKind::Burst};
+          ProbeKind::LongContext, ProbeKind::Burst,    ProbeKind::Capacity};
 }
 
 bool engine_runs(ProbeKind k) { return k != ProbeKind::Build; }

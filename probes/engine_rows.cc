@@ -164,23 +164,23 @@ BurstSummary summarize_burst(const std::vector<BurstMember>& members) {
   BurstSummary s;
   s.n = static_cast<int>(members.size());
   if (members.empty()) return s;
-  std::vector<double> ttfts, walls;
+  std::vector<double> ttfts, walls, decode_ms;
   std::vector<std::pair<int64_t, int64_t>> decoding;
   int64_t first_start = members.front().start_ns, last_done = members.front().done_ns;
   std::optional<int64_t> first_sent, last_sent;
   int64_t tokens = 0;
-  bool all_decoded = true;
+  bool all_answered = true;
   for (const auto& m : members) {
+    if (m.outcome != Outcome::Clean || !m.first_token_ns) all_answered = false;
+    if (m.first_token_ns && m.last_token_ns)
+      decode_ms.push_back(static_cast<double>(*m.last_token_ns - *m.first_token_ns) / kNsPerMs);
     if (m.outcome == Outcome::Clean) {
       ++s.clean;
       walls.push_back(static_cast<double>(m.done_ns - m.start_ns) / kNsPerMs);
     }
     if (m.first_token_ns) ttfts.push_back(static_cast<double>(*m.first_token_ns - m.start_ns) / kNsPerMs);
-    if (m.first_token_ns && m.last_token_ns && *m.last_token_ns > *m.first_token_ns) {
+    if (m.first_token_ns && m.last_token_ns && *m.last_token_ns > *m.first_token_ns)
       decoding.emplace_back(*m.first_token_ns, *m.last_token_ns);
-    } else {
-      all_decoded = false;
-    }
     if (m.completion_tokens) tokens += *m.completion_tokens;
     first_start = std::min(first_start, m.start_ns);
     last_done = std::max(last_done, m.done_ns);
@@ -199,7 +199,16 @@ BurstSummary summarize_burst(const std::vector<BurstMember>& members) {
     s.aggregate_tps = static_cast<double>(tokens) / (static_cast<double>(last_done - first_start) / 1e9);
   if (first_sent && last_sent) s.send_spread_ms = static_cast<double>(*last_sent - *first_sent) / kNsPerMs;
   s.peak_decoding = peak_overlap(decoding);
-  s.serialized = s.n >= 2 && all_decoded && s.peak_decoding == 1;
+  if (!ttfts.empty()) {
+    const auto fastest = nearest_rank(ttfts, 0.0);
+    const auto decode = nearest_rank(decode_ms, 0.5);
+    s.service_ms = *fastest + decode.value_or(0.0);
+    s.queue_span_ms = *s.ttft_max_ms - *fastest;
+    if (s.n >= 2 && *s.service_ms > 0)
+      s.queue_ratio = *s.queue_span_ms / (static_cast<double>(s.n - 1) * *s.service_ms);
+  }
+  s.serialized = s.n >= 2 && all_answered && s.queue_ratio && *s.queue_ratio >= kSerializedQueueRatio &&
+                 s.peak_decoding <= 1;
   return s;
 }
 
@@ -216,7 +225,12 @@ std::string BurstSummary::to_json() const {
   put(j, "aggregate_tps", aggregate_tps);
   put(j, "send_spread_ms", send_spread_ms);
   j["peak_decoding"] = peak_decoding;
+  put(j, "service_ms", service_ms);
+  put(j, "queue_span_ms", queue_span_ms);
+  put(j, "queue_ratio", queue_ratio);
   j["serialized"] = serialized;
+  if (runtime_slots) j["runtime_slots"] = *runtime_slots;
+  if (!fifo.empty()) j["fifo"] = fifo;
   return j.dump();
 }
 

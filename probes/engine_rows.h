@@ -86,16 +86,27 @@ struct BurstSummary {
   std::optional<double> aggregate_tps;   // completion tokens of all members / (last done - first start)
   std::optional<double> send_spread_ms;  // first to last request leaving soakd
   int peak_decoding = 0;                 // most members decoding at one instant
+  std::optional<double> service_ms;      // one request's service: fastest TTFT + median decode time
+  std::optional<double> queue_span_ms;   // last member's TTFT - first member's TTFT
+  std::optional<double> queue_ratio;     // queue_span / ((n - 1) * service): 1 = a whole service per place
   bool serialized = false;
+  // Set by the burst step: the runtime's slots and what a serialized burst
+  // means for it ("failure" with > 1 slot, "expected" with one, "unknown").
+  std::optional<int> runtime_slots;
+  std::string fifo;
   std::string to_json() const;
 };
 
-// FIFO serialization: with N >= 2 members that all decoded at least two
-// tokens, no two decode intervals [first token, last token] ever overlap —
-// the runtime served one request at a time. Its fingerprint in the figures is
-// the one the issue names: every member decodes alike (decode time p50 ≈ p95 ≈
-// max) while time to first token climbs a staircase of whole service times.
-// Intervals that merely touch do not overlap.
+// FIFO serialization is judged from evidence that requests waited (S4: 30-80
+// POSTs, p50 ≈ p95 ≈ max): sorted by time to first token, members served one
+// at a time each wait a whole service time of the ones before — TTFT climbs a
+// staircase whose span is about (n - 1) service times (queue_ratio near 1; with
+// k slots about 1/k). Serialized: n >= 2, every member clean with a first
+// token, queue_ratio >= kSerializedQueueRatio and never two decoding at once
+// (decode intervals [first, last token] that merely touch do not overlap).
+// Decode windows alone prove nothing: a runtime that writes a short answer in
+// one go has windows that never overlap and no queue at all.
+inline constexpr double kSerializedQueueRatio = 0.75;
 BurstSummary summarize_burst(const std::vector<BurstMember>& members);
 
 // Shared prefix: median TTFT of the turns that reuse the prefix over the TTFT

@@ -148,6 +148,7 @@ class ScrapeStep final : public Step {
       if (p->n_ctx) {
         j["n_ctx"] = *p->n_ctx;
         env_.state.slot_ctx = p->n_ctx;
+        env_.state.slot_ctx_source = "/props n_ctx";
       }
       if (!p->build_info.empty()) j["build_info"] = p->build_info;
       if (p->is_sleeping) j["is_sleeping"] = *p->is_sleeping;
@@ -159,6 +160,15 @@ class ScrapeStep final : public Step {
         return;
       }
       SlotSummary sum = summarize_slots(*s);
+      if (!env_.state.runtime_slots && sum.total > 0) {  // /props says it first where it answers
+        env_.state.runtime_slots = sum.total;
+        if (!env_.cand.slots) row_.runtime_slots = sum.total;
+      }
+      // /props says it too; /slots is the fallback where /props is off.
+      if (!s->empty() && s->front().n_ctx && env_.state.slot_ctx_source != "/props n_ctx") {
+        env_.state.slot_ctx = s->front().n_ctx;
+        env_.state.slot_ctx_source = "/slots n_ctx";
+      }
       extra_[name] = ojson{{"total", sum.total}, {"busy", sum.busy}};
     } else if (name == "metrics") {
       PromText prom = parse_prometheus_text(body);
@@ -231,8 +241,11 @@ class PropsStep final : public Step {
       if (x.end == TransportEnd::Completed && is_2xx(x.transfer.head.status)) {
         if (auto p = parse_llamacpp_props(x.transfer.body); p && p->total_slots) {
           env_.state.runtime_slots = p->total_slots;
-          env_.state.slot_ctx = p->n_ctx;
           env_.state.props_read = true;
+          if (p->n_ctx) {
+            env_.state.slot_ctx = p->n_ctx;
+            env_.state.slot_ctx_source = "/props n_ctx";
+          }
         }
       }
       finish();

@@ -6,15 +6,49 @@
 // timeout it would only repeat the failure (and, at 131K, the wait). The real
 // usage.prompt_tokens is what the row records. Both requests carry the prompt's
 // size so the stall clock allows its prefill (docs/DESIGN.md §2.2).
+//
+// Every row also carries the runtime's own context as far as it is known
+// (runtime_ctx, runtime_ctx_source): from /props or /slots (the scrape), from
+// vLLM's /tokenize max_model_len, or from the context_exceeded error itself
+// (llama.cpp's n_ctx field, or the number in the message). The canary's
+// long-context gate holds rather than rejects a size beyond it (§3.9).
+#include <cctype>
+
 #include <nlohmann/json.hpp>
 
 #include "probes/engine_rows.h"
+#include "probes/openai_chat.h"
 #include "probes/probe_step.h"
 
 namespace soak::probes {
 namespace {
 
 using ojson = nlohmann::ordered_json;
+
+// The number after one of these in an error message is the runtime's context
+// (vLLM: "This model's maximum context length is 32768 tokens"; mlx / others
+// phrase it alike).
+constexpr std::string_view kContextNumberPhrases[] = {"maximum context length is ", "context length of ",
+                                                      "context size of ", "context window of "};
+
+std::optional<int64_t> context_from_message(const std::string& message) {
+  std::string lower;
+  for (char ch : message) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (std::string_view p : kContextNumberPhrases) {
+    auto at = lower.find(p);
+    if (at == std::string::npos) continue;
+    size_t i = at + p.size();
+    int64_t n = 0;
+    bool any = false;
+    for (; i < lower.size() && (std::isdigit(static_cast<unsigned char>(lower[i])) || lower[i] == ','); ++i) {
+      if (lower[i] == ',') continue;
+      n = n * 10 + (lower[i] - '0');
+      any = true;
+    }
+    if (any && n > 0) return n;
+  }
+  return std::nullopt;
+}
 
 class LongContextStep final : public Step {
  public:
@@ -48,6 +82,7 @@ class LongContextStep final : public Step {
       std::optional<int64_t> count;
       if (classify_plain(x.end, x.transfer).outcome == Outcome::Clean) {
         if (auto c = parse_tokenize_count(env_.cand.runtime, x.transfer.body)) count = *c;
+        note_max_model_len(x.transfer.body);
       }
       if (!count) {
         // Sizing failed (the request itself will say why): send the estimate, measure again next run.
@@ -61,6 +96,40 @@ class LongContextStep final : public Step {
       }
       measure(adjust_to_measured(*shared, *count), round + 1);
     });
+  }
+
+  // vLLM's /tokenize answers max_model_len beside the count.
+  void note_max_model_len(const std::string& body) {
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return;
+    auto it = j.find("max_model_len");
+    if (it == j.end() || !it->is_number_integer()) return;
+    env_.state.slot_ctx = it->get<int64_t>();
+    env_.state.slot_ctx_source = "/tokenize max_model_len";
+  }
+
+  // What the row says about the runtime's context; a refusal teaches it.
+  void note_context(ProbeResult& r, const ExchangeResult& x) {
+    auto e = nlohmann::ordered_json::parse(r.extra_json.empty() ? "{}" : r.extra_json, nullptr, false);
+    if (e.is_discarded() || !e.is_object()) e = ojson::object();
+    if (r.outcome == Outcome::ContextExceeded) {
+      // What the runtime already said (/props, /slots) stays the source when
+      // the refusal agrees with it; a refusal that says otherwise is newer.
+      const ApiError err = parse_api_error(x.transfer.body);
+      if (err.n_ctx) {
+        if (env_.state.slot_ctx != err.n_ctx) env_.state.slot_ctx_source = "error n_ctx";
+        env_.state.slot_ctx = err.n_ctx;
+      } else if (auto n = context_from_message(err.message)) {
+        if (env_.state.slot_ctx != n) env_.state.slot_ctx_source = "error text";
+        env_.state.slot_ctx = n;
+      }
+      if (err.n_prompt_tokens) e["n_prompt_tokens"] = *err.n_prompt_tokens;
+    }
+    if (env_.state.slot_ctx) {
+      e["runtime_ctx"] = *env_.state.slot_ctx;
+      e["runtime_ctx_source"] = env_.state.slot_ctx_source;
+    }
+    r.extra_json = e.dump();
   }
 
   ChatJob job(CacheState cache, const std::string& nonce) {
@@ -88,7 +157,8 @@ class LongContextStep final : public Step {
   void send_fresh() {
     if (stop_if_cancelled()) return;
     const std::string nonce = env_.io.nonces.next();
-    run_chat(job(CacheState::Fresh, nonce), [this, nonce](ProbeResult& r, const ExchangeResult&) {
+    run_chat(job(CacheState::Fresh, nonce), [this, nonce](ProbeResult& r, const ExchangeResult& x) {
+      note_context(r, x);
       // A server cap cut the answer, not the prefill: the prompt is cached all the same.
       const bool read = r.outcome == Outcome::Clean || r.outcome == Outcome::ServerTokenCap;
       emit(std::move(r));
@@ -98,7 +168,8 @@ class LongContextStep final : public Step {
   }
 
   void send_repeat(const std::string& nonce) {
-    run_chat(job(CacheState::Repeat, nonce), [this](ProbeResult& r, const ExchangeResult&) {
+    run_chat(job(CacheState::Repeat, nonce), [this](ProbeResult& r, const ExchangeResult& x) {
+      note_context(r, x);
       emit(std::move(r));
       next_size();
     });

@@ -191,6 +191,7 @@ std::unique_ptr<Step> make_step(ProbeKind kind, StepEnv env) {
     case ProbeKind::Agent: return make_chat_step(kind, std::move(env));
     case ProbeKind::LongContext: return make_long_context_step(std::move(env));
     case ProbeKind::Burst: return make_burst_step(std::move(env));
+    case ProbeKind::Capacity: return make_capacity_step(std::move(env));
     case ProbeKind::Cancel: return make_cancel_step(std::move(env));
     case ProbeKind::Build: return nullptr;
   }

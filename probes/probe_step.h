@@ -33,7 +33,12 @@ namespace soak::probes {
 // What the engine remembers about a candidate between runs.
 struct CandidateState {
   std::optional<int> runtime_slots;  // from /props (config's `slots` wins)
-  std::optional<int64_t> slot_ctx;   // from /props: each slot's context (tells a full slot from -n)
+  // Each slot's own context (tells a full slot from -n; the canary's
+  // long-context gate compares a refused size with it) and how it was known:
+  // "/props n_ctx", "/slots n_ctx", "/tokenize max_model_len", "error n_ctx",
+  // "error text".
+  std::optional<int64_t> slot_ctx;
+  std::string slot_ctx_source;
   bool props_read = false;
   struct Sized {
     PromptFixture fixture;
@@ -121,7 +126,8 @@ class Step {
 
 // The step for one probe kind; nullptr for kinds the engine does not run.
 std::unique_ptr<Step> make_step(ProbeKind kind, StepEnv env);
-// The engine's quiet preamble: reads /props for the runtime's slot count (no row).
+// The engine's quiet preamble: reads /props for the runtime's slot count and
+// per-slot context (no row).
 std::unique_ptr<Step> make_props_step(StepEnv env);
 
 // Steps by family (probe_*.cc).
@@ -132,6 +138,7 @@ std::unique_ptr<Step> make_pooling_step(ProbeKind kind, StepEnv env);
 std::unique_ptr<Step> make_chat_step(ProbeKind kind, StepEnv env);
 std::unique_ptr<Step> make_long_context_step(StepEnv env);
 std::unique_ptr<Step> make_burst_step(StepEnv env);
+std::unique_ptr<Step> make_capacity_step(StepEnv env);
 std::unique_ptr<Step> make_cancel_step(StepEnv env);
 
 }  // namespace soak::probes

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "schedules/judge_internal.h"
 #include "schedules/stats.h"
 
@@ -47,6 +49,18 @@ Counts count(const std::vector<const ProbeResult*>& rows) {
     if (counts_against(*r)) ++k.failures;
   }
   return k;
+}
+
+// The completions among `rows` whose kind `pooled` accepts (all when null).
+std::vector<const ProbeResult*> completions(const std::vector<const ProbeResult*>& rows,
+                                            const std::vector<ProbeKind>* pooled = nullptr) {
+  std::vector<const ProbeResult*> out;
+  for (const ProbeResult* r : rows) {
+    if (!is_completion(*r)) continue;
+    if (pooled && std::find(pooled->begin(), pooled->end(), r->kind) == pooled->end()) continue;
+    out.push_back(r);
+  }
+  return out;
 }
 
 double coverage_of(const JudgeInput& in) {
@@ -126,7 +140,7 @@ void smoke(const Context& c, Judgement& j) {
 }
 
 void failure_ratio(const Context& c, Judgement& j) {
-  const Counts k = count(c.cand);
+  const Counts k = count(completions(c.cand));
   const double max = c.in.recipe.gate.max_failure_ratio;
   auto m = metric("failure_ratio", MetricResult::Pass, "");
   m.n = k.attempts;
@@ -141,8 +155,50 @@ void failure_ratio(const Context& c, Judgement& j) {
   const auto ci = stats::wilson_interval(k.failures, k.attempts, c.confidence());
   const bool fail = ratio >= max;
   m.result = (fail ? MetricResult::Fail : MetricResult::Pass);
-  m.reason = format("%lld of %lld attempts failed (%.2f%%), must stay under %.2f%%", static_cast<long long>(k.failures),
-                    static_cast<long long>(k.attempts), ratio * 100, max * 100);
+  m.reason = format("%lld of %lld completions failed (%.2f%%), must stay under %.2f%%",
+                    static_cast<long long>(k.failures), static_cast<long long>(k.attempts), ratio * 100, max * 100);
+  set_numbers(m, ratio, 0, ci.lo, ci.hi, max, 1);
+  if (fail) j.find(Severity::Failure, "failure ratio: " + m.reason);
+  j.add(std::move(m));
+}
+
+// The canary's pooled rule (docs/DESIGN.md §3.9). A canary sees a hundred or
+// so completions, where one transient already puts the point estimate over a
+// 1 % tolerance; it fails only when the lower bound of the failure rate's
+// Wilson interval (at 1 - alpha) is above the tolerance, i.e. when the rows
+// show the runtime failing more often than tolerated, not merely once.
+// 1 in 8 with HTTP 500 rejects from 8 completions on; 1 in 100 never does.
+void canary_failure_ratio(const Context& c, Judgement& j) {
+  std::vector<ProbeKind> pooled;
+  for (TaskKind t : {TaskKind::Functional, TaskKind::LongContext, TaskKind::Burst, TaskKind::Capacity})
+    for (ProbeKind k : probe_kinds_for(t)) pooled.push_back(k);
+  // A long-context refusal is judged by the long-context and capacity rules
+  // alone (a hold when the size is beyond the runtime's own context, a
+  // rejection otherwise).
+  std::vector<const ProbeResult*> rows;
+  for (const ProbeResult* r : completions(c.cand, &pooled))
+    if (!((r->kind == ProbeKind::LongContext || r->kind == ProbeKind::Capacity) &&
+          r->outcome == Outcome::ContextExceeded))
+      rows.push_back(r);
+  const Counts k = count(rows);
+  const double max = c.in.recipe.judge.max_failure_ratio;
+  auto m = metric("failure_ratio/pooled", MetricResult::Pass, "");
+  m.n = k.attempts;
+  if (k.attempts == 0) {
+    m.result = MetricResult::Insufficient;
+    m.reason = "no functional, long-context, burst or capacity completions";
+    set_numbers(m, 0, 0, 0, 1, max, 1);
+    j.add(std::move(m));
+    return;
+  }
+  const double ratio = static_cast<double>(k.failures) / static_cast<double>(k.attempts);
+  const auto ci = stats::wilson_interval(k.failures, k.attempts, c.confidence());
+  const bool fail = ci.lo > max;
+  m.result = fail ? MetricResult::Fail : MetricResult::Pass;
+  m.reason = format("%lld of %lld functional, long-context, burst and capacity completions failed (%.2f%%, %.0f%% interval "
+                    "%.2f%%..%.2f%%); fails when the lower bound is above %.2f%%",
+                    static_cast<long long>(k.failures), static_cast<long long>(k.attempts), ratio * 100,
+                    c.confidence() * 100, ci.lo * 100, ci.hi * 100, max * 100);
   set_numbers(m, ratio, 0, ci.lo, ci.hi, max, 1);
   if (fail) j.find(Severity::Failure, "failure ratio: " + m.reason);
   j.add(std::move(m));
@@ -175,6 +231,76 @@ void gate_completed(const Context& c, Judgement& j) {
   j.add(std::move(m));
 }
 
+// A burst served one at a time by a runtime with more than one slot (the
+// probe writes serialized_burst only then; one slot is the expected FIFO,
+// docs/DESIGN.md §3.9). Summary rows are not attempts, so this is their rule.
+void burst_serialization(const Context& c, Judgement& j) {
+  std::vector<int64_t> ids;
+  const ProbeResult* first = nullptr;
+  int64_t summaries = 0;
+  for (const ProbeResult* r : c.cand) {
+    if (r->kind != ProbeKind::Burst || !is_group_summary(*r)) continue;
+    ++summaries;
+    if (r->outcome != Outcome::SerializedBurst) continue;
+    ids.push_back(r->id);
+    if (!first) first = r;
+  }
+  if (summaries == 0) return;
+  auto m = metric("burst_serialization", first ? MetricResult::Fail : MetricResult::Pass,
+                  format("%zu of %lld bursts served one at a time on a multi-slot runtime", ids.size(),
+                         static_cast<long long>(summaries)));
+  m.n = summaries;
+  set_numbers(m, static_cast<double>(ids.size()), 0, 0, 0, 0, 1);
+  if (first) {
+    m.reason += " (rows " + id_list(ids) + "): " + first->detail;
+    j.find(Severity::Failure, "burst: " + m.reason);
+  }
+  j.add(std::move(m));
+}
+
+// What a duplicate_engine event names: "llama.cpp pid 4242".
+std::string engine_named(const Event& e) {
+  auto d = nlohmann::json::parse(e.detail_json, nullptr, false);
+  if (d.is_discarded() || !d.is_object()) return "an engine";
+  auto rt = d.find("runtime");
+  std::string s = rt != d.end() && rt->is_string() ? rt->get<std::string>() : std::string("an engine");
+  if (auto it = d.find("pid"); it != d.end() && it->is_number_integer())
+    s += " pid " + std::to_string(it->get<int64_t>());
+  return s;
+}
+
+// SOLO (docs/DESIGN.md §3.9; the field reports require it): figures taken
+// while another inference engine was resident on the host say nothing about
+// the candidate alone, so the stage is inconclusive, naming the engine. A
+// candidate that is meant to run beside others says allow_coexisting: true.
+void solo(const Context& c, Judgement& j) {
+  const auto dups = events_of(c, EventKind::DuplicateEngine, EventScope::Candidate);
+  std::vector<int64_t> ids;
+  std::vector<std::string> engines;
+  for (const Event* e : dups) {
+    ids.push_back(e->id);
+    std::string name = engine_named(*e);
+    if (std::find(engines.begin(), engines.end(), name) == engines.end()) engines.push_back(std::move(name));
+  }
+  std::string named;
+  for (size_t i = 0; i < engines.size() && i < kMaxReasons; ++i) named += (i ? ", " : "") + engines[i];
+  if (engines.size() > kMaxReasons) named += format(" and %zu more", engines.size() - kMaxReasons);
+  auto d = metric(std::string(to_string(EventKind::DuplicateEngine)), MetricResult::Pass, "none");
+  d.n = static_cast<int64_t>(dups.size());
+  set_numbers(d, static_cast<double>(dups.size()), 0, 0, 0, 0, 1);
+  if (!dups.empty() && c.in.recipe.allow_coexisting) {
+    d.reason = format("another inference engine was resident (%s; events %s); allowed by allow_coexisting",
+                      named.c_str(), id_list(ids).c_str());
+  } else if (!dups.empty()) {
+    d.result = MetricResult::Insufficient;
+    d.reason = format("another inference engine was resident during the stage (%s; events %s): not a SOLO run; "
+                      "set allow_coexisting: true on the candidate to judge it beside others",
+                      named.c_str(), id_list(ids).c_str());
+    j.find(Severity::Inconclusive, "solo: " + d.reason);
+  }
+  j.add(std::move(d));
+}
+
 void reports(const Context& c, Judgement& j) {
   std::map<Outcome, int64_t> harness;
   int64_t artifacts = 0;
@@ -194,20 +320,7 @@ void reports(const Context& c, Judgement& j) {
   h.n = total;
   set_numbers(h, static_cast<double>(total), 0, 0, 0, 0, 1);
   j.add(std::move(h));
-  // Another engine resident beside the candidate (often the interleaved
-  // baseline itself) is recorded with the figures, not judged: the memory
-  // guard judges what it does to memory.
-  const auto dups = events_of(c, EventKind::DuplicateEngine, EventScope::Candidate);
-  std::vector<int64_t> dup_ids;
-  for (const Event* e : dups) dup_ids.push_back(e->id);
-  auto d = metric(std::string(to_string(EventKind::DuplicateEngine)), MetricResult::Pass,
-                  dups.empty() ? std::string("none")
-                               : format("another inference engine resident beside the candidate (events %s); "
-                                        "recorded, not judged",
-                                        id_list(dup_ids).c_str()));
-  d.n = static_cast<int64_t>(dups.size());
-  set_numbers(d, static_cast<double>(dups.size()), 0, 0, 0, 0, 1);
-  j.add(std::move(d));
+  solo(c, j);
   auto t = metric("timing_artifacts", MetricResult::Pass,
                   format("%lld row(s) with first output and finish implausibly close, excluded from rates",
                          static_cast<long long>(artifacts)));
@@ -291,13 +404,18 @@ VerdictRow judge_stage(const JudgeInput& in) {
   coverage(c, j);
   switch (in.recipe.stage) {
     case StageKind::Smoke: smoke(c, j); break;
-    case StageKind::Canary: break;
+    case StageKind::Canary:
+      canary_failure_ratio(c, j);
+      judge_long_context(c, j);
+      judge_capacity(c, j);
+      break;
     case StageKind::Gate:
       gate_completed(c, j);
       failure_ratio(c, j);
       break;
     case StageKind::Soak: failure_ratio(c, j); break;
   }
+  burst_serialization(c, j);
   judge_compare(c, j);
   judge_trends(c, j);
   reports(c, j);

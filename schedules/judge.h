@@ -14,19 +14,27 @@
 //      for a managed runtime its exit, and a footprint above the memory budget);
 //   2. blocked: no clean response and nothing but connect/loading failures;
 //   3. stage rules reject (smoke not all clean, canary regression vs baseline,
-//      gate/soak failure ratio at or over GateRules::max_failure_ratio, too few
+//      the canary's pooled failure ratio (Wilson lower bound over
+//      JudgeRules::max_failure_ratio), a long-context size or capacity prompt
+//      not served clean, a serialized burst on a multi-slot runtime, swap
+//      growth or swapouts since the stage start (canary, gate), gate/soak
+//      failure ratio at or over GateRules::max_failure_ratio, too few
 //      completed gate requests, soak leak, swap growth or drift);
 //   4. inconclusive: stage stopped or timed out, coverage below
 //      GateRules::min_coverage (every stage), no baseline data (canary), not
-//      enough samples to compare anything, no footprint samples (soak);
+//      enough samples to compare anything, a configured long-context size never
+//      served (canary), another engine resident (SOLO, unless
+//      allow_coexisting), no footprint samples (soak);
 //   5. hold: a marginal regression (between the effect floor and floor + hold
 //      band, or a significant tail-only regression, or a slope above its bound
-//      whose interval still reaches below it);
+//      whose interval still reaches below it), a context reach short of the
+//      configured sizes because the runtime's own context is smaller;
 //   6. otherwise promoted (for smoke/canary/gate: the stage passed).
 // Harness outcomes (cancelled_by_daemon, harness_error) never count against
 // the candidate; they are reported in their own metric row, as are timing
-// artifacts and duplicate_engine events (recorded, not judged). Only the
-// canary compares against the baseline.
+// artifacts. Failure ratios count completions only: health, scrape and build
+// rows and group summaries are not attempts. Only the canary compares against
+// the baseline.
 //
 // Metric rows (MetricEvidence), in this order: hard/<class>, stage rules,
 // per-locator comparisons, soak trends, harness/timing-artifact counts.
@@ -62,7 +70,7 @@ namespace soak {
 
 // Bumped whenever a rule or a number format changes, so stored verdicts say
 // which rules produced them.
-inline constexpr std::string_view kJudgeVersion = "judge-1";
+inline constexpr std::string_view kJudgeVersion = "judge-2";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,
 // stored history of the baseline candidate, or no baseline at all.
@@ -108,6 +116,14 @@ struct JudgeRecipe {
 
   Supervision supervision = Supervision::Unmanaged;
   std::optional<int64_t> memory_budget_bytes;  // a process sample's footprint above it is a hard failure
+  // Canary: every configured long-context size must be served clean, fresh
+  // and repeat (empty in recipes stored before the rule: nothing required).
+  std::vector<int64_t> long_context_sizes;
+
+  // The candidate may run beside other inference engines (candidate key
+  // allow_coexisting); otherwise a duplicate_engine event makes the stage
+  // inconclusive (SOLO).
+  bool allow_coexisting = false;
 };
 
 struct JudgeInput {
@@ -122,6 +138,15 @@ struct JudgeInput {
   // What smoke must have seen clean at least once: what a smoke pass runs.
   std::vector<ProbeKind> smoke_required = probe_kinds_for(TaskKind::Smoke);
 };
+
+// The context reach shown by the rows (long-context rows of the candidate):
+// the largest of `sizes` with a clean fresh row, and the runtime's own context
+// as the probes learnt it (the latest row that says). candidate/stage/time are
+// left for the caller.
+ContextReach context_reach(const std::vector<ProbeResult>& rows, const std::vector<int64_t>& sizes);
+// "32K" for 32768, "131K" for 131072, "512" below a thousand: how the field
+// reports name sizes.
+std::string size_label(int64_t tokens);
 
 // The stage's verdict. Never returns VerdictState::Running.
 VerdictRow judge_stage(const JudgeInput& in);

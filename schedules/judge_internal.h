@@ -99,6 +99,12 @@ Pools pool_rows(const std::vector<const ProbeResult*>& rows);
 bool counts_against(const ProbeResult& r);  // runtime failure (not clean, not harness)
 bool is_harness(const ProbeResult& r);
 bool is_clean(const ProbeResult& r);
+// A row that reports on a group of others (a burst's summary): its members are
+// the attempts, so it never counts as one itself.
+bool is_group_summary(const ProbeResult& r);
+// A completion the candidate was asked for: what failure ratios count. Health
+// checks, scrapes and build reads are not (they would thin every ratio 2-3x).
+bool is_completion(const ProbeResult& r);
 
 enum class Better { Lower, Higher };
 
@@ -146,5 +152,7 @@ void judge_hard(const Context& c, Judgement& j);       // judge_hard.cc
 void judge_runtime(const Context& c, Judgement& j);    // judge_runtime.cc (called by judge_hard)
 void judge_compare(const Context& c, Judgement& j);    // judge_compare.cc
 void judge_trends(const Context& c, Judgement& j);     // judge_trends.cc
+void judge_long_context(const Context& c, Judgement& j);  // judge_context.cc
+void judge_capacity(const Context& c, Judgement& j);      // judge_context.cc
 
 }  // namespace soak::judge_detail

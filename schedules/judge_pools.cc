@@ -152,6 +152,21 @@ bool is_clean(const ProbeResult& r) { return r.outcome == Outcome::Clean; }
 bool is_harness(const ProbeResult& r) { return category_of(r.outcome) == OutcomeCategory::Harness; }
 bool counts_against(const ProbeResult& r) { return category_of(r.outcome) == OutcomeCategory::CandidateFailure; }
 
+bool is_group_summary(const ProbeResult& r) {
+  constexpr std::string_view kSummary = "/summary";
+  const std::string& w = r.workload_id;
+  return w.size() >= kSummary.size() && w.compare(w.size() - kSummary.size(), kSummary.size(), kSummary) == 0;
+}
+
+bool is_completion(const ProbeResult& r) {
+  switch (r.kind) {
+    case ProbeKind::Health:
+    case ProbeKind::Scrape:
+    case ProbeKind::Build: return false;
+    default: return !is_group_summary(r);
+  }
+}
+
 bool perf_judged(ProbeKind k) {
   switch (k) {
     case ProbeKind::Health:

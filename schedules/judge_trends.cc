@@ -1,5 +1,6 @@
 // Soak trends (docs/DESIGN.md §3.6): footprint growth, swap growth, decode-rate
-// drift and the completed-request rate over the stage.
+// drift and the completed-request rate over the stage; swap growth and
+// swapouts from the stage start in the canary and the gate too (§3.9).
 //
 // Footprint: the candidate's processes summed per sample time. Samples every
 // few seconds are strongly autocorrelated, so the trend is fitted on block
@@ -170,15 +171,21 @@ void footprint(const Context& c, Judgement& j) {
              pct(rules.max_footprint_growth), Severity::Failure);
 }
 
-void swap_growth(const Context& c, Judgement& j) {
-  Series s;
+// The candidate host's samples by (wall_ms, id).
+std::vector<const HostSample*> host_series(const Context& c) {
   std::vector<const HostSample*> samples;
   for (const auto& h : c.in.host_samples)
-    if (h.host_id == c.in.recipe.host_id && h.swap_used_bytes) samples.push_back(&h);
+    if (h.host_id == c.in.recipe.host_id) samples.push_back(&h);
   std::sort(samples.begin(), samples.end(), [](const HostSample* a, const HostSample* b) {
     return a->wall_ms != b->wall_ms ? a->wall_ms < b->wall_ms : a->id < b->id;
   });
-  for (const HostSample* h : samples) s.push_back({h->wall_ms, static_cast<double>(*h->swap_used_bytes) / kMB});
+  return samples;
+}
+
+void swap_growth(const Context& c, Judgement& j) {
+  Series s;
+  for (const HostSample* h : host_series(c))
+    if (h->swap_used_bytes) s.push_back({h->wall_ms, static_cast<double>(*h->swap_used_bytes) / kMB});
   const double limit_mb = static_cast<double>(c.in.recipe.guard.swap_growth_bytes) / kMB;
   if (s.empty()) {
     auto m = metric("swap_growth_mb", MetricResult::Insufficient, "no host samples with swap figures");
@@ -188,6 +195,55 @@ void swap_growth(const Context& c, Judgement& j) {
   }
   growth_row(c, j, s, "swap_growth_mb", "swap used", GrowthUnit::Absolute, limit_mb, num(limit_mb) + " MB",
              Severity::Failure);
+}
+
+// Canary and gate: swap used over the whole stage, from its start, with the
+// guard's threshold (the guard itself only sees a 10-minute window, so growth
+// creeping over 2 h or 24 h would pass it). Same sustained-growth test as the
+// soak's swap_growth_mb.
+void stage_swap_growth(const Context& c, Judgement& j) {
+  Series s;
+  for (const HostSample* h : host_series(c))
+    if (h->swap_used_bytes) s.push_back({h->wall_ms, static_cast<double>(*h->swap_used_bytes) / kMB});
+  const double limit_mb = static_cast<double>(c.in.recipe.guard.swap_growth_bytes) / kMB;
+  if (s.empty()) {
+    auto m = metric("stage_swap_growth_mb", MetricResult::Insufficient, "no host samples with swap figures");
+    set_numbers(m, 0, 0, 0, 0, limit_mb, 1);
+    j.add(std::move(m));
+    return;
+  }
+  growth_row(c, j, s, "stage_swap_growth_mb", "swap used since the stage start", GrowthUnit::Absolute, limit_mb,
+             num(limit_mb) + " MB", Severity::Failure);
+}
+
+// Every stage but smoke: swapouts over the whole stage (the counter's
+// increments summed, so a reset of the counter never reads as a drop) against
+// the guard's threshold.
+void stage_swapouts(const Context& c, Judgement& j) {
+  const int64_t limit = c.in.recipe.guard.swapouts_growth;
+  int64_t total = 0, n = 0;
+  std::optional<int64_t> last;
+  for (const HostSample* h : host_series(c)) {
+    if (!h->swapouts) continue;
+    ++n;
+    if (last && *h->swapouts > *last) total += *h->swapouts - *last;
+    last = h->swapouts;
+  }
+  auto m = metric("stage_swapouts", MetricResult::Pass, "");
+  m.n = n;
+  set_numbers(m, static_cast<double>(total), 0, 0, 0, static_cast<double>(limit), 1);
+  if (n < 2) {
+    m.result = MetricResult::Insufficient;
+    m.reason = "fewer than two host samples with a swapout counter";
+  } else {
+    m.reason = format("%lld swapouts since the stage start over %lld samples, limit %lld", static_cast<long long>(total),
+                      static_cast<long long>(n), static_cast<long long>(limit));
+    if (total > limit) {
+      m.result = MetricResult::Fail;
+      j.find(Severity::Failure, "stage_swapouts: " + m.reason);
+    }
+  }
+  j.add(std::move(m));
 }
 
 struct Quarters {
@@ -280,7 +336,12 @@ void completion_rate(const Context& c, Judgement& j, const Quarters& q) {
 }  // namespace
 
 void judge_trends(const Context& c, Judgement& j) {
+  if (c.in.recipe.stage == StageKind::Canary || c.in.recipe.stage == StageKind::Gate) {
+    stage_swap_growth(c, j);
+    stage_swapouts(c, j);
+  }
   if (c.in.recipe.stage != StageKind::Soak) return;
+  stage_swapouts(c, j);
   footprint(c, j);
   swap_growth(c, j);
   if (c.cand.empty()) return;

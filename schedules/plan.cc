@@ -7,7 +7,7 @@
 namespace soak {
 
 namespace {
-constexpr std::array<std::pair<TaskKind, std::string_view>, 8> kTaskNames{{
+constexpr std::array<std::pair<TaskKind, std::string_view>, 9> kTaskNames{{
     {TaskKind::Smoke, "smoke"},
     {TaskKind::Scrape, "scrape"},
     {TaskKind::Functional, "functional"},
@@ -16,6 +16,7 @@ constexpr std::array<std::pair<TaskKind, std::string_view>, 8> kTaskNames{{
     {TaskKind::Cancel, "cancel"},
     {TaskKind::Agent, "agent"},
     {TaskKind::SoakTraffic, "soak_traffic"},
+    {TaskKind::Capacity, "capacity"},
 }};
 
 int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
@@ -44,6 +45,7 @@ std::vector<ProbeKind> probe_kinds_for(TaskKind task) {
               ProbeKind::ToolCall, ProbeKind::Thinking, ProbeKind::Repetition};
     case TaskKind::LongContext: return {ProbeKind::LongContext};
     case TaskKind::Burst: return {ProbeKind::Burst};
+    case TaskKind::Capacity: return {ProbeKind::Capacity};
     case TaskKind::Cancel: return {ProbeKind::Cancel};
     case TaskKind::Agent:
     case TaskKind::SoakTraffic: return {ProbeKind::Agent};
@@ -65,7 +67,9 @@ StagePlan plan_for(StageKind stage, const CampaignSettings& s) {
     case StageKind::Canary:
       p.tasks = {periodic(TaskKind::Scrape, c.scrape_ms), periodic(TaskKind::Functional, c.functional_ms),
                  periodic(TaskKind::LongContext, c.long_context_ms, Weight::Heavy),
-                 periodic(TaskKind::Burst, c.burst_ms, Weight::Heavy), periodic(TaskKind::Cancel, c.cancel_ms)};
+                 periodic(TaskKind::Burst, c.burst_ms, Weight::Heavy), periodic(TaskKind::Cancel, c.cancel_ms),
+                 // Concurrent long prompts: as often as the long-context sizes, heavy as they are.
+                 periodic(TaskKind::Capacity, c.long_context_ms, Weight::Heavy)};
       p.heartbeat = 0;
       break;
     case StageKind::Gate:
@@ -76,7 +80,8 @@ StagePlan plan_for(StageKind stage, const CampaignSettings& s) {
     case StageKind::Soak:
       p.tasks = {periodic(TaskKind::Scrape, c.scrape_ms), periodic(TaskKind::SoakTraffic, c.soak_traffic_ms),
                  periodic(TaskKind::LongContext, c.soak_heavy_ms, Weight::Heavy),
-                 periodic(TaskKind::Burst, c.soak_heavy_ms, Weight::Heavy)};
+                 periodic(TaskKind::Burst, c.soak_heavy_ms, Weight::Heavy),
+                 periodic(TaskKind::Capacity, c.soak_heavy_ms, Weight::Heavy)};
       p.heartbeat = 0;
       break;
   }

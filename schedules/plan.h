@@ -27,6 +27,7 @@ enum class TaskKind {
   Functional,   // the content checks, thinking on/off, repetition
   LongContext,  // fresh + exact repeat at each configured size (heavy)
   Burst,        // N requests released together, for each configured N (heavy)
+  Capacity,     // N long prompts of one size released together, per capacity entry (heavy)
   Cancel,       // abort mid-stream, then prove the slot was freed
   Agent,        // gate: one agent-like turn (shared system prompt, tool call), continuously
   SoakTraffic,  // soak: one lower-rate agent-like turn
@@ -42,6 +43,7 @@ std::optional<TaskKind> parse_task_kind(std::string_view s);
 //   functional    marker, stream, strict_json, tool_call, thinking, repetition
 //   long_context  long_context (fresh + exact repeat per configured size)
 //   burst         burst (each configured N, members and a summary row)
+//   capacity      capacity (each size x concurrency entry, members and a summary row)
 //   cancel        cancel
 //   agent, soak_traffic   agent
 std::vector<ProbeKind> probe_kinds_for(TaskKind task);

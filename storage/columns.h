@@ -277,6 +277,21 @@ template <> struct Table<VerdictRow> {
 };
 
 // ---- control requests: handled_ms and result are set by mark_control_handled --
+template <> struct Table<ContextReach> {
+  using R = ContextReach;
+  static constexpr std::string_view name = "context_reach";
+  static constexpr Column<R> columns[] = {
+      col<&R::id>("id", ColumnUse::RowId),
+      col<&R::candidate_id>("candidate_id"),
+      col<&R::stage_id>("stage_id"),
+      col<&R::wall_ms>("ts_ms"),
+      col<&R::reach_tokens>("reach_tokens"),
+      col<&R::configured_tokens>("configured_tokens"),
+      col<&R::runtime_ctx_tokens>("runtime_ctx_tokens"),
+      col<&R::runtime_ctx_source>("runtime_ctx_source"),
+  };
+};
+
 template <> struct Table<ControlRequest> {
   using R = ControlRequest;
   static constexpr std::string_view name = "control_requests";

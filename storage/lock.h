@@ -34,8 +34,8 @@ class DaemonLock {
  private:
   DaemonLock(int fd, std::string path, size_t note_at) : fd_(fd), path_(std::move(path)), note_at_(note_at) {}
   int fd_;
-  size_t note_at_;  // the note starts after the pid line
   std::string path_;
+  size_t note_at_;  // the note starts after the pid line
 };
 
 }  // namespace soak

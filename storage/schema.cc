@@ -231,10 +231,26 @@ CREATE INDEX runtime_launches_by_name ON runtime_launches(host_id, name, id);
 CREATE INDEX runtime_launches_by_candidate ON runtime_launches(candidate_id, id);
 )SQL";
 
+// v3: how far each build's context reaches (docs/DESIGN.md §3.9), one row per
+// judged canary; the latest row of a candidate is what status shows.
+constexpr std::string_view kV3 = R"SQL(
+CREATE TABLE context_reach (
+  id                 INTEGER PRIMARY KEY,
+  candidate_id       INTEGER NOT NULL REFERENCES candidates(id),
+  stage_id           INTEGER REFERENCES stages(id),
+  ts_ms              INTEGER NOT NULL,
+  reach_tokens       INTEGER NOT NULL,
+  configured_tokens  INTEGER NOT NULL,
+  runtime_ctx_tokens INTEGER,
+  runtime_ctx_source TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX context_reach_by_candidate ON context_reach(candidate_id, id);
+)SQL";
+
 }  // namespace
 
 const std::vector<std::string_view>& migrations() {
-  static const std::vector<std::string_view> kMigrations{kV1, kV2};
+  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3};
   return kMigrations;
 }
 

@@ -52,6 +52,14 @@ Result<std::vector<VerdictRow>> SqliteStore::verdicts(int64_t candidate_id) {
   return select_rows<VerdictRow>(cache_.get(), db_, by_candidate(candidate_id), " ORDER BY id");
 }
 
+// The table arrived with schema v2; an older store opened read-only has none.
+constexpr int kContextReachSchema = 2;
+
+Result<std::optional<ContextReach>> SqliteStore::context_reach(int64_t candidate_id) {
+  if (version_ < kContextReachSchema) return std::optional<ContextReach>{};
+  return first_of(select_rows<ContextReach>(cache_.get(), db_, by_candidate(candidate_id), " ORDER BY id DESC LIMIT 1"));
+}
+
 Result<std::vector<ControlRequest>> SqliteStore::pending_controls() {
   return select_rows<ControlRequest>(cache_.get(), db_, Where{}, " WHERE handled_ms IS NULL ORDER BY id");
 }

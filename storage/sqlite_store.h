@@ -36,7 +36,8 @@ inline constexpr int kBusyTimeoutMs = 5000;
 class SqliteStore final : public Store {
  public:
   // ReadWrite creates and migrates; ReadOnly and Control require an existing
-  // store at the current schema version (older: run the newer soakd once).
+  // store and never migrate it. Every migration since v1 only adds tables, so
+  // an older store is read as it is: the tables it lacks read as empty.
   static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, OpenMode mode,
                                                    Durability durability = Durability::Full);
   // Whether soakd could keep a store at `path`, said plainly before anything
@@ -66,6 +67,9 @@ class SqliteStore final : public Store {
   Result<int64_t> insert_verdict(const VerdictRow& v) override;
   Result<std::optional<VerdictRow>> latest_verdict(int64_t candidate_id) override;
   Result<std::vector<VerdictRow>> verdicts(int64_t candidate_id) override;
+
+  Result<int64_t> insert_context_reach(const ContextReach& r) override;
+  Result<std::optional<ContextReach>> context_reach(int64_t candidate_id) override;
 
   Result<int64_t> insert_control(const ControlRequest& c) override;
   Result<std::vector<ControlRequest>> pending_controls() override;

@@ -96,6 +96,11 @@ class Store {
   virtual Result<std::optional<VerdictRow>> latest_verdict(int64_t candidate_id) = 0;
   virtual Result<std::vector<VerdictRow>> verdicts(int64_t candidate_id) = 0;
 
+  // ---- context reach (one row per judged canary; the latest counts)
+  virtual Result<int64_t> insert_context_reach(const ContextReach& r) = 0;
+  // nullopt when the candidate has none (or the store predates the table).
+  virtual Result<std::optional<ContextReach>> context_reach(int64_t candidate_id) = 0;
+
   // ---- control requests (soakctl -> daemon)
   virtual Result<int64_t> insert_control(const ControlRequest& c) = 0;
   virtual Result<std::vector<ControlRequest>> pending_controls() = 0;

@@ -1,5 +1,7 @@
 #include "daemon/soakctl/common.h"
 
+#include "schedules/judge.h"
+
 #include <algorithm>
 #include <ctime>
 #include <set>
@@ -81,6 +83,30 @@ bool same_verdict(const VerdictRow& stored, const VerdictRow& again) {
   return state_ok && stored.reason == again.reason && stored.judge_version == again.judge_version &&
          stored.evidence_first_id == again.evidence_first_id && stored.evidence_last_id == again.evidence_last_id &&
          stored.baseline_mode == again.baseline_mode && metrics_to_json(stored.metrics) == metrics_to_json(again.metrics);
+}
+
+json reach_json(const ContextReach& r) {
+  json j;
+  j["reach_tokens"] = r.reach_tokens;
+  j["configured_tokens"] = r.configured_tokens;
+  j["runtime_ctx_tokens"] = r.runtime_ctx_tokens ? json(*r.runtime_ctx_tokens) : json(nullptr);
+  j["runtime_ctx_source"] = r.runtime_ctx_source;
+  j["at"] = iso_utc(r.wall_ms);
+  if (r.stage_id) j["stage_id"] = *r.stage_id;
+  return j;
+}
+
+std::string reach_text(const ContextReach& r) {
+  std::string s = "context reach " + size_label(r.reach_tokens) + ", configured " + size_label(r.configured_tokens);
+  if (r.runtime_ctx_tokens)
+    s += "; runtime context " + std::to_string(*r.runtime_ctx_tokens) + " per slot, from " + r.runtime_ctx_source;
+  return s;
+}
+
+std::optional<ContextReach> latest_reach(Store& st, int64_t candidate_id) {
+  auto r = st.context_reach(candidate_id);
+  if (!r) return std::nullopt;
+  return *r;
 }
 
 std::string option_list(const ArgSpec& spec) {

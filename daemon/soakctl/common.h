@@ -46,6 +46,13 @@ std::optional<CandidateRow> find_candidate(Store& st, const std::string& name, c
 std::string iso_utc(int64_t ms);
 json stage_json(const StageRow& s, int64_t now_ms);
 json verdict_json(const VerdictRow& v);
+// A build's context reach (docs/DESIGN.md §3.9): JSON, and one line of text
+// ("context reach 32K, configured 131K; runtime context 32768 per slot, from /props n_ctx").
+json reach_json(const ContextReach& r);
+std::string reach_text(const ContextReach& r);
+// The latest context reach of a candidate; nullopt when none (or unreadable:
+// the reach is an addition to what a command shows, never a reason to fail it).
+std::optional<ContextReach> latest_reach(Store& st, int64_t candidate_id);
 
 // Whether a verdict recomputed from the stored rows is the stored one: what
 // `explain` checks and the report shows. A stage that passed before the soak

@@ -1,5 +1,8 @@
 // `soakctl explain`: recompute the latest judged verdict of a candidate from the
-// stored rows (the recipe stored with it, daemon/recipe_store.h) and show every metric.
+// stored rows (the recipe stored with it, daemon/recipe_store.h) with today's
+// rules and show every metric. A verdict judged by an older judge version is
+// expected to differ: explain says the rules changed since and shows both. Only
+// the same rules giving another result is a mismatch (exit 5).
 #include "daemon/soakctl/common.h"
 
 #include <algorithm>
@@ -94,17 +97,25 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     return kCtlExitStore;
   }
   const bool identical = same_verdict(*judged, *again);
+  const bool rules_changed = judged->judge_version != again->judge_version;
+  const int rc = identical || rules_changed ? kCtlExitOk : kCtlExitMismatch;
+  const auto reach = latest_reach(st, row->id);
   if (a.flag("json")) {
     json j = candidate_json(name, *row);
     j["verdict"] = verdict_json(*judged);
     json ms = json::array();
     for (const auto& m : again->metrics) ms.push_back(metric_json(m));
     j["metrics"] = ms;
-    j["recomputed"] = {{"identical", identical}, {"state", to_string(again->state)}, {"reason", again->reason}};
+    j["recomputed"] = {{"identical", identical},
+                       {"state", to_string(again->state)},
+                       {"reason", again->reason},
+                       {"judge_version", again->judge_version},
+                       {"rules_changed", rules_changed}};
     if (latest && latest != judged) j["latest"] = verdict_json(*latest);
     if (!launches->empty()) j["launches"] = launches_json(*launches);  // a managed candidate's runtime
+    if (reach) j["context_reach"] = reach_json(*reach);
     c.out << j.dump(2) << "\n";
-    return identical ? kCtlExitOk : kCtlExitMismatch;
+    return rc;
   }
   c.out << name << " (" << row->model << " on " << to_string(row->runtime) << " at " << row->build << ")\n";
   c.out << "verdict: " << to_string(judged->state) << " (" << judged->stage << ")"
@@ -116,9 +127,15 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
   if (latest && latest != judged)
     c.out << "now: " << to_string(latest->state) << (latest->reason.empty() ? "" : " — " + latest->reason) << "\n";
   print_launches(c.out, *launches, "");
-  c.out << "recomputed from the stored rows: "
-        << (identical ? "identical" : "DIFFERENT: " + std::string(to_string(again->state)) + " — " + again->reason)
-        << "\n\n";
+  if (reach) c.out << reach_text(*reach) << "\n";
+  if (rules_changed)
+    c.out << "the rules changed since (" << judged->judge_version << " then, " << again->judge_version
+          << " now); recomputed from the stored rows with today's rules: " << to_string(again->state) << " — "
+          << again->reason << "\n\n";
+  else
+    c.out << "recomputed from the stored rows: "
+          << (identical ? "identical" : "DIFFERENT: " + std::string(to_string(again->state)) + " — " + again->reason)
+          << "\n\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-8s %7s %7s %11s %11s %23s %9s %9s  %s\n", "RESULT", "N", "N_BASE", "ESTIMATE",
                 "BASELINE", "INTERVAL", "THRESHOLD", "P", "METRIC");
@@ -143,7 +160,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     c.out << line << m.metric << "\n";
     if (!m.reason.empty()) c.out << "         " << m.reason << "\n";
   }
-  return identical ? kCtlExitOk : kCtlExitMismatch;
+  return rc;
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include "daemon/soakctl/common.h"
 #include "storage/lock.h"
 
+#include "schedules/judge.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -133,6 +135,7 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
       j["candidate_id"] = r.candidate.id;
       j["stage"] = r.stage ? stage_json(*r.stage, now) : json(nullptr);
       j["verdict"] = r.verdict ? verdict_json(*r.verdict) : json(nullptr);
+      if (auto reach = latest_reach(st, r.candidate.id)) j["context_reach"] = reach_json(*reach);
       arr.push_back(std::move(j));
     }
     c.out << arr.dump(2) << "\n";
@@ -174,6 +177,8 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     if (r.verdict && !r.verdict->reason.empty() && r.verdict->state != VerdictState::Running)
       about += " — " + r.verdict->reason;
     if (r.verdict && r.verdict->is_override) about += " (override by " + r.verdict->who + ")";
+    if (auto reach = latest_reach(st, r.candidate.id))
+      about += " [reach " + size_label(reach->reach_tokens) + "/" + size_label(reach->configured_tokens) + "]";
     for (const auto& line : wrap(about, reason_cols, kReasonLines)) c.out << "    " << line << "\n";
   }
   return kCtlExitOk;

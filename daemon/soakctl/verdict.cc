@@ -52,6 +52,7 @@ int cmd_verdict(const Ctl& c, const Args& a, Store& st) {
     j["build"] = best->candidate.build;
     j["candidate"] = best->candidate.name;
     j["verdict"] = best->verdict ? verdict_json(*best->verdict) : json(nullptr);
+    if (auto reach = latest_reach(st, best->candidate.id)) j["context_reach"] = reach_json(*reach);
     j["exit_code"] = code;
     c.out << j.dump(2) << "\n";
   } else {
@@ -61,6 +62,7 @@ int cmd_verdict(const Ctl& c, const Args& a, Store& st) {
       if (!best->verdict->stage.empty()) c.out << " (" << best->verdict->stage << ")";
       if (!best->verdict->reason.empty()) c.out << " — " << best->verdict->reason;
       c.out << " [" << iso_utc(best->verdict->wall_ms) << "]\n";
+      if (auto reach = latest_reach(st, best->candidate.id)) c.out << reach_text(*reach) << "\n";
     } else {
       c.out << "no verdict yet\n";
     }

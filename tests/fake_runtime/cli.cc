@@ -42,6 +42,7 @@ const IntKnob kIntKnobs[] = {
     {"leak-mb", &Knobs::leak_mb_per_request, "memory-leak: MB allocated and touched per inference request"},
     {"loading-ms", &Knobs::loading_ms, "503 'Loading model' for this long after start (any scenario)"},
     {"repetition-tokens", &Knobs::repetition_tokens, "repetition: length of the looping answer"},
+    {"fail-above-tokens", &Knobs::fail_above_tokens, "large-prompt-5xx: prompts longer than this get HTTP 500"},
 };
 
 const StrKnob kStrKnobs[] = {

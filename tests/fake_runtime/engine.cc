@@ -458,6 +458,10 @@ void Engine::chat(const HttpRequest& req, const std::shared_ptr<Connection>& c, 
                        "exceed_context_size_error", p,
                        ojson{{"n_prompt_tokens", n}, {"n_ctx", cfg_.knobs.ctx_per_slot}});
   }
+  if (cfg_.scenario == Scenario::LargePrompt5xx &&
+      job->prompt_ids.size() > static_cast<size_t>(cfg_.knobs.fail_above_tokens)) {
+    return reply_error(c, 500, "failed to process the prompt", "server_error", p);
+  }
   uint64_t id = next_job_id_++;
   job->id = id;
   job->conn = c;

@@ -13,7 +13,7 @@ constexpr std::array<std::pair<Flavour, std::string_view>, 4> kFlavours{{
     {Flavour::Ollama, "ollama"},
 }};
 
-constexpr std::array<std::pair<Scenario, std::string_view>, 17> kScenarios{{
+constexpr std::array<std::pair<Scenario, std::string_view>, 18> kScenarios{{
     {Scenario::Healthy, "healthy"},
     {Scenario::PrefillCost, "prefill-cost"},
     {Scenario::FifoSerial, "fifo"},
@@ -31,6 +31,7 @@ constexpr std::array<std::pair<Scenario, std::string_view>, 17> kScenarios{{
     {Scenario::DraftSlowdown, "draft-slowdown"},
     {Scenario::MemoryLeak, "memory-leak"},
     {Scenario::Loading, "loading"},
+    {Scenario::LargePrompt5xx, "large-prompt-5xx"},
 }};
 
 template <class E, size_t N>

@@ -34,6 +34,7 @@ enum class Scenario {
   DraftSlowdown,      // ~95 % draft acceptance while decode runs draft_slowdown times slower
   MemoryLeak,         // every inference request allocates and touches leak_mb_per_request MB
   Loading,            // 503 on every route for loading_ms after start
+  LargePrompt5xx,     // prompts longer than fail_above_tokens get HTTP 500 (within the context: a fault, not a limit)
 };
 std::string_view to_string(Scenario s);
 std::optional<Scenario> parse_scenario(std::string_view s);
@@ -63,6 +64,7 @@ inline constexpr int kDraftTokensPerStep = 4;
 inline constexpr int kDefaultLeakMbPerRequest = 16;
 inline constexpr int kDefaultLoadingMs = 3000;
 inline constexpr int kDefaultRepetitionTokens = 256;
+inline constexpr int kDefaultFailAboveTokens = 4096;
 
 struct Knobs {
   std::string model = kDefaultModel;  // canonical id reported by /v1/models and responses
@@ -88,6 +90,7 @@ struct Knobs {
   int leak_mb_per_request = kDefaultLeakMbPerRequest;
   int loading_ms = 0;                 // 503 everywhere for this long after start (any scenario)
   int repetition_tokens = kDefaultRepetitionTokens;
+  int fail_above_tokens = kDefaultFailAboveTokens;  // LargePrompt5xx
 };
 
 // The knobs a scenario starts from on a given flavour (e.g. FifoSerial sets

@@ -68,9 +68,11 @@ TEST_CASE("soakd takes a healthy runtime from smoke to promoted, blocks an unrea
     },
     "sampler": { "interval": "250ms", "keep_awake": false },
     "schedule": { "nightly_window": "now", "max_concurrent_canaries": 2 },
+    // The test shares the host with whatever else runs on it (a real
+    // llama-server of another test, say): SOLO would make the run inconclusive.
     "candidates": [
       { "name": "healthy", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
-        "base_url": "http://127.0.0.1:)" << port << R"(" },
+        "base_url": "http://127.0.0.1:)" << port << R"(", "allow_coexisting": true },
       { "name": "gone", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
         "base_url": "http://127.0.0.1:)" << dead << R"(" }
     ]

@@ -2,6 +2,7 @@
 // config), a second instance refused, soakctl reading while soakd writes,
 // graceful stop on SIGTERM and SIGINT — each leaving its event in the store.
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -141,4 +142,50 @@ TEST_CASE("a store path that is a directory is refused before anything runs, nam
   CHECK(run.exit_code == 1);
   CHECK(run.err.find("is a directory; \"store\" names a file") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(tmp.path() + "/store/soakd.db.lock"));  // nothing made beside it
+}
+
+TEST_CASE("another process holds the store's write lock past the busy timeout: soakd pauses, drops nothing, says so") {
+  TempDir tmp;
+  const std::string cfg = tmp.path() + "/soakd.json";
+  std::ofstream(cfg) << R"({
+    "store": ")" << tmp.path() << R"(/store/soakd.db",
+    "sampler": { "keep_awake": false, "interval": "200ms" },
+    "candidates": [ { "name": "a", "model": "m", "runtime": "llama.cpp",
+                      "base_url": "http://127.0.0.1:9", "build": { "fixed": "b1" } } ] })";
+  const std::string store = tmp.path() + "/store/soakd.db";
+  auto d = ChildProcess::spawn({kSoakd, "run", "--config", cfg, "--log-stderr"});
+  REQUIRE(d);
+  REQUIRE(d->wait_for_line("started", kWaitMs));
+
+  // A careless sqlite3 session: an exclusive transaction held open.
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(store.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  // The daemon's next write waits out the busy timeout, then pauses the store.
+  CHECK(d->wait_for_line("store not writable since", kBusyTimeoutMs + kWaitMs));
+  // Readers still read (WAL); soakctl status tells what the store cannot: the daemon is paused.
+  SystemClock clock;
+  std::ostringstream out, err;
+  CHECK(soakctl_main({"--db", store, "status"}, out, err, clock) == kCtlExitOk);
+  CHECK(out.str().find("soakd: store not writable since") != std::string::npos);
+  CHECK(out.str().find("database is locked") != std::string::npos);
+  REQUIRE(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+
+  auto resumed = d->wait_for_line("store writable again", kWaitMs + 30'000);
+  CHECK(resumed);
+  REQUIRE(d->signal(SIGTERM));
+  REQUIRE(d->wait_exit(kWaitMs));
+  CHECK(d->err().find("cannot store") == std::string::npos);
+  CHECK(d->err().find("dropping") == std::string::npos);
+
+  auto ev = events_of(store);
+  int outages = 0;
+  for (const auto& e : ev) {
+    if (e.kind != EventKind::Gap || e.detail_json.find("store_unwritable") == std::string::npos) continue;
+    ++outages;
+    CHECK(e.detail_json.find("\"rows_dropped\":0") != std::string::npos);
+    CHECK(e.detail_json.find("database is locked") != std::string::npos);
+  }
+  CHECK(outages == 1);
 }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "probes/engine_rows.h"
 #include "tests/catch.h"
 #include "tests/fake_runtime/fake_runtime.h"
 #include "tests/integration/probe_harness.h"
@@ -283,10 +284,36 @@ TEST_CASE("slot stuck after a cancel -> stale_slot; the healthy runtime frees it
   CHECK(extra(g)["checked_by"] == "follow_up");
 }
 
-TEST_CASE("single-slot FIFO: the burst summary is serialized_burst, members stay clean") {
+TEST_CASE("single-slot FIFO: the expected queue, recorded and clean; members stay clean") {
   Fake f(Scenario::FifoSerial);
   Harness h;
   CandidateConfig c = candidate(f.url());
+  c.settings.burst_sizes = {3};
+  auto rows = h.run(c, {ProbeKind::Health, ProbeKind::Scrape, ProbeKind::Burst});
+  INFO(describe(rows));
+  const ProbeResult* summary = find_row(rows, ProbeKind::Burst, "burst/3/summary");
+  REQUIRE(summary);
+  CHECK(summary->outcome == Outcome::Clean);
+  CHECK(summary->runtime_slots == 1);  // read from /props total_slots
+  auto s = extra(*summary);
+  CHECK(s["serialized"] == true);
+  CHECK(s["fifo"] == "expected");
+  CHECK(s["runtime_slots"] == 1);
+  CHECK(s["queue_ratio"].get<double>() >= probes::kSerializedQueueRatio);
+  CHECK(s["clean"] == 3);
+  for (const auto& r : rows) {
+    if (r.kind != ProbeKind::Burst) continue;
+    CHECK(r.group_id == summary->group_id);
+    CHECK(r.client_concurrency == 3);
+    CHECK(r.outcome == Outcome::Clean);
+  }
+}
+
+TEST_CASE("FIFO on a runtime configured with two slots: the burst summary is serialized_burst") {
+  Fake f(Scenario::FifoSerial);
+  Harness h;
+  CandidateConfig c = candidate(f.url());
+  c.slots = 2;
   c.settings.burst_sizes = {3};
   auto rows = h.run(c, {ProbeKind::Burst});
   INFO(describe(rows));
@@ -294,9 +321,10 @@ TEST_CASE("single-slot FIFO: the burst summary is serialized_burst, members stay
   const ProbeResult* summary = find_row(rows, ProbeKind::Burst, "burst/3/summary");
   REQUIRE(summary);
   CHECK(summary->outcome == Outcome::SerializedBurst);
-  CHECK(summary->runtime_slots == 1);
+  CHECK(summary->detail.find("2 slots") != std::string::npos);
   auto s = extra(*summary);
   CHECK(s["serialized"] == true);
+  CHECK(s["fifo"] == "failure");
   CHECK(s["peak_decoding"] == 1);
   CHECK(s["clean"] == 3);
   for (const auto& r : rows) {
@@ -370,4 +398,69 @@ TEST_CASE("a missing API key variable is soakd's own error, and nothing is sent"
     CHECK(r.detail.find("SOAKD_TEST_KEY") != std::string::npos);
   }
   CHECK(f.rt.stats(0).http_requests == 0);
+}
+
+TEST_CASE("a burst of 80, as the field reports fire them: released within 200 ms, every member answered") {
+  ListenerConfig cfg = ListenerConfig::make(Scenario::Healthy);
+  cfg.knobs.slots = 8;
+  cfg.knobs.token_interval_ms = 1;
+  Fake f(cfg);
+  Harness h;
+  CandidateConfig c = candidate(f.url());
+  // Queued members wait for a slot before their first token: time enough on a loaded host.
+  c.settings.limits.stall_timeout_ms = 20'000;
+  c.settings.limits.wall_timeout_ms = 25'000;
+  c.settings.burst_sizes = {80};
+  auto rows = h.run(c, {ProbeKind::Burst});
+  INFO(describe(rows));
+  REQUIRE(rows.size() == 81);
+  const ProbeResult* summary = find_row(rows, ProbeKind::Burst, "burst/80/summary");
+  REQUIRE(summary);
+  CHECK(summary->outcome == Outcome::Clean);
+  auto s = extra(*summary);
+  CHECK(s["clean"] == 80);
+  CHECK(s["send_spread_ms"].get<double>() < 200);
+  CHECK(s["serialized"] == false);
+  CHECK(f.rt.stats(0).max_processing == 8);
+}
+
+TEST_CASE("capacity: by default 32K x the runtime's slots at once, members and a summary") {
+  Fake f(fast(Scenario::Healthy));
+  Harness h;
+  CandidateConfig c = candidate(f.url());  // no capacity configured: 32768 x slots (2, from /props)
+  auto rows = h.run(c, {ProbeKind::Capacity});
+  INFO(describe(rows));
+  REQUIRE(rows.size() == 3);
+  int members = 0;
+  for (const auto& r : rows)
+    if (r.workload_id == "capacity/32768/fresh/x2") {
+      ++members;
+      CHECK(r.kind == ProbeKind::Capacity);
+      CHECK(r.outcome == Outcome::Clean);
+      CHECK(r.cache_state == CacheState::Fresh);
+      CHECK(r.size_tokens == 32768);
+      CHECK(r.client_concurrency == 2);
+      CHECK(r.prompt_tokens.value_or(0) > 30000);
+    }
+  CHECK(members == 2);
+  const ProbeResult* summary = find_row(rows, ProbeKind::Capacity, "capacity/32768/fresh/x2/summary");
+  REQUIRE(summary);
+  CHECK(summary->outcome == Outcome::Clean);
+  CHECK(summary->group_id == rows.front().group_id);
+  auto s = extra(*summary);
+  CHECK(s["clean"] == 2);
+  CHECK(s["runtime_slots"] == 2);
+  CHECK(s["ttft_p95_ms"].get<double>() > 0);
+  CHECK(s["aggregate_tps"].get<double>() > 0);
+  CHECK(f.rt.stats(0).max_processing == 2);  // both prefilled at once
+
+  SECTION("configured entries replace the default; one slot and nothing configured runs nothing") {
+    c.settings.capacity = std::vector<CapacityEntry>{{2048, 3}};
+    auto conf = h.run(c, {ProbeKind::Capacity});
+    INFO(describe(conf));
+    CHECK(find_row(conf, ProbeKind::Capacity, "capacity/2048/fresh/x3/summary"));
+    Fake one(fast(Scenario::FifoSerial));
+    Harness h1;
+    CHECK(h1.run(candidate(one.url()), {ProbeKind::Capacity}).empty());
+  }
 }

@@ -32,6 +32,8 @@
 
 #include "core/limits.h"
 #include "daemon/probe_cli.h"
+#include "schedules/judge.h"
+#include "schedules/plan.h"
 #include "tests/catch.h"
 #include "tests/integration/probe_harness.h"
 #include "tests/support/child_process.h"
@@ -117,6 +119,7 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   c.settings.limits.wall_timeout_ms = 60'000;
   c.settings.limits.stall_timeout_ms = 20'000;
   c.settings.burst_sizes = {1, 2};
+  c.settings.capacity = std::vector<CapacityEntry>{};  // its own test below
   Harness h({}, kRealRunGuardMs);
   REQUIRE(wait_healthy(h, c));
 
@@ -167,6 +170,87 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   const ProbeResult* summary = find_row(rows, ProbeKind::Burst, "burst/2/summary");
   REQUIRE(summary);
   CHECK(summary->outcome == Outcome::Clean);  // two slots: the pair decodes together
+
+}
+
+TEST_CASE("a real llama-server started with -c below the largest size: the canary holds with its context reach") {
+  const Server srv = server_or_skip();
+  const int port = free_port();
+  // One slot of 4096 tokens (the model's own limit lifted to 16384 so -c decides);
+  // the grammar makes every answer a short natural stop, no -n cap.
+  auto server = start_server(srv, port, {"--parallel", "1", "-c", "4096", "--override-kv",
+                                         "qwen3.context_length=int:16384", "--grammar", "root ::= \"ok\""});
+  REQUIRE(server);
+  REQUIRE(server->wait_for_line("listening", kStartupMs));
+
+  CandidateConfig c = candidate("http://127.0.0.1:" + std::to_string(port));
+  c.model = kAlias;
+  c.settings.limits.wall_timeout_ms = 60'000;
+  c.settings.limits.stall_timeout_ms = 20'000;
+  c.settings.long_context_sizes = {1024, 2048, 8192};
+  Harness h({}, kRealRunGuardMs);
+  REQUIRE(wait_healthy(h, c));
+  std::vector<ProbeResult> rows;
+  for (TaskKind t : {TaskKind::Scrape, TaskKind::LongContext})
+    for (auto& r : h.run(c, probe_kinds_for(t))) rows.push_back(std::move(r));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].id = static_cast<int64_t>(i + 1);
+    rows[i].candidate_id = 1;
+    rows[i].host_id = 1;
+  }
+  std::printf("%s", format_probe_table(rows).c_str());
+  INFO(describe(rows));
+  const ProbeResult* refused = find_row(rows, ProbeKind::LongContext, "long_context/8192/fresh");
+  REQUIRE(refused);
+  CHECK(refused->outcome == Outcome::ContextExceeded);
+
+  JudgeInput in;
+  in.recipe.stage = StageKind::Canary;
+  in.recipe.candidate_id = 1;
+  in.recipe.host_id = 1;
+  in.recipe.slots_planned = 1;
+  in.recipe.slots_run = 1;
+  in.recipe.long_context_sizes = c.settings.long_context_sizes;
+  in.candidate_rows = rows;
+  VerdictRow v = judge_stage(in);
+  std::printf("verdict: %s: %s\n", std::string(to_string(v.state)).c_str(), v.reason.c_str());
+  CHECK(v.state == VerdictState::Hold);
+  CHECK(v.reason.find("context reach 2K, configured 8K") != std::string::npos);
+  CHECK(v.reason.find("runtime context 4096 per slot, from /props n_ctx") != std::string::npos);
+}
+
+TEST_CASE("a real llama-server at --parallel 2: a capacity check of two 1K prompts at once completes") {
+  const Server srv = server_or_skip();
+  const int port = free_port();
+  auto server = start_server(srv, port, {"--parallel", "2", "-c", "8192", "--grammar", "root ::= \"ok\""});
+  REQUIRE(server);
+  REQUIRE(server->wait_for_line("listening", kStartupMs));
+  CandidateConfig c = candidate("http://127.0.0.1:" + std::to_string(port));
+  c.model = kAlias;
+  c.settings.limits.wall_timeout_ms = 25'000;
+  c.settings.limits.stall_timeout_ms = 20'000;
+  c.settings.capacity = std::vector<CapacityEntry>{{1024, 2}};  // within the tiny model's context
+  Harness h({}, kRealRunGuardMs);
+  REQUIRE(wait_healthy(h, c));
+  auto rows = h.run(c, {ProbeKind::Capacity});
+  std::printf("%s", format_probe_table(rows).c_str());
+  INFO(describe(rows));
+  int capacity_members = 0;
+  for (const auto& r : rows)
+    if (r.kind == ProbeKind::Capacity && r.workload_id == "capacity/1024/fresh/x2") {
+      ++capacity_members;
+      CHECK(r.outcome == Outcome::Clean);
+      CHECK(r.client_concurrency == 2);
+      CHECK(r.size_tokens == 1024);
+    }
+  CHECK(capacity_members == 2);
+  const ProbeResult* cap = find_row(rows, ProbeKind::Capacity, "capacity/1024/fresh/x2/summary");
+  REQUIRE(cap);
+  CHECK(cap->outcome == Outcome::Clean);
+  auto cs = nlohmann::json::parse(cap->extra_json);
+  CHECK(cs["clean"] == 2);
+  CHECK(cs["ttft_max_ms"].get<double>() > 0);
+  std::printf("capacity 1K x 2 at --parallel 2: %s\n", cap->extra_json.c_str());
 }
 
 TEST_CASE("a real llama-server: a fresh prefill far longer than the stall timeout is clean, not stalled") {

@@ -29,6 +29,8 @@ constexpr std::array<MethodInfo, kStoreMethodCount> kMethods{{
     {StoreMethod::InsertVerdict, "insert_verdict", StoreAccess::Write},
     {StoreMethod::LatestVerdict, "latest_verdict", StoreAccess::Read},
     {StoreMethod::Verdicts, "verdicts", StoreAccess::Read},
+    {StoreMethod::InsertContextReach, "insert_context_reach", StoreAccess::Write},
+    {StoreMethod::ContextReach, "context_reach", StoreAccess::Read},
     {StoreMethod::InsertControl, "insert_control", StoreAccess::Write},
     {StoreMethod::PendingControls, "pending_controls", StoreAccess::Read},
     {StoreMethod::MarkControlHandled, "mark_control_handled", StoreAccess::Write},
@@ -181,6 +183,12 @@ Result<std::optional<VerdictRow>> FaultyStore::latest_verdict(int64_t candidate_
 }
 Result<std::vector<VerdictRow>> FaultyStore::verdicts(int64_t candidate_id) {
   return forward<Result<std::vector<VerdictRow>>>(M::Verdicts, [&] { return inner_.verdicts(candidate_id); });
+}
+Result<int64_t> FaultyStore::insert_context_reach(const ContextReach& r) {
+  return forward<Result<int64_t>>(M::InsertContextReach, [&] { return inner_.insert_context_reach(r); });
+}
+Result<std::optional<ContextReach>> FaultyStore::context_reach(int64_t candidate_id) {
+  return forward<Result<std::optional<ContextReach>>>(M::ContextReach, [&] { return inner_.context_reach(candidate_id); });
 }
 Result<int64_t> FaultyStore::insert_control(const ControlRequest& c) {
   return forward<Result<int64_t>>(M::InsertControl, [&] { return inner_.insert_control(c); });

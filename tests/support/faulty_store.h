@@ -42,11 +42,12 @@ enum class StoreMethod {
   InsertProbeResult, InsertHostSample, InsertProcessSample, InsertEvent,
   InsertStage, UpdateStage, Stages,
   InsertVerdict, LatestVerdict, Verdicts,
+  InsertContextReach, ContextReach,
   InsertControl, PendingControls, MarkControlHandled,
   InsertLaunch, UpdateLaunch, Launches,
   ProbeResults, ProbeCounts, HostSamples, ProcessSamples, Events, Status, MaxIds,
 };
-inline constexpr size_t kStoreMethodCount = 28;
+inline constexpr size_t kStoreMethodCount = 30;
 const std::array<StoreMethod, kStoreMethodCount>& all_store_methods();
 std::string_view to_string(StoreMethod m);  // the Store method's name, e.g. "insert_probe_result"
 
@@ -100,6 +101,8 @@ class FaultyStore final : public Store {
   Result<int64_t> insert_verdict(const VerdictRow& v) override;
   Result<std::optional<VerdictRow>> latest_verdict(int64_t candidate_id) override;
   Result<std::vector<VerdictRow>> verdicts(int64_t candidate_id) override;
+  Result<int64_t> insert_context_reach(const ContextReach& r) override;
+  Result<std::optional<ContextReach>> context_reach(int64_t candidate_id) override;
   Result<int64_t> insert_control(const ControlRequest& c) override;
   Result<std::vector<ControlRequest>> pending_controls() override;
   Status mark_control_handled(int64_t id, int64_t now_ms, const std::string& result) override;

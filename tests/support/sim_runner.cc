@@ -100,6 +100,12 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
     return rows.back();
   };
   auto served = [&] { return ++counters_[name]; };
+  auto flaky = [&](ProbeResult& r) {
+    if (down || s.behaviour != Behaviour::Flaky5xx || ++counters_[name + "/flaky"] % 8 != 0) return;
+    r.outcome = Outcome::Http5xx;
+    r.http_status = 500;
+    r.detail = "HTTP 500 server_error";
+  };
   auto functional = [&] {
     for (auto [k, w] : {std::pair{ProbeKind::Marker, "marker"}, {ProbeKind::Stream, "stream"},
                         {ProbeKind::StrictJson, "strict_json"}, {ProbeKind::ToolCall, "tool_call"}}) {
@@ -115,6 +121,7 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
         r.outcome = Outcome::Http5xx;
         r.http_status = 500;
       }
+      flaky(r);
     }
   };
 
@@ -158,29 +165,85 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
       };
       if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::Crash) event(EventKind::ProcessRestart);
       if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::GuardTrip) event(EventKind::GuardTrip);
+      if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::SecondEngine) {
+        Event e;
+        e.wall_ms = start;
+        e.host_id = host_id_;
+        e.candidate_id = req.candidate_id;
+        e.kind = EventKind::DuplicateEngine;
+        e.detail_json = R"({"pid":777,"runtime":"ollama","command":"ollama serve"})";
+        store_.insert_event(e).ok();
+      }
+      if (req.stage_id && s.behaviour == Behaviour::SwapCreep) {
+        // Swap creeping in at a steady rate through the gate: a few MB per
+        // 10-minute guard window, hundreds over the day.
+        if (req.stage == StageKind::Gate && !gate_started_ms_) gate_started_ms_ = start;
+        const double hours = gate_started_ms_ ? static_cast<double>(start - *gate_started_ms_) / 3.6e6 : 0.0;
+        HostSample h;
+        h.host_id = host_id_;
+        h.wall_ms = start;
+        h.swap_used_bytes = static_cast<int64_t>((1000 + s.swap_mb_per_hour * hours) * 1e6);
+        h.swapouts = 100;
+        store_.insert_host_sample(h).ok();
+      }
       break;
     }
     case TaskKind::Functional:
       functional();
       break;
-    case TaskKind::LongContext:
-      for (int64_t size : req.candidate->settings.long_context_sizes) {
+    case TaskKind::LongContext: {
+      const auto& sizes = req.candidate->settings.long_context_sizes;
+      const int64_t largest = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
+      for (int64_t size : sizes) {
         for (CacheState cache : {CacheState::Fresh, CacheState::Repeat}) {
           ProbeResult& r = add(ProbeKind::LongContext, "long_context/" + std::to_string(size) + "/" +
                                                             std::string(to_string(cache)));
           r.size_tokens = size;
           r.cache_state = cache;
-          if (!down) perf_row(r, s, static_cast<double>(size), kOutputTokens, cache);
+          if (down) continue;
+          perf_row(r, s, static_cast<double>(size), kOutputTokens, cache);
+          if (s.behaviour == Behaviour::ContextLimit) {
+            r.extra_json = R"({"sized_by":"tokenize","runtime_ctx":)" + std::to_string(s.runtime_ctx) +
+                           R"(,"runtime_ctx_source":"/props n_ctx"})";
+            if (size >= s.runtime_ctx) {
+              r.outcome = Outcome::ContextExceeded;
+              r.http_status = 400;
+              r.detail = "HTTP 400 exceed_context_size_error";
+              break;  // the probe sends no repeat after a failed fresh request
+            }
+          }
+          if (s.behaviour == Behaviour::LargestFails && size == largest) {
+            r.outcome = Outcome::Http5xx;
+            r.http_status = 500;
+            r.detail = "HTTP 500 server_error";
+            break;
+          }
         }
       }
       break;
+    }
     case TaskKind::Burst:
       for (int n : req.candidate->settings.burst_sizes) {
         for (int i = 0; i < n; ++i) {
           ProbeResult& r = add(ProbeKind::Burst, "burst/" + std::to_string(n));
           r.client_concurrency = n;
           if (!down) perf_row(r, s, 300, kOutputTokens, CacheState::None);
+          flaky(r);
         }
+      }
+      break;
+    case TaskKind::Capacity:
+      for (const CapacityEntry& e : capacity_entries(req.candidate->settings, req.candidate->slots)) {
+        const std::string w = "capacity/" + std::to_string(e.size) + "/fresh/x" + std::to_string(e.concurrency);
+        for (int i = 0; i < e.concurrency; ++i) {
+          ProbeResult& r = add(ProbeKind::Capacity, w);
+          r.size_tokens = e.size;
+          r.client_concurrency = e.concurrency;
+          if (!down) perf_row(r, s, static_cast<double>(e.size), kOutputTokens, CacheState::Fresh);
+        }
+        ProbeResult& summary = add(ProbeKind::Capacity, w + "/summary");
+        summary.size_tokens = e.size;
+        summary.client_concurrency = e.concurrency;
       }
       break;
     case TaskKind::Cancel: {
@@ -221,7 +284,8 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
     offset += std::max<int64_t>(5, r.t_done_us.value_or(5000) / 1000);
   }
   const int64_t duration = std::max<int64_t>(10, offset);
-  const bool heavy = req.task == TaskKind::LongContext || req.task == TaskKind::Burst;
+  const bool heavy =
+      req.task == TaskKind::LongContext || req.task == TaskKind::Burst || req.task == TaskKind::Capacity;
   if (heavy && ++heavy_now_ > max_heavy_) max_heavy_ = heavy_now_;
   queue_.push_back(Pending{start + duration, seq_++,
                            [this, rows = std::move(rows), done = std::move(done), heavy]() mutable {

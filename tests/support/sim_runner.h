@@ -37,6 +37,11 @@ enum class Behaviour {
   InvalidJson,       // strict JSON invalid every time
   Crash,             // process restarts (event) at the `fault_after`-th scrape
   GuardTrip,         // memory guard trips at the `fault_after`-th scrape
+  ContextLimit,      // long-context sizes above `runtime_ctx` are refused (context_exceeded); /props says it
+  LargestFails,      // the largest long-context size fails with HTTP 500
+  Flaky5xx,          // every 8th functional or burst completion is an HTTP 500 (never 3 in a row)
+  SwapCreep,         // host swap grows by `swap_mb_per_hour` during the gate (host samples at each scrape)
+  SecondEngine,      // another engine (ollama) becomes resident at the `fault_after`-th scrape
 };
 
 struct SimCandidate {
@@ -45,6 +50,8 @@ struct SimCandidate {
   double speed = 1.0;       // multiplies every duration
   int64_t fault_after = 20; // for behaviours that start misbehaving later
   double noise = 0.10;      // relative jitter of every timing
+  int64_t runtime_ctx = 32768;       // ContextLimit: the runtime's per-slot context
+  double swap_mb_per_hour = 40;      // SwapCreep
 };
 
 class SimRunner final : public TaskRunner {
@@ -102,6 +109,7 @@ class SimRunner final : public TaskRunner {
   int64_t seq_ = 0;
   int64_t heavy_now_ = 0;
   int64_t max_heavy_ = 0;
+  std::optional<int64_t> gate_started_ms_;  // SwapCreep: when the gate's first scrape ran
 };
 
 }  // namespace soak

@@ -457,3 +457,107 @@ TEST_CASE("soakctl start/abort/promote reach the daemon through the store") {
   CHECK(w.stages("cand").back().kind == StageKind::Smoke);
   CHECK(w.verdict("cand")->state == VerdictState::Running);
 }
+
+TEST_CASE("context reach: sizes beyond the runtime's own context hold the canary, stored and shown per build") {
+  World w(candidate("cand", 18432));
+  w.runner->at("cand").behaviour = Behaviour::ContextLimit;
+  w.runner->at("cand").runtime_ctx = 8192;  // configured sizes: 1024, 32768
+  w.run(10 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Hold);
+  CHECK(v->stage == "canary");
+  CHECK(v->reason.find("context reach 1K, configured 32K") != std::string::npos);
+  auto reach = w.store->context_reach(w.row("cand")->id);
+  REQUIRE(reach.ok());
+  REQUIRE(*reach);
+  CHECK((*reach)->reach_tokens == 1024);
+  CHECK((*reach)->configured_tokens == 32768);
+  CHECK((*reach)->runtime_ctx_tokens == 8192);
+  CHECK((*reach)->runtime_ctx_source == "/props n_ctx");
+
+  const std::string db = w.tmp.path() + "/s.db";
+  std::ostringstream out, err;
+  CHECK(soakctl_main({"--db", db, "status"}, out, err, w.clock) == kCtlExitOk);
+  CHECK(out.str().find("[reach 1K/32K]") != std::string::npos);
+  std::ostringstream ex;
+  CHECK(soakctl_main({"--db", db, "explain", "cand"}, ex, err, w.clock) == kCtlExitOk);
+  CHECK(ex.str().find("context reach 1K, configured 32K; runtime context 8192 per slot, from /props n_ctx") !=
+        std::string::npos);
+  std::ostringstream vj;
+  soakctl_main({"--db", db, "verdict", "--model", "qwen3.6-35b-a3b", "--runtime", "llama.cpp", "--json"}, vj, err,
+               w.clock);
+  auto j = nlohmann::json::parse(vj.str());
+  CHECK(j["context_reach"]["reach_tokens"] == 1024);
+}
+
+TEST_CASE("a runtime failing only at the largest size with HTTP 500 is rejected in the canary") {
+  World w(candidate("cand", 18432));
+  w.runner->at("cand").behaviour = Behaviour::LargestFails;
+  w.run(10 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Rejected);
+  CHECK(v->stage == "canary");
+  CHECK(has_metric(*v, "long_context/32768", MetricResult::Fail));
+  CHECK((*w.store->context_reach(w.row("cand")->id))->reach_tokens == 1024);
+}
+
+TEST_CASE("a runtime failing 1 in 8 completions with HTTP 500 is rejected by the canary's pooled ratio") {
+  World w(candidate("cand", 18432));
+  w.runner->at("cand").behaviour = Behaviour::Flaky5xx;
+  w.run(10 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Rejected);
+  CHECK(v->stage == "canary");
+  CHECK(has_metric(*v, "failure_ratio/pooled", MetricResult::Fail));
+  CHECK(has_metric(*v, "hard/repeated_5xx", MetricResult::Pass));
+}
+
+TEST_CASE("swap creeping slowly through the gate rejects it, though the guard's window never sees it") {
+  World w(candidate("cand", 18432));
+  w.runner->at("cand").behaviour = Behaviour::SwapCreep;
+  w.runner->at("cand").swap_mb_per_hour = 40;  // ~6.7 MB per 10-minute window, ~960 MB a day
+  w.run(10 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Rejected);
+  CHECK(v->stage == "gate");
+  CHECK(has_metric(*v, "stage_swap_growth_mb", MetricResult::Fail));
+  CHECK(has_metric(*v, "hard/guard_trip", MetricResult::Pass));
+}
+
+TEST_CASE("SOLO: a second engine resident makes the stage inconclusive; allow_coexisting judges it anyway") {
+  {
+    World w(candidate("cand", 18432));
+    w.runner->at("cand").behaviour = Behaviour::SecondEngine;
+    w.runner->at("cand").fault_after = 5;
+    w.run(10 * kDay);
+    auto v = w.verdict("cand");
+    REQUIRE(v);
+    INFO(v->reason);
+    CHECK(v->state == VerdictState::Inconclusive);
+    CHECK(v->stage == "canary");
+    CHECK(v->reason.find("ollama pid 777") != std::string::npos);
+  }
+  {
+    World w(candidate("cand", 18432, R"(, "allow_coexisting": true)"));
+    w.runner->at("cand").behaviour = Behaviour::SecondEngine;
+    w.runner->at("cand").fault_after = 5;
+    w.run(10 * kDay);
+    auto v = w.verdict("cand");
+    REQUIRE(v);
+    INFO(v->reason);
+    CHECK(v->state == VerdictState::Promoted);
+    CHECK(v->stage == "soak");
+    // The recipe carries allow_coexisting: explain recomputes the same verdict.
+    std::ostringstream out, err;
+    CHECK(soakctl_main({"--db", w.tmp.path() + "/s.db", "explain", "cand"}, out, err, w.clock) == kCtlExitOk);
+    CHECK(out.str().find("recomputed from the stored rows: identical") != std::string::npos);
+  }
+}

@@ -101,8 +101,8 @@ TEST_CASE("each stage starts with its length, deadline, plan and a running verdi
     int64_t length_ms;
     size_t tasks;
   };
-  for (const Case& k : {Case{StageKind::Smoke, 15 * kMinute, 1}, Case{StageKind::Canary, 2 * kHour, 5},
-                        Case{StageKind::Gate, 24 * kHour, 2}, Case{StageKind::Soak, 7 * kDay, 4}}) {
+  for (const Case& k : {Case{StageKind::Smoke, 15 * kMinute, 1}, Case{StageKind::Canary, 2 * kHour, 6},
+                        Case{StageKind::Gate, 24 * kHour, 2}, Case{StageKind::Soak, 7 * kDay, 5}}) {
     INFO(to_string(k.kind));
     World w;
     const StageRow row = open_stage(w.t, k.kind, kT0);
@@ -182,6 +182,9 @@ TEST_CASE("a stage that completes is judged, and a pass starts the next stage") 
   CHECK(r.recipe.baseline_mode == BaselineMode::Interleaved);
   CHECK(r.rows.since_ms == kT0);
   CHECK(r.rows.until_ms == end);
+  // The canary's long-context gate needs the configured sizes; SOLO the candidate's say.
+  CHECK(r.recipe.long_context_sizes == w.cfg->candidates[0].settings.long_context_sizes);
+  CHECK(r.recipe.allow_coexisting == w.cfg->candidates[0].allow_coexisting);
 
   Transition judged = stage_judged(w.t, verdict(VerdictState::Promoted, "canary passed"), w.cfg->schedule, 0, end);
   REQUIRE(judged.close_stage);

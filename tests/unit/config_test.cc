@@ -373,11 +373,12 @@ TEST_CASE("schema: messages keep their exact wording") {
   CHECK(line("candidates[0]", "stagez", 1) ==
         "test.json: candidates[0].stagez: unknown key \"stagez\"; did you mean \"stages\"? Allowed here: name, model, "
         "runtime, base_url, build, baseline, api_key_env, allow_insecure_api_key, pid, process_name, slots, enabled, "
-        "launch, memory_budget, stages, cadence, limits, gate, judge, soak, guard, sampling, long_context_sizes, burst_sizes");
+        "launch, memory_budget, allow_coexisting, stages, cadence, limits, gate, judge, soak, guard, sampling, "
+        "long_context_sizes, burst_sizes, capacity");
   CHECK(line("", "zzzzzzzz", 1) == "test.json: zzzzzzzz: unknown key \"zzzzzzzz\" Allowed here: store, log, defaults, "
                                    "sampler, schedule, store_outage, metrics, candidates");
   CHECK(line_for(parse(doc_with("defaults", "burst_sizes", nlohmann::json::array({1, 0}))), "defaults.burst_sizes[1]") ==
-        "test.json: defaults.burst_sizes[1]: must be a positive integer (e.g. [1, 2, 4, 8])");
+        "test.json: defaults.burst_sizes[1]: must be a positive integer (e.g. [1, 8, 30, 80])");
   CHECK(line("schedule", "nightly_window", "25:00") ==
         "test.json: schedule.nightly_window: must be a local time \"HH:MM\" or \"now\" (e.g. \"02:00\")");
   CHECK(line("defaults.limits", "stall_timeout", "40m") ==
@@ -457,7 +458,7 @@ TEST_CASE("burst and long-context sizes have upper bounds, with the reason") {
   expect_error(doc("long_context_sizes", "[1024, 4000000]"),
                {"defaults.long_context_sizes[1]: must be at most 1048576", "held in memory"});
   CHECK(parse(doc("burst_sizes", "[1, 8, 30, 80, 128]")).ok());
-  CHECK(parse(doc("long_context_sizes", "[131072, 262144]")).ok());
+  CHECK(parse(doc("long_context_sizes", "[1024, 131072]")).ok());
 }
 
 TEST_CASE("store_outage: defaults, and values read") {
@@ -471,4 +472,28 @@ TEST_CASE("store_outage: defaults, and values read") {
   CHECK(c->store_outage.stop_after_ms == 600'000);
   expect_error(R"({"store_outage": {"max_queued_rows": 0}, "candidates": [)" + kA + "]}",
                {"store_outage.max_queued_rows: must be at least 1"});
+}
+
+TEST_CASE("capacity: entries of size x concurrency, defaulted from the slots when absent") {
+  auto d = parse(doc_with("defaults", "burst_sizes", nlohmann::json::array({1, 8, 30, 80})));
+  REQUIRE(d.ok());
+  CHECK_FALSE(d->defaults.capacity);  // the default is decided from the runtime's slots
+  CHECK(d->defaults.burst_sizes == std::vector<int>{1, 8, 30, 80});
+  auto r = parse(doc_with("defaults", "capacity", nlohmann::json::parse(R"([{"size": 32768, "concurrency": 8}])")));
+  REQUIRE(r.ok());
+  REQUIRE(r->candidates[0].settings.capacity);
+  CHECK(*r->candidates[0].settings.capacity == std::vector<CapacityEntry>{{32768, 8}});
+  auto none = parse(doc_with("candidates[0]", "capacity", nlohmann::json::array()));
+  REQUIRE(none.ok());
+  CHECK(none->candidates[0].settings.capacity->empty());  // explicitly off
+  expect_error(doc_with("defaults", "capacity", nlohmann::json::parse(R"([{"size": 32768, "concurrency": 0}])")),
+               {"defaults.capacity[0].concurrency: must be an integer from 1 to 256"});
+  expect_error(doc_with("defaults", "capacity", nlohmann::json::parse(R"([{"size": 32768, "conc": 8}])")),
+               {"defaults.capacity[0].conc: unknown key \"conc\""});
+  auto coexist = parse(doc_with("candidates[0]", "allow_coexisting", true));
+  REQUIRE(coexist.ok());
+  CHECK(coexist->candidates[0].allow_coexisting);
+  auto solo = parse(doc_with("candidates[0]", "allow_coexisting", false));
+  REQUIRE(solo.ok());
+  CHECK(coexist->candidate_hash(coexist->candidates[0]) != solo->candidate_hash(solo->candidates[0]));
 }

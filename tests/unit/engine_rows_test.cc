@@ -149,7 +149,37 @@ TEST_CASE("failure excerpts are short, single-line and scrub bearer tokens") {
   CHECK(failure_excerpt(tool, "") == "lookup_weather {}");
 }
 
-TEST_CASE("burst summary: FIFO serialization is decode intervals that never overlap") {
+TEST_CASE("burst summary: serialization needs evidence that requests waited, not only disjoint decode windows") {
+  // A runtime that writes each short answer in one go, all at once: the decode
+  // windows never overlap (they are instants), but nobody waited.
+  std::vector<BurstMember> one_go;
+  for (int k = 0; k < 8; ++k) one_go.push_back(member(0, 50 + k, 50 + k));
+  BurstSummary s = summarize_burst(one_go);
+  CHECK(s.peak_decoding <= 1);
+  REQUIRE(s.queue_ratio);
+  CHECK(*s.queue_ratio < kSerializedQueueRatio);
+  CHECK_FALSE(s.serialized);
+
+  // The same one-go answers from a queue: each waits a whole service time.
+  std::vector<BurstMember> queued;
+  for (int k = 0; k < 8; ++k) queued.push_back(member(0, 50 * (k + 1), 50 * (k + 1)));
+  BurstSummary q = summarize_burst(queued);
+  REQUIRE(q.service_ms);
+  CHECK(*q.service_ms == Approx(50));
+  CHECK(*q.queue_span_ms == Approx(350));
+  CHECK(*q.queue_ratio == Approx(1.0));
+  CHECK(q.serialized);
+
+  // Two slots, eight requests: pairs overlap and the queue is half as deep.
+  std::vector<BurstMember> pairs;
+  for (int k = 0; k < 8; ++k) pairs.push_back(member(0, 10 + 100 * (k / 2), 100 + 100 * (k / 2)));
+  BurstSummary p = summarize_burst(pairs);
+  CHECK(p.peak_decoding == 2);
+  CHECK(*p.queue_ratio < kSerializedQueueRatio);
+  CHECK_FALSE(p.serialized);
+}
+
+TEST_CASE("burst summary: FIFO serialization is a queue served one at a time") {
   // One slot: each member decodes only after the previous one finished.
   std::vector<BurstMember> fifo{member(0, 10, 100), member(0, 101, 190), member(0, 191, 280)};
   BurstSummary s = summarize_burst(fifo);

@@ -93,6 +93,14 @@ std::string call(Store& s, StoreMethod m, const Fixture& f) {
     case StoreMethod::InsertVerdict: return err(s.insert_verdict(verdict));
     case StoreMethod::LatestVerdict: return err(s.latest_verdict(f.cand));
     case StoreMethod::Verdicts: return err(s.verdicts(f.cand));
+    case StoreMethod::InsertContextReach: {
+      ContextReach reach;
+      reach.candidate_id = f.cand;
+      reach.reach_tokens = 32768;
+      reach.configured_tokens = 131072;
+      return err(s.insert_context_reach(reach));
+    }
+    case StoreMethod::ContextReach: return err(s.context_reach(f.cand));
     case StoreMethod::InsertControl: return err(s.insert_control(control));
     case StoreMethod::PendingControls: return err(s.pending_controls());
     case StoreMethod::MarkControlHandled: return err(s.mark_control_handled(1, 9, "done"));
@@ -194,7 +202,7 @@ TEST_CASE("while writes fail, reads still answer from the real store; clearing r
   s.clear();
   REQUIRE(s.insert_probe_result(f.probe(2)).ok());
   CHECK(f.stored_probes() == 2);
-  CHECK(s.failures(StoreAccess::Write) == 14);  // every write method failed once
+  CHECK(s.failures(StoreAccess::Write) == 15);  // every write method failed once
   CHECK(s.failures(StoreAccess::Read) == 0);
   s.reset_counts();
   CHECK(s.calls(StoreAccess::Write) == 0);

@@ -32,6 +32,27 @@ TEST_CASE("canary plan: everything is due at the stage start, heavy tasks one at
   CHECK(kinds(p, busy) == std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Functional, TaskKind::Cancel});
 }
 
+TEST_CASE("capacity: a heavy task in the canary (with the long-context cadence) and in the soak") {
+  for (StageKind k : {StageKind::Canary, StageKind::Soak}) {
+    StagePlan p = plan_for(k, settings());
+    const TaskSpec* cap = nullptr;
+    for (const auto& t : p.tasks)
+      if (t.kind == TaskKind::Capacity) cap = &t;
+    REQUIRE(cap);
+    CHECK(cap->weight == Weight::Heavy);
+    CHECK(cap->every_ms == (k == StageKind::Canary ? settings().cadence.long_context_ms : settings().cadence.soak_heavy_ms));
+  }
+  CHECK(probe_kinds_for(TaskKind::Capacity) == std::vector<ProbeKind>{ProbeKind::Capacity});
+  CHECK(parse_task_kind("capacity") == TaskKind::Capacity);
+  // The default entry follows the runtime's slots.
+  CampaignSettings s;
+  CHECK(capacity_entries(s, 8) == std::vector<CapacityEntry>{{32768, 8}});
+  CHECK(capacity_entries(s, 1).empty());
+  CHECK(capacity_entries(s, std::nullopt).empty());
+  s.capacity = std::vector<CapacityEntry>{{65536, 4}};
+  CHECK(capacity_entries(s, 8) == std::vector<CapacityEntry>{{65536, 4}});
+}
+
 TEST_CASE("periodic tasks serve each slot once and wake at the next slot") {
   StagePlan p = plan_for(StageKind::Canary, settings());
   std::vector<TaskState> st(p.tasks.size());

@@ -113,6 +113,35 @@ TEST_CASE("probe results round-trip every field, including NULLs") {
   CHECK(g.response_model == "qwen3.6-35b-a3b");
 }
 
+TEST_CASE("context reach: one row per judged canary, the latest read back per candidate") {
+  TempDir tmp;
+  auto st = open_rw(tmp.path() + "/s.db");
+  Ids ids = seed(*st);
+  auto none = st->context_reach(ids.cand);
+  REQUIRE(none.ok());
+  CHECK_FALSE(*none);
+  ContextReach r;
+  r.candidate_id = ids.cand;
+  r.wall_ms = 1000;
+  r.reach_tokens = 32768;
+  r.configured_tokens = 131072;
+  r.runtime_ctx_tokens = 32768;
+  r.runtime_ctx_source = "/props n_ctx";
+  REQUIRE(st->insert_context_reach(r).ok());
+  r.wall_ms = 2000;
+  r.reach_tokens = 65536;
+  r.runtime_ctx_tokens.reset();
+  r.runtime_ctx_source.clear();
+  REQUIRE(st->insert_context_reach(r).ok());
+  auto got = st->context_reach(ids.cand);
+  REQUIRE(got.ok());
+  REQUIRE(*got);
+  CHECK((*got)->reach_tokens == 65536);
+  CHECK((*got)->configured_tokens == 131072);
+  CHECK_FALSE((*got)->runtime_ctx_tokens);
+  CHECK((*got)->wall_ms == 2000);
+}
+
 TEST_CASE("upserts are idempotent and a new build is a new candidate") {
   TempDir tmp;
   auto st = open_rw(tmp.path() + "/s.db");

@@ -1,0 +1,171 @@
+// Probe rows from the fake runtime on 127.0.0.1, judged by the canary's rules:
+// the whole chain from what a runtime does to the verdict it earns. The probes
+// run as the canary's tasks run them (scrape first, so the runtime's slots and
+// context are read the way the daemon reads them), and judge_stage() gets the
+// rows as the daemon would hand them over.
+#include <nlohmann/json.hpp>
+
+#include "schedules/judge.h"
+#include "schedules/plan.h"
+#include "tests/catch.h"
+#include "tests/fake_runtime/fake_runtime.h"
+#include "tests/integration/probe_harness.h"
+
+using namespace soak;
+using namespace soak::probe_test;
+using fake::FakeRuntime;
+using fake::ListenerConfig;
+using fake::Scenario;
+
+namespace {
+
+constexpr int64_t kCandidateId = 1;
+constexpr int64_t kHostId = 1;
+
+struct Fake {
+  explicit Fake(ListenerConfig cfg) : rt({std::move(cfg)}) { REQUIRE(rt.start().ok()); }
+  std::string url() const { return rt.base_url(0); }
+  FakeRuntime rt;
+};
+
+// Quick answers: the tests are about outcomes, not speed.
+ListenerConfig quick(Scenario s) {
+  ListenerConfig c = ListenerConfig::make(s);
+  c.knobs.token_interval_ms = 1;
+  c.knobs.prefill_ms_per_1k = 1;
+  return c;
+}
+
+// `passes` canary task passes: scrape, functional, long context, burst.
+std::vector<ProbeResult> canary_rows(const CandidateConfig& c, int passes) {
+  Harness h;
+  std::vector<ProbeResult> rows;
+  int64_t id = 1;
+  for (int i = 0; i < passes; ++i)
+    for (TaskKind t : {TaskKind::Scrape, TaskKind::Functional, TaskKind::LongContext, TaskKind::Burst}) {
+      for (auto& r : h.run(c, probe_kinds_for(t))) {
+        r.id = id++;
+        r.candidate_id = kCandidateId;
+        r.host_id = kHostId;
+        rows.push_back(std::move(r));
+      }
+    }
+  return rows;
+}
+
+VerdictRow judge_canary(const CandidateConfig& c, std::vector<ProbeResult> rows) {
+  JudgeInput in;
+  in.recipe.stage = StageKind::Canary;
+  in.recipe.candidate_id = kCandidateId;
+  in.recipe.host_id = kHostId;
+  in.recipe.slots_planned = 1;
+  in.recipe.slots_run = 1;
+  in.recipe.judge = c.settings.judge;
+  in.recipe.gate = c.settings.gate;
+  in.recipe.long_context_sizes = c.settings.long_context_sizes;
+  in.candidate_rows = std::move(rows);
+  return judge_stage(in);
+}
+
+const MetricEvidence* metric(const VerdictRow& v, const std::string& name) {
+  for (const auto& m : v.metrics)
+    if (m.metric == name) return &m;
+  return nullptr;
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("a runtime whose own context is smaller than the largest size: hold, with its context reach") {
+  ListenerConfig cfg = quick(Scenario::Healthy);
+  cfg.knobs.ctx_per_slot = 4096;
+  Fake f(cfg);
+  CandidateConfig c = candidate(f.url());
+  c.settings.long_context_sizes = {1024, 2048, 8192};
+  auto rows = canary_rows(c, 1);
+  auto v = judge_canary(c, rows);
+  INFO(describe(rows) << v.reason);
+  CHECK(v.state == VerdictState::Hold);
+  CHECK(has(v.reason, "context reach 2K, configured 8K"));
+  CHECK(has(v.reason, "runtime context 4096 per slot, from /props n_ctx"));
+  const auto* reach = metric(v, "context_reach");
+  REQUIRE(reach);
+  CHECK(reach->estimate == 2048);
+  CHECK(reach->baseline == 4096);
+
+  SECTION("a runtime without /props: the refusal itself says the context") {
+    ListenerConfig mlx = ListenerConfig::make(Scenario::Healthy, fake::Flavour::MlxLm);
+    mlx.knobs.ctx_per_slot = 4096;
+    mlx.knobs.token_interval_ms = 1;
+    Fake m(mlx);
+    CandidateConfig mc = candidate(m.url(), RuntimeKind::MlxLm);
+    mc.settings.long_context_sizes = c.settings.long_context_sizes;
+    Harness h;
+    auto lc = h.run(mc, {ProbeKind::LongContext});
+    for (size_t i = 0; i < lc.size(); ++i) lc[i].id = static_cast<int64_t>(i + 1);
+    auto r = context_reach(lc, c.settings.long_context_sizes);
+    REQUIRE(r.runtime_ctx_tokens);
+    CHECK(*r.runtime_ctx_tokens == 4096);
+    CHECK(r.runtime_ctx_source == "error n_ctx");
+  }
+}
+
+TEST_CASE("a runtime failing only at the largest size with HTTP 500 within its context: rejected") {
+  ListenerConfig cfg = quick(Scenario::LargePrompt5xx);
+  cfg.knobs.fail_above_tokens = 4096;
+  Fake f(cfg);
+  CandidateConfig c = candidate(f.url());
+  c.settings.long_context_sizes = {1024, 2048, 8192};
+  auto rows = canary_rows(c, 1);
+  auto v = judge_canary(c, rows);
+  INFO(describe(rows) << v.reason);
+  CHECK(v.state == VerdictState::Rejected);
+  CHECK(has(v.reason, "long context 8K"));
+  CHECK(metric(v, "long_context/8192")->result == MetricResult::Fail);
+  CHECK(metric(v, "context_reach")->estimate == 2048);
+}
+
+TEST_CASE("a one-slot runtime: bursts queue FIFO as expected, not a failure") {
+  Fake f(quick(Scenario::FifoSerial));
+  CandidateConfig c = candidate(f.url());
+  c.settings.burst_sizes = {1, 4};
+  auto rows = canary_rows(c, 1);
+  auto v = judge_canary(c, rows);
+  INFO(describe(rows) << v.reason);
+  const ProbeResult* summary = find_row(rows, ProbeKind::Burst, "burst/4/summary");
+  REQUIRE(summary);
+  auto s = nlohmann::json::parse(summary->extra_json);
+  CHECK(s["serialized"] == true);
+  CHECK(s["fifo"] == "expected");
+  CHECK(summary->outcome == Outcome::Clean);
+  CHECK(v.state == VerdictState::Promoted);
+  CHECK(metric(v, "burst_serialization")->result == MetricResult::Pass);
+}
+
+TEST_CASE("a runtime failing 1 in 8 completions with HTTP 500 is rejected in the canary") {
+  ListenerConfig cfg = quick(Scenario::Burst5xx);
+  cfg.knobs.error_every = 8;
+  cfg.knobs.error_run = 1;
+  Fake f(cfg);
+  CandidateConfig c = candidate(f.url());
+  c.settings.burst_sizes = {1};
+  auto rows = canary_rows(c, 4);
+  auto v = judge_canary(c, rows);
+  INFO(describe(rows) << v.reason);
+  CHECK(v.state == VerdictState::Rejected);
+  const auto* m = metric(v, "failure_ratio/pooled");
+  REQUIRE(m);
+  CHECK(m->result == MetricResult::Fail);
+  CHECK(m->estimate == Approx(1.0 / 8).margin(0.04));
+  CHECK(metric(v, "hard/repeated_5xx")->result == MetricResult::Pass);
+
+  SECTION("the same runtime without the fault passes") {
+    Fake ok(quick(Scenario::Healthy));
+    CandidateConfig h = candidate(ok.url());
+    h.settings.burst_sizes = {1};
+    auto v2 = judge_canary(h, canary_rows(h, 4));
+    INFO(v2.reason);
+    CHECK(v2.state == VerdictState::Promoted);
+  }
+}
