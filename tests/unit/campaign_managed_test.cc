@@ -107,7 +107,6 @@ struct World {
   std::unique_ptr<Outbox> outbox;
   std::unique_ptr<ScriptedRuntimes> runtimes;
   std::shared_ptr<const Config> cfg;
-  std::unique_ptr<Outbox> outbox;
   std::unique_ptr<Campaigns> camp;
 
   World(const std::string& window, const std::string& launch_extra = "") {
