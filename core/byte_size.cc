@@ -44,7 +44,7 @@ Result<int64_t> parse_byte_size(std::string_view s) {
 }
 
 std::string format_bytes(int64_t bytes) {
-  static constexpr std::string_view kBinary[] = {"KiB", "MiB", "GiB", "TiB"};
+  static constexpr std::string_view kBinary[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (bytes < 1024 && bytes > -1024) return std::to_string(bytes) + " B";
   double v = static_cast<double>(bytes);
   size_t u = 0;

@@ -1,6 +1,7 @@
 #include "core/duration.h"
 
 #include <cctype>
+#include <ctime>
 
 namespace soak {
 
@@ -54,6 +55,15 @@ std::string format_duration(int64_t ms) {
     }
   }
   return out;
+}
+
+std::string iso_utc(int64_t wall_ms) {
+  std::time_t t = static_cast<std::time_t>(wall_ms / 1000);
+  std::tm tm{};
+  if (!gmtime_r(&t, &tm)) return std::to_string(wall_ms);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace soak

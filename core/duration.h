@@ -20,5 +20,7 @@ inline constexpr int64_t kDay = 24 * kHour;
 Result<int64_t> parse_duration(std::string_view s);
 // The inverse, largest units first: 5'400'000 -> "1h30m", 0 -> "0s".
 std::string format_duration(int64_t ms);
+// A wall time as ISO 8601 UTC to the second: "2026-11-30T21:04:59Z".
+std::string iso_utc(int64_t wall_ms);
 
 }  // namespace soak

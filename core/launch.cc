@@ -50,15 +50,6 @@ std::optional<uint16_t> port_of_host(std::string_view h) {
   return to_port(h.substr(colon + 1));
 }
 
-// "[host:]port[:more...]": the fake runtime's --listen form.
-std::optional<uint16_t> port_of_listen(std::string_view l) {
-  auto first = l.substr(0, l.find(':'));
-  if (auto p = to_port(first)) return p;
-  if (first.size() == l.size()) return std::nullopt;
-  auto rest = l.substr(first.size() + 1);
-  return to_port(rest.substr(0, rest.find(':')));
-}
-
 // The literal argv elements (from_env values are unknown until spawn).
 std::vector<std::string> literal_args(const LaunchSpec& s) {
   std::vector<std::string> out;
@@ -122,7 +113,6 @@ std::vector<ArgvPort> argv_ports(const LaunchSpec& s, RuntimeKind runtime) {
     const std::string shown = eq == std::string::npos ? a + " " + next : a;
     if (opt == "--port" || (opt == "-p" && runtime != RuntimeKind::LlamaCpp)) add(to_port(val), shown);
     else if (opt == "--host") add(port_of_host(val), shown);
-    else if (opt == "--listen") add(port_of_listen(val), shown);
   }
   for (const char* name : {"LLAMA_ARG_PORT", "OLLAMA_HOST"}) {
     auto it = s.env.find(name);

@@ -69,7 +69,7 @@ struct ArgvPort {
   std::string flag;  // e.g. "--port 8081", "--host 127.0.0.1:8081", "env LLAMA_ARG_PORT"
 };
 // Every port given literally: --port N / --port=N, -p N (not llama.cpp, where
-// -p is the prompt), --host H:P, --listen [H:]P[:...], and the environment's
+// -p is the prompt), --host H:P, and the environment's
 // LLAMA_ARG_PORT and OLLAMA_HOST.
 std::vector<ArgvPort> argv_ports(const LaunchSpec& s, RuntimeKind runtime);
 

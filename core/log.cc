@@ -51,4 +51,15 @@ std::string redact(std::string_view text) {
   return s;
 }
 
+std::string log_tail_line(std::string tail, size_t max_chars, std::string_view separator) {
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
+  if (tail.size() > max_chars) tail = "..." + tail.substr(tail.size() - max_chars);
+  std::string out;
+  for (char c : tail) {
+    if (c == '\n') out += separator;
+    else if (c != '\r') out += c;
+  }
+  return out;
+}
+
 }  // namespace soak

@@ -29,4 +29,9 @@ Logger make_null_logger();
 
 std::string redact(std::string_view text);
 
+// The end of a runtime's log on one line, for a reason or an event: trailing
+// blanks trimmed, at most `max_chars` of its end ("..." before a cut), each
+// line break replaced by `separator`, carriage returns dropped.
+std::string log_tail_line(std::string tail, size_t max_chars, std::string_view separator);
+
 }  // namespace soak

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/duration.h"
+#include "core/log.h"
 #include "daemon/campaigns.h"
 #include "schedules/plan.h"
 
@@ -15,16 +16,9 @@ namespace {
 // A runtime log tail on one line, for verdict reasons.
 constexpr size_t kReasonTailChars = 400;
 
-std::string tail_line(std::string tail) {
-  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
-  if (tail.empty()) return "";
-  if (tail.size() > kReasonTailChars) tail = "..." + tail.substr(tail.size() - kReasonTailChars);
-  std::string out;
-  for (char c : tail) {
-    if (c == '\n') out += " | ";
-    else if (c != '\r') out += c;
-  }
-  return "; log tail: " + out;
+std::string tail_line(const std::string& tail) {
+  const std::string line = log_tail_line(tail, kReasonTailChars, " | ");
+  return line.empty() ? "" : "; log tail: " + line;
 }
 
 }  // namespace

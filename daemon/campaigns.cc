@@ -117,20 +117,16 @@ StoredRecipe Campaigns::stored_recipe(const Track& t, StageEnd end, int64_t now)
 }
 
 void Campaigns::finish_stage(Track& t, StageEnd end, int64_t now) {
-  const StoredRecipe recipe = stored_recipe(t, end, now);
-  auto v = judge_from_store(d_.store, recipe);
-  if (!v) {
-    d_.log->error("{}: cannot judge {}: {}", t.name, to_string(t.stage->kind), v.message());
+  auto judged = judge_stage_from_store(d_.store, stored_recipe(t, end, now));
+  if (!judged) {
+    d_.log->error("{}: cannot judge {}: {}", t.name, to_string(t.stage->kind), judged.message());
     return;  // retried on the next tick
   }
   // The build's context reach, beside its verdict (soakctl status shows it).
-  if (auto reach = context_reach_from_store(d_.store, recipe); !reach)
-    d_.log->error("{}: cannot read the context reach: {}", t.name, reach.message());
-  else if (*reach)
-    if (auto id = d_.store.insert_context_reach(**reach); !id)
+  if (judged->reach)
+    if (auto id = d_.store.insert_context_reach(*judged->reach); !id)
       d_.log->error("{}: cannot write the context reach: {}", t.name, id.message());
-  const int offset = utc_offset_minutes_ ? utc_offset_minutes_(now) : 0;
-  apply(t, stage_judged(t, std::move(*v), cfg_->schedule, offset, now), now);
+  apply(t, stage_judged(t, std::move(judged->verdict), cfg_->schedule, utc_offset(now), now), now);
 }
 
 void Campaigns::check_hard_failures(Track& t, int64_t now) {
@@ -140,8 +136,7 @@ void Campaigns::check_hard_failures(Track& t, int64_t now) {
     return;
   }
   if (!*v) return;
-  const int offset = utc_offset_minutes_ ? utc_offset_minutes_(now) : 0;
-  apply(t, stage_judged(t, std::move(**v), cfg_->schedule, offset, now), now);
+  apply(t, stage_judged(t, std::move(**v), cfg_->schedule, utc_offset(now), now), now);
 }
 
 void Campaigns::end_with(Track& t, VerdictState state, const std::string& reason, int64_t now,
@@ -268,7 +263,9 @@ void Campaigns::shadow_run(Track& t, const InFlight& f, int64_t work_id) {
 
 // ============================================================== tick
 void Campaigns::check_hard_events(int64_t now) {
-  // New hard events (memory guard, crash/restart) reach a running stage at once.
+  // New hard events (memory guard, crash/restart, budget) reach a running stage
+  // at once. process_gone is not one of them here: the judge counts it only for
+  // a managed runtime, whose exit on_runtime_exit() judges itself.
   EventQuery eq;
   eq.min_id = last_event_seen_ + 1;
   auto ev = d_.store.events(eq);
@@ -277,8 +274,7 @@ void Campaigns::check_hard_events(int64_t now) {
   bool host_wide = false;
   for (const auto& e : *ev) {
     last_event_seen_ = std::max(last_event_seen_, e.id);
-    if (e.kind != EventKind::GuardTrip && e.kind != EventKind::ProcessRestart && e.kind != EventKind::ProcessGone &&
-        e.kind != EventKind::MemoryBudget)
+    if (e.kind != EventKind::GuardTrip && e.kind != EventKind::ProcessRestart && e.kind != EventKind::MemoryBudget)
       continue;
     if (e.candidate_id) cand_hit.insert(*e.candidate_id);
     else host_wide = true;

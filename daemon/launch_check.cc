@@ -2,6 +2,7 @@
 
 #include "core/duration.h"
 #include "daemon/daemon.h"
+#include "daemon/launcher.h"
 #include "daemon/runtime_identity.h"
 
 namespace soak {
@@ -15,9 +16,7 @@ LaunchFindings check_launches(const Config& cfg, const probes::EnvReader& env) {
     const std::string at = cfg.source_path + ": candidates[" + std::to_string(i) + "].launch";
     const LaunchSpec& s = *c.launch;
     largest_stop = std::max(largest_stop, s.stop_timeout_ms);
-    std::string path = env("PATH").value_or("");
-    if (auto it = s.env.find("PATH"); it != s.env.end() && it->second.from_env.empty()) path = it->second.text;
-    if (auto exe = resolve_executable(s.argv.front().text, path); !exe)
+    if (auto exe = resolve_executable(s.argv.front().text, launch_path(s, env("PATH"))); !exe)
       f.errors.push_back(at + ".argv[0]: " + exe.message() +
                          " (e.g. the full path, \"/opt/homebrew/bin/llama-server\", or a name in PATH)");
     for (size_t k = 0; k < s.argv.size(); ++k)
@@ -30,9 +29,11 @@ LaunchFindings check_launches(const Config& cfg, const probes::EnvReader& env) {
                              " is not set here; soakd's environment must have it when it starts the runtime");
     for (const auto& w : launch_warnings(s, c.runtime)) f.warnings.push_back(at + ".argv: warning: " + w);
   }
-  if (largest_stop > 0 && kStopGraceMs + largest_stop >= kLaunchdExitTimeOutMs)
+  // What soakd's stop may take with its runtimes: as the supervisor counts it.
+  if (largest_stop > 0 && kStopGraceMs + runtime_stop_budget_ms(largest_stop) >= kLaunchdExitTimeOutMs)
     f.warnings.push_back(cfg.source_path + ": warning: the largest launch.stop_timeout (" + format_duration(largest_stop) +
-                         ") plus soakd's " + format_duration(kStopGraceMs) + " graceful stop reaches launchd's ExitTimeOut (" +
+                         ") plus " + format_duration(kAfterKillWaitMs) + " after SIGKILL plus soakd's " +
+                         format_duration(kStopGraceMs) + " graceful stop reaches launchd's ExitTimeOut (" +
                          format_duration(kLaunchdExitTimeOutMs) +
                          "): under launchd soakd may be killed before its runtimes stopped (the next start stops them); "
                          "raise ExitTimeOut in the plist or lower stop_timeout");

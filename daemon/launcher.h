@@ -40,6 +40,12 @@ namespace soak {
 inline constexpr int64_t kForeignPollMs = 100;         // how often a foreign process is checked while stopping it
 inline constexpr int64_t kAfterKillWaitMs = 5'000;     // how long a SIGKILLed foreign process may take to go
 
+// How long stopping managed runtimes may take: the largest stop_timeout, then
+// the wait after SIGKILL (0 when nothing is managed).
+inline int64_t runtime_stop_budget_ms(int64_t largest_stop_timeout_ms) {
+  return largest_stop_timeout_ms > 0 ? largest_stop_timeout_ms + kAfterKillWaitMs : 0;
+}
+
 struct SpawnSpec {
   std::string file;               // absolute path of the program
   std::vector<std::string> argv;  // as the runtime sees it (secrets resolved)
@@ -76,8 +82,6 @@ class Launcher {
   void stop(int pid, int64_t timeout_ms);
   // Forgets the child and leaves it running (keep_running); no on_exit follows.
   void release(int pid);
-  bool watching(int pid) const { return children_.count(pid) > 0; }
-  size_t children() const { return children_.size(); }
 
   // Stops a process this soakd did not spawn: SIGTERM to its group (to the
   // pid alone when it leads no group), SIGKILL after `timeout_ms`, each only
@@ -85,7 +89,6 @@ class Launcher {
   // once it is gone (Lingering: still there kAfterKillWaitMs after SIGKILL).
   void stop_foreign(int pid, std::function<bool()> still_same, int64_t timeout_ms,
                     std::function<void(ForeignStop)> done);
-  size_t foreign_stops() const { return foreign_.size(); }
 
  private:
   struct Child {

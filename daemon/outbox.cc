@@ -1,24 +1,15 @@
 #include "daemon/outbox.h"
 
 #include <algorithm>
-#include <ctime>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "core/duration.h"
 #include "storage/write_fault.h"
 
 namespace soak {
 namespace {
-
-std::string utc_text(int64_t wall_ms) {
-  std::time_t t = static_cast<std::time_t>(wall_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 const char* row_name(const QueuedRow& row) {
   switch (row.index()) {
@@ -65,7 +56,7 @@ std::optional<int64_t> Outbox::put(QueuedRow row) {
   }
   pause(id.message(), clock_.wall_ms());
   keep(std::move(row));
-  tell();
+  announce();
   return std::nullopt;
 }
 
@@ -73,7 +64,7 @@ void Outbox::note_failure(const std::string& message) {
   if (paused()) return;
   if (classify_write_failure(message) == WriteFault::Permanent) return;
   pause(message, clock_.wall_ms());
-  tell();
+  announce();
 }
 
 void Outbox::keep(QueuedRow row) {
@@ -95,7 +86,12 @@ void Outbox::pause(const std::string& reason, int64_t now_ms) {
   next_try_ms_ = now_ms + backoff_ms_;
   waited_ = 0;
   dropped_ = 0;
-  log_->error("store not writable since {}: {}; pausing new probe work until it writes", utc_text(now_ms), reason);
+}
+
+void Outbox::announce() {
+  tell();  // the note first: whoever reads the log line can read the note too
+  log_->error("store not writable since {}: {}; pausing new probe work until it writes", iso_utc(*since_ms_),
+              reason_);
 }
 
 bool Outbox::retry() {
@@ -161,7 +157,7 @@ bool Outbox::overdue(int64_t now_ms) const { return paused() && now_ms - *since_
 
 std::string Outbox::describe() const {
   if (!paused()) return "";
-  return "store not writable since " + utc_text(*since_ms_) + ": " + reason_ + "; " + std::to_string(queue_.size()) +
+  return "store not writable since " + iso_utc(*since_ms_) + ": " + reason_ + "; " + std::to_string(queue_.size()) +
          " rows waiting" + (dropped_ ? ", " + std::to_string(dropped_) + " dropped" : "");
 }
 

@@ -86,6 +86,7 @@ class Outbox {
   void keep(QueuedRow row);
   void pause(const std::string& reason, int64_t now_ms);
   void resume(int64_t now_ms);
+  void announce();  // says the store paused: the status note, then the log
 
   Store& store_;
   const Clock& clock_;

@@ -23,8 +23,7 @@ std::string summary(const TaskReport& r, size_t unwritten) {
 
 }  // namespace
 
-ProbeTaskRunner::ProbeTaskRunner(probes::ProbeEngine& engine, Outbox& outbox, Logger log)
-    : engine_(engine), outbox_(outbox), log_(std::move(log)) {}
+ProbeTaskRunner::ProbeTaskRunner(probes::ProbeEngine& engine, Outbox& outbox) : engine_(engine), outbox_(outbox) {}
 
 void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done) {
   struct State {

@@ -3,7 +3,7 @@
 // loop, and stores every row as it finishes — with the task's candidate, host,
 // stage, group and task name — before reporting the row ids and outcomes.
 //
-// Ownership: borrows the engine, the outbox and the logger; all must outlive
+// Ownership: borrows the engine and the outbox; both must outlive
 // it. The TaskRequest's candidate is copied into the engine's run.
 // Threading: loop thread only. Contract (daemon/task_runner.h): `done` exactly
 // once per run()/read_build(), never from inside them; in_flight() already
@@ -17,16 +17,15 @@
 #include <map>
 #include <vector>
 
-#include "core/log.h"
+#include "daemon/outbox.h"
 #include "daemon/task_runner.h"
 #include "probes/engine.h"
-#include "daemon/outbox.h"
 
 namespace soak {
 
 class ProbeTaskRunner final : public TaskRunner {
  public:
-  ProbeTaskRunner(probes::ProbeEngine& engine, Outbox& outbox, Logger log);
+  ProbeTaskRunner(probes::ProbeEngine& engine, Outbox& outbox);
 
   void run(const TaskRequest& req, std::function<void(TaskReport)> done) override;
   void read_build(const CandidateConfig& c, std::function<void(Result<probes::BuildIdentity>)> done) override;
@@ -37,7 +36,6 @@ class ProbeTaskRunner final : public TaskRunner {
  private:
   probes::ProbeEngine& engine_;
   Outbox& outbox_;
-  Logger log_;
   std::map<int64_t, probes::RunId> runs_;  // work id -> engine run, while in flight
 };
 

@@ -249,24 +249,27 @@ Result<BaselineChoice> choose_baseline(Store& store, std::optional<int64_t> base
   return c;
 }
 
-Result<VerdictRow> judge_from_store(Store& store, const StoredRecipe& r) {
+Result<StageJudged> judge_stage_from_store(Store& store, const StoredRecipe& r) {
   auto in = build_judge_input(store, r);
   if (!in) return in.error();
-  VerdictRow v = judge_stage(*in);
-  v.judge_input_json = recipe_to_json(r);
-  return v;
+  StageJudged out;
+  out.verdict = judge_stage(*in);
+  out.verdict.judge_input_json = recipe_to_json(r);
+  const JudgeRecipe& rec = r.recipe;
+  if (rec.stage == StageKind::Canary && !rec.long_context_sizes.empty()) {
+    ContextReach reach = context_reach(in->candidate_rows, rec.long_context_sizes);
+    reach.candidate_id = rec.candidate_id;
+    reach.stage_id = rec.stage_id;
+    reach.wall_ms = rec.now_ms;
+    out.reach = std::move(reach);
+  }
+  return out;
 }
 
-Result<std::optional<ContextReach>> context_reach_from_store(Store& store, const StoredRecipe& r) {
-  const JudgeRecipe& rec = r.recipe;
-  if (rec.stage != StageKind::Canary || rec.long_context_sizes.empty()) return std::optional<ContextReach>();
-  auto in = build_judge_input(store, r);
-  if (!in) return in.error();
-  ContextReach reach = context_reach(in->candidate_rows, rec.long_context_sizes);
-  reach.candidate_id = rec.candidate_id;
-  reach.stage_id = rec.stage_id;
-  reach.wall_ms = rec.now_ms;
-  return std::optional<ContextReach>(std::move(reach));
+Result<VerdictRow> judge_from_store(Store& store, const StoredRecipe& r) {
+  auto j = judge_stage_from_store(store, r);
+  if (!j) return j.error();
+  return std::move(j->verdict);
 }
 
 Result<std::optional<VerdictRow>> hard_failure_from_store(Store& store, const StoredRecipe& r) {

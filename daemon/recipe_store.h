@@ -46,14 +46,19 @@ Result<StoredRecipe> recipe_from_json(const std::string& s);
 // Reads the rows the recipe names and assembles the judge's input.
 Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& r);
 
-// Judge a stage from the store and return the verdict with its recipe attached.
+// Judge a stage from the store: the verdict with its recipe attached and, for
+// a canary with long-context sizes, the context reach its rows showed
+// (docs/DESIGN.md §3.9, for the store's context_reach table), both from one
+// reading of the rows.
+struct StageJudged {
+  VerdictRow verdict;
+  std::optional<ContextReach> reach;
+};
+Result<StageJudged> judge_stage_from_store(Store& store, const StoredRecipe& r);
+// The verdict alone (soakctl explain recomputes it).
 Result<VerdictRow> judge_from_store(Store& store, const StoredRecipe& r);
 // The same, for checks while a stage runs: the rejecting verdict (recipe
 // attached) if the rows already hold a hard failure, nullopt otherwise.
-// The context reach a judged canary showed (docs/DESIGN.md §3.9), for the
-// store's context_reach table; nullopt for other stages or no configured sizes.
-Result<std::optional<ContextReach>> context_reach_from_store(Store& store, const StoredRecipe& r);
-
 Result<std::optional<VerdictRow>> hard_failure_from_store(Store& store, const StoredRecipe& r);
 
 // Which baseline rows exist for a stage window: interleaved when the baseline

@@ -51,8 +51,6 @@ class RuntimeControl {
   // Stops it (SIGTERM to its group, SIGKILL after stop_timeout) and records
   // why; no RuntimeExit is reported for it. A start() waiting gets an error.
   virtual void stop(const std::string& name, const std::string& why) = 0;
-  // Its pid while it is up (ready, and not stopping).
-  virtual std::optional<int> pid(const std::string& name) const = 0;
   // Called when a runtime that was up ends without soakd stopping it.
   virtual void set_on_exit(std::function<void(const std::string& name, const RuntimeExit&)> f) = 0;
   // The running launch serves this candidate row (its build): recorded with it.

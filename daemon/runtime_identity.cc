@@ -46,6 +46,11 @@ std::string basename_of(const std::string& p) {
 
 }  // namespace
 
+std::string launch_path(const LaunchSpec& s, const std::optional<std::string>& inherited) {
+  if (auto it = s.env.find("PATH"); it != s.env.end() && it->second.from_env.empty()) return it->second.text;
+  return inherited.value_or("/usr/bin:/bin");
+}
+
 Result<std::string> resolve_executable(const std::string& argv0, const std::string& path_env) {
   if (argv0.empty()) return make_error("no program given");
   if (argv0.find('/') != std::string::npos) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/launch.h"
 #include "core/result.h"
 #include "core/types.h"
 
@@ -24,6 +25,9 @@ namespace soak {
 // `argv0` as a program: a path (with a '/') is taken as it is; a name is
 // looked up in `path_env` (a PATH value). The error says where it looked.
 Result<std::string> resolve_executable(const std::string& argv0, const std::string& path_env);
+// The PATH a launch looks its program up in: the block's own PATH when written
+// out, else soakd's (`inherited`), else a minimal one.
+std::string launch_path(const LaunchSpec& s, const std::optional<std::string>& inherited);
 
 struct ExeFingerprint {
   std::string path;  // resolved, symlinks followed

@@ -100,7 +100,6 @@ void RuntimeSupervisor::adopt(const RuntimeLaunch& rec, const CandidateSnapshot&
   r->cfg = c;
   r->state = State::Up;
   r->origin = RuntimeOrigin::Adopted;
-  r->child = false;
   r->gen = ++gen_;
   r->record = rec;
   r->record.state = LaunchState::Running;
@@ -114,7 +113,8 @@ void RuntimeSupervisor::adopt(const RuntimeLaunch& rec, const CandidateSnapshot&
 void RuntimeSupervisor::check_adopted() {
   std::vector<std::string> gone;
   for (const auto& [name, r] : runtimes_)
-    if (!r->child && r->state == State::Up && !same_process(r->record.pid, r->record.start_time)) gone.push_back(name);
+    if (r->origin == RuntimeOrigin::Adopted && r->state == State::Up && !same_process(r->record.pid, r->record.start_time))
+      gone.push_back(name);
   for (const auto& name : gone) {
     auto it = runtimes_.find(name);
     std::unique_ptr<Runtime> r = std::move(it->second);
@@ -148,7 +148,7 @@ void RuntimeSupervisor::stop(std::function<void()> done) {
     r.record.state = LaunchState::LeftRunning;
     r.record.detail = "left running when soakd stopped (keep_running): the next soakd adopts it";
     save(r.record);
-    if (r.child) launcher_.release(r.record.pid);
+    if (r.origin == RuntimeOrigin::Launched) launcher_.release(r.record.pid);
     d_.log->info("{}: runtime pid {} left running (keep_running)", name, r.record.pid);
     runtimes_.erase(name);
   }

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "core/duration.h"
+#include "core/log.h"
 #include "platform/engines.h"
 
 namespace soak {
@@ -17,19 +18,8 @@ namespace {
 // Reasons carry the runtime's last lines on one line.
 constexpr size_t kReasonTailChars = 600;
 
-std::string one_line(std::string tail) {
-  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
-  if (tail.size() > kReasonTailChars) tail = "..." + tail.substr(tail.size() - kReasonTailChars);
-  std::string out;
-  for (char c : tail) {
-    if (c == '\n') out += " | ";
-    else if (c != '\r') out += c;
-  }
-  return out;
-}
-
 std::string with_tail(const std::string& why, const RuntimeLog& log) {
-  const std::string t = one_line(log.tail());
+  const std::string t = log_tail_line(log.tail(), kReasonTailChars, " | ");
   return t.empty() ? why + " (its log " + log.path() + " is empty)" : why + "; last lines of " + log.path() + ": " + t;
 }
 
@@ -92,10 +82,7 @@ bool RuntimeSupervisor::same_process(int pid, std::optional<int64_t> start_time)
   return s.start_time && *s.start_time == *start_time;
 }
 
-std::string RuntimeSupervisor::path_env(const LaunchSpec& s) const {
-  if (auto it = s.env.find("PATH"); it != s.env.end() && it->second.from_env.empty()) return it->second.text;
-  return env_("PATH").value_or("/usr/bin:/bin");
-}
+std::string RuntimeSupervisor::path_env(const LaunchSpec& s) const { return launch_path(s, env_("PATH")); }
 
 std::string RuntimeSupervisor::log_path(const std::string& name) const {
   return RuntimeLog::path_for(cfg_->log_path, name);
@@ -117,7 +104,7 @@ int64_t RuntimeSupervisor::stop_budget_ms() const {
     if (c.launch) most = std::max(most, c.launch->stop_timeout_ms);
   for (const auto& [name, r] : runtimes_)
     if (r->cfg->launch) most = std::max(most, r->cfg->launch->stop_timeout_ms);
-  return most ? most + kAfterKillWaitMs : 0;
+  return runtime_stop_budget_ms(most);
 }
 
 // ============================================================== start
@@ -368,7 +355,7 @@ void RuntimeSupervisor::stop(const std::string& name, const std::string& why) {
   if (r.deadline) r.deadline->stop();
   const int64_t timeout = r.cfg->launch ? r.cfg->launch->stop_timeout_ms : kDefaultStopTimeoutMs;
   d_.log->info("{}: stopping runtime pid {} ({})", name, r.record.pid, why);
-  if (r.child) {
+  if (r.origin == RuntimeOrigin::Launched) {  // its exit comes from the Launcher; an adopted one is polled
     launcher_.stop(r.record.pid, timeout);
     return;
   }
@@ -387,12 +374,6 @@ void RuntimeSupervisor::stop(const std::string& name, const std::string& why) {
         run_queued(name);
         maybe_stopped();
       });
-}
-
-std::optional<int> RuntimeSupervisor::pid(const std::string& name) const {
-  auto it = runtimes_.find(name);
-  if (it == runtimes_.end() || it->second->state != State::Up) return std::nullopt;
-  return it->second->record.pid;
 }
 
 void RuntimeSupervisor::link(const std::string& name, int64_t candidate_id) {

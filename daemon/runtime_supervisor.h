@@ -23,7 +23,7 @@
 // left_running, adopted by the next soakd); the others get SIGTERM and, after
 // their stop_timeout, SIGKILL; the service reports done once they ended, so
 // the daemon's graceful stop takes up to kStopGraceMs + the largest
-// stop_timeout (stop_budget_ms()).
+// stop_timeout + kAfterKillWaitMs (stop_budget_ms()).
 //
 // Threading: the loop thread. Ownership: borrows what Deps names and the
 // Sampler (port owners, start times); owns the Launcher and the runtime logs.
@@ -73,12 +73,10 @@ class RuntimeSupervisor final : public Service, public RuntimeControl {
   // ---- RuntimeControl
   void start(const CandidateSnapshot& c, std::function<void(Result<RuntimeUp>)> ready) override;
   void stop(const std::string& name, const std::string& why) override;
-  std::optional<int> pid(const std::string& name) const override;
   void set_on_exit(std::function<void(const std::string&, const RuntimeExit&)> f) override { on_exit_ = std::move(f); }
   void link(const std::string& name, int64_t candidate_id) override;
   std::string executable_change(const CandidateConfig& c) override;
 
-  bool recovered() const { return recovered_; }
 
  private:
   enum class State { Starting, Up, Stopping };
@@ -88,7 +86,6 @@ class RuntimeSupervisor final : public Service, public RuntimeControl {
     State state = State::Starting;
     RuntimeOrigin origin = RuntimeOrigin::Launched;
     uint64_t gen = 0;   // this start of it: callbacks of an earlier one are ignored
-    bool child = true;  // spawned by this soakd (exit reported by the Launcher); else polled
     RuntimeLaunch record;
     std::unique_ptr<RuntimeLog> log;
     std::unique_ptr<Timer> poll;      // health while starting

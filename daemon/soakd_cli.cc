@@ -197,7 +197,7 @@ int cmd_run(const Args& a) {
   opts.version = kSoakdVersion;
   int code;
   {
-    ProbeTaskRunner runner((*wiring)->engine(), deps.outbox, deps.log);
+    ProbeTaskRunner runner((*wiring)->engine(), deps.outbox);
     Daemon d(snapshot, opts, deps);
     // Managed runtimes first: stopped last, after the probes against them were cancelled.
     auto runtimes = std::make_unique<RuntimeSupervisor>(snapshot, deps, *sampler,

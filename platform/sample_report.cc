@@ -1,10 +1,10 @@
 #include "platform/sample_report.h"
 
-#include <ctime>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/byte_size.h"
+#include "core/duration.h"
 #include "platform/darwin_figures.h"
 
 namespace soak {
@@ -26,15 +26,6 @@ std::string pressure_text(const std::optional<int>& level) {
   return std::to_string(*level);
 }
 
-std::string utc_time(int64_t wall_ms) {
-  std::time_t t = static_cast<std::time_t>(wall_ms / 1000);
-  std::tm tm{};
-  if (!gmtime_r(&t, &tm)) return std::to_string(wall_ms);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 template <class T>
 nlohmann::json opt_json(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
@@ -42,17 +33,7 @@ nlohmann::json opt_json(const std::optional<T>& v) {
 
 }  // namespace
 
-std::string format_bytes(std::optional<int64_t> bytes) {
-  if (!bytes) return "-";
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = static_cast<double>(*bytes);
-  size_t u = 0;
-  while (v >= 1024 && u + 1 < std::size(kUnits)) {
-    v /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", *bytes) : fmt::format("{:.1f} {}", v, kUnits[u]);
-}
+std::string format_bytes(std::optional<int64_t> bytes) { return bytes ? format_bytes(*bytes) : "-"; }
 
 SampleReport collect_sample_report(Sampler& sampler, const Config& cfg, int64_t wall_ms) {
   SampleReport r;
@@ -86,7 +67,7 @@ std::string render_sample_text(const SampleReport& r) {
   } else {
     line("host", "unknown (" + r.host_error + ")");
   }
-  line("sampled", utc_time(s.wall_ms));
+  line("sampled", iso_utc(s.wall_ms));
   line("memory", fmt::format("total {}  available {}  free {}  active {}  inactive {}  wired {}  compressed {}",
                              format_bytes(s.total_bytes), format_bytes(s.available_bytes),
                              format_bytes(s.free_bytes), format_bytes(s.active_bytes),

@@ -171,7 +171,10 @@ BurstSummary summarize_burst(const std::vector<BurstMember>& members) {
   int64_t tokens = 0;
   bool all_answered = true;
   for (const auto& m : members) {
-    if (m.outcome != Outcome::Clean || !m.first_token_ns) all_answered = false;
+    // An answer the runtime cut at its own token cap was still served: the cap
+    // ends the decode, not the wait for the first token that shows a queue.
+    const bool answered = m.outcome == Outcome::Clean || m.outcome == Outcome::ServerTokenCap;
+    if (!answered || !m.first_token_ns) all_answered = false;
     if (m.first_token_ns && m.last_token_ns)
       decode_ms.push_back(static_cast<double>(*m.last_token_ns - *m.first_token_ns) / kNsPerMs);
     if (m.outcome == Outcome::Clean) {

@@ -139,27 +139,41 @@ void smoke(const Context& c, Judgement& j) {
   }
 }
 
-void failure_ratio(const Context& c, Judgement& j) {
-  const Counts k = count(completions(c.cand));
-  const double max = c.in.recipe.gate.max_failure_ratio;
-  auto m = metric("failure_ratio", MetricResult::Pass, "");
+// How a failure ratio fails: the gate and soak on the plain ratio at or over
+// their tolerance; the canary on the lower bound of its interval (below).
+enum class RatioRule { PointEstimate, LowerBound };
+
+void ratio_metric(const Context& c, Judgement& j, const Counts& k, const std::string& name, double max,
+                  const char* none, RatioRule rule) {
+  auto m = metric(name, MetricResult::Pass, "");
   m.n = k.attempts;
   if (k.attempts == 0) {
     m.result = MetricResult::Insufficient;
-    m.reason = "no attempts";
+    m.reason = none;
     set_numbers(m, 0, 0, 0, 1, max, 1);
     j.add(std::move(m));
     return;
   }
   const double ratio = static_cast<double>(k.failures) / static_cast<double>(k.attempts);
   const auto ci = stats::wilson_interval(k.failures, k.attempts, c.confidence());
-  const bool fail = ratio >= max;
-  m.result = (fail ? MetricResult::Fail : MetricResult::Pass);
-  m.reason = format("%lld of %lld completions failed (%.2f%%), must stay under %.2f%%",
-                    static_cast<long long>(k.failures), static_cast<long long>(k.attempts), ratio * 100, max * 100);
+  const bool fail = rule == RatioRule::PointEstimate ? ratio >= max : ci.lo > max;
+  m.result = fail ? MetricResult::Fail : MetricResult::Pass;
+  if (rule == RatioRule::PointEstimate)
+    m.reason = format("%lld of %lld completions failed (%.2f%%), must stay under %.2f%%",
+                      static_cast<long long>(k.failures), static_cast<long long>(k.attempts), ratio * 100, max * 100);
+  else
+    m.reason = format("%lld of %lld functional, long-context, burst and capacity completions failed (%.2f%%, %.0f%% "
+                      "interval %.2f%%..%.2f%%); fails when the lower bound is above %.2f%%",
+                      static_cast<long long>(k.failures), static_cast<long long>(k.attempts), ratio * 100,
+                      c.confidence() * 100, ci.lo * 100, ci.hi * 100, max * 100);
   set_numbers(m, ratio, 0, ci.lo, ci.hi, max, 1);
   if (fail) j.find(Severity::Failure, "failure ratio: " + m.reason);
   j.add(std::move(m));
+}
+
+void failure_ratio(const Context& c, Judgement& j) {
+  ratio_metric(c, j, count(completions(c.cand)), "failure_ratio", c.in.recipe.gate.max_failure_ratio, "no attempts",
+               RatioRule::PointEstimate);
 }
 
 // The canary's pooled rule (docs/DESIGN.md §3.9). A canary sees a hundred or
@@ -180,28 +194,8 @@ void canary_failure_ratio(const Context& c, Judgement& j) {
     if (!((r->kind == ProbeKind::LongContext || r->kind == ProbeKind::Capacity) &&
           r->outcome == Outcome::ContextExceeded))
       rows.push_back(r);
-  const Counts k = count(rows);
-  const double max = c.in.recipe.judge.max_failure_ratio;
-  auto m = metric("failure_ratio/pooled", MetricResult::Pass, "");
-  m.n = k.attempts;
-  if (k.attempts == 0) {
-    m.result = MetricResult::Insufficient;
-    m.reason = "no functional, long-context, burst or capacity completions";
-    set_numbers(m, 0, 0, 0, 1, max, 1);
-    j.add(std::move(m));
-    return;
-  }
-  const double ratio = static_cast<double>(k.failures) / static_cast<double>(k.attempts);
-  const auto ci = stats::wilson_interval(k.failures, k.attempts, c.confidence());
-  const bool fail = ci.lo > max;
-  m.result = fail ? MetricResult::Fail : MetricResult::Pass;
-  m.reason = format("%lld of %lld functional, long-context, burst and capacity completions failed (%.2f%%, %.0f%% interval "
-                    "%.2f%%..%.2f%%); fails when the lower bound is above %.2f%%",
-                    static_cast<long long>(k.failures), static_cast<long long>(k.attempts), ratio * 100,
-                    c.confidence() * 100, ci.lo * 100, ci.hi * 100, max * 100);
-  set_numbers(m, ratio, 0, ci.lo, ci.hi, max, 1);
-  if (fail) j.find(Severity::Failure, "failure ratio: " + m.reason);
-  j.add(std::move(m));
+  ratio_metric(c, j, count(rows), "failure_ratio/pooled", c.in.recipe.judge.max_failure_ratio,
+               "no functional, long-context, burst or capacity completions", RatioRule::LowerBound);
 }
 
 // The gate counts completed (clean) agent requests. Too few with full coverage

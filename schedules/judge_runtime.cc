@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/byte_size.h"
+#include "core/log.h"
 #include "schedules/judge_internal.h"
 
 namespace soak::judge_detail {
@@ -13,14 +14,6 @@ namespace {
 
 // Reasons quote the end of the runtime's log, at most this much.
 constexpr size_t kMaxTailInReason = 400;
-
-std::string tail_for_reason(std::string tail) {
-  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
-  if (tail.size() > kMaxTailInReason) tail = "..." + tail.substr(tail.size() - kMaxTailInReason);
-  for (auto& ch : tail)
-    if (ch == '\n') ch = '|';
-  return tail;
-}
 
 // "pid 4242 killed by SIGKILL (signal 9); log tail: ...", from the event's detail.
 std::string describe_exit(const Event& e) {
@@ -31,7 +24,7 @@ std::string describe_exit(const Event& e) {
   s += d.contains("exit") && d["exit"].is_string() ? d["exit"].get<std::string>()
                                                    : std::string("gone (exit status unknown)");
   if (d.contains("log_tail") && d["log_tail"].is_string() && !d["log_tail"].get<std::string>().empty())
-    s += "; log tail: " + tail_for_reason(d["log_tail"].get<std::string>());
+    s += "; log tail: " + log_tail_line(d["log_tail"].get<std::string>(), kMaxTailInReason, "|");
   return s;
 }
 

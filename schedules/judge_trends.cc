@@ -182,38 +182,22 @@ std::vector<const HostSample*> host_series(const Context& c) {
   return samples;
 }
 
-void swap_growth(const Context& c, Judgement& j) {
+// Swap used, growing: the soak's over its week (`swap_growth_mb`), and in the
+// canary and gate over the whole stage from its start (`stage_swap_growth_mb`),
+// with the guard's threshold (the guard itself only sees a 10-minute window, so
+// growth creeping over 2 h or 24 h would pass it). One sustained-growth test.
+void swap_growth(const Context& c, Judgement& j, const std::string& name, const std::string& what) {
   Series s;
   for (const HostSample* h : host_series(c))
     if (h->swap_used_bytes) s.push_back({h->wall_ms, static_cast<double>(*h->swap_used_bytes) / kMB});
   const double limit_mb = static_cast<double>(c.in.recipe.guard.swap_growth_bytes) / kMB;
   if (s.empty()) {
-    auto m = metric("swap_growth_mb", MetricResult::Insufficient, "no host samples with swap figures");
+    auto m = metric(name, MetricResult::Insufficient, "no host samples with swap figures");
     set_numbers(m, 0, 0, 0, 0, limit_mb, 1);
     j.add(std::move(m));
     return;
   }
-  growth_row(c, j, s, "swap_growth_mb", "swap used", GrowthUnit::Absolute, limit_mb, num(limit_mb) + " MB",
-             Severity::Failure);
-}
-
-// Canary and gate: swap used over the whole stage, from its start, with the
-// guard's threshold (the guard itself only sees a 10-minute window, so growth
-// creeping over 2 h or 24 h would pass it). Same sustained-growth test as the
-// soak's swap_growth_mb.
-void stage_swap_growth(const Context& c, Judgement& j) {
-  Series s;
-  for (const HostSample* h : host_series(c))
-    if (h->swap_used_bytes) s.push_back({h->wall_ms, static_cast<double>(*h->swap_used_bytes) / kMB});
-  const double limit_mb = static_cast<double>(c.in.recipe.guard.swap_growth_bytes) / kMB;
-  if (s.empty()) {
-    auto m = metric("stage_swap_growth_mb", MetricResult::Insufficient, "no host samples with swap figures");
-    set_numbers(m, 0, 0, 0, 0, limit_mb, 1);
-    j.add(std::move(m));
-    return;
-  }
-  growth_row(c, j, s, "stage_swap_growth_mb", "swap used since the stage start", GrowthUnit::Absolute, limit_mb,
-             num(limit_mb) + " MB", Severity::Failure);
+  growth_row(c, j, s, name, what, GrowthUnit::Absolute, limit_mb, num(limit_mb) + " MB", Severity::Failure);
 }
 
 // Every stage but smoke: swapouts over the whole stage (the counter's
@@ -337,13 +321,13 @@ void completion_rate(const Context& c, Judgement& j, const Quarters& q) {
 
 void judge_trends(const Context& c, Judgement& j) {
   if (c.in.recipe.stage == StageKind::Canary || c.in.recipe.stage == StageKind::Gate) {
-    stage_swap_growth(c, j);
+    swap_growth(c, j, "stage_swap_growth_mb", "swap used since the stage start");
     stage_swapouts(c, j);
   }
   if (c.in.recipe.stage != StageKind::Soak) return;
   stage_swapouts(c, j);
   footprint(c, j);
-  swap_growth(c, j);
+  swap_growth(c, j, "swap_growth_mb", "swap used");
   if (c.cand.empty()) return;
   const Quarters q = quarters(c);
   decode_drift(c, j, q);

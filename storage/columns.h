@@ -276,7 +276,7 @@ template <> struct Table<VerdictRow> {
   };
 };
 
-// ---- control requests: handled_ms and result are set by mark_control_handled --
+// ---- context reach: one row per judged canary -----------------------------------
 template <> struct Table<ContextReach> {
   using R = ContextReach;
   static constexpr std::string_view name = "context_reach";
@@ -292,6 +292,7 @@ template <> struct Table<ContextReach> {
   };
 };
 
+// ---- control requests: handled_ms and result are set by mark_control_handled --
 template <> struct Table<ControlRequest> {
   using R = ControlRequest;
   static constexpr std::string_view name = "control_requests";

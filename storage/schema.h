@@ -12,9 +12,11 @@ namespace soak {
 // it (and with any table in it) is not ours and is never touched.
 inline constexpr int32_t kSoakdApplicationId = 0x736f616b;
 
-// The schema that added runtime_launches (managed runtimes). An older store
-// opened read-only has none.
-inline constexpr int kLaunchesSchema = 2;
+// The schema that added each later table (the position of its step in
+// migrations(), kept beside it): an older store opened read-only has none,
+// and reading it reads as empty.
+inline constexpr int kLaunchesSchema = 2;       // runtime_launches (managed runtimes)
+inline constexpr int kContextReachSchema = 3;   // context_reach
 
 const std::vector<std::string_view>& migrations();
 inline int schema_version() { return static_cast<int>(migrations().size()); }

@@ -52,11 +52,8 @@ Result<std::vector<VerdictRow>> SqliteStore::verdicts(int64_t candidate_id) {
   return select_rows<VerdictRow>(cache_.get(), db_, by_candidate(candidate_id), " ORDER BY id");
 }
 
-// The table arrived with schema v2; an older store opened read-only has none.
-constexpr int kContextReachSchema = 2;
-
 Result<std::optional<ContextReach>> SqliteStore::context_reach(int64_t candidate_id) {
-  if (version_ < kContextReachSchema) return std::optional<ContextReach>{};
+  if (version_ < kContextReachSchema) return std::optional<ContextReach>{};  // an older store read as it is: none
   return first_of(select_rows<ContextReach>(cache_.get(), db_, by_candidate(candidate_id), " ORDER BY id DESC LIMIT 1"));
 }
 

@@ -37,15 +37,6 @@ std::optional<CandidateRow> find_candidate(Store& st, const std::string& name, c
   return best;
 }
 
-std::string iso_utc(int64_t ms) {
-  time_t t = static_cast<time_t>(ms / 1000);
-  tm tmv{};
-  gmtime_r(&t, &tmv);
-  char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-  return buf;
-}
-
 json stage_json(const StageRow& s, int64_t now_ms) {
   json j;
   j["kind"] = to_string(s.kind);

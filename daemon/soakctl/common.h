@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
+#include "core/duration.h"
 #include "core/result.h"
 #include "core/types.h"
 #include "daemon/args.h"
@@ -43,7 +44,7 @@ Result<std::unique_ptr<SqliteStore>> open_store(const Args& a, OpenMode mode);
 // Newest row of a config name (or the named build).
 std::optional<CandidateRow> find_candidate(Store& st, const std::string& name, const std::optional<std::string>& build);
 
-std::string iso_utc(int64_t ms);
+using soak::iso_utc;  // core/duration.h
 json stage_json(const StageRow& s, int64_t now_ms);
 json verdict_json(const VerdictRow& v);
 // A build's context reach (docs/DESIGN.md §3.9): JSON, and one line of text

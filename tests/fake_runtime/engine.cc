@@ -656,8 +656,9 @@ void Engine::begin(Job& job, int slot) {
     const int total = static_cast<int>(job.prompt_ids.size());
     send_event(job, chunk_prompt_progress(job.ids, total, job.cache_tokens, job.cache_tokens, 0));
   }
-  const bool pings = cfg_.knobs.prefill_ping_ms > 0 && job.stream &&
-                     (cfg_.flavour == Flavour::LlamaCpp || cfg_.flavour == Flavour::Ollama);
+  // Plain `:` pings while the prompt is processed are llama-server's
+  // (--sse-ping-interval); Ollama writes nothing before its first chunk.
+  const bool pings = cfg_.knobs.prefill_ping_ms > 0 && job.stream && cfg_.flavour == Flavour::LlamaCpp;
   if (pings) {
     send_head(job);  // llama-server sends the headers when the slot starts
     job.keepalive->arm(cfg_.knobs.prefill_ping_ms);

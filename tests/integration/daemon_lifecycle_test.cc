@@ -160,6 +160,7 @@ TEST_CASE("another process holds the store's write lock past the busy timeout: s
   // A careless sqlite3 session: an exclusive transaction held open.
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(store.c_str(), &db) == SQLITE_OK);
+  sqlite3_busy_timeout(db, kWaitMs);  // the daemon may be mid-write at this instant: wait for it, as sqlite3 does
   REQUIRE(sqlite3_exec(db, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) == SQLITE_OK);
   // The daemon's next write waits out the busy timeout, then pauses the store.
   CHECK(d->wait_for_line("store not writable since", kBusyTimeoutMs + kWaitMs));

@@ -55,6 +55,8 @@ TEST_CASE("a managed runtime is started, ready, logged, sampled by pid, judged a
   auto samples = *s.open_store()->process_samples(q);
   REQUIRE(samples.size() >= 10);
   for (const auto& p : samples) CHECK(p.pid == pid);
+  // ...as the launched process: a search by the port would find the same pid.
+  CHECK(d->err().find("runtime process " + std::to_string(pid) + " (launched by soakd)") != std::string::npos);
 
   // soakctl history shows the launch with the build.
   auto h = run_program({std::string(SOAKD_BINARY_DIR) + "/daemon/soakctl", "--config", s.cfg, "history", "m"}, kStepMs);

@@ -117,21 +117,21 @@ TEST_CASE("prefill: llama.cpp prompt_progress chunks, asked for on the stream, d
 }
 
 TEST_CASE("prefill: plain pings never count; the floor-rate allowance decides a runtime that reports nothing") {
-  ListenerConfig cfg = slow_prefill(Flavour::Ollama);
-  cfg.knobs.prefill_ping_ms = 50;  // `:` every 50 ms from the slot start, like llama-server's SSE pings
+  // llama-server's SSE pings (`:` every 50 ms from the slot start), to a client
+  // that does not ask it for progress reports (an OpenAI-compatible candidate).
+  ListenerConfig cfg = slow_prefill(Flavour::LlamaCpp);
+  cfg.knobs.prefill_ping_ms = 50;
   Fake pings(cfg);
   Harness h;
   SECTION("beyond the budget: stalled, however many pings came") {
-    auto rows = h.run(long_prompt(pings.url(), RuntimeKind::Ollama, kShortAllowance), {ProbeKind::LongContext});
+    auto rows = h.run(long_prompt(pings.url(), RuntimeKind::OpenAI, kShortAllowance), {ProbeKind::LongContext});
     const ProbeResult& r = fresh_row(rows);
     CHECK(r.outcome == Outcome::Stalled);
     CHECK(r.detail.find("no prefill progress reported") != std::string::npos);
     CHECK_FALSE(r.t_first_token_us.has_value());
-    REQUIRE(r.t_done_us);
-    CHECK(*r.t_done_us < 3'000'000);  // the stall timeout plus 1.3 s, not the whole prefill
   }
   SECTION("within the allowance: the same prefill is clean") {
-    auto rows = h.run(long_prompt(pings.url(), RuntimeKind::Ollama, kWideAllowance), {ProbeKind::LongContext});
+    auto rows = h.run(long_prompt(pings.url(), RuntimeKind::OpenAI, kWideAllowance), {ProbeKind::LongContext});
     const ProbeResult& r = fresh_row(rows);
     INFO(r.detail);
     CHECK(r.outcome == Outcome::Clean);

@@ -74,7 +74,7 @@ TEST_CASE("a smoke task stores one row per probe with the task's locators") {
   World w(Scenario::Healthy);
   Harness h;
   Outbox outbox(*w.store, h.clock(), make_null_logger(), w.host_id);
-  ProbeTaskRunner runner(h.engine(), outbox, make_null_logger());
+  ProbeTaskRunner runner(h.engine(), outbox);
   bool inside_run = true, done = false;
   TaskReport report;
   runner.run(w.request(TaskKind::Smoke), [&](TaskReport r) {
@@ -113,7 +113,7 @@ TEST_CASE("cancel_all stores the in-flight probe as cancelled_by_daemon and stil
   w.cand.settings.limits.stall_timeout_ms = 60'000;
   Harness h;
   Outbox outbox(*w.store, h.clock(), make_null_logger(), w.host_id);
-  ProbeTaskRunner runner(h.engine(), outbox, make_null_logger());
+  ProbeTaskRunner runner(h.engine(), outbox);
   bool done = false;
   TaskReport report;
   runner.run(w.request(TaskKind::Functional), [&](TaskReport r) {

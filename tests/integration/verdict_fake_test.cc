@@ -94,12 +94,14 @@ TEST_CASE("a runtime whose own context is smaller than the largest size: hold, w
   CHECK(reach->estimate == 2048);
   CHECK(reach->baseline == 4096);
 
-  SECTION("a runtime without /props: the refusal itself says the context") {
-    ListenerConfig mlx = ListenerConfig::make(Scenario::Healthy, fake::Flavour::MlxLm);
-    mlx.knobs.ctx_per_slot = 4096;
-    mlx.knobs.token_interval_ms = 1;
-    Fake m(mlx);
-    CandidateConfig mc = candidate(m.url(), RuntimeKind::MlxLm);
+  SECTION("not asked through /props: llama-server's refusal itself says the context") {
+    // An OpenAI-compatible candidate pointed at llama-server: soakd reads no
+    // /props, and the exceed_context_size_error body carries n_ctx.
+    ListenerConfig llama = ListenerConfig::make(Scenario::Healthy, fake::Flavour::LlamaCpp);
+    llama.knobs.ctx_per_slot = 4096;
+    llama.knobs.token_interval_ms = 1;
+    Fake m(llama);
+    CandidateConfig mc = candidate(m.url(), RuntimeKind::OpenAI);
     mc.settings.long_context_sizes = c.settings.long_context_sizes;
     Harness h;
     auto lc = h.run(mc, {ProbeKind::LongContext});

@@ -49,10 +49,6 @@ class ScriptedRuntimes final : public RuntimeControl {
     stops.push_back(why);
     up.erase(name);
   }
-  std::optional<int> pid(const std::string& name) const override {
-    auto it = up.find(name);
-    return it == up.end() ? std::nullopt : std::optional<int>(it->second);
-  }
   void set_on_exit(std::function<void(const std::string&, const RuntimeExit&)> f) override { on_exit_ = std::move(f); }
   void link(const std::string& name, int64_t candidate_id) override { links[name] = candidate_id; }
   std::string executable_change(const CandidateConfig&) override { return exe_change; }

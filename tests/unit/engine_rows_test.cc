@@ -209,6 +209,14 @@ TEST_CASE("burst summary: FIFO serialization is a queue served one at a time") {
   CHECK_FALSE(f.serialized);
   CHECK(f.clean == 1);
 
+  // Answers a server cap cut (llama-server -n, MLX-LM's 512) were still served
+  // one after the other: the queue shows, and it is judged.
+  std::vector<BurstMember> capped = fifo;
+  for (auto& m : capped) m.outcome = Outcome::ServerTokenCap;
+  BurstSummary c = summarize_burst(capped);
+  CHECK(c.serialized);
+  CHECK(c.clean == 0);
+
   auto j = nlohmann::json::parse(s.to_json());
   CHECK(j["serialized"] == true);
   CHECK(j["n"] == 3);

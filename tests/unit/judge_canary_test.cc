@@ -81,12 +81,19 @@ TEST_CASE("canary pooled failure ratio: long-context rows and burst members coun
   Canary c;
   c.functional(2);  // 12 clean
   for (int i = 0; i < 4; ++i) c.cand.add(ProbeKind::LongContext, "long_context/1024/fresh", Outcome::Timeout);
+  c.cand.add(ProbeKind::Burst, "burst/8", Outcome::Clean);  // a member: an attempt
   c.cand.add(ProbeKind::Burst, "burst/8/summary", Outcome::SerializedBurst);
   auto v = c.judge();
   const auto* m = find_metric(v, "failure_ratio/pooled");
   REQUIRE(m);
-  CHECK(m->n == 16);
-  CHECK(m->estimate == Approx(4.0 / 16));
+  CHECK(m->n == 17);
+  CHECK(m->estimate == Approx(4.0 / 17));
+  // The summary is judged by its own rule: served one at a time on a multi-slot runtime.
+  const auto* b = find_metric(v, "burst_serialization");
+  REQUIRE(b);
+  CHECK(b->result == MetricResult::Fail);
+  CHECK(b->n == 1);
+  CHECK(v.state == VerdictState::Rejected);
 }
 
 TEST_CASE("gate failure ratio: health and scrape rows are not attempts") {
