@@ -124,15 +124,6 @@ std::string pct(double fraction) {
 
 std::string mb(double bytes) { return num(bytes / 1e6) + " MB"; }
 
-std::string iso_utc(int64_t ms) {
-  time_t t = static_cast<time_t>(ms / 1000);
-  tm tmv{};
-  gmtime_r(&t, &tmv);
-  char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-  return buf;
-}
-
 std::string duration_text(int64_t ms) {
   if (ms < 0) ms = 0;
   char buf[64];

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/duration.h"
+
 namespace soak::report {
 
 // Text for element content and attribute values (double or single quoted):
@@ -39,8 +41,8 @@ std::string num(double v);
 std::string pct(double fraction);
 // Bytes as MB (10^6, as the judge counts them): "20480.5 MB".
 std::string mb(double bytes);
-// Wall time as ISO 8601 UTC, "2026-01-01T00:00:00Z"; and a duration, "2h 05m".
-std::string iso_utc(int64_t ms);
+// Wall time as ISO 8601 UTC is core's iso_utc (core/duration.h). A duration, "2h 05m".
+using soak::iso_utc;
 std::string duration_text(int64_t ms);
 
 }  // namespace soak::report

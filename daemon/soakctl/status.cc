@@ -174,11 +174,13 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
                         : pad(verdict, kVerdictColumns))
           << " " << fit(r.candidate.build, build_cols) << "\n";
     std::string about = r.candidate.model + " on " + std::string(to_string(r.candidate.runtime));
-    if (r.verdict && !r.verdict->reason.empty() && r.verdict->state != VerdictState::Running)
-      about += " — " + r.verdict->reason;
-    if (r.verdict && r.verdict->is_override) about += " (override by " + r.verdict->who + ")";
+    // The reach label comes before the reason: a long reason is cut at
+    // kReasonLines, and the label must survive that.
     if (auto reach = latest_reach(st, r.candidate.id))
       about += " [reach " + size_label(reach->reach_tokens) + "/" + size_label(reach->configured_tokens) + "]";
+    if (r.verdict && r.verdict->is_override) about += " (override by " + r.verdict->who + ")";
+    if (r.verdict && !r.verdict->reason.empty() && r.verdict->state != VerdictState::Running)
+      about += " — " + r.verdict->reason;
     for (const auto& line : wrap(about, reason_cols, kReasonLines)) c.out << "    " << line << "\n";
   }
   return kCtlExitOk;

@@ -80,7 +80,9 @@ Result<DemoStore> build_demo_store(const std::string& dir) {
       h.memorystatus_level = static_cast<int>(62 - (hour % 24) / 2 - (*h.pressure_level - 1) * 8);
       h.swap_total_bytes = 8LL << 30;
       h.swap_used_bytes = (200LL << 20) + (n % 288) * (1LL << 20);
-      h.swapouts = 1000 + n * 3;
+      // A healthy host: a few swapouts a day, far under the guard's limit
+      // that the stages judge (stage_swapouts).
+      h.swapouts = 1000 + n / 8;
       h.free_bytes = 100LL << 30;
       if (auto r = store.insert_host_sample(h); !r) return r.error();
       next_host_sample += kHostEveryMs;
