@@ -210,7 +210,7 @@ BurstSummary summarize_burst(const std::vector<BurstMember>& members) {
     if (s.n >= 2 && *s.service_ms > 0)
       s.queue_ratio = *s.queue_span_ms / (static_cast<double>(s.n - 1) * *s.service_ms);
   }
-  s.serialized = s.n >= 2 && all_answered && s.queue_ratio && *s.queue_ratio >= kSerializedQueueRatio &&
+  s.serialized = s.n >= kMinSerializedMembers && all_answered && s.queue_ratio && *s.queue_ratio >= kSerializedQueueRatio &&
                  s.peak_decoding <= 1;
   return s;
 }

@@ -101,12 +101,16 @@ struct BurstSummary {
 // POSTs, p50 ≈ p95 ≈ max): sorted by time to first token, members served one
 // at a time each wait a whole service time of the ones before — TTFT climbs a
 // staircase whose span is about (n - 1) service times (queue_ratio near 1; with
-// k slots about 1/k). Serialized: n >= 2, every member clean with a first
-// token, queue_ratio >= kSerializedQueueRatio and never two decoding at once
-// (decode intervals [first, last token] that merely touch do not overlap).
-// Decode windows alone prove nothing: a runtime that writes a short answer in
-// one go has windows that never overlap and no queue at all.
+// k slots about 1/k). Serialized: n >= kMinSerializedMembers, every member
+// clean with a first token, queue_ratio >= kSerializedQueueRatio and never two
+// decoding at once (decode intervals [first, last token] that merely touch do
+// not overlap). Decode windows alone prove nothing: a runtime that writes a
+// short answer in one go has windows that never overlap and no queue at all.
+// A pair proves too little: one request that reached a free slot a moment late
+// (a busy host, the other's prefill still running) looks exactly like a queue
+// of two, so a staircase needs at least three steps.
 inline constexpr double kSerializedQueueRatio = 0.75;
+inline constexpr int kMinSerializedMembers = 3;
 BurstSummary summarize_burst(const std::vector<BurstMember>& members);
 
 // Shared prefix: median TTFT of the turns that reuse the prefix over the TTFT

@@ -199,8 +199,14 @@ TEST_CASE("burst summary: FIFO serialization is a queue served one at a time") {
   CHECK(t.peak_decoding == 2);
   CHECK_FALSE(t.serialized);
 
-  // A single request, or members without two tokens, prove nothing.
+  // A single request, a pair, or members without two tokens, prove nothing:
+  // a pair one after the other is also what a late second request looks like.
   CHECK_FALSE(summarize_burst({member(0, 10, 100)}).serialized);
+  BurstSummary pair = summarize_burst({member(0, 10, 100), member(0, 101, 190)});
+  REQUIRE(pair.queue_ratio);
+  CHECK(*pair.queue_ratio >= kSerializedQueueRatio);
+  CHECK(pair.peak_decoding == 1);
+  CHECK_FALSE(pair.serialized);
   std::vector<BurstMember> failed{member(0, 10, 100), member(0, 101, 190)};
   failed[1].first_token_ns.reset();
   failed[1].last_token_ns.reset();
