@@ -55,6 +55,7 @@ class Timer {
   }
   void stop() { uv_timer_stop(t_.get()); }
   void close() { t_.close(); }
+  bool active() const { return uv_is_active(reinterpret_cast<const uv_handle_t*>(t_.get())) != 0; }
 
  private:
   UvHandle<uv_timer_t> t_;

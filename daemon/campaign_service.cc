@@ -60,6 +60,12 @@ void CampaignService::on_change() {
   arm(0);  // a completion may make the next step due now
 }
 
+void CampaignService::control_queued() {
+  if (stopping_) return;
+  campaigns_.poll_controls_now();
+  arm(0);
+}
+
 void CampaignService::reload(const ConfigSnapshot& cfg) {
   campaigns_.reload(cfg, clock_.wall_ms());
   arm(0);

@@ -30,6 +30,7 @@ class CampaignService final : public Service {
   void reload(const ConfigSnapshot& cfg) override;
   void stop(std::function<void()> done) override;
   bool settled() const override { return campaigns_.settled(); }
+  void control_queued() override;
   const Campaigns& campaigns() const { return campaigns_; }
 
  private:

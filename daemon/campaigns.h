@@ -43,7 +43,10 @@
 
 namespace soak {
 
-inline constexpr int64_t kControlPollEveryMs = 1'000;  // soakctl requests picked up within this
+// soakctl signals soakd (SIGUSR1, daemon/soakctl/control.cc) after queueing a
+// request, so this poll is only the fallback for a soakctl that may not signal
+// it (another user); an idle soakd wakes for it, so it is not frequent.
+inline constexpr int64_t kControlPollEveryMs = 5'000;
 
 // Local UTC offset in minutes at a given wall time (for the nightly window).
 using UtcOffset = std::function<int(int64_t wall_ms)>;
@@ -86,6 +89,8 @@ class Campaigns {
 
   // Stop dispatching (shutdown); completions still get recorded.
   void freeze() { frozen_ = true; }
+  // The next tick reads control requests, whenever the last read was.
+  void poll_controls_now() { next_control_poll_ms_ = 0; }
 
  private:
   struct InFlight {

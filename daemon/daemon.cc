@@ -53,6 +53,8 @@ Status Daemon::start() {
           auto* self = static_cast<Daemon*>(s->data);
           if (sig == SIGHUP) {
             self->reload();
+          } else if (sig == SIGUSR1) {
+            for (auto& svc : self->services_) svc->control_queued();
           } else {
             self->request_stop(sig == SIGTERM ? "SIGTERM" : "SIGINT");
           }
@@ -62,6 +64,7 @@ Status Daemon::start() {
   install(sigterm_, SIGTERM);
   install(sigint_, SIGINT);
   install(sighup_, SIGHUP);
+  install(sigusr1_, SIGUSR1);
 
   d_.log->info("soakd {} started: pid {}, {} candidate(s), store {}", opts_.version, ::getpid(), cfg_->candidates.size(),
              cfg_->store_path);

@@ -58,6 +58,8 @@ class Service {
   // How much longer than kStopGraceMs its stop() may take (the managed
   // runtimes it stops: SIGTERM, then SIGKILL after their stop_timeout).
   virtual int64_t stop_budget_ms() const { return 0; }
+  // SIGUSR1: soakctl queued a control request; look at the store now.
+  virtual void control_queued() {}
 };
 
 class Daemon {
@@ -92,7 +94,7 @@ class Daemon {
   int64_t started_wall_ms_ = 0;
 
   std::vector<std::unique_ptr<Service>> services_;
-  UvHandle<uv_signal_t> sigterm_, sigint_, sighup_;
+  UvHandle<uv_signal_t> sigterm_, sigint_, sighup_, sigusr1_;
   std::unique_ptr<Timer> stop_deadline_;
   bool stopping_ = false;
   bool finished_ = false;

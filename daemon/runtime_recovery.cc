@@ -11,13 +11,18 @@
 namespace soak {
 
 // ============================================================== recovery
-void RuntimeSupervisor::start() {
+void RuntimeSupervisor::start() { recover(); }
+
+// The housekeeping tick runs only while there are runtimes to keep: with none
+// (no managed candidate, or all stopped) soakd does not wake for it.
+void RuntimeSupervisor::keep_house() {
+  if (runtimes_.empty() || housekeeping_.active()) return;
   housekeeping_.start(static_cast<uint64_t>(kRuntimeLogCheckEveryMs), static_cast<uint64_t>(kRuntimeLogCheckEveryMs),
                       [this] {
                         check_adopted();
                         for (auto& [name, r] : runtimes_) r->log->enforce_cap();
+                        if (runtimes_.empty()) housekeeping_.stop();
                       });
-  recover();
 }
 
 void RuntimeSupervisor::recover() {
@@ -108,6 +113,7 @@ void RuntimeSupervisor::adopt(const RuntimeLaunch& rec, const CandidateSnapshot&
   save(r->record);
   d_.log->info("{}: adopted its runtime pid {}, left running by the soakd before (keep_running)", rec.name, rec.pid);
   runtimes_[rec.name] = std::move(r);
+  keep_house();
 }
 
 void RuntimeSupervisor::check_adopted() {

@@ -163,6 +163,7 @@ void RuntimeSupervisor::launch(const CandidateSnapshot& c, std::function<void(Re
   const std::string name = c->name;
   const uint64_t gen = r->gen;
   runtimes_[name] = std::move(r);
+  keep_house();
   ref.poll = std::make_unique<Timer>(d_.loop);
   ref.poll->start(static_cast<uint64_t>(kReadyPollMs) / 5, static_cast<uint64_t>(kReadyPollMs),
                   [this, name, gen] { poll_health(name, gen); });

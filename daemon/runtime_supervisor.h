@@ -111,6 +111,7 @@ class RuntimeSupervisor final : public Service, public RuntimeControl {
   void on_child_exit(const std::string& name, uint64_t gen, const ChildExit& e);
   void ended(std::unique_ptr<Runtime> r, LaunchState state, const ChildExit& e, const std::string& detail);
   void check_adopted();
+  void keep_house();
   void run_queued(const std::string& name);
   void maybe_stopped();
   void save(const RuntimeLaunch& rec);

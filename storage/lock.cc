@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -58,7 +59,10 @@ void DaemonLock::set_note(const std::string& line) {
   (void)!::pwrite(fd_, text.data(), text.size(), static_cast<off_t>(note_at_));
 }
 
-std::optional<std::string> DaemonLock::running_note(const std::string& store_path) {
+namespace {
+
+// The lock file's text while a soakd holds the lock; nothing otherwise.
+std::optional<std::string> held_lock_text(const std::string& store_path) {
   const std::string path = store_path + ".lock";
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
@@ -68,12 +72,28 @@ std::optional<std::string> DaemonLock::running_note(const std::string& store_pat
   ::close(fd);  // drops the shared lock if it was taken
   if (n <= 0) return std::nullopt;
   body.resize(static_cast<size_t>(n));
-  const auto nl = body.find('\n');
+  return body;
+}
+
+}  // namespace
+
+std::optional<std::string> DaemonLock::running_note(const std::string& store_path) {
+  auto body = held_lock_text(store_path);
+  if (!body) return std::nullopt;
+  const auto nl = body->find('\n');
   if (nl == std::string::npos) return std::nullopt;
-  std::string note = body.substr(nl + 1);
+  std::string note = body->substr(nl + 1);
   while (!note.empty() && (note.back() == ' ' || note.back() == '\n' || note.back() == '\0')) note.pop_back();
   if (note.empty()) return std::nullopt;
   return note;
+}
+
+std::optional<int> DaemonLock::running_pid(const std::string& store_path) {
+  auto body = held_lock_text(store_path);
+  if (!body) return std::nullopt;
+  const long pid = std::strtol(body->c_str(), nullptr, 10);
+  if (pid <= 0) return std::nullopt;
+  return static_cast<int>(pid);
 }
 
 DaemonLock::~DaemonLock() {

@@ -30,6 +30,8 @@ class DaemonLock {
   // The note of the soakd that holds the lock on `store_path` now; nothing
   // when no soakd runs there or it has nothing to say.
   static std::optional<std::string> running_note(const std::string& store_path);
+  // The pid of the soakd that holds the lock on `store_path` now.
+  static std::optional<int> running_pid(const std::string& store_path);
 
  private:
   DaemonLock(int fd, std::string path, size_t note_at) : fd_(fd), path_(std::move(path)), note_at_(note_at) {}

@@ -18,6 +18,12 @@ add_executable(store_bench bench/store_bench.cc)
 target_include_directories(store_bench PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(store_bench PRIVATE soak_test_sim soak_daemon)
 
+# Benchmark (prints figures; not a test): soakd at rest with 4 and 24 candidates
+# against fake runtimes: resident memory, wakeups and CPU between due work.
+add_executable(rest_bench bench/rest_bench.cc)
+target_link_libraries(rest_bench PRIVATE SQLite::SQLite3)
+add_dependencies(rest_bench soakd soak-fake-runtime)
+
 soak_add_test(integration_daemon_e2e SOURCES integration/daemon_e2e_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
 target_compile_definitions(integration_daemon_e2e PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")

@@ -1,13 +1,33 @@
-// `soakctl start / abort / promote`: a request appended to control_requests,
-// which soakd picks up on its next control poll (daemon/campaigns.h).
+// `soakctl start / abort / promote`: a request appended to control_requests;
+// then the running soakd is told (SIGUSR1 to the pid in its lock file) so it
+// reads the request at once; one that cannot be told (another user's soakd)
+// reads it on its fallback poll (kControlPollEveryMs, daemon/campaigns.h).
 #include "daemon/soakctl/common.h"
+
+#include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <string>
 
+#include "daemon/campaigns.h"
+#include "storage/lock.h"
+
 namespace soak::soakctl {
 
 namespace {
+
+// "soakd (pid N) told" when the running soakd was signalled; else when it will look.
+std::string tell_soakd(const Args& a) {
+  const std::string later = "soakd picks it up within " + format_duration(kControlPollEveryMs);
+  auto path = store_path(a);
+  if (!path) return later;
+  auto pid = DaemonLock::running_pid(*path);
+  if (!pid) return "no soakd is running on this store now; the next one to start picks it up";
+  // Never this process: a test or tool holding the lock in-process has no SIGUSR1 handler.
+  if (*pid == ::getpid() || ::kill(*pid, SIGUSR1) != 0) return later;
+  return "soakd (pid " + std::to_string(*pid) + ") was told and picks it up now";
+}
 
 int cmd_control(const Ctl& c, const Args& a, Store& st, ControlAction action) {
   const std::string verb(to_string(action));
@@ -29,6 +49,7 @@ int cmd_control(const Ctl& c, const Args& a, Store& st, ControlAction action) {
     c.err << "soakctl: cannot queue the request: " << id.message() << "\n";
     return kCtlExitStore;
   }
+  const std::string told = tell_soakd(a);
   if (a.flag("json")) {
     json j;
     j["request_id"] = *id;
@@ -36,10 +57,11 @@ int cmd_control(const Ctl& c, const Args& a, Store& st, ControlAction action) {
     j["candidate"] = r.candidate;
     j["who"] = r.who;
     j["why"] = r.why;
+    j["soakd"] = told;
     c.out << j.dump(2) << "\n";
   } else {
     c.out << "request " << *id << " queued: " << verb << " " << r.candidate << " (by " << r.who
-          << (r.why.empty() ? "" : ": " + r.why) << "). soakd picks it up within a second; see "
+          << (r.why.empty() ? "" : ": " + r.why) << "). " << told << "; see "
           << "`soakctl events --kind control`.\n";
   }
   return kCtlExitOk;

@@ -52,9 +52,10 @@ Usage:
       inconclusive, recording who and why.
   soakctl [STORE] promote CANDIDATE --override --why TEXT [--who W] [--json]
       Promote by hand. Recorded as an override with who and why.
-      start/abort/promote are requests through the store: a running soakd
-      picks them up within a second and records what it did as a control
-      event (see `soakctl events --kind control`). W defaults to $USER.
+      start/abort/promote are requests through the store: soakctl then tells
+      the running soakd (SIGUSR1), which picks them up at once (else within
+      5s) and records what it did as a control event (see `soakctl events
+      --kind control`). W defaults to $USER.
 
 STORE (first match wins):
   --db PATH        the store file

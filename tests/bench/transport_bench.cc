@@ -13,8 +13,12 @@
 //       only the source, in the foreground.
 //
 // Every source is a forked child, so only the client's own CPU time counts.
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -346,6 +350,32 @@ std::optional<AnchorFigures> run_aiohttp(const Options& o, int port, int conc, i
   return a;
 }
 
+// The raw reader's request leg: a blocking socket, connect, one write of the
+// whole request, then read to the end; start = just before socket(). The
+// source stamps arrival on the same CLOCK_MONOTONIC.
+std::optional<int64_t> raw_lone_request(int port, const Clock& clock) {
+  const std::string body = R"({"model":"bench","messages":[{"role":"user","content":"hi"}],"stream":true})";
+  const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  const int64_t t0 = clock.mono_ns();
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return std::nullopt;
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+            ::send(fd, req.data(), req.size(), 0) == static_cast<ssize_t>(req.size());
+  char buf[4096];
+  while (ok && ::recv(fd, buf, sizeof buf, 0) > 0) {
+  }
+  ::close(fd);
+  if (!ok) return std::nullopt;
+  return t0;
+}
+
 double spread_ms(const std::vector<int64_t>& v) {
   if (v.size() < 2) return 0;
   auto [lo, hi] = std::minmax_element(v.begin(), v.end());
@@ -481,8 +511,10 @@ int main(int argc, char** argv) {
     auto aio_one = run_aiohttp(o, ttft_src.port, 1, o.single_requests);
     row("overhead, 1 stream at a time", fmt_pct(percentiles(one.overhead_ms)),
         raw_one ? fmt_pct(raw_one->overhead) : "-", aio_one ? fmt_pct(aio_one->overhead) : "-");
-    row("  soakd: start() -> arrival at source", fmt_pct(percentiles(tt.request_leg_ms)), "", "");
-    row("  soakd: source write -> event", fmt_pct(percentiles(tt.delivery_leg_ms)), "", "");
+    // These two are of the 80-in-flight run above, not of the lone stream: a
+    // lone request's leg is (d).
+    row("  80 in flight: start() -> arrival at source", fmt_pct(percentiles(tt.request_leg_ms)), "", "");
+    row("  80 in flight: source write -> event", fmt_pct(percentiles(tt.delivery_leg_ms)), "", "");
     printf("  %-44s %d completed, %d failed, %.3f CPU-s over %.3f s\n", "  soakd detail", tt.completed,
            tt.failed, tt.cpu_s, tt.wall_s);
 
@@ -513,6 +545,23 @@ int main(int argc, char** argv) {
     };
     row("arrival spread at the source", med_max(ours_spread), med_max(raw_spread), med_max(aio_spread));
     row("client-side connect-ready spread", med_max(connect_spread), "", "");
+
+    // (d) a lone request: start() to its arrival at the source (the source's
+    // stamp: the whole request read), beside a raw blocking socket from just
+    // before socket(). One at a time, nothing else in flight.
+    printf("(d) lone request, start to fully arrived at the source, ms p50 / p99 / max (%d requests)\n",
+           o.single_requests * 4);
+    runner.arrivals(burst_src.port);  // reset
+    ClientStats lone = runner.run(burst_src.port, 1, o.single_requests * 4, ConnectionPolicy::Fresh);
+    std::vector<double> raw_leg;
+    runner.arrivals(burst_src.port);  // reset: soakd's arrivals came on its streams
+    for (int i = 0; i < o.single_requests * 4; ++i) {
+      auto t0 = raw_lone_request(burst_src.port, clock);
+      auto arr = runner.arrivals(burst_src.port);
+      if (t0 && arr.size() == 1) raw_leg.push_back(static_cast<double>(arr[0] - *t0) / kNsPerMs);
+    }
+    row("start() (soakd) / socket() (raw) -> arrival", fmt_pct(percentiles(lone.request_leg_ms)),
+        fmt_pct(percentiles(raw_leg)), "");
     if (ing.failed || tt.failed) rc = 1;
   }
   uv_run(&loop, UV_RUN_DEFAULT);

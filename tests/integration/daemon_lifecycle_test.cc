@@ -83,6 +83,15 @@ TEST_CASE("soakd starts, reloads, refuses a second instance, serves soakctl, sto
   CHECK(soakctl_main({"--db", store, "status", "--json"}, out, err, clock) == kCtlExitOk);
   CHECK(err.str().empty());
 
+  // A control request: soakctl tells the running soakd (SIGUSR1 to the pid in
+  // the lock file); soakd handles the signal (its default would end it) and
+  // answers the request.
+  std::ostringstream ctl;
+  CHECK(soakctl_main({"--db", store, "abort", "a", "--why", "test"}, ctl, err, clock) == kCtlExitOk);
+  INFO(ctl.str());
+  CHECK(ctl.str().find("soakd (pid " + std::to_string(d->pid()) + ") was told") != std::string::npos);
+  CHECK(d->wait_for_line("control abort a", kWaitMs));
+
   REQUIRE(d->signal(SIGTERM));
   auto st = d->wait_exit(kWaitMs);
   REQUIRE(st);

@@ -356,6 +356,19 @@ TEST_CASE("the lock file carries the running daemon's note, rewritten in place, 
   CHECK_FALSE(DaemonLock::running_note(path));  // a note left by a soakd that is gone is not shown
 }
 
+TEST_CASE("the lock file names the running daemon's pid, only while it runs (soakctl signals it)") {
+  TempDir tmp;
+  std::string path = tmp.path() + "/s.db";
+  CHECK_FALSE(DaemonLock::running_pid(path));  // no lock file
+  auto lock = DaemonLock::acquire(path);
+  REQUIRE(lock.ok());
+  CHECK(DaemonLock::running_pid(path) == ::getpid());
+  (*lock)->set_note("a note does not change the pid line");
+  CHECK(DaemonLock::running_pid(path) == ::getpid());
+  lock->reset();
+  CHECK_FALSE(DaemonLock::running_pid(path));  // a pid left by a soakd that is gone is nobody to signal
+}
+
 TEST_CASE("control requests go in pending and come out handled") {
   TempDir tmp;
   auto st = open_rw(tmp.path() + "/s.db");
