@@ -183,6 +183,12 @@ struct SamplerSettings {
   bool keep_awake = true;
 };
 
+// Prometheus figures for fleets: soakd rewrites `textfile` (a node_exporter
+// textfile-collector file, *.prom) on every sampler tick. Empty: off.
+struct MetricsSettings {
+  std::string textfile;  // absolute
+};
+
 // While the store cannot write (full disk, lock held, read-only), measured rows
 // wait in memory (daemon/outbox.h). At the default sampler interval with four
 // candidates about one row a second arrives while probing is paused, so the
@@ -210,6 +216,7 @@ struct Config {
   SamplerSettings sampler;
   ScheduleSettings schedule;
   StoreOutageSettings store_outage;
+  MetricsSettings metrics;
   std::vector<CandidateConfig> candidates;
 
   const CandidateConfig* find(std::string_view name) const;

@@ -92,6 +92,19 @@ void read_allow_insecure_api_key(ReadContext& ctx, const json& v, const std::str
     c.api_key_transport = allow ? ApiKeyTransport::AllowInsecure : ApiKeyTransport::RequireSecure;
 }
 
+void read_metrics_textfile(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex,
+                           MetricsSettings& m) {
+  auto s = read_string(ctx, v, p, ex);
+  if (!s) return;
+  // node_exporter's textfile collector reads *.prom files only: any other name
+  // would be written and never collected.
+  if (s->size() < 6 || s->compare(s->size() - 5, 5, ".prom") != 0) {
+    ctx.err(p, "must name a file ending in .prom (node_exporter's textfile collector reads only those)", ex);
+    return;
+  }
+  m.textfile = resolve_path(ctx, *s);
+}
+
 // ---- capacity: [{"size": 32768, "concurrency": 8}, ...]
 void read_capacity(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex,
                    CampaignSettings& s) {
@@ -387,6 +400,14 @@ const Section<ScheduleSettings>& schedule_section() {
   return s;
 }
 
+const Section<MetricsSettings>& metrics_section() {
+  using S = MetricsSettings;
+  static const Section<S> s{"{\"textfile\": \"/opt/homebrew/var/node_exporter/textfile/soakd.prom\"}", {
+      custom<S>("textfile", Kind::String, "\"/opt/homebrew/var/node_exporter/textfile/soakd.prom\"", read_metrics_textfile),
+  }};
+  return s;
+}
+
 const Section<StoreOutageSettings>& store_outage_section() {
   using S = StoreOutageSettings;
   static const Section<S> s{"{\"max_queued_rows\": 10000, \"stop_after\": \"1h\"}", {
@@ -405,6 +426,7 @@ const Section<Config>& top_section() {
       object("sampler", &S::sampler, sampler_section()),
       object("schedule", &S::schedule, schedule_section()),
       object("store_outage", &S::store_outage, store_outage_section()),
+      object("metrics", &S::metrics, metrics_section()),
       read_elsewhere<S>("candidates", Kind::List, "[{...}, {...}]"),  // by parse_config, after "defaults"
   }};
   return s;

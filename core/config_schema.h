@@ -29,6 +29,7 @@ const Section<CandidateConfig>& candidate_section();  // candidates[i]: its own 
 const Section<LaunchSpec>& launch_section();           // candidates[i].launch (core/config_launch.cc)
 const Section<SamplerSettings>& sampler_section();    // "sampler"
 const Section<ScheduleSettings>& schedule_section();  // "schedule"
+const Section<MetricsSettings>& metrics_section();    // "metrics"
 // The file's top level. "candidates" is a row without a reader: parse_config
 // reads them once "defaults" is known, whatever the key order in the file.
 const Section<Config>& top_section();

@@ -10,4 +10,10 @@ namespace soak {
 
 Status make_parent_dirs_private(const std::string& file_path);
 
+// Replaces `path` with `content` so that a reader sees the old file or the new
+// one, never a part: written to a temporary file in the same directory, synced,
+// then renamed over `path`. The file is created with `mode` (before umask).
+// Errors name the file and the call that failed.
+Status write_file_atomic(const std::string& path, const std::string& content, unsigned mode);
+
 }  // namespace soak

@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/files.h"
+#include "daemon/version.h"
+
 namespace soak {
 
 SamplerService::SamplerService(const ConfigSnapshot& cfg, const Deps& deps, Sampler& sampler, ActiveSource active,
@@ -20,7 +23,22 @@ SamplerService::SamplerService(const ConfigSnapshot& cfg, const Deps& deps, Samp
       guard_(cfg->defaults.guard),
       gaps_(cfg->sampler.interval_ms, deps.host_id),
       keep_awake_(std::move(power), cfg->sampler.keep_awake ? KeepAwakeMode::WhileStagesRun : KeepAwakeMode::Off),
-      timer_(deps.loop) {}
+      timer_(deps.loop),
+      metrics_path_(cfg->metrics.textfile),
+      metrics_(report::MetricsOptions{cfg->defaults.guard.window_ms, kSoakdVersion}) {}
+
+namespace {
+// node_exporter usually runs as another user: the file must be readable by it.
+constexpr unsigned kMetricsFileMode = 0644;
+}  // namespace
+
+void SamplerService::write_metrics(int64_t wall_ms) {
+  Status st = metrics_.refresh(store_, wall_ms);
+  if (st) st = write_file_atomic(metrics_path_, metrics_.render(wall_ms), kMetricsFileMode);
+  if (!st && !metrics_failing_) log_->error("metrics textfile {}: {}", metrics_path_, st.message());
+  if (st && metrics_failing_) log_->info("metrics textfile {} written again", metrics_path_);
+  metrics_failing_ = !st;
+}
 
 void SamplerService::write(const std::vector<Event>& events) {
   for (const auto& e : events) {
@@ -83,6 +101,7 @@ void SamplerService::tick() {
                      candidate_pids);
   // Candidates whose campaign ended are no longer watched.
   for (auto it = watched_.begin(); it != watched_.end();) it = seen.count(it->first) ? std::next(it) : watched_.erase(it);
+  if (!metrics_path_.empty()) write_metrics(now.wall_ms);
 }
 
 void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, int64_t wall_ms, bool scan_due,
@@ -169,6 +188,8 @@ void SamplerService::reload(const ConfigSnapshot& snapshot) {
     timer_.start(static_cast<uint64_t>(interval_ms_), static_cast<uint64_t>(interval_ms_), [this] { tick(); });
   }
   keep_awake_.set_mode(cfg.sampler.keep_awake ? KeepAwakeMode::WhileStagesRun : KeepAwakeMode::Off);
+  metrics_path_ = cfg.metrics.textfile;
+  metrics_.set_guard_window(cfg.defaults.guard.window_ms);
   // Rebuilt only when its rules change: a rebuild forgets the window and the
   // rules already tripped, so an unrelated reload would trip again.
   if (!(cfg.defaults.guard == guard_.rules())) guard_ = MemoryGuard(cfg.defaults.guard);

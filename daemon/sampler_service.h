@@ -4,7 +4,9 @@
 // and duplicate engines, and a footprint above a candidate's memory_budget
 // during a stage (a memory_budget event: the judge rejects on the samples).
 // A managed candidate's process is the pid soakd launched, never looked for.
-// Holds the keep-awake assertion while a canary, gate or soak runs.
+// Holds the keep-awake assertion while a canary, gate or soak runs. With
+// metrics.textfile set, each tick also rewrites that file (reports/metrics.h:
+// the figures `soakctl metrics` prints), atomically.
 //
 // Cost: one timer; a tick is a few /proc reads or Mach calls per process. The
 // process table is walked only to (re)locate a candidate's process and for the
@@ -31,6 +33,7 @@
 #include "detectors/memory_guard.h"
 #include "detectors/process_watch.h"
 #include "platform/sampler.h"
+#include "reports/metrics.h"
 
 namespace soak {
 
@@ -57,6 +60,7 @@ class SamplerService final : public Service {
     bool over_budget_reported = false;  // one memory_budget event per candidate row
   };
   void write(const std::vector<Event>& events);
+  void write_metrics(int64_t wall_ms);
   void check_budget(const Campaigns::Active& a, Watched& w, const ProcessSample& p, int64_t sample_id);
   void sample_candidate(const Campaigns::Active& a, Watched& w, int64_t wall_ms, bool scan_due,
                         const std::vector<ProcessInfo>* processes, const std::vector<int>& candidate_pids);
@@ -75,6 +79,9 @@ class SamplerService final : public Service {
   Timer timer_;
   std::map<int64_t, Watched> watched_;  // by candidate row id
   int64_t last_scan_ms_ = 0;
+  std::string metrics_path_;  // empty: no metrics textfile
+  report::MetricsCollector metrics_;
+  bool metrics_failing_ = false;  // logged once per run of failures, not every tick
 };
 
 }  // namespace soak

@@ -136,6 +136,17 @@ Extracted extract(const PerfMetric& m, const std::vector<const std::vector<const
 
 bool perf_judged(ProbeKind k);  // health, scrape, build and cancel carry no performance figure
 
+// ---- soak footprint trend (judge_trends.cc; judge_views.cc draws the same) -----
+struct TrendPoint {
+  int64_t t;  // wall ms
+  double v;   // MB
+};
+// The candidate's processes summed per sample time, in MB; `source` says
+// whether footprint or (where no sample has one) resident bytes were used.
+std::vector<TrendPoint> footprint_series(const JudgeInput& in, std::string_view& source);
+// Block medians of a time-sorted series: x in hours since its first sample.
+void block_medians(const std::vector<TrendPoint>& s, std::vector<double>& x, std::vector<double>& y);
+
 // ---- the judges' parts (one translation unit each) ------------------------------
 void judge_hard(const Context& c, Judgement& j);       // judge_hard.cc
 void judge_runtime(const Context& c, Judgement& j);    // judge_runtime.cc (called by judge_hard)

@@ -34,10 +34,7 @@ constexpr double kSustainedQuantile = 0.25;  // growth must hold for 3/4 of the 
 constexpr double kMB = 1e6;
 constexpr double kMsPerHour = 3'600'000.0;
 
-struct Point {
-  int64_t t;
-  double v;
-};
+using Point = TrendPoint;
 using Series = std::vector<Point>;  // sorted by time
 
 std::vector<double> values_between(const Series& s, int64_t from, int64_t to) {
@@ -57,6 +54,9 @@ Windows edge_windows(const Series& s, double fraction) {
   return {values_between(s, t0, t0 + w), values_between(s, t1 - w, t1)};
 }
 
+}  // namespace
+
+// Shared with judge_views.cc: what a report draws is what the judge fitted.
 // Block medians: x in hours since the first sample, y the block's median.
 void block_medians(const Series& s, std::vector<double>& x, std::vector<double>& y) {
   const int64_t t0 = s.front().t, span = std::max<int64_t>(1, s.back().t - t0);
@@ -72,16 +72,16 @@ void block_medians(const Series& s, std::vector<double>& x, std::vector<double>&
   }
 }
 
-Series footprint_series(const Context& c, std::string_view& source) {
+Series footprint_series(const JudgeInput& in, std::string_view& source) {
   bool any_footprint = false;
-  for (const auto& s : c.in.process_samples)
-    if (s.candidate_id && *s.candidate_id == c.in.recipe.candidate_id && s.footprint_bytes) any_footprint = true;
+  for (const auto& s : in.process_samples)
+    if (s.candidate_id && *s.candidate_id == in.recipe.candidate_id && s.footprint_bytes) any_footprint = true;
   source = any_footprint ? "footprint" : "resident";
   // The candidate's processes summed per sample time, in integers so the sum
   // does not depend on the order the samples arrive in.
   std::map<int64_t, int64_t> by_time;
-  for (const auto& s : c.in.process_samples) {
-    if (!s.candidate_id || *s.candidate_id != c.in.recipe.candidate_id) continue;
+  for (const auto& s : in.process_samples) {
+    if (!s.candidate_id || *s.candidate_id != in.recipe.candidate_id) continue;
     const auto bytes = any_footprint ? s.footprint_bytes : s.resident_bytes;
     if (bytes) by_time[s.wall_ms] += *bytes;
   }
@@ -89,6 +89,8 @@ Series footprint_series(const Context& c, std::string_view& source) {
   for (const auto& [t, v] : by_time) out.push_back({t, static_cast<double>(v) / kMB});
   return out;
 }
+
+namespace {
 
 // Growth of the final window over the initial one, as a fraction (relative) or
 // in the series' unit (absolute).
@@ -135,7 +137,7 @@ void growth_row(const Context& c, Judgement& j, const Series& s, std::string nam
 
 void footprint(const Context& c, Judgement& j) {
   std::string_view source;
-  const Series s = footprint_series(c, source);
+  const Series s = footprint_series(c.in, source);
   const auto& rules = c.in.recipe.soak;
   const auto min_n = static_cast<size_t>(c.in.recipe.judge.min_samples);
   std::vector<double> x, y;

@@ -86,6 +86,32 @@ Result<std::vector<ProbeResult>> SqliteStore::probe_results(const ProbeQuery& q)
   return select_rows<ProbeResult>(cache_.get(), db_, w, tail);
 }
 
+Result<std::vector<ProbeCount>> SqliteStore::probe_counts(const ProbeQuery& q) {
+  Where w;
+  w.add("candidate_id = ?", q.candidate_id);
+  w.add("stage_id = ?", q.stage_id);
+  w.add("id >= ?", q.min_id);
+  w.add("id <= ?", q.max_id);
+  w.add("started_ms >= ?", q.since_ms);
+  w.add("started_ms <= ?", q.until_ms);
+  w.add("kind = ?", q.kind);
+  const std::string sql = "SELECT candidate_id, kind, outcome, COUNT(*) FROM probe_results" + w.sql() +
+                          " GROUP BY candidate_id, kind, outcome ORDER BY candidate_id, kind, outcome";
+  return select_all<ProbeCount>(cache_.get(), db_, sql, w, [](const Stmt& s) -> Result<ProbeCount> {
+    ProbeCount c;
+    c.candidate_id = s.i64(0);
+    auto kind = parse_probe_kind(s.text(1));
+    auto outcome = parse_outcome(s.text(2));
+    if (!kind || !outcome)
+      return make_error("probe_results: stored kind \"" + s.text(1) + "\" / outcome \"" + s.text(2) +
+                        "\" is not one soakd knows (a newer soakd's store?)");
+    c.kind = *kind;
+    c.outcome = *outcome;
+    c.n = s.i64(3);
+    return c;
+  });
+}
+
 Result<std::vector<HostSample>> SqliteStore::host_samples(const SampleQuery& q) {
   Where w;
   w.add("host_id = ?", q.host_id);

@@ -33,6 +33,15 @@ struct ProbeQuery {
   int64_t limit = 0;                           // 0 = no limit
 };
 
+// Probe rows counted by candidate, kind and outcome: counters without reading
+// the rows (soakctl metrics, soakd's metrics textfile).
+struct ProbeCount {
+  int64_t candidate_id = 0;
+  ProbeKind kind = ProbeKind::Health;
+  Outcome outcome = Outcome::Clean;
+  int64_t n = 0;
+};
+
 struct SampleQuery {
   std::optional<int64_t> host_id;
   std::optional<int64_t> candidate_id;  // process samples only
@@ -108,6 +117,9 @@ class Store {
 
   // ---- queries
   virtual Result<std::vector<ProbeResult>> probe_results(const ProbeQuery& q) = 0;
+  // The rows probe_results(q) would return (its limit aside), counted; ordered
+  // by candidate, kind and outcome name.
+  virtual Result<std::vector<ProbeCount>> probe_counts(const ProbeQuery& q) = 0;
   virtual Result<std::vector<HostSample>> host_samples(const SampleQuery& q) = 0;
   virtual Result<std::vector<ProcessSample>> process_samples(const SampleQuery& q) = 0;
   virtual Result<std::vector<Event>> events(const EventQuery& q) = 0;

@@ -67,6 +67,15 @@ json verdict_json(const VerdictRow& v) {
   return j;
 }
 
+bool same_verdict(const VerdictRow& stored, const VerdictRow& again) {
+  const bool state_ok = stored.state == again.state ||
+                        (stored.state == VerdictState::Running && again.state == VerdictState::Promoted &&
+                         stored.stage != "soak");
+  return state_ok && stored.reason == again.reason && stored.judge_version == again.judge_version &&
+         stored.evidence_first_id == again.evidence_first_id && stored.evidence_last_id == again.evidence_last_id &&
+         stored.baseline_mode == again.baseline_mode && metrics_to_json(stored.metrics) == metrics_to_json(again.metrics);
+}
+
 json reach_json(const ContextReach& r) {
   json j;
   j["reach_tokens"] = r.reach_tokens;

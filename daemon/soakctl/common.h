@@ -31,6 +31,7 @@ struct Ctl {
   std::ostream& out;
   std::ostream& err;
   const Clock& clock;
+  const Terminal& terminal;
 };
 
 // `soakctl events` without --limit: about a screenful.
@@ -54,6 +55,11 @@ std::string reach_text(const ContextReach& r);
 // the reach is an addition to what a command shows, never a reason to fail it).
 std::optional<ContextReach> latest_reach(Store& st, int64_t candidate_id);
 
+// Whether a verdict recomputed from the stored rows is the stored one: what
+// `explain` checks and the report shows. A stage that passed before the soak
+// is stored as "running" (the campaign goes on); its judge says "promoted".
+bool same_verdict(const VerdictRow& stored, const VerdictRow& again);
+
 // A candidate row's runtime launches (managed candidates; none for the others),
 // as explain and history show them with the build (launches.cc).
 Result<std::vector<RuntimeLaunch>> launches_of(Store& st, int64_t candidate_id);
@@ -62,7 +68,7 @@ void print_launches(std::ostream& out, const std::vector<RuntimeLaunch>& ls, con
 
 // Whether a command takes one candidate name as its argument (`explain NAME`);
 // the dispatcher checks the count, so a Candidate command finds it at positionals()[1].
-enum class Operand { None, Candidate };
+enum class Operand { None, Candidate, OptionalCandidate };
 
 // One command as the dispatcher (soakctl.cc) sees it. Each command file defines
 // its own next to the code that reads the options; the dispatcher refuses an
@@ -81,6 +87,8 @@ extern const Command kVerdictCommand;  // verdict.cc
 extern const Command kExplainCommand;  // explain.cc
 extern const Command kHistoryCommand;  // history.cc
 extern const Command kEventsCommand;   // events.cc
+extern const Command kReportCommand;   // report.cc
+extern const Command kMetricsCommand;  // metrics.cc
 extern const Command kStartCommand;    // control.cc
 extern const Command kAbortCommand;    // control.cc
 extern const Command kPromoteCommand;  // control.cc

@@ -38,17 +38,6 @@ json metric_json(const MetricEvidence& m) {
   return j;
 }
 
-// A stage that passed before the soak is stored as "running" (the campaign goes
-// on) with the judge's evidence; the judge itself says "promoted" for it.
-bool same_verdict(const VerdictRow& stored, const VerdictRow& again) {
-  const bool state_ok = stored.state == again.state ||
-                        (stored.state == VerdictState::Running && again.state == VerdictState::Promoted &&
-                         stored.stage != "soak");
-  return state_ok && stored.reason == again.reason && stored.judge_version == again.judge_version &&
-         stored.evidence_first_id == again.evidence_first_id && stored.evidence_last_id == again.evidence_last_id &&
-         stored.baseline_mode == again.baseline_mode && metrics_to_json(stored.metrics) == metrics_to_json(again.metrics);
-}
-
 // Which candidate row an explanation is about; both JSON answers start with it.
 json candidate_json(const std::string& name, const CandidateRow& row) {
   json j;

@@ -34,6 +34,16 @@ Usage:
       reloads, build changes, gaps, guard trips, restarts, controls. With
       --candidate: the events of its newest build and the host-wide ones.
       K is one of: %KINDS%.
+  soakctl [STORE] report [CANDIDATE] [--build B] --html FILE [--json]
+      Write one static HTML page (no script, nothing fetched) to FILE:
+      CANDIDATE's verdict with its full argument, stage timeline, memory with
+      the soak's trend line, host pressure, candidate beside baseline, long
+      context, bursts, and the rows the verdict cites. Without CANDIDATE:
+      every candidate with its verdict and a small timeline.
+  soakctl [STORE] metrics [--json]
+      The Prometheus text soakd writes to its metrics.textfile for
+      node_exporter's textfile collector: stages, verdicts, probe outcomes,
+      TTFT and decode summaries, memory, host pressure, the memory guard.
   soakctl [STORE] start CANDIDATE [--who W] [--why TEXT] [--json]
       Ask soakd to start CANDIDATE's campaign from smoke now, ignoring the
       nightly window; refused while a stage runs (abort it first).

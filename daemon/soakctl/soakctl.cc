@@ -17,8 +17,9 @@ namespace soakctl {
 
 const std::vector<const Command*>& commands() {
   static const std::vector<const Command*> kCommands{&kStatusCommand,  &kVerdictCommand, &kExplainCommand,
-                                                     &kHistoryCommand, &kEventsCommand,  &kStartCommand,
-                                                     &kAbortCommand,   &kPromoteCommand};
+                                                     &kHistoryCommand, &kEventsCommand,  &kReportCommand,
+                                                     &kMetricsCommand, &kStartCommand,   &kAbortCommand,
+                                                     &kPromoteCommand};
   return kCommands;
 }
 
@@ -62,6 +63,8 @@ std::string misuse(const Command& cmd, const Args& a) {
   const size_t given = a.positionals().size() - 1;
   if (cmd.operand == Operand::Candidate && given != 1)
     return "soakctl " + name + ": give exactly one CANDIDATE, a name as `soakctl status` lists it (" + see + ")";
+  if (cmd.operand == Operand::OptionalCandidate && given > 1)
+    return "soakctl " + name + ": give at most one CANDIDATE, a name as `soakctl status` lists it (" + see + ")";
   if (cmd.operand == Operand::None && given != 0)
     return "soakctl " + name + ": unexpected argument \"" + a.positionals()[1] + "\" (" + name +
            " takes only options: " + option_list(cmd.args) + "; " + see + ")";
@@ -84,7 +87,8 @@ std::string misuse(const Command& cmd, const Args& a) {
 
 }  // namespace soakctl
 
-int soakctl_main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err, const Clock& clock) {
+int soakctl_main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err, const Clock& clock,
+                 const Terminal& terminal) {
   using namespace soakctl;
   auto a = Args::parse(argv, all_args());
   if (!a) {
@@ -118,7 +122,7 @@ int soakctl_main(const std::vector<std::string>& argv, std::ostream& out, std::o
     err << "soakctl: " << store.message() << "\n";
     return kCtlExitStore;
   }
-  Ctl c{out, err, clock};
+  Ctl c{out, err, clock, terminal};
   return cmd->run(c, *a, **store);
 }
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The layer check: every project include points down (docs/DESIGN.md §4.1).
 #
-#   core <- platform <- detectors / storage / probes / schedules <- daemon
+#   core <- platform <- detectors / storage / probes / schedules <- reports <- daemon
 #
 # Each library folder may include from itself and from the folders listed for
 # it below, nothing else; an include of a folder that is not in the table fails
@@ -20,7 +20,8 @@ allowed() {  # folder -> the folders it may include besides itself
     probes/transport) echo "core" ;;
     probes) echo "core probes/transport" ;;
     schedules) echo "core" ;;
-    daemon) echo "core platform detectors storage probes/transport probes schedules" ;;
+    reports) echo "core storage schedules" ;;
+    daemon) echo "core platform detectors storage probes/transport probes schedules reports" ;;
     *) return 1 ;;
   esac
 }
@@ -35,7 +36,7 @@ folder_of() {  # path relative to root -> its layer folder (probes/transport bef
 
 bad=0
 checked=0
-for layer in core platform detectors storage probes/transport probes schedules daemon; do
+for layer in core platform detectors storage probes/transport probes schedules reports daemon; do
   [ -d "$root/$layer" ] || continue
   for f in $(cd "$root" && find "$layer" -type f \( -name '*.h' -o -name '*.cc' \) | sort); do
     [ "$(folder_of "$f")" = "$layer" ] || continue   # probes/transport files are checked as their own layer

@@ -25,7 +25,7 @@ echo "$out" | grep -q '^storage/store.cc:3: includes "daemon/daemon.h"' ||
 printf '#include "core/clock.h"\n' > "$t/storage/store.cc"
 sh "$here/check.sh" "$t" || { echo "FAIL: a clean tree was rejected"; exit 1; }
 
-printf '#include "reports/html.h"\n' > "$t/core/clock.h"
+printf '#include "widgets/html.h"\n' > "$t/core/clock.h"
 set +e
 out=$(sh "$here/check.sh" "$t")
 rc=$?

@@ -39,6 +39,7 @@ constexpr std::array<MethodInfo, kStoreMethodCount> kMethods{{
     {StoreMethod::UpdateLaunch, "update_launch", StoreAccess::Write},
     {StoreMethod::Launches, "launches", StoreAccess::Read},
     {StoreMethod::ProbeResults, "probe_results", StoreAccess::Read},
+    {StoreMethod::ProbeCounts, "probe_counts", StoreAccess::Read},
     {StoreMethod::HostSamples, "host_samples", StoreAccess::Read},
     {StoreMethod::ProcessSamples, "process_samples", StoreAccess::Read},
     {StoreMethod::Events, "events", StoreAccess::Read},
@@ -214,6 +215,9 @@ Result<std::vector<RuntimeLaunch>> FaultyStore::launches(const LaunchQuery& q) {
 }
 Result<std::vector<ProbeResult>> FaultyStore::probe_results(const ProbeQuery& q) {
   return forward<Result<std::vector<ProbeResult>>>(M::ProbeResults, [&] { return inner_.probe_results(q); });
+}
+Result<std::vector<ProbeCount>> FaultyStore::probe_counts(const ProbeQuery& q) {
+  return forward<Result<std::vector<ProbeCount>>>(M::ProbeCounts, [&] { return inner_.probe_counts(q); });
 }
 Result<std::vector<HostSample>> FaultyStore::host_samples(const SampleQuery& q) {
   return forward<Result<std::vector<HostSample>>>(M::HostSamples, [&] { return inner_.host_samples(q); });

@@ -45,7 +45,7 @@ enum class StoreMethod {
   InsertContextReach, ContextReach,
   InsertControl, PendingControls, MarkControlHandled,
   InsertLaunch, UpdateLaunch, Launches,
-  ProbeResults, HostSamples, ProcessSamples, Events, Status, MaxIds,
+  ProbeResults, ProbeCounts, HostSamples, ProcessSamples, Events, Status, MaxIds,
 };
 inline constexpr size_t kStoreMethodCount = 30;
 const std::array<StoreMethod, kStoreMethodCount>& all_store_methods();
@@ -111,6 +111,7 @@ class FaultyStore final : public Store {
   Status update_launch(const RuntimeLaunch& l) override;
   Result<std::vector<RuntimeLaunch>> launches(const LaunchQuery& q) override;
   Result<std::vector<ProbeResult>> probe_results(const ProbeQuery& q) override;
+  Result<std::vector<ProbeCount>> probe_counts(const ProbeQuery& q) override;
   Result<std::vector<HostSample>> host_samples(const SampleQuery& q) override;
   Result<std::vector<ProcessSample>> process_samples(const SampleQuery& q) override;
   Result<std::vector<Event>> events(const EventQuery& q) override;

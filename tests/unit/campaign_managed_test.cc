@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "daemon/campaigns.h"
+#include "daemon/outbox.h"
 #include "daemon/runtime_control.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
@@ -99,9 +100,9 @@ struct World {
   std::unique_ptr<SqliteStore> store;
   int64_t host = 0;
   std::unique_ptr<SimRunner> runner;
+  std::unique_ptr<Outbox> outbox;
   std::unique_ptr<ScriptedRuntimes> runtimes;
   std::shared_ptr<const Config> cfg;
-  std::unique_ptr<Outbox> outbox;
   std::unique_ptr<Campaigns> camp;
 
   World(const std::string& window, const std::string& launch_extra = "") {

@@ -219,6 +219,7 @@ std::vector<Where> every_section() {
       {"defaults", rows(schema::campaign_section())},
       {"sampler", rows(schema::sampler_section())},
       {"schedule", rows(schema::schedule_section())},
+      {"metrics", rows(schema::metrics_section())},
       {"candidates[0]", rows(schema::candidate_section())},
       {"candidates[0].build", rows(schema::build_section())},
   };
@@ -375,7 +376,7 @@ TEST_CASE("schema: messages keep their exact wording") {
         "launch, memory_budget, allow_coexisting, stages, cadence, limits, gate, judge, soak, guard, sampling, "
         "long_context_sizes, burst_sizes, capacity");
   CHECK(line("", "zzzzzzzz", 1) == "test.json: zzzzzzzz: unknown key \"zzzzzzzz\" Allowed here: store, log, defaults, "
-                                   "sampler, schedule, store_outage, candidates");
+                                   "sampler, schedule, store_outage, metrics, candidates");
   CHECK(line_for(parse(doc_with("defaults", "burst_sizes", nlohmann::json::array({1, 0}))), "defaults.burst_sizes[1]") ==
         "test.json: defaults.burst_sizes[1]: must be a positive integer (e.g. [1, 8, 30, 80])");
   CHECK(line("schedule", "nightly_window", "25:00") ==
@@ -429,6 +430,20 @@ TEST_CASE("one set of request limits: the transport starts from the config's def
   CHECK(request.max_response_bytes == config.max_response_bytes);
   CHECK(config.connect_timeout_ms == 10 * kSecond);
   CHECK(config.max_response_bytes == 8 * 1024 * 1024);
+}
+
+TEST_CASE("metrics.textfile: off by default, a .prom path relative to the config file, anything else refused") {
+  auto off = parse(with_candidates(kA));
+  REQUIRE(off.ok());
+  CHECK(off->metrics.textfile.empty());
+  auto on = parse(R"({"metrics": {"textfile": "textfile/soakd.prom"}, "candidates": [)" + kA + "]}");
+  REQUIRE(on.ok());
+  CHECK(on->metrics.textfile == "/etc/soakd/textfile/soakd.prom");
+  expect_error(R"({"metrics": {"textfile": "/var/lib/node_exporter/soakd.txt"}, "candidates": [)" + kA + "]}",
+               {"metrics.textfile: must name a file ending in .prom (node_exporter's textfile collector reads only those)",
+                "e.g. \"/opt/homebrew/var/node_exporter/textfile/soakd.prom\""});
+  expect_error(R"({"metrics": {"texfile": "a.prom"}, "candidates": [)" + kA + "]}",
+               {"metrics.texfile: unknown key \"texfile\"; did you mean \"textfile\"?"});
 }
 
 TEST_CASE("a config with no candidate is an error: there is nothing to test") {

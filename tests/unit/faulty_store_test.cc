@@ -109,6 +109,7 @@ std::string call(Store& s, StoreMethod m, const Fixture& f) {
     case StoreMethod::UpdateLaunch: return err(s.update_launch(launch));
     case StoreMethod::Launches: return err(s.launches({}));
     case StoreMethod::ProbeResults: return err(s.probe_results({}));
+    case StoreMethod::ProbeCounts: return err(s.probe_counts({}));
     case StoreMethod::HostSamples: return err(s.host_samples({}));
     case StoreMethod::ProcessSamples: return err(s.process_samples({}));
     case StoreMethod::Events: return err(s.events({}));

@@ -3,6 +3,8 @@
 // process is looked for again. No timer fires (the loop never runs).
 #include <uv.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 
@@ -163,4 +165,40 @@ TEST_CASE("sampler service: a pid that does not read is looked for again at the 
   CHECK(samples.front().error.find("permission denied") != std::string::npos);
   CHECK(samples[12].error.empty());
   CHECK(samples.back().error.find("no such process") != std::string::npos);
+}
+
+TEST_CASE("sampler service: with metrics.textfile set, each tick rewrites that file whole; without it, nothing") {
+  World w;
+  const std::string prom = w.tmp.path() + "/textfile/soakd.prom";
+  std::filesystem::create_directories(w.tmp.path() + "/textfile");
+  Config with = config("10m");
+  with.metrics.textfile = prom;
+  w.service->reload(std::make_shared<const Config>(with));
+  w.sampler.pressure_level = darwin::kPressureCritical;
+  w.tick_after(5000);
+  auto read = [&] {
+    std::ifstream f(prom);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  std::string text = read();
+  INFO(text);
+  const std::string stamp = "soakd_textfile_written_timestamp_seconds " + std::to_string(w.clock.wall_ms() / 1000) + "\n";
+  CHECK(text.find(stamp) != std::string::npos);
+  CHECK(text.find("soakd_host_memory_pressure{level=\"critical\"} 1\n") != std::string::npos);
+  CHECK(text.find("soakd_guard_tripped 1\n") != std::string::npos);
+  CHECK(text.find("soakd_events_total{kind=\"guard_trip\"} 1\n") != std::string::npos);
+  // Whole files only: the temporary file is renamed over the old one.
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(w.tmp.path() + "/textfile")) files += e.is_regular_file();
+  CHECK(files == 1);
+  CHECK((std::filesystem::status(prom).permissions() & std::filesystem::perms::others_read) != std::filesystem::perms::none);
+
+  w.tick_after(5000);
+  CHECK(read().find("soakd_textfile_written_timestamp_seconds " + std::to_string(w.clock.wall_ms() / 1000) + "\n") !=
+        std::string::npos);
+
+  w.service->reload(std::make_shared<const Config>(config("10m")));  // metrics off again: the file is left as it was
+  const std::string before = read();
+  w.tick_after(5000);
+  CHECK(read() == before);
 }

@@ -1,5 +1,6 @@
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -60,9 +61,10 @@ struct Fixture {
     return id;
   }
 
-  int run(const std::vector<std::string>& args, std::string* out = nullptr, std::string* err = nullptr) {
+  int run(const std::vector<std::string>& args, std::string* out = nullptr, std::string* err = nullptr,
+          const Terminal& term = {}) {
     std::ostringstream o, e;
-    int code = soakctl_main(args, o, e, clock);
+    int code = soakctl_main(args, o, e, clock, term);
     if (out) *out = o.str();
     if (err) *err = e.str();
     return code;
@@ -173,7 +175,7 @@ TEST_CASE("soakctl --help lists exactly the options each command takes") {
     takes.insert(cmd->args.options.begin(), cmd->args.options.end());
     CHECK(shown == takes);
     CHECK((line.find("CANDIDATE") != std::string::npos &&
-           line.find("--candidate CANDIDATE") == std::string::npos) == (cmd->operand == soakctl::Operand::Candidate));
+           line.find("--candidate CANDIDATE") == std::string::npos) == (cmd->operand != soakctl::Operand::None));
   }
   CHECK(help.find("llama.cpp, mlx-lm") != std::string::npos);       // --runtime's values
   CHECK(help.find("build_change") != std::string::npos);            // --kind's values
@@ -185,7 +187,8 @@ TEST_CASE("soakctl usage errors name the fix") {
   f.add("llama-b9502", "b9502", VerdictState::Promoted);
   std::string out, err;
   CHECK(f.run({"--db", f.db, "frob"}, nullptr, &err) == kCtlExitUsage);
-  CHECK(err.find("one of: status, verdict, explain, history, events, start, abort, promote") != std::string::npos);
+  CHECK(err.find("one of: status, verdict, explain, history, events, report, metrics, start, abort, promote") !=
+        std::string::npos);
 
   // an option the command would ignore is refused, with the options it does take
   CHECK(f.run({"--db", f.db, "history", "llama-b9502", "--build", "b9502"}, nullptr, &err) == kCtlExitUsage);
@@ -258,4 +261,98 @@ TEST_CASE("soakctl explain --json answers in JSON when nothing is judged yet") {
   CHECK(!j.contains("latest"));
   REQUIRE(f.run({"--db", f.db, "explain", "fresh"}, &out) == kCtlExitOk);  // the text answer is unchanged
   CHECK(out == "fresh (qwen3.6-35b-a3b on llama.cpp at b1): no verdict yet\n");
+}
+
+namespace {
+
+// Columns a line takes on a terminal: code points, escape sequences left out.
+size_t visible_columns(const std::string& line) {
+  size_t n = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '\033') {
+      while (i < line.size() && line[i] != 'm') ++i;
+      continue;
+    }
+    n += (static_cast<unsigned char>(line[i]) & 0xC0) != 0x80;
+  }
+  return n;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+// Two candidates: a canary a quarter done, and a rejected one with a reason far longer than a line.
+void status_store(Fixture& f) {
+  StageRow canary;
+  canary.kind = StageKind::Canary;
+  canary.state = StageState::Running;
+  canary.started_ms = f.clock.wall_ms() - 30 * 60'000;
+  canary.length_ms = 2 * 3600'000;
+  canary.deadline_ms = canary.started_ms + canary.length_ms;
+  f.add("llama-b9502-with-a-rather-long-name", "b9502-64f7e03deadbeef-and-more", VerdictState::Running, canary);
+  const int64_t id = f.add("omlx-35b", "0.3.1", std::nullopt);
+  auto st = SqliteStore::open(f.db, OpenMode::ReadWrite);
+  REQUIRE(st.ok());
+  VerdictRow v;
+  v.candidate_id = id;
+  v.wall_ms = f.clock.wall_ms();
+  v.state = VerdictState::Rejected;
+  v.stage = "smoke";
+  v.reason = "smoke rejected: hard failure, hung_stream: 3 row(s) (53, 78, 111), first stalled at probe stream: no "
+             "content event for 120 s after HTTP 200 while keep-alive chunks kept arriving; identity_mismatch: 2 "
+             "row(s) (54, 79), first answered as qwen-alias; the-final-words-that-never-fit";
+  v.judge_version = "judge-1";
+  REQUIRE((*st)->insert_verdict(v).ok());
+}
+
+}  // namespace
+
+TEST_CASE("soakctl status fits 80 columns when piped, without colour; long reasons end in an ellipsis") {
+  Fixture f;
+  status_store(f);
+  std::string out;
+  REQUIRE(f.run({"--db", f.db, "status"}, &out) == kCtlExitOk);  // not a terminal
+  INFO(out);
+  CHECK(out.find('\033') == std::string::npos);
+  for (const auto& line : lines_of(out)) {
+    INFO(line);
+    CHECK(visible_columns(line) <= 80);
+  }
+  CHECK(out.find("[###.......] 25%") != std::string::npos);
+  CHECK(out.find("llama-b9502-with-a-…") != std::string::npos);  // names cut to their column
+  std::string joined = out;  // the reason's wrapped lines joined again (each continues after 4 spaces)
+  for (size_t at; (at = joined.find("\n    ")) != std::string::npos;) joined.replace(at, 5, " ");
+  CHECK(joined.find("hung_stream: 3 row(s) (53, 78, 111)") != std::string::npos);
+  CHECK(out.find("…\n") != std::string::npos);  // the reason's end is cut
+  CHECK(out.find("the-final-words-that-never-fit") == std::string::npos);
+  CHECK(out.find("qwen3.6-35b-a3b on llama.cpp") != std::string::npos);
+}
+
+TEST_CASE("soakctl status on a terminal: colours unless NO_COLOR, the terminal's width") {
+  Fixture f;
+  status_store(f);
+  std::string out;
+  REQUIRE(f.run({"--db", f.db, "status"}, &out, nullptr, Terminal{true, 80, false}) == kCtlExitOk);
+  INFO(out);
+  CHECK(out.find("\033[1;31mrejected") != std::string::npos);  // red
+  CHECK(out.find("\033[36m###\033[0m.......] 25%") != std::string::npos);
+  for (const auto& line : lines_of(out)) CHECK(visible_columns(line) <= 80);
+
+  REQUIRE(f.run({"--db", f.db, "status"}, &out, nullptr, Terminal{true, 80, true}) == kCtlExitOk);  // NO_COLOR
+  CHECK(out.find('\033') == std::string::npos);
+
+  std::string wide;
+  REQUIRE(f.run({"--db", f.db, "status"}, &wide, nullptr, Terminal{true, 160, true}) == kCtlExitOk);
+  size_t widest = 0;
+  for (const auto& line : lines_of(wide)) {
+    CHECK(visible_columns(line) <= 160);
+    widest = std::max(widest, visible_columns(line));
+  }
+  CHECK(widest > 80);
+  CHECK(wide.find("b9502-64f7e03deadbeef-and-more") != std::string::npos);  // room for the whole build
+  CHECK(wide.find("the-final-words-that-never-fit") != std::string::npos);   // and the whole reason
 }

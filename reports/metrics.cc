@@ -1,0 +1,288 @@
+#include "reports/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "schedules/stats.h"
+
+namespace soak::report {
+
+namespace {
+
+std::string value(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.10g", std::isfinite(v) ? v : 0.0);
+  return buf;
+}
+std::string value(int64_t v) { return std::to_string(v); }
+std::string seconds(int64_t ms) { return value(static_cast<double>(ms) / 1000.0); }
+
+void insert_sorted(std::vector<double>& v, double x) { v.insert(std::upper_bound(v.begin(), v.end(), x), x); }
+
+// One family at a time: HELP and TYPE once, then its samples.
+class Text {
+ public:
+  void family(const char* name, const char* type, const char* help) {
+    out_ += "# HELP ";
+    out_ += name;
+    out_ += ' ';
+    out_ += help;
+    out_ += "\n# TYPE ";
+    out_ += name;
+    out_ += ' ';
+    out_ += type;
+    out_ += '\n';
+  }
+  void sample(std::string_view name, const std::string& labels, const std::string& v) {
+    out_ += name;
+    if (!labels.empty()) out_ += "{" + labels + "}";
+    out_ += ' ' + v + '\n';
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+std::string label(std::string_view k, std::string_view v) { return std::string(k) + "=\"" + label_value(v) + "\""; }
+std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : b.empty() ? a : a + "," + b; }
+
+std::string candidate_labels(const CandidateRow& c) {
+  return label("candidate", c.name) + "," + label("model", c.model) + "," + label("runtime", to_string(c.runtime)) + "," +
+         label("build", c.build);
+}
+
+bool perf_row(const ProbeResult& r) {
+  return r.outcome == Outcome::Clean && r.kind != ProbeKind::Health && r.kind != ProbeKind::Scrape &&
+         r.kind != ProbeKind::Build && r.kind != ProbeKind::Cancel;
+}
+
+template <class E, size_t N>
+void state_set(Text& t, const char* name, const std::string& labels, const char* key, const E (&all)[N], E current) {
+  for (E e : all) t.sample(name, join(labels, label(key, to_string(e))), e == current ? "1" : "0");
+}
+
+constexpr StageState kStageStates[] = {StageState::Pending, StageState::Running,      StageState::Passed,
+                                       StageState::Failed,  StageState::Hold,         StageState::Inconclusive,
+                                       StageState::Aborted, StageState::Blocked};
+constexpr VerdictState kVerdictStates[] = {VerdictState::Running, VerdictState::Promoted,     VerdictState::Rejected,
+                                           VerdictState::Hold,    VerdictState::Inconclusive, VerdictState::Blocked};
+
+void summary(Text& t, const char* name, const std::string& labels, const std::vector<double>& sorted) {
+  double sum = 0;
+  for (double v : sorted) sum += v;
+  for (double q : kSummaryQuantiles)
+    t.sample(name, join(labels, label("quantile", value(q))), value(stats::quantile_sorted(sorted, q)));
+  t.sample(std::string(name) + "_sum", labels, value(sum));
+  t.sample(std::string(name) + "_count", labels, value(static_cast<int64_t>(sorted.size())));
+}
+
+}  // namespace
+
+std::string label_value(std::string_view v) {
+  std::string out;
+  for (char ch : v) {
+    if (ch == '\\') out += "\\\\";
+    else if (ch == '"') out += "\\\"";
+    else if (ch == '\n') out += "\\n";
+    else out += ch;
+  }
+  return out;
+}
+
+Status MetricsCollector::refresh(Store& store, int64_t now_ms) {
+  auto max = store.max_ids();
+  if (!max) return max.error();
+
+  if (max->probe > counted_to_) {
+    ProbeQuery q;
+    q.min_id = counted_to_ + 1;
+    q.max_id = max->probe;
+    auto counts = store.probe_counts(q);
+    if (!counts) return counts.error();
+    for (const auto& c : *counts) counts_[c.candidate_id][{c.kind, c.outcome}] += c.n;
+    counted_to_ = max->probe;
+  }
+
+  auto status = store.status();
+  if (!status) return status.error();
+  status_ = std::move(*status);
+
+  for (const auto& s : status_) {
+    if (!s.stage) continue;
+    StageFigures& f = figures_[s.candidate.id];
+    if (f.stage_id != s.stage->id) f = StageFigures{s.stage->id, 0, {}, {}};
+    if (f.read_to >= max->probe) continue;
+    ProbeQuery q;
+    q.stage_id = s.stage->id;
+    q.min_id = f.read_to + 1;
+    q.max_id = max->probe;
+    auto rows = store.probe_results(q);
+    if (!rows) return rows.error();
+    for (const auto& r : *rows) {
+      if (!perf_row(r)) continue;
+      if (r.t_first_token_us) insert_sorted(f.ttft_s[r.workload_id], static_cast<double>(*r.t_first_token_us) / 1e6);
+      if (r.client_decode_tps && !r.timing_artifact) insert_sorted(f.decode_tps[r.workload_id], *r.client_decode_tps);
+    }
+    f.read_to = max->probe;
+  }
+
+  SampleQuery recent;
+  recent.since_ms = now_ms - kSampleFreshMs;
+  recent.until_ms = now_ms;
+  process_.clear();
+  for (const auto& s : status_) {
+    SampleQuery q = recent;
+    q.candidate_id = s.candidate.id;
+    auto samples = store.process_samples(q);
+    if (!samples) return samples.error();
+    if (!samples->empty()) process_[s.candidate.id] = samples->back();
+  }
+  // The newest host sample is the one with the largest id (soakd appends them
+  // in time order): a primary-key lookup, where a time range would scan a
+  // week of samples on every tick (no index on the time alone).
+  host_.reset();
+  if (max->host_sample > 0) {
+    SampleQuery newest;
+    newest.min_id = max->host_sample;
+    newest.max_id = max->host_sample;
+    auto hosts = store.host_samples(newest);
+    if (!hosts) return hosts.error();
+    if (!hosts->empty() && hosts->back().wall_ms >= recent.since_ms && hosts->back().wall_ms <= now_ms)
+      host_ = hosts->back();
+  }
+
+  if (max->event > events_to_) {
+    EventQuery q;
+    q.min_id = events_to_ + 1;
+    q.max_id = max->event;
+    auto events = store.events(q);
+    if (!events) return events.error();
+    for (const auto& e : *events) {
+      ++events_[e.kind];
+      if (e.kind == EventKind::GuardTrip) last_guard_trip_ms_ = std::max(last_guard_trip_ms_.value_or(e.wall_ms), e.wall_ms);
+    }
+    events_to_ = max->event;
+  }
+  return {};
+}
+
+std::string MetricsCollector::render(int64_t now_ms) const {
+  Text t;
+  t.family("soakd_textfile_written_timestamp_seconds", "gauge", "When these figures were written (Unix time).");
+  t.sample("soakd_textfile_written_timestamp_seconds", "", seconds(now_ms));
+  t.family("soakd_build_info", "gauge", "The soakd that wrote these figures.");
+  t.sample("soakd_build_info", label("version", opt_.version), "1");
+
+  t.family("soakd_candidate_stage", "gauge", "The candidate's latest stage (state set: 1 for the current one).");
+  for (const auto& s : status_)
+    if (s.stage) state_set(t, "soakd_candidate_stage", candidate_labels(s.candidate), "stage", kAllStages, s.stage->kind);
+  t.family("soakd_candidate_stage_state", "gauge", "The latest stage's state (state set).");
+  for (const auto& s : status_)
+    if (s.stage)
+      state_set(t, "soakd_candidate_stage_state", candidate_labels(s.candidate), "state", kStageStates, s.stage->state);
+  t.family("soakd_candidate_stage_progress_ratio", "gauge",
+           "Time into the latest stage over its nominal length (1 once it ended).");
+  for (const auto& s : status_) {
+    if (!s.stage) continue;
+    double p = 1;
+    if (s.stage->state == StageState::Running && s.stage->length_ms > 0)
+      p = std::clamp(static_cast<double>(now_ms - s.stage->started_ms) / static_cast<double>(s.stage->length_ms), 0.0, 1.0);
+    t.sample("soakd_candidate_stage_progress_ratio", candidate_labels(s.candidate), value(p));
+  }
+  t.family("soakd_candidate_stage_started_timestamp_seconds", "gauge", "When the latest stage started (Unix time).");
+  for (const auto& s : status_)
+    if (s.stage) t.sample("soakd_candidate_stage_started_timestamp_seconds", candidate_labels(s.candidate), seconds(s.stage->started_ms));
+  t.family("soakd_candidate_stage_deadline_timestamp_seconds", "gauge",
+           "When the latest stage must end at the latest, grace included (Unix time).");
+  for (const auto& s : status_)
+    if (s.stage) t.sample("soakd_candidate_stage_deadline_timestamp_seconds", candidate_labels(s.candidate), seconds(s.stage->deadline_ms));
+  t.family("soakd_candidate_verdict", "gauge", "The candidate's latest verdict (state set: 1 for the current one).");
+  for (const auto& s : status_)
+    if (s.verdict) state_set(t, "soakd_candidate_verdict", candidate_labels(s.candidate), "verdict", kVerdictStates, s.verdict->state);
+  t.family("soakd_candidate_verdict_timestamp_seconds", "gauge", "When the latest verdict was reached (Unix time).");
+  for (const auto& s : status_)
+    if (s.verdict) t.sample("soakd_candidate_verdict_timestamp_seconds", candidate_labels(s.candidate), seconds(s.verdict->wall_ms));
+
+  t.family("soakd_probe_results_total", "counter", "Probe results stored, by probe kind and outcome.");
+  for (const auto& s : status_) {
+    auto it = counts_.find(s.candidate.id);
+    if (it == counts_.end()) continue;
+    for (const auto& [key, n] : it->second)
+      t.sample("soakd_probe_results_total",
+               candidate_labels(s.candidate) + "," + label("kind", to_string(key.first)) + "," +
+                   label("outcome", to_string(key.second)),
+               value(n));
+  }
+  t.family("soakd_ttft_seconds", "summary", "Time to first token of clean rows in the latest stage, by workload.");
+  for (const auto& s : status_) {
+    auto it = figures_.find(s.candidate.id);
+    if (it == figures_.end()) continue;
+    for (const auto& [w, v] : it->second.ttft_s)
+      summary(t, "soakd_ttft_seconds", candidate_labels(s.candidate) + "," + label("workload", w), v);
+  }
+  t.family("soakd_decode_tokens_per_second", "summary",
+           "Client-measured decode rate of clean rows in the latest stage, by workload.");
+  for (const auto& s : status_) {
+    auto it = figures_.find(s.candidate.id);
+    if (it == figures_.end()) continue;
+    for (const auto& [w, v] : it->second.decode_tps)
+      summary(t, "soakd_decode_tokens_per_second", candidate_labels(s.candidate) + "," + label("workload", w), v);
+  }
+  struct ProcessGauge {
+    const char* name;
+    const char* help;
+    std::optional<int64_t> ProcessSample::*field;
+  };
+  const ProcessGauge gauges[] = {
+      {"soakd_process_footprint_bytes", "The runtime process's physical footprint (macOS) at the newest sample.",
+       &ProcessSample::footprint_bytes},
+      {"soakd_process_resident_bytes", "The runtime process's resident memory at the newest sample.",
+       &ProcessSample::resident_bytes},
+      {"soakd_process_swap_bytes", "The runtime process's swapped-out memory at the newest sample.",
+       &ProcessSample::swap_bytes}};
+  for (const auto& g : gauges) {
+    t.family(g.name, "gauge", g.help);
+    for (const auto& s : status_) {
+      auto it = process_.find(s.candidate.id);
+      if (it != process_.end() && (it->second.*g.field)) t.sample(g.name, candidate_labels(s.candidate), value(*(it->second.*g.field)));
+    }
+  }
+
+  // Host figures: the newest current host sample (families are declared
+  // even without one, so the file always has the same shape).
+  const HostSample* h = host_ ? &*host_ : nullptr;
+  auto host = [&](const char* name, const char* type, const char* help, auto get) {
+    t.family(name, type, help);
+    if (!h) return;
+    if (auto v = get(*h)) t.sample(name, "", value(*v));
+  };
+  host("soakd_host_sample_timestamp_seconds", "gauge", "When the newest host memory sample was taken (Unix time).",
+       [](const HostSample& x) { return std::optional<double>(static_cast<double>(x.wall_ms) / 1000.0); });
+  t.family("soakd_host_memory_pressure", "gauge", "The kernel's memory pressure level, macOS (state set).");
+  if (h && h->pressure_level)
+    for (auto [name, level] : {std::pair{"normal", 1}, {"warn", 2}, {"critical", 4}})
+      t.sample("soakd_host_memory_pressure", label("level", name), *h->pressure_level == level ? "1" : "0");
+  host("soakd_host_memory_free_ratio", "gauge", "Memory free as the kernel counts it for pressure, macOS.",
+       [](const HostSample& x) {
+         return x.memorystatus_level ? std::optional<double>(*x.memorystatus_level / 100.0) : std::nullopt;
+       });
+  host("soakd_host_memory_psi_some_ratio", "gauge", "Share of time some task stalled on memory over 10 s, Linux PSI.",
+       [](const HostSample& x) { return x.psi_some_avg10 ? std::optional<double>(*x.psi_some_avg10 / 100.0) : std::nullopt; });
+  host("soakd_host_swap_used_bytes", "gauge", "Swap in use.", [](const HostSample& x) { return x.swap_used_bytes; });
+  host("soakd_host_swap_total_bytes", "gauge", "Swap configured.", [](const HostSample& x) { return x.swap_total_bytes; });
+  host("soakd_host_swapouts_total", "counter", "Pages swapped out since boot.", [](const HostSample& x) { return x.swapouts; });
+
+  Text& g = t;
+  g.family("soakd_guard_tripped", "gauge", "1 when the memory guard tripped within its window.");
+  const bool tripped = last_guard_trip_ms_ && now_ms - *last_guard_trip_ms_ <= opt_.guard_window_ms;
+  g.sample("soakd_guard_tripped", "", tripped ? "1" : "0");
+  g.family("soakd_guard_last_trip_timestamp_seconds", "gauge", "When the memory guard last tripped (Unix time).");
+  if (last_guard_trip_ms_) g.sample("soakd_guard_last_trip_timestamp_seconds", "", seconds(*last_guard_trip_ms_));
+  g.family("soakd_events_total", "counter", "Events recorded, by kind (gaps, restarts, guard trips, controls, ...).");
+  for (const auto& [kind, n] : events_) g.sample("soakd_events_total", label("kind", to_string(kind)), value(n));
+  return t.take();
+}
+
+}  // namespace soak::report

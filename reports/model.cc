@@ -1,0 +1,432 @@
+#include "reports/model.h"
+
+#include <algorithm>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/html.h"
+#include "schedules/judge_views.h"
+
+namespace soak::report {
+
+namespace {
+
+Timeline make_timeline(const std::vector<StageRow>& stages, const std::vector<Event>& events, int64_t from_ms,
+                       int64_t now_ms) {
+  Timeline t;
+  t.from_ms = from_ms;
+  t.to_ms = from_ms;
+  for (const auto& s : stages) {
+    StageSpan sp;
+    sp.id = s.id;
+    sp.kind = s.kind;
+    sp.state = s.state;
+    sp.start_ms = s.started_ms;
+    sp.end_ms = s.ended_ms.value_or(std::max(s.started_ms, now_ms));
+    sp.nominal_end_ms = s.started_ms + s.length_ms;
+    sp.deadline_ms = s.deadline_ms;
+    sp.reason = s.reason;
+    t.from_ms = std::min(t.from_ms, sp.start_ms);
+    t.to_ms = std::max({t.to_ms, sp.end_ms, s.state == StageState::Running ? sp.nominal_end_ms : sp.end_ms});
+    t.stages.push_back(std::move(sp));
+  }
+  for (const auto& e : events) {
+    EventMark m;
+    m.id = e.id;
+    m.at_ms = e.wall_ms;
+    m.duration_ms = e.duration_ms;
+    m.kind = e.kind;
+    m.detail = e.detail_json;
+    m.host_wide = !e.candidate_id.has_value();
+    t.to_ms = std::max(t.to_ms, e.wall_ms);
+    t.events.push_back(std::move(m));
+  }
+  if (t.to_ms <= t.from_ms) t.to_ms = t.from_ms + 1000;
+  return t;
+}
+
+// Events of the candidate and host-wide ones over its life. Host-wide events
+// of a busy week (gaps, daemon restarts) are bounded by time, not count.
+Result<std::vector<Event>> life_events(Store& store, const CandidateRow& c, int64_t from_ms, int64_t to_ms) {
+  EventQuery q;
+  q.candidate_id = c.id;
+  q.host_wide = HostWide::Include;
+  q.since_ms = from_ms;
+  q.until_ms = to_ms;
+  return store.events(q);
+}
+
+const MetricEvidence* find_metric(const VerdictRow& v, std::string_view name) {
+  for (const auto& m : v.metrics)
+    if (m.metric == name) return &m;
+  return nullptr;
+}
+
+int rank_of(const std::optional<MetricEvidence>& m) {
+  if (!m) return 4;
+  switch (m->result) {
+    case MetricResult::Fail: return 0;
+    case MetricResult::Marginal: return 1;
+    case MetricResult::Pass: return 2;
+    case MetricResult::Insufficient: return 3;
+  }
+  return 4;
+}
+
+int figure_order(const std::string& f) {
+  if (f == "ttft_ms") return 0;
+  if (f == "decode_tps") return 1;
+  return 2;
+}
+
+// Figures the page compares: TTFT, decode rate and wall latency (prompt
+// throughput stays in the verdict's table).
+bool shown_figure(const std::string& f) { return f == "ttft_ms" || f == "decode_tps" || f == "wall_ms"; }
+
+std::vector<PerfGroup> perf_groups(const JudgedStage& j, const VerdictRow& stored) {
+  std::vector<PerfGroup> out;
+  for (auto& s : compared_samples(j.input)) {
+    if (!shown_figure(s.figure)) continue;
+    PerfGroup g;
+    g.metric = s.metric;
+    g.figure = s.figure;
+    g.workload = s.workload;
+    g.source = s.source;
+    g.cand = summarize(s.candidate);
+    g.base = summarize(s.baseline);
+    g.cand_points = thin(s.candidate, kStripPoints);
+    g.base_points = thin(s.baseline, kStripPoints);
+    if (const MetricEvidence* m = find_metric(stored, s.metric)) g.evidence = *m;
+    out.push_back(std::move(g));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const PerfGroup& a, const PerfGroup& b) {
+    const int ra = rank_of(a.evidence), rb = rank_of(b.evidence);
+    if (ra != rb) return ra < rb;
+    return figure_order(a.figure) < figure_order(b.figure);
+  });
+  return out;
+}
+
+std::optional<double> ttft_ms(const ProbeResult& r) {
+  if (r.outcome != Outcome::Clean || !r.t_first_token_us) return std::nullopt;
+  return static_cast<double>(*r.t_first_token_us) / 1000.0;
+}
+
+void ladder(Store& store, const CandidateRow& c, CandidateReport& rep) {
+  ProbeQuery q;
+  q.candidate_id = c.id;
+  q.kind = ProbeKind::LongContext;
+  auto rows = store.probe_results(q);
+  if (!rows) {
+    rep.notes.push_back("long-context rows unreadable: " + rows.message());
+    return;
+  }
+  std::map<std::pair<int64_t, CacheState>, std::pair<std::vector<double>, LadderPoint>> by;
+  std::optional<int64_t> largest_clean, smallest_refused;
+  for (const auto& r : *rows) {
+    if (!r.size_tokens || category_of(r.outcome) == OutcomeCategory::Harness) continue;
+    auto& [vals, p] = by[{*r.size_tokens, r.cache_state}];
+    p.size = *r.size_tokens;
+    p.cache = r.cache_state;
+    ++p.attempts;
+    if (r.outcome == Outcome::ContextExceeded) {
+      ++p.refused;
+      smallest_refused = std::min(smallest_refused.value_or(p.size), p.size);
+    }
+    if (auto v = ttft_ms(r)) {
+      vals.push_back(*v);
+      largest_clean = std::max(largest_clean.value_or(p.size), p.size);
+    }
+  }
+  for (auto& [key, vp] : by) {
+    vp.second.ttft_ms = summarize(std::move(vp.first));
+    rep.ladder.push_back(vp.second);
+  }
+  if (smallest_refused) rep.context_reach = largest_clean.value_or(0);
+}
+
+void bursts(Store& store, const CandidateRow& c, CandidateReport& rep) {
+  ProbeQuery q;
+  q.candidate_id = c.id;
+  q.kind = ProbeKind::Burst;
+  auto rows = store.probe_results(q);
+  if (!rows) {
+    rep.notes.push_back("burst rows unreadable: " + rows.message());
+    return;
+  }
+  std::map<int, std::vector<double>> ttfts;
+  std::map<int, std::vector<double>> peaks;
+  std::map<int, BurstPoint> by;
+  for (const auto& r : *rows) {
+    const int n = r.client_concurrency;
+    BurstPoint& p = by[n];
+    p.n = n;
+    const bool summary = r.workload_id.size() >= 8 && r.workload_id.compare(r.workload_id.size() - 8, 8, "/summary") == 0;
+    if (summary) {
+      ++p.summaries;
+      if (r.outcome == Outcome::SerializedBurst) ++p.serialized;
+      auto j = nlohmann::json::parse(r.extra_json, nullptr, false);
+      if (j.is_object() && j.contains("peak_decoding") && j["peak_decoding"].is_number())
+        peaks[n].push_back(j["peak_decoding"].get<double>());
+      continue;
+    }
+    if (auto v = ttft_ms(r)) ttfts[n].push_back(*v);
+  }
+  for (auto& [n, p] : by) {
+    p.ttft_ms = summarize(std::move(ttfts[n]));
+    if (!peaks[n].empty()) p.peak_decoding = summarize(peaks[n]).median;
+    rep.bursts.push_back(p);
+  }
+}
+
+std::vector<TimedValue> series(const std::vector<ProcessSample>& s, int64_t candidate_id,
+                               std::optional<int64_t> ProcessSample::*field) {
+  // The candidate's processes summed per sample time, as the judge sums them.
+  std::map<int64_t, int64_t> by_time;
+  for (const auto& p : s)
+    if (p.candidate_id && *p.candidate_id == candidate_id && (p.*field)) by_time[p.wall_ms] += *(p.*field);
+  std::vector<TimedValue> out;
+  out.reserve(by_time.size());
+  for (const auto& [t, v] : by_time) out.push_back({t, static_cast<double>(v)});
+  return out;
+}
+
+template <class F>
+std::vector<TimedValue> host_series(const std::vector<HostSample>& s, F value) {
+  std::vector<TimedValue> out;
+  for (const auto& h : s)
+    if (auto v = value(h)) out.push_back({h.wall_ms, *v});
+  return out;
+}
+
+void memory(const std::vector<ProcessSample>& procs, const std::vector<HostSample>& hosts, const CandidateRow& c,
+            const std::string& stage, int64_t from, int64_t to, CandidateReport& rep) {
+  MemoryChart m;
+  m.stage = stage;
+  m.from_ms = from;
+  m.to_ms = to;
+  m.footprint = downsample(series(procs, c.id, &ProcessSample::footprint_bytes), from, to, kTimeBuckets);
+  m.resident = downsample(series(procs, c.id, &ProcessSample::resident_bytes), from, to, kTimeBuckets);
+  m.swap = downsample(series(procs, c.id, &ProcessSample::swap_bytes), from, to, kTimeBuckets);
+  m.host_swap = downsample(host_series(hosts, [&](const HostSample& h) -> std::optional<double> {
+                             if (h.host_id != c.host_id || !h.swap_used_bytes) return std::nullopt;
+                             return static_cast<double>(*h.swap_used_bytes);
+                           }),
+                           from, to, kTimeBuckets);
+  rep.memory = std::move(m);
+
+  PressureChart p;
+  p.from_ms = from;
+  p.to_ms = to;
+  auto of = [&](auto get) {
+    return downsample(host_series(hosts, [&](const HostSample& h) -> std::optional<double> {
+                        if (h.host_id != c.host_id) return std::nullopt;
+                        return get(h);
+                      }),
+                      from, to, kTimeBuckets);
+  };
+  p.level = of([](const HostSample& h) -> std::optional<double> {
+    return h.pressure_level ? std::optional<double>(*h.pressure_level) : std::nullopt;
+  });
+  p.free_pct = of([](const HostSample& h) -> std::optional<double> {
+    return h.memorystatus_level ? std::optional<double>(*h.memorystatus_level) : std::nullopt;
+  });
+  p.psi_some = of([](const HostSample& h) { return h.psi_some_avg10; });
+  p.swap_used = rep.memory->host_swap;
+  rep.pressure = std::move(p);
+}
+
+void add_trend(const JudgedStage& j, const VerdictRow& stored, CandidateReport& rep) {
+  const FootprintTrend ft = footprint_trend(j.input);
+  if (ft.block_x_h.empty() || !rep.memory) return;
+  TrendView t;
+  t.t0_ms = ft.t0_ms;
+  t.slope = ft.fit.slope;
+  t.lo = ft.fit.lo;
+  t.hi = ft.fit.hi;
+  t.intercept = ft.fit.intercept;
+  t.bound = j.input.recipe.soak.max_footprint_slope_mb_per_h;
+  t.confidence = ft.confidence;
+  t.block_x_h = ft.block_x_h;
+  t.block_y_mb = ft.block_y_mb;
+  t.samples = static_cast<int64_t>(ft.mb.size());
+  t.source = ft.source;
+  if (const MetricEvidence* m = find_metric(stored, "footprint_slope_mb_per_h")) t.stored = *m;
+  rep.memory->trend = std::move(t);
+}
+
+bool is_failure(const ProbeResult& r) { return category_of(r.outcome) == OutcomeCategory::CandidateFailure; }
+
+}  // namespace
+
+Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow& candidate, int64_t now_ms,
+                                               const JudgedSource& judged) {
+  CandidateReport rep;
+  rep.candidate = candidate;
+  rep.generated_ms = now_ms;
+  if (candidate.baseline_id) {
+    auto b = store.candidate(*candidate.baseline_id);
+    if (!b) return b.error();
+    rep.baseline = *b;
+  }
+  auto stages = store.stages(candidate.id);
+  if (!stages) return stages.error();
+  auto verdicts = store.verdicts(candidate.id);
+  if (!verdicts) return verdicts.error();
+  if (!verdicts->empty()) rep.latest = verdicts->back();
+
+  const int64_t from = stages->empty() ? candidate.first_seen_ms : std::min(candidate.first_seen_ms, stages->front().started_ms);
+  int64_t to = std::max(candidate.last_seen_ms, from);
+  for (const auto& s : *stages) to = std::max(to, s.ended_ms.value_or(now_ms));
+  auto events = life_events(store, candidate, from, to);
+  if (!events) return events.error();
+  rep.timeline = make_timeline(*stages, *events, from, now_ms);
+  rep.events = *events;
+
+  // The latest judged verdict of each stage, newest first.
+  std::map<std::string, const VerdictRow*> per_stage;
+  const VerdictRow* latest_judged = nullptr;
+  std::map<const VerdictRow*, JudgedStage> inputs;
+  for (const auto& v : *verdicts) {
+    if (v.is_override || v.judge_input_json.empty()) continue;
+    per_stage[v.stage] = &v;
+    latest_judged = &v;
+  }
+  std::vector<const VerdictRow*> order;
+  for (const auto& [stage, v] : per_stage) order.push_back(v);
+  std::sort(order.begin(), order.end(), [](const VerdictRow* a, const VerdictRow* b) { return a->id > b->id; });
+  auto input_of = [&](const VerdictRow* v) -> const JudgedStage* {
+    if (!v || !judged) return nullptr;
+    auto it = inputs.find(v);
+    if (it != inputs.end()) return &it->second;
+    auto j = judged(*v);
+    if (!j) {
+      rep.notes.push_back("the " + v->stage + " verdict's rows could not be read again: " + j.message());
+      return nullptr;
+    }
+    if (!*j) return nullptr;
+    return &inputs.emplace(v, std::move(**j)).first->second;
+  };
+  for (const VerdictRow* v : order) {
+    JudgedView jv;
+    jv.stored = *v;
+    if (v == latest_judged) {
+      if (const JudgedStage* j = input_of(v)) {
+        jv.identical = j->identical;
+        if (!j->identical)
+          jv.recomputed = std::string(to_string(j->recomputed.state)) + " — " + j->recomputed.reason;
+      }
+    }
+    rep.judged.push_back(std::move(jv));
+  }
+
+  // Candidate beside baseline: the canary's rows, as its judge compared them.
+  auto canary = per_stage.find("canary");
+  if (canary != per_stage.end()) {
+    if (const JudgedStage* j = input_of(canary->second)) {
+      rep.perf = perf_groups(*j, *canary->second);
+      rep.perf_stage = "canary";
+      rep.baseline_mode = std::string(to_string(j->input.recipe.baseline_mode));
+    }
+  } else {
+    rep.notes.push_back("no judged canary yet: no comparison with the baseline");
+  }
+
+  // Memory over the soak (or the latest stage): the soak judge's own samples when it judged.
+  auto soak = per_stage.find("soak");
+  const JudgedStage* soak_input = soak != per_stage.end() ? input_of(soak->second) : nullptr;
+  const StageRow* window = nullptr;
+  for (const auto& s : *stages)
+    if (s.kind == StageKind::Soak) window = &s;
+  if (!window && !stages->empty()) window = &stages->back();
+  if (window) {
+    const int64_t w_from = window->started_ms, w_to = std::max(window->ended_ms.value_or(now_ms), w_from + 1);
+    if (soak_input && window->kind == StageKind::Soak) {
+      memory(soak_input->input.process_samples, soak_input->input.host_samples, candidate, "soak", w_from, w_to, rep);
+      add_trend(*soak_input, soak->second ? *soak->second : VerdictRow{}, rep);
+    } else {
+      SampleQuery pq;
+      pq.candidate_id = candidate.id;
+      pq.since_ms = w_from;
+      pq.until_ms = w_to;
+      auto procs = store.process_samples(pq);
+      if (!procs) return procs.error();
+      SampleQuery hq;
+      hq.host_id = candidate.host_id;
+      hq.since_ms = w_from;
+      hq.until_ms = w_to;
+      auto hosts = store.host_samples(hq);
+      if (!hosts) return hosts.error();
+      memory(*procs, *hosts, candidate, std::string(to_string(window->kind)), w_from, w_to, rep);
+      if (window->kind == StageKind::Soak) rep.notes.push_back("the soak is not judged yet: no trend line");
+    }
+  }
+
+  ladder(store, candidate, rep);
+  bursts(store, candidate, rep);
+
+  // Rows: every id a reason cites, then failures the judges saw (capped).
+  std::set<int64_t> cited_rows;
+  for (const auto& jv : rep.judged) {
+    for (int64_t id : cited_ids(jv.stored.reason).rows) cited_rows.insert(id);
+    for (const auto& m : jv.stored.metrics) {
+      auto ids = cited_ids(m.reason);
+      cited_rows.insert(ids.rows.begin(), ids.rows.end());
+    }
+  }
+  std::map<int64_t, ProbeResult> rows;
+  for (int64_t id : cited_rows) {
+    ProbeQuery q;
+    q.candidate_id = candidate.id;
+    q.min_id = id;
+    q.max_id = id;
+    auto r = store.probe_results(q);
+    if (!r) return r.error();
+    for (auto& x : *r) rows.emplace(x.id, std::move(x));
+  }
+  size_t failures = 0;
+  for (const auto& [v, j] : inputs)
+    for (const auto& r : j.input.candidate_rows)
+      if (is_failure(r) && !rows.count(r.id) && failures < kMaxFailureRows) {
+        rows.emplace(r.id, r);
+        ++failures;
+      }
+  if (failures == kMaxFailureRows)
+    rep.notes.push_back("failure rows listed up to " + std::to_string(kMaxFailureRows) +
+                        " besides those a reason cites (sqlite3 on the store has them all)");
+  for (auto& [id, r] : rows) {
+    rep.row_ids.insert(id);
+    rep.rows.push_back(std::move(r));
+  }
+  for (const auto& e : rep.events) rep.event_ids.insert(e.id);
+  return rep;
+}
+
+Result<IndexReport> build_index(Store& store, int64_t now_ms) {
+  IndexReport idx;
+  idx.generated_ms = now_ms;
+  auto status = store.status();
+  if (!status) return status.error();
+  for (auto& s : *status) {
+    IndexEntry e;
+    auto stages = store.stages(s.candidate.id);
+    if (!stages) return stages.error();
+    const int64_t from =
+        stages->empty() ? s.candidate.first_seen_ms : std::min(s.candidate.first_seen_ms, stages->front().started_ms);
+    int64_t to = std::max(s.candidate.last_seen_ms, from);
+    for (const auto& st : *stages) to = std::max(to, st.ended_ms.value_or(now_ms));
+    EventQuery q;
+    q.candidate_id = s.candidate.id;
+    q.since_ms = from;
+    q.until_ms = to;
+    auto events = store.events(q);
+    if (!events) return events.error();
+    e.timeline = make_timeline(*stages, *events, from, now_ms);
+    e.status = std::move(s);
+    idx.entries.push_back(std::move(e));
+  }
+  return idx;
+}
+
+}  // namespace soak::report

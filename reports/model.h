@@ -1,0 +1,161 @@
+// The report model: what a candidate's page (and the index of every
+// candidate) shows, built from Store queries and from the judge's own inputs,
+// so every chart draws the numbers that decided. Rendering is in page.h.
+//
+// The judge's inputs come through a JudgedSource that the caller supplies
+// (soakctl rebuilds them from the recipe stored with each verdict,
+// daemon/recipe_store.h); this layer only reads the store and the judges' views.
+// Series are reduced here (reports/series.h), so the model is small whatever
+// the store holds. Thread-agnostic; uses the Store it is given.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "core/types.h"
+#include "reports/series.h"
+#include "schedules/judge.h"
+#include "storage/store.h"
+
+namespace soak::report {
+
+// How big the reduced series are: enough for a chart ~1000 px wide.
+inline constexpr int kTimeBuckets = 360;
+inline constexpr size_t kStripPoints = 120;   // points per side in a strip plot
+inline constexpr size_t kMaxFailureRows = 60;  // failure rows listed besides those a reason cites
+
+// A judged verdict as the judge saw it again: its input rebuilt from the
+// store, the verdict recomputed from it, and whether that is identical to the
+// stored one (what `soakctl explain` checks).
+struct JudgedStage {
+  JudgeInput input;
+  VerdictRow recomputed;
+  bool identical = false;
+};
+// nullopt: the verdict has no recipe (an override, a running verdict).
+using JudgedSource = std::function<Result<std::optional<JudgedStage>>(const VerdictRow&)>;
+
+struct StageSpan {
+  int64_t id = 0;
+  StageKind kind = StageKind::Smoke;
+  StageState state = StageState::Pending;
+  int64_t start_ms = 0, end_ms = 0;  // end: when it ended, else now (running)
+  int64_t nominal_end_ms = 0, deadline_ms = 0;
+  std::string reason;
+};
+
+struct EventMark {
+  int64_t id = 0;
+  int64_t at_ms = 0;
+  std::optional<int64_t> duration_ms;  // gaps: the time not covered ends at at_ms
+  EventKind kind = EventKind::Gap;
+  std::string detail;  // the event's detail JSON, as stored
+  bool host_wide = false;
+};
+
+struct Timeline {
+  int64_t from_ms = 0, to_ms = 0;
+  std::vector<StageSpan> stages;
+  std::vector<EventMark> events;
+};
+
+// The soak judge's footprint trend, drawn from its own fit.
+struct TrendView {
+  int64_t t0_ms = 0;
+  double slope = 0, lo = 0, hi = 0, intercept = 0;  // MB/h, MB at t0
+  double bound = 0;                                 // the judge's slope bound, MB/h
+  double confidence = 0;
+  std::vector<double> block_x_h, block_y_mb;
+  int64_t samples = 0;
+  std::string source;  // footprint | resident
+  // The stored verdict's footprint_slope_mb_per_h row, when it has one.
+  std::optional<MetricEvidence> stored;
+};
+
+struct MemoryChart {
+  std::string stage;  // which stage the window is
+  int64_t from_ms = 0, to_ms = 0;
+  std::vector<Bucket> footprint, resident, swap;  // the candidate's process, bytes
+  std::vector<Bucket> host_swap;                  // host swap used, bytes
+  std::optional<TrendView> trend;
+};
+
+struct PressureChart {
+  int64_t from_ms = 0, to_ms = 0;
+  std::vector<Bucket> level;     // macOS pressure level (1 normal, 2 warn, 4 critical)
+  std::vector<Bucket> free_pct;  // macOS memorystatus level (% free)
+  std::vector<Bucket> psi_some;  // Linux PSI some avg10 (%)
+  std::vector<Bucket> swap_used; // bytes
+};
+
+// One figure of one locator: the candidate beside its baseline.
+struct PerfGroup {
+  std::string metric;    // the verdict row's name
+  std::string figure;    // ttft_ms | decode_tps | wall_ms
+  std::string workload;
+  std::string source;
+  Summary cand, base;
+  std::vector<double> cand_points, base_points;  // thinned
+  std::optional<MetricEvidence> evidence;        // the stored verdict's row for it
+};
+
+struct LadderPoint {
+  int64_t size = 0;
+  CacheState cache = CacheState::Fresh;
+  Summary ttft_ms;
+  int64_t attempts = 0, refused = 0;  // refused: context_exceeded
+};
+
+struct BurstPoint {
+  int n = 0;
+  Summary ttft_ms;
+  int64_t summaries = 0, serialized = 0;  // summary rows, and those that were serialized_burst
+  std::optional<double> peak_decoding;    // median over summaries: most members decoding at once
+};
+
+struct JudgedView {
+  VerdictRow stored;
+  std::optional<bool> identical;  // checked for the latest judged verdict only
+  std::string recomputed;         // its state and reason when it differs
+};
+
+struct CandidateReport {
+  CandidateRow candidate;
+  std::optional<CandidateRow> baseline;
+  int64_t generated_ms = 0;
+  std::optional<VerdictRow> latest;   // the newest verdict row (may be running or an override)
+  std::vector<JudgedView> judged;     // newest first: the latest judged verdict of each stage
+  Timeline timeline;
+  std::optional<MemoryChart> memory;
+  std::optional<PressureChart> pressure;
+  std::string perf_stage;             // whose rows the perf groups are ("canary")
+  std::string baseline_mode;
+  std::vector<PerfGroup> perf;        // deciding first: failed, marginal, passed, insufficient
+  std::vector<LadderPoint> ladder;
+  std::optional<int64_t> context_reach;  // the largest size answered clean, when some size was refused
+  std::vector<BurstPoint> bursts;
+  std::vector<ProbeResult> rows;      // cited by a reason, or failures (capped); by id
+  std::vector<Event> events;          // every event of the timeline, by id
+  std::set<int64_t> row_ids, event_ids;  // what the tables have anchors for
+  std::vector<std::string> notes;     // what could not be shown, and why
+};
+
+Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow& candidate, int64_t now_ms,
+                                               const JudgedSource& judged);
+
+struct IndexEntry {
+  StatusRow status;
+  Timeline timeline;
+};
+struct IndexReport {
+  int64_t generated_ms = 0;
+  std::vector<IndexEntry> entries;
+};
+Result<IndexReport> build_index(Store& store, int64_t now_ms);
+
+}  // namespace soak::report

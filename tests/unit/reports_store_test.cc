@@ -1,0 +1,352 @@
+// Reports and metrics built from a demo-like store (tests/support/demo_store.h:
+// whole campaigns simulated in virtual time): the charts draw the judges' own
+// numbers, reasons link to rows that are in the page, the metrics collector
+// reads incrementally what a fresh one reads at once, and soakctl writes both.
+#include <sqlite3.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "daemon/recipe_store.h"
+#include "daemon/soakctl/common.h"
+#include "daemon/soakctl/soakctl.h"
+#include "reports/html.h"
+#include "reports/metrics.h"
+#include "reports/model.h"
+#include "reports/page.h"
+#include "storage/sqlite_store.h"
+#include "tests/catch.h"
+#include "tests/support/demo_store.h"
+#include "tests/support/temp_dir.h"
+
+using namespace soak;
+using namespace soak::report;
+
+namespace {
+
+struct Demo {
+  TempDir tmp;
+  DemoStore demo;
+  Demo() {
+    auto d = build_demo_store(tmp.path());
+    INFO((d.ok() ? "" : d.message()));
+    REQUIRE(d.ok());
+    demo = *d;
+  }
+};
+
+// Built once for the whole program: campaigns of four candidates over a week.
+const Demo& demo() {
+  static Demo d;
+  return d;
+}
+
+std::unique_ptr<SqliteStore> open_ro(const std::string& path) {
+  auto st = SqliteStore::open(path, OpenMode::ReadOnly);
+  REQUIRE(st.ok());
+  return std::move(*st);
+}
+
+CandidateRow row_of(Store& st, const std::string& name) {
+  for (const auto& c : *st.candidates())
+    if (c.name == name) return c;
+  FAIL("no candidate " << name);
+  return {};
+}
+
+JudgedSource source(Store& st) {
+  return [&st](const VerdictRow& v) -> Result<std::optional<JudgedStage>> {
+    auto recipe = recipe_from_json(v.judge_input_json);
+    if (!recipe) return std::optional<JudgedStage>{};
+    auto input = build_judge_input(st, *recipe);
+    if (!input) return input.error();
+    JudgedStage j;
+    j.recomputed = judge_stage(*input);
+    j.identical = soakctl::same_verdict(v, j.recomputed);
+    j.input = std::move(*input);
+    return std::optional<JudgedStage>(std::move(j));
+  };
+}
+
+std::string read_file(const std::string& p) {
+  std::ifstream f(p);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+}  // namespace
+
+TEST_CASE("report of a regression: candidate beside baseline from the canary's own rows, deciding metrics first") {
+  auto st = open_ro(demo().demo.path);
+  const CandidateRow c = row_of(*st, "llama-b9502");
+  auto rep = build_candidate_report(*st, c, demo().demo.end_ms, source(*st));
+  REQUIRE(rep.ok());
+  REQUIRE(rep->latest);
+  CHECK(rep->latest->state == VerdictState::Rejected);
+  CHECK(rep->perf_stage == "canary");
+  CHECK(rep->baseline_mode == "interleaved");
+  REQUIRE(rep->baseline);
+  CHECK(rep->baseline->name == "llama-b9430");
+  REQUIRE(!rep->perf.empty());
+  // Failed metrics come first, and what failed is the decode rate or the latency it drags.
+  REQUIRE(rep->perf.front().evidence);
+  CHECK(rep->perf.front().evidence->result == MetricResult::Fail);
+  bool decode_failed = false;
+  for (const auto& g : rep->perf) {
+    CHECK(g.cand_points.size() <= kStripPoints);
+    if (g.figure == "decode_tps" && g.evidence && g.evidence->result == MetricResult::Fail) {
+      decode_failed = true;
+      // The strip shows the judge's samples: its median is the stored estimate.
+      CHECK(g.cand.median == Approx(g.evidence->estimate));
+      CHECK(g.base.median == Approx(g.evidence->baseline));
+      CHECK(g.cand.n == g.evidence->n);
+      CHECK(g.base.n == g.evidence->n_baseline);
+    }
+  }
+  CHECK(decode_failed);
+  bool seen_pass = false;
+  for (const auto& g : rep->perf) {
+    if (g.evidence && g.evidence->result == MetricResult::Pass) seen_pass = true;
+    if (seen_pass) CHECK((!g.evidence || g.evidence->result != MetricResult::Fail));
+  }
+  REQUIRE(!rep->judged.empty());
+  CHECK(rep->judged.front().identical == std::optional<bool>(true));
+  const std::string html = render_candidate(*rep);
+  CHECK(html.find("id=\"perf-decode_tps\"") != std::string::npos);
+  CHECK(html.find("id=\"perf-ttft_ms\"") != std::string::npos);
+  // Deciding first: decode rate (failed) is drawn before TTFT (passed).
+  CHECK(html.find("id=\"perf-decode_tps\"") < html.find("id=\"perf-ttft_ms\""));
+  CHECK(html.find("id=\"ladder\"") != std::string::npos);
+  CHECK(html.find("id=\"bursts\"") != std::string::npos);
+}
+
+TEST_CASE("report of a leak: the trend line is the soak judge's Theil–Sen fit, with its interval") {
+  auto st = open_ro(demo().demo.path);
+  const CandidateRow c = row_of(*st, "mlx-leak");
+  auto rep = build_candidate_report(*st, c, demo().demo.end_ms, source(*st));
+  REQUIRE(rep.ok());
+  REQUIRE(rep->latest);
+  CHECK(rep->latest->state == VerdictState::Rejected);
+  CHECK(rep->latest->stage == "soak");
+  REQUIRE(rep->memory);
+  CHECK(rep->memory->stage == "soak");
+  CHECK(rep->memory->footprint.size() <= static_cast<size_t>(kTimeBuckets));
+  CHECK(rep->memory->footprint.size() > 100);
+  REQUIRE(rep->memory->trend);
+  const TrendView& t = *rep->memory->trend;
+  REQUIRE(t.stored);
+  // The same numbers the judge stored, not a second estimate.
+  CHECK(t.slope == t.stored->estimate);
+  CHECK(t.lo == t.stored->lo);
+  CHECK(t.hi == t.stored->hi);
+  CHECK(t.stored->result == MetricResult::Fail);
+  CHECK(t.lo > t.bound);
+  CHECK(t.block_x_h.size() == 168);
+  REQUIRE(rep->pressure);
+  bool critical = false;
+  for (const auto& b : rep->pressure->level) critical |= b.max >= 4;
+  CHECK(critical);
+  const std::string html = render_candidate(*rep);
+  CHECK(html.find("class=\"trend line\"") != std::string::npos);
+  CHECK(html.find("id=\"pressure\"") != std::string::npos);
+  CHECK(html.find("level critical") != std::string::npos);
+  CHECK(html.size() < 2'000'000);
+}
+
+TEST_CASE("report of a hung stream: every row the verdict cites is in the rows table, linked") {
+  auto st = open_ro(demo().demo.path);
+  const CandidateRow c = row_of(*st, "omlx-35b");
+  auto rep = build_candidate_report(*st, c, demo().demo.end_ms, source(*st));
+  REQUIRE(rep.ok());
+  REQUIRE(rep->latest);
+  CHECK(rep->latest->state == VerdictState::Rejected);
+  const auto cited = cited_ids(rep->latest->reason).rows;
+  REQUIRE(!cited.empty());
+  const std::string html = render_candidate(*rep);
+  for (int64_t id : cited) {
+    INFO("row " << id);
+    CHECK(rep->row_ids.count(id) == 1);
+    CHECK(html.find("<tr id=\"row-" + std::to_string(id) + "\">") != std::string::npos);
+    CHECK(html.find("href=\"#row-" + std::to_string(id) + "\"") != std::string::npos);
+  }
+  for (const auto& r : rep->rows) CHECK(r.candidate_id == c.id);
+  // The host-wide gap and the control event are on the timeline.
+  bool gap = false, control = false;
+  for (const auto& e : rep->timeline.events) gap |= e.kind == EventKind::Gap, control |= e.kind == EventKind::Control;
+  CHECK(control);
+  CHECK_FALSE(gap);  // omlx's life ended before the gap on day 4
+}
+
+TEST_CASE("metrics: a collector refreshed as the store grows says what a fresh one says") {
+  TempDir tmp;
+  const std::string copy = tmp.path() + "/soakd.db";
+  std::filesystem::copy_file(demo().demo.path, copy);
+  auto st = SqliteStore::open(copy, OpenMode::ReadWrite, Durability::Fast);
+  REQUIRE(st.ok());
+  SqliteStore& store = **st;
+  MetricsOptions o{10 * 60'000, "test"};
+  MetricsCollector running(o);
+  int64_t now = demo().demo.end_ms;
+  REQUIRE(running.refresh(store, now).ok());
+
+  // More rows of every kind the collector reads, then both refresh.
+  const CandidateRow c = row_of(store, "llama-b9430");
+  auto stages = *store.stages(c.id);
+  ProbeResult r;
+  r.candidate_id = c.id;
+  r.host_id = c.host_id;
+  r.stage_id = stages.back().id;
+  r.started_wall_ms = now;
+  r.kind = ProbeKind::Agent;
+  r.workload_id = "agent/soak";
+  r.outcome = Outcome::Clean;
+  r.t_first_token_us = 123'000;
+  r.client_decode_tps = 41.5;
+  REQUIRE(store.insert_probe_result(r).ok());
+  r.outcome = Outcome::Stalled;
+  REQUIRE(store.insert_probe_result(r).ok());
+  Event trip;
+  trip.wall_ms = now;
+  trip.kind = EventKind::GuardTrip;
+  trip.detail_json = "{}";
+  REQUIRE(store.insert_event(trip).ok());
+  ProcessSample p;
+  p.host_id = c.host_id;
+  p.candidate_id = c.id;
+  p.wall_ms = now + 1000;
+  p.pid = 4242;
+  p.footprint_bytes = 21'000'000'000;
+  REQUIRE(store.insert_process_sample(p).ok());
+  now += 2000;
+  REQUIRE(running.refresh(store, now).ok());
+  MetricsCollector fresh(o);
+  REQUIRE(fresh.refresh(store, now).ok());
+  const std::string text = running.render(now);
+  CHECK(text == fresh.render(now));
+
+  CHECK(text.find("soakd_guard_tripped 1\n") != std::string::npos);
+  CHECK(text.find("soakd_process_footprint_bytes{candidate=\"llama-b9430\",model=\"qwen3.6-35b-a3b\",runtime=\"llama.cpp\","
+                  "build=\"b9430-5bec3532f\"} 21000000000\n") != std::string::npos);
+  CHECK(text.find("soakd_candidate_verdict{candidate=\"llama-b9502\",model=\"qwen3.6-35b-a3b\",runtime=\"llama.cpp\","
+                  "build=\"b9502-64f7e03\",verdict=\"rejected\"} 1\n") != std::string::npos);
+  CHECK(text.find("soakd_candidate_verdict{candidate=\"llama-b9430\",model=\"qwen3.6-35b-a3b\",runtime=\"llama.cpp\","
+                  "build=\"b9430-5bec3532f\",verdict=\"promoted\"} 1\n") != std::string::npos);
+
+  // Counters add up to the rows in the store.
+  std::map<std::string, int64_t> per_candidate;
+  int64_t total = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("soakd_probe_results_total{", 0) != 0) continue;
+    total += std::stoll(line.substr(line.rfind(' ') + 1));
+  }
+  CHECK(total == store.max_ids()->probe);
+}
+
+TEST_CASE("metrics text: every sample belongs to a family declared with HELP and TYPE; labels are escaped") {
+  TempDir tmp;
+  auto st = SqliteStore::open(tmp.path() + "/s.db", OpenMode::ReadWrite, Durability::Fast);
+  REQUIRE(st.ok());
+  SqliteStore& store = **st;
+  const int64_t host = *store.upsert_host(HostInfo{"h", "m", 1, "os"}, 1);
+  CandidateRow c;
+  c.host_id = host;
+  c.name = "we\"ird\\name\nx";
+  c.model = "m";
+  c.build = "b";
+  const int64_t id = *store.upsert_candidate(c, 1);
+  StageRow s;
+  s.candidate_id = id;
+  s.kind = StageKind::Canary;
+  s.state = StageState::Running;
+  s.started_ms = 1000;
+  s.length_ms = 4000;
+  s.deadline_ms = 6000;
+  REQUIRE(store.insert_stage(s).ok());
+  MetricsCollector m(MetricsOptions{600'000, "v"});
+  REQUIRE(m.refresh(store, 2000).ok());
+  const std::string text = m.render(2000);
+  CHECK(text.find("candidate=\"we\\\"ird\\\\name\\nx\"") != std::string::npos);
+  CHECK(text.find("soakd_candidate_stage_progress_ratio{candidate=\"we\\\"ird\\\\name\\nx\",model=\"m\",runtime=\"openai\","
+                  "build=\"b\"} 0.25\n") != std::string::npos);
+  std::set<std::string> helped, typed;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# HELP ", 0) == 0) {
+      helped.insert(line.substr(7, line.find(' ', 7) - 7));
+      continue;
+    }
+    if (line.rfind("# TYPE ", 0) == 0) {
+      typed.insert(line.substr(7, line.find(' ', 7) - 7));
+      continue;
+    }
+    std::string name = line.substr(0, line.find_first_of("{ "));
+    INFO(line);
+    CHECK(name.rfind("soakd_", 0) == 0);
+    for (const char* suffix : {"_sum", "_count"})
+      if (!typed.count(name) && name.size() > std::strlen(suffix) &&
+          name.compare(name.size() - std::strlen(suffix), std::strlen(suffix), suffix) == 0)
+        name.resize(name.size() - std::strlen(suffix));
+    CHECK(typed.count(name) == 1);
+    CHECK(helped.count(name) == 1);
+  }
+  CHECK(helped == typed);
+}
+
+TEST_CASE("soakctl report writes a page per candidate and an index; soakctl metrics prints the collector's text") {
+  TempDir out;
+  VirtualClock clock{demo().demo.end_ms};
+  std::ostringstream o, e;
+  const std::string page = out.path() + "/leak.html";
+  REQUIRE(soakctl_main({"--db", demo().demo.path, "report", "mlx-leak", "--html", page}, o, e, clock) == kCtlExitOk);
+  CHECK(o.str().find("wrote " + page) != std::string::npos);
+  const std::string html = read_file(page);
+  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(html.find("id=\"memory\"") != std::string::npos);
+  CHECK(std::filesystem::file_size(page) < 2'000'000);
+
+  const std::string index = out.path() + "/index.html";
+  REQUIRE(soakctl_main({"--db", demo().demo.path, "report", "--html", index}, o, e, clock) == kCtlExitOk);
+  const std::string idx = read_file(index);
+  for (const char* name : {"llama-b9430", "llama-b9502", "omlx-35b", "mlx-leak"}) CHECK(idx.find(name) != std::string::npos);
+  CHECK(idx.find("id=\"mini-3\"") != std::string::npos);
+
+  std::ostringstream m;
+  REQUIRE(soakctl_main({"--db", demo().demo.path, "metrics"}, m, e, clock) == kCtlExitOk);
+  auto st = open_ro(demo().demo.path);
+  MetricsCollector direct(MetricsOptions{GuardRules{}.window_ms, "0.1.0"});
+  REQUIRE(direct.refresh(*st, clock.wall_ms()).ok());
+  CHECK(m.str() == direct.render(clock.wall_ms()));
+  std::ostringstream j;
+  REQUIRE(soakctl_main({"--db", demo().demo.path, "metrics", "--json"}, j, e, clock) == kCtlExitOk);
+  auto arr = nlohmann::json::parse(j.str());
+  bool found = false;
+  for (const auto& s : arr)
+    if (s["name"] == "soakd_candidate_verdict" && s["labels"]["candidate"] == "mlx-leak" && s["labels"]["verdict"] == "rejected")
+      found = s["value"] == 1.0;
+  CHECK(found);
+}
+
+TEST_CASE("soakctl report: usage errors name the fix") {
+  VirtualClock clock{demo().demo.end_ms};
+  std::ostringstream o, e;
+  CHECK(soakctl_main({"--db", demo().demo.path, "report", "mlx-leak"}, o, e, clock) == kCtlExitUsage);
+  CHECK(e.str().find("give --html FILE") != std::string::npos);
+  e.str("");
+  CHECK(soakctl_main({"--db", demo().demo.path, "report", "--build", "b1", "--html", "/tmp/x.html"}, o, e, clock) ==
+        kCtlExitUsage);
+  CHECK(e.str().find("--build needs a CANDIDATE") != std::string::npos);
+  e.str("");
+  CHECK(soakctl_main({"--db", demo().demo.path, "report", "a", "b", "--html", "/tmp/x.html"}, o, e, clock) == kCtlExitUsage);
+  CHECK(e.str().find("at most one CANDIDATE") != std::string::npos);
+  e.str("");
+  CHECK(soakctl_main({"--db", demo().demo.path, "report", "nope", "--html", "/tmp/x.html"}, o, e, clock) == kCtlExitStore);
+  CHECK(e.str().find("no candidate named \"nope\"") != std::string::npos);
+  e.str("");
+  CHECK(soakctl_main({"--db", demo().demo.path, "report", "--html", "/nonexistent-dir/x.html"}, o, e, clock) ==
+        kCtlExitStore);
+  CHECK(e.str().find("/nonexistent-dir/x.html") != std::string::npos);
+}
