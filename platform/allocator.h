@@ -1,5 +1,5 @@
-// How soakd's memory goes back to the system after heavy work (docs/DESIGN.md
-// §4.10). A long-context probe builds a prompt of up to a few MB, its JSON
+// How soakd's memory goes back to the system after heavy work (docs/DESIGN.md §4.10).
+// A long-context probe builds a prompt of up to a few MB, its JSON
 // body and the answer buffers, then frees them; an hour later the next one
 // does the same. What matters at rest is that those blocks are returned, not
 // kept as the heap's high-water mark.

@@ -56,7 +56,7 @@ Result<DemoStore> build_demo_store(const std::string& dir) {
   SimRunner runner(store, clock, *host);
   runner.at("llama-b9430").build = "b9430-5bec3532f";
   runner.at("llama-b9502") = SimCandidate{Behaviour::SlowDecode, "b9502-64f7e03"};
-  runner.at("omlx-35b") = SimCandidate{Behaviour::HungStream, "0.3.1", 1.0, 300};
+  runner.at("omlx-35b") = SimCandidate{Behaviour::HungStream, "0.3.1", "", 1.0, 300};
   runner.at("mlx-leak") = SimCandidate{Behaviour::Leak, "0.24.1"};
   Outbox outbox(store, clock, make_null_logger(), *host);
   Campaigns camp(shared, Deps{store, outbox, clock, make_null_logger(), nullptr, *host}, runner, [](int64_t) { return 0; });

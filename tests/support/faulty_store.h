@@ -47,7 +47,7 @@ enum class StoreMethod {
   InsertLaunch, UpdateLaunch, Launches,
   ProbeResults, ProbeCounts, HostSamples, ProcessSamples, Events, Status, MaxIds,
 };
-inline constexpr size_t kStoreMethodCount = 30;
+inline constexpr size_t kStoreMethodCount = 31;
 const std::array<StoreMethod, kStoreMethodCount>& all_store_methods();
 std::string_view to_string(StoreMethod m);  // the Store method's name, e.g. "insert_probe_result"
 
