@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "core/uv_util.h"
+#include "tests/fake_runtime/pooling.h"
 #include "tests/fake_runtime/text_model.h"
 
 namespace soak::fake {
@@ -117,6 +118,7 @@ ojson stats_json(const ListenerStats& s) {
   j["held"] = s.held;
   j["leaked_bytes"] = s.leaked_bytes;
   j["crashed"] = s.crashed;
+  j["routes"] = s.routes;
   return j;
 }
 
@@ -243,6 +245,7 @@ void Engine::publish() {
 
 void Engine::handle(HttpRequest req, std::shared_ptr<Connection> conn) {
   ++stats_.http_requests;
+  ++stats_.routes[req.method + " " + req.path];
   Persist p = req.keep_alive ? Persist::KeepAlive : Persist::Close;
   try {
     if (req.path.rfind("/fake/", 0) == 0) {
@@ -305,6 +308,8 @@ void Engine::handle_llama(const HttpRequest& req, const std::shared_ptr<Connecti
   const std::string& path = req.path;
   bool get = req.method == "GET";
   bool post = req.method == "POST";
+  if (auto refusal = pooling_refusal(cfg_.knobs.pooling, req.method, path))
+    return reply_error(c, 501, *refusal, "not_supported_error", p);
   if (get && (path == "/health" || path == "/v1/health")) return reply_json(c, 200, health_body(cfg_.flavour, false, server_view()), p);
   if (get && (path == "/v1/models" || path == "/models")) return reply_json(c, 200, models_body(cfg_.flavour, server_view()), p);
   if (get && path == "/props") return reply_json(c, 200, props_body(server_view()), p);
@@ -461,6 +466,10 @@ void Engine::chat(const HttpRequest& req, const std::shared_ptr<Connection>& c, 
   if (cfg_.scenario == Scenario::LargePrompt5xx &&
       job->prompt_ids.size() > static_cast<size_t>(cfg_.knobs.fail_above_tokens)) {
     return reply_error(c, 500, "failed to process the prompt", "server_error", p);
+  }
+  if (cfg_.scenario == Scenario::Thinking5xx && thinking_enabled(body) &&
+      conversation_turn(body) >= cfg_.knobs.thinking_fail_turn) {
+    return reply_error(c, 500, "failed to render the chat template: reasoning left in the history", "server_error", p);
   }
   uint64_t id = next_job_id_++;
   job->id = id;

@@ -13,7 +13,7 @@ constexpr std::array<std::pair<Flavour, std::string_view>, 4> kFlavours{{
     {Flavour::Ollama, "ollama"},
 }};
 
-constexpr std::array<std::pair<Scenario, std::string_view>, 18> kScenarios{{
+constexpr std::array<std::pair<Scenario, std::string_view>, 20> kScenarios{{
     {Scenario::Healthy, "healthy"},
     {Scenario::PrefillCost, "prefill-cost"},
     {Scenario::FifoSerial, "fifo"},
@@ -32,6 +32,8 @@ constexpr std::array<std::pair<Scenario, std::string_view>, 18> kScenarios{{
     {Scenario::MemoryLeak, "memory-leak"},
     {Scenario::Loading, "loading"},
     {Scenario::LargePrompt5xx, "large-prompt-5xx"},
+    {Scenario::DeepToolDrop, "deep-tool-drop"},
+    {Scenario::Thinking5xx, "thinking-5xx"},
 }};
 
 template <class E, size_t N>
