@@ -34,7 +34,24 @@ int64_t tokens_of_chars(int64_t chars) {
   return static_cast<int64_t>(std::ceil(static_cast<double>(chars) / kSessionCharsPerToken));
 }
 
-int64_t chars_of(const ojson& m) { return static_cast<int64_t>(m.dump().size()) + 1; }
+// A message's size as sent, near enough for an estimate: its text fields plus
+// the keys and quotes around them (serializing every message again on every
+// turn would cost more than the turn's own bookkeeping).
+constexpr int64_t kMessageOverheadChars = 32;
+int64_t chars_of(const ojson& m) {
+  int64_t n = kMessageOverheadChars;
+  for (const char* key : {"content", "reasoning_content", "tool_call_id"})
+    if (auto it = m.find(key); it != m.end() && it->is_string()) n += static_cast<int64_t>(it->get_ref<const std::string&>().size());
+  if (auto calls = m.find("tool_calls"); calls != m.end() && calls->is_array())
+    for (const auto& c : *calls) {
+      n += kMessageOverheadChars;
+      const auto& fn = c["function"];
+      for (const char* key : {"name", "arguments"})
+        if (auto it = fn.find(key); it != fn.end() && it->is_string())
+          n += static_cast<int64_t>(it->get_ref<const std::string&>().size());
+    }
+  return n;
+}
 
 // A malformed call gets what an agent framework answers: the error, and the
 // request to call again with valid arguments.

@@ -18,6 +18,7 @@
 // is a failure. A pooling candidate's bursts are judged on requests/s against
 // the baseline's, as the central comparison is (effect floor, hold band).
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <set>
 
@@ -40,22 +41,53 @@ struct TurnRow {
   bool tool_required = false, recovery = false, thinking = false;
 };
 
+// The fields of a turn's extra_json, read without a JSON parser: the judge
+// runs on every stored turn after every task of a running gate (the early
+// hard-failure check), so a full parse per row per check would grow with the
+// square of the gate's length. The writer is label_turn_row()
+// (probes/session.cc): compact JSON, keys as below, numbers and booleans bare.
+std::optional<std::string_view> raw_value(std::string_view json, std::string_view key) {
+  std::string quoted = "\"";
+  quoted += key;
+  quoted += "\":";
+  const size_t at = json.find(quoted);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view v = json.substr(at + quoted.size());
+  size_t end = 0;
+  if (!v.empty() && v[0] == '"') {
+    end = v.find('"', 1);
+    return end == std::string_view::npos ? std::nullopt : std::optional(v.substr(1, end - 1));
+  }
+  while (end < v.size() && v[end] != ',' && v[end] != '}') ++end;
+  return v.substr(0, end);
+}
+
+int64_t int_of(std::string_view json, std::string_view key) {
+  auto v = raw_value(json, key);
+  if (!v || v->empty()) return 0;
+  int64_t n = 0;
+  std::from_chars(v->data(), v->data() + v->size(), n);
+  return n;
+}
+
+bool bool_of(std::string_view json, std::string_view key) { return raw_value(json, key) == "true"; }
+
 std::vector<TurnRow> session_rows(const Context& c) {
   std::vector<TurnRow> out;
   for (const ProbeResult* r : c.cand) {
     if (!is_session_row(*r) || is_harness(*r)) continue;
-    auto j = nlohmann::json::parse(r->extra_json, nullptr, false);
-    if (!j.is_object() || !j.contains("session") || !j.contains("turn")) continue;
+    const std::string_view j = r->extra_json;
+    if (!raw_value(j, "turn")) continue;
     TurnRow t;
     t.row = r;
-    t.session = j.value("session", int64_t{0});
-    t.turn = j.value("turn", int64_t{0});
-    t.context_tokens = j.value("context_tokens", int64_t{0});
-    t.band = j.value("band", std::string());
+    t.session = int_of(j, "session");
+    t.turn = int_of(j, "turn");
+    t.context_tokens = int_of(j, "context_tokens");
+    t.band = std::string(raw_value(j, "band").value_or(""));
     t.band_lo = r->size_tokens.value_or(0);
-    t.tool_required = j.value("tool_required", false);
-    t.recovery = j.value("recovery", false);
-    t.thinking = j.value("thinking", false);
+    t.tool_required = bool_of(j, "tool_required");
+    t.recovery = bool_of(j, "recovery");
+    t.thinking = bool_of(j, "thinking");
     out.push_back(std::move(t));
   }
   return out;

@@ -96,8 +96,10 @@ StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind work
                  periodic(TaskKind::Burst, c.burst_ms, Weight::Heavy), periodic(TaskKind::Cancel, c.cancel_ms),
                  // Concurrent long prompts: as often as the long-context sizes, heavy as they are.
                  periodic(TaskKind::Capacity, c.long_context_ms, Weight::Heavy),
-                 // Cold, warm and prefix turns: as often as the functional checks.
-                 periodic(TaskKind::PrefixReuse, c.functional_ms)};
+                 // Cold, warm and prefix turns, as often as the functional checks;
+                 // heavy so that no burst or long prefill shares the runtime with
+                 // the times to first token it compares (nor it with a burst's FIFO check).
+                 periodic(TaskKind::PrefixReuse, c.functional_ms, Weight::Heavy)};
       p.heartbeat = 0;
       break;
     case StageKind::Gate:
