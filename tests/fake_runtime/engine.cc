@@ -537,7 +537,9 @@ void Engine::embeddings(const HttpRequest& req, const std::shared_ptr<Connection
   for (size_t i = 0; i < inputs.size(); ++i) {
     tokens += count_tokens(inputs[i]);
     ojson e;
-    e["embedding"] = embed(inputs[i], kEmbeddingDims);
+    // UnstablePooling: the request's sequence number salts every vector.
+    const std::string salt = cfg_.scenario == Scenario::UnstablePooling ? std::to_string(inference_seq_) : "";
+    e["embedding"] = embed(inputs[i] + salt, kEmbeddingDims);
     e["index"] = i;
     e["object"] = "embedding";
     data.push_back(std::move(e));
@@ -559,6 +561,7 @@ void Engine::rerank(const HttpRequest& req, const std::shared_ptr<Connection>& c
     scored.emplace_back(relevance(query, doc), i);
   }
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (cfg_.scenario == Scenario::UnstablePooling && inference_seq_ % 2 == 0) std::reverse(scored.begin(), scored.end());
   size_t top_n = body.value("top_n", scored.size());
   ojson results = ojson::array();
   for (size_t k = 0; k < std::min(top_n, scored.size()); ++k)

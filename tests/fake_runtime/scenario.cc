@@ -13,7 +13,7 @@ constexpr std::array<std::pair<Flavour, std::string_view>, 4> kFlavours{{
     {Flavour::Ollama, "ollama"},
 }};
 
-constexpr std::array<std::pair<Scenario, std::string_view>, 20> kScenarios{{
+constexpr std::array<std::pair<Scenario, std::string_view>, 21> kScenarios{{
     {Scenario::Healthy, "healthy"},
     {Scenario::PrefillCost, "prefill-cost"},
     {Scenario::FifoSerial, "fifo"},
@@ -34,6 +34,7 @@ constexpr std::array<std::pair<Scenario, std::string_view>, 20> kScenarios{{
     {Scenario::LargePrompt5xx, "large-prompt-5xx"},
     {Scenario::DeepToolDrop, "deep-tool-drop"},
     {Scenario::Thinking5xx, "thinking-5xx"},
+    {Scenario::UnstablePooling, "unstable-pooling"},
 }};
 
 template <class E, size_t N>

@@ -38,6 +38,7 @@ enum class Scenario {
   LargePrompt5xx,     // prompts longer than fail_above_tokens get HTTP 500 (within the context: a fault, not a limit)
   DeepToolDrop,       // prompts longer than drop_tools_above_tokens get a text answer, never a tool call
   Thinking5xx,        // thinking-on requests from turn thinking_fail_turn of a conversation get HTTP 500
+  UnstablePooling,    // embeddings differ on every request; every second rerank comes back in reverse order
 };
 std::string_view to_string(Scenario s);
 std::optional<Scenario> parse_scenario(std::string_view s);

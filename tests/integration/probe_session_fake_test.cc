@@ -240,3 +240,27 @@ TEST_CASE("a rerank-only server passes its smoke; a chat candidate on it fails a
   CHECK(marker[0].http_status == 501);
   CHECK(marker[0].outcome != Outcome::Clean);
 }
+
+TEST_CASE("a pooling server whose answers change for the same input fails its smoke, saying how") {
+  for (WorkloadKind kind : {WorkloadKind::Embedding, WorkloadKind::Rerank}) {
+    ListenerConfig cfg = quick(Scenario::UnstablePooling);
+    cfg.knobs.pooling = kind == WorkloadKind::Embedding ? "embedding" : "rerank";
+    FakeRuntime rt({cfg});
+    REQUIRE(rt.start().ok());
+    CandidateConfig c = candidate(rt.base_url());
+    c.kind = kind;
+    Harness h;
+    const auto rows = h.run(c, probe_kinds_for(TaskKind::Smoke, kind));
+    INFO(describe(rows));
+    const ProbeKind pooled = kind == WorkloadKind::Embedding ? ProbeKind::Embeddings : ProbeKind::Rerank;
+    const ProbeResult* first = find_row(rows, pooled, std::string(to_string(pooled)));
+    const ProbeResult* repeat = find_row(rows, pooled, std::string(to_string(pooled)) + "/repeat");
+    REQUIRE(first);
+    REQUIRE(repeat);
+    CHECK(first->outcome == Outcome::Clean);
+    CHECK(repeat->outcome == Outcome::MalformedResponse);
+    CHECK(has(repeat->detail, kind == WorkloadKind::Embedding ? "gave a different vector" : "in a different order"));
+    const VerdictRow v = judge(StageKind::Smoke, c, rows);
+    CHECK(v.state == VerdictState::Rejected);
+  }
+}
