@@ -101,6 +101,11 @@ static nlohmann::ordered_json settings_json(const CampaignSettings& s) {
     for (const auto& e : *s.capacity) cap.push_back({e.size, e.concurrency});
   }
   j["sampling"] = s.sampling.to_json();
+  if (s.agent != AgentSettings{}) {  // absent when defaulted: earlier hashes stay
+    const auto& a = s.agent;
+    j["agent"] = {a.context_ceiling_tokens, a.band_tokens, a.thinking_share, a.preserve_thinking, a.tool_every,
+                  a.min_recovery_ratio};
+  }
   return j;
 }
 
@@ -108,6 +113,7 @@ std::string Config::candidate_hash(const CandidateConfig& c) const {
   nlohmann::ordered_json j;
   j["name"] = c.name;
   j["model"] = c.model;
+  if (c.kind != WorkloadKind::Chat) j["kind"] = to_string(c.kind);  // absent for chat: earlier hashes stay
   j["runtime"] = to_string(c.runtime);
   j["base_url"] = c.base_url;
   j["baseline"] = c.baseline.value_or("");

@@ -113,6 +113,29 @@ struct JudgeRules {
   double max_failure_ratio = 0.01;
 };
 
+// Agent sessions (gate and soak traffic; docs/DESIGN.md §2.13): the seeds'
+// orchestrator loop grows its context from ~10K to ~50K tokens over 60-80
+// calls, a tool call on most turns, thinking chosen per task.
+inline constexpr int64_t kDefaultAgentContextCeiling = 50'000;
+inline constexpr int64_t kDefaultAgentBandTokens = 10'000;
+inline constexpr double kDefaultAgentThinkingShare = 0.5;
+inline constexpr int kDefaultAgentToolEvery = 2;
+inline constexpr double kDefaultAgentMinRecovery = 0.5;
+
+struct AgentSettings {
+  // A session ends, and a new one starts, once its context would pass this
+  // (or the runtime's own per-slot context, whichever is smaller).
+  int64_t context_ceiling_tokens = kDefaultAgentContextCeiling;
+  // Rows are compared and tool-call failures counted per band of this width.
+  int64_t band_tokens = kDefaultAgentBandTokens;
+  double thinking_share = kDefaultAgentThinkingShare;  // share of sessions run with thinking on
+  bool preserve_thinking = false;  // keep the runtime's reasoning in the history it is sent back
+  int tool_every = kDefaultAgentToolEvery;  // every n-th turn requires a tool call
+  // Turns after a malformed tool call that must come back clean, at least.
+  double min_recovery_ratio = kDefaultAgentMinRecovery;
+  bool operator==(const AgentSettings&) const = default;
+};
+
 struct SoakRules {
   double max_footprint_growth = 0.10;        // growth over the initial footprint, sustained
   double max_footprint_slope_mb_per_h = 50;  // Theil–Sen slope bound
@@ -136,6 +159,7 @@ struct CampaignSettings {
   JudgeRules judge;
   SoakRules soak;
   GuardRules guard;
+  AgentSettings agent;
   std::vector<int64_t> long_context_sizes = kDefaultLongContextSizes;
   std::vector<int> burst_sizes = kDefaultBurstSizes;
   // nullopt: one entry of kDefaultCapacitySize x slots when the runtime has
@@ -160,6 +184,7 @@ enum class ApiKeyTransport { RequireSecure, AllowInsecure };
 struct CandidateConfig {
   std::string name;                 // unique in the file
   std::string model;                // canonical model id the runtime must report
+  WorkloadKind kind = WorkloadKind::Chat;  // chat, or a pooling server (embedding, rerank)
   RuntimeKind runtime = RuntimeKind::OpenAI;
   std::string base_url;             // scheme://host:port[/prefix], no trailing slash
   BuildSpec build;

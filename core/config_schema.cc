@@ -33,6 +33,14 @@ void read_runtime(ReadContext& ctx, const json& v, const std::string& p, const s
   else c.runtime = *k;
 }
 
+void read_kind(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, CandidateConfig& c) {
+  auto s = read_string(ctx, v, p, ex);
+  if (!s) return;
+  auto k = parse_workload_kind(*s);
+  if (!k) ctx.err(p, "unknown kind \"" + *s + "\"; one of: " + workload_kind_names(), ex);
+  else c.kind = *k;
+}
+
 void read_base_url(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, CandidateConfig& c) {
   auto s = read_string(ctx, v, p, ex);
   if (!s) return;
@@ -272,6 +280,19 @@ const Section<SoakRules>& soak_section() {
   return s;
 }
 
+const Section<AgentSettings>& agent_section() {
+  using S = AgentSettings;
+  static const Section<S> s{"{\"context_ceiling\": 50000, \"thinking_share\": 0.5}", {
+      integer("context_ceiling", &S::context_ceiling_tokens, 1024, "50000"),
+      integer("band_tokens", &S::band_tokens, 256, "10000"),
+      number("thinking_share", &S::thinking_share, 0, 1, "0.5"),
+      boolean("preserve_thinking", &S::preserve_thinking),
+      integer("tool_every", &S::tool_every, 1, "2"),
+      number("min_recovery_ratio", &S::min_recovery_ratio, 0, 1, "0.5"),
+  }};
+  return s;
+}
+
 const Section<GuardRules>& guard_section() {
   using S = GuardRules;
   static const Section<S> s{"{\"swap_growth_mb\": 500}", {
@@ -303,6 +324,7 @@ const Section<CampaignSettings>& campaign_section() {
       object("judge", &S::judge, judge_section()),
       object("soak", &S::soak, soak_section()),
       object("guard", &S::guard, guard_section()),
+      object("agent", &S::agent, agent_section()),
       object("sampling", &S::sampling, sampling_section()),
       positive_list("long_context_sizes", &S::long_context_sizes, "[1024, 8192, 32768]",
                     Bound{kMaxLongContextTokens, "a long-context prompt is built and held in memory for its whole "
@@ -360,6 +382,7 @@ const Section<CandidateConfig>& candidate_section() {
                  "\"base_url\": \"http://127.0.0.1:8080\"}", {
         required(custom<S>("name", Kind::String, "\"qwen35b-llama\"", read_name)),
         required(text("model", &S::model, "\"qwen3.6-35b-a3b\"")),
+        custom<S>("kind", Kind::String, "\"embedding\"", read_kind),
         required(custom<S>("runtime", Kind::String, "\"llama.cpp\"", read_runtime)),
         required(custom<S>("base_url", Kind::String, "\"http://127.0.0.1:8080\"", read_base_url)),
         custom<S>("build", Kind::Object, build_section().example, read_build),

@@ -21,6 +21,7 @@ const Section<GateRules>& gate_section();             // "gate"
 const Section<JudgeRules>& judge_section();           // "judge"
 const Section<SoakRules>& soak_section();             // "soak"
 const Section<GuardRules>& guard_section();           // "guard"
+const Section<AgentSettings>& agent_section();        // "agent"
 const Section<Sampling>& sampling_section();          // "sampling"
 const Section<CampaignSettings>& campaign_section();  // all of the above plus the size lists
 

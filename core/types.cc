@@ -70,6 +70,7 @@ constexpr Table<Outcome, 28> kOutcomes{{
     {Outcome::InvalidJson, "invalid_json"},
     {Outcome::InvalidToolCall, "invalid_tool_call"},
     {Outcome::EmptyToolArgs, "empty_tool_args"},
+    {Outcome::MissingToolCall, "missing_tool_call"},
     {Outcome::Repetition, "repetition"},
     {Outcome::StaleSlot, "stale_slot"},
     {Outcome::SerializedBurst, "serialized_burst"},
@@ -96,6 +97,12 @@ constexpr Table<ProbeKind, 18> kProbeKinds{{
     {ProbeKind::Agent, "agent"},
     {ProbeKind::Build, "build"},
     {ProbeKind::Capacity, "capacity"},
+}};
+
+constexpr Table<WorkloadKind, 3> kWorkloadKinds{{
+    {WorkloadKind::Chat, "chat"},
+    {WorkloadKind::Embedding, "embedding"},
+    {WorkloadKind::Rerank, "rerank"},
 }};
 
 constexpr Table<CacheState, 4> kCacheStates{{
@@ -208,6 +215,10 @@ OutcomeCategory category_of(Outcome o) {
 std::string_view to_string(ProbeKind k) { return name_of(kProbeKinds, k); }
 std::optional<ProbeKind> parse_probe_kind(std::string_view s) { return lookup(kProbeKinds, s); }
 std::string probe_kind_names() { return joined(kProbeKinds); }
+
+std::string_view to_string(WorkloadKind k) { return name_of(kWorkloadKinds, k); }
+std::optional<WorkloadKind> parse_workload_kind(std::string_view s) { return lookup(kWorkloadKinds, s); }
+std::string workload_kind_names() { return joined(kWorkloadKinds); }
 
 std::string_view to_string(CacheState c) { return name_of(kCacheStates, c); }
 std::optional<CacheState> parse_cache_state(std::string_view s) { return lookup(kCacheStates, s); }

@@ -46,6 +46,7 @@ enum class Outcome {
   InvalidJson,        // strict-JSON probe: not JSON, or JSON violating the schema
   InvalidToolCall,    // no tool call, wrong name, arguments not valid JSON / schema
   EmptyToolArgs,      // tool call with `{}` arguments where an object was required
+  MissingToolCall,    // an agent turn that needed a tool got an answer without a call
   Repetition,         // degenerate looping output
   StaleSlot,          // after a cancel the runtime did not free the slot in time
   SerializedBurst,    // burst requests served strictly one after another (FIFO)
@@ -69,6 +70,14 @@ enum class ProbeKind {
 std::string_view to_string(ProbeKind k);
 std::optional<ProbeKind> parse_probe_kind(std::string_view s);
 std::string probe_kind_names();
+
+// What a candidate serves (candidate key "kind"): chat completions, or one of
+// the pooling routes. A pooling candidate is never sent a chat probe; its
+// stages run the pooling probes instead (schedules/plan.h).
+enum class WorkloadKind { Chat, Embedding, Rerank };
+std::string_view to_string(WorkloadKind k);
+std::optional<WorkloadKind> parse_workload_kind(std::string_view s);
+std::string workload_kind_names();
 
 enum class CacheState { None, Fresh, Repeat, SharedPrefix };
 std::string_view to_string(CacheState c);

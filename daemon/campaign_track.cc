@@ -110,7 +110,7 @@ StageRow open_stage(const Track& t, StageKind kind, int64_t now) {
 
 Transition enter_stage(Track& t, const StageRow& stored, int64_t now) {
   t.stage = stored;
-  t.plan = plan_for(stored.kind, t.cfg->settings);
+  t.plan = plan_for(stored.kind, t.cfg->settings, t.cfg->kind);
   t.tasks.assign(t.plan.tasks.size(), TaskState{});
   t.phase = Phase::Staged;
   t.smoke_retry_at_ms.reset();
@@ -267,8 +267,11 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
   r.guard = s.guard;
   r.supervision = t.cfg->launch ? Supervision::Managed : Supervision::Unmanaged;
   r.memory_budget_bytes = t.cfg->memory_budget_bytes;
-  if (t.stage->kind == StageKind::Canary) r.long_context_sizes = s.long_context_sizes;
+  // A pooling server serves no long-context prompt: nothing to require.
+  if (t.stage->kind == StageKind::Canary && t.cfg->kind == WorkloadKind::Chat) r.long_context_sizes = s.long_context_sizes;
   r.allow_coexisting = t.cfg->allow_coexisting;
+  r.workload = t.cfg->kind;
+  r.agent = s.agent;
   if (t.plan.heartbeat) {
     r.slots_planned = nominal_slots(t.plan.tasks[*t.plan.heartbeat], t.stage->length_ms);
     r.slots_run = std::min(t.tasks[*t.plan.heartbeat].runs, r.slots_planned);
@@ -293,7 +296,7 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
 // ============================================================== restart
 Transition resume_stage(Track& t, const StageRow& running, const std::vector<ProbeResult>& stage_rows, int64_t now) {
   t.stage = running;
-  t.plan = plan_for(running.kind, t.cfg->settings);
+  t.plan = plan_for(running.kind, t.cfg->settings, t.cfg->kind);
   t.tasks.assign(t.plan.tasks.size(), TaskState{});
   for (size_t i = 0; i < t.plan.tasks.size(); ++i) {
     const TaskSpec& spec = t.plan.tasks[i];

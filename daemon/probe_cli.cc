@@ -30,15 +30,15 @@ using ojson = nlohmann::ordered_json;
 
 // Without --kind: what a smoke pass and a functional cycle run (health,
 // identity and the functional kinds), each kind once, in that order.
-std::vector<ProbeKind> default_probe_kinds() {
-  std::vector<ProbeKind> kinds = probe_kinds_for(TaskKind::Smoke);
-  for (ProbeKind k : probe_kinds_for(TaskKind::Functional))
+std::vector<ProbeKind> default_probe_kinds(WorkloadKind workload) {
+  std::vector<ProbeKind> kinds = probe_kinds_for(TaskKind::Smoke, workload);
+  for (ProbeKind k : probe_kinds_for(TaskKind::Functional, workload))
     if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
   return kinds;
 }
 
-Result<std::vector<ProbeKind>> kinds_from(const std::optional<std::string>& k) {
-  if (!k) return default_probe_kinds();
+Result<std::vector<ProbeKind>> kinds_from(const std::optional<std::string>& k, WorkloadKind workload) {
+  if (!k) return default_probe_kinds(workload);
   if (*k == "all") return probes::all_probe_kinds();
   auto kind = parse_probe_kind(*k);
   if (!kind || !probes::engine_runs(*kind))
@@ -158,9 +158,8 @@ int cmd_probe(const Args& a) {
     std::fprintf(stderr, "soakd probe: --config FILE and --candidate NAME are required (see soakd --help)\n");
     return kExitUsage;
   }
-  auto kinds = kinds_from(a.get("kind"));
-  if (!kinds) {
-    std::fprintf(stderr, "soakd probe: %s\n", kinds.message().c_str());
+  if (auto k = a.get("kind"); k && !kinds_from(k, WorkloadKind::Chat)) {
+    std::fprintf(stderr, "soakd probe: %s\n", kinds_from(k, WorkloadKind::Chat).message().c_str());
     return kExitUsage;
   }
   auto cfg = load_config(*path);
@@ -176,6 +175,7 @@ int cmd_probe(const Args& a) {
                  names.c_str());
     return kExitUsage;
   }
+  const auto kinds = kinds_from(a.get("kind"), cand->kind);  // checked above
   // Beside a running daemon: WAL lets both write; the daemon lock is its alone.
   auto store = SqliteStore::open(cfg->store_path, OpenMode::ReadWrite);
   if (!store) {

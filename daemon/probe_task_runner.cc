@@ -33,7 +33,8 @@ void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)
     size_t unwritten = 0;  // waiting in the outbox, or refused for good (logged there)
   };
   auto st = std::make_shared<State>();
-  probes::RunSpec spec{probe_kinds_for(req.task), req.group_id, req.expect_model};
+  probes::RunSpec spec{probe_kinds_for(req.task, req.candidate ? req.candidate->kind : WorkloadKind::Chat),
+                       req.group_id, req.expect_model};
   const int64_t candidate_id = req.candidate_id, host_id = req.host_id;
   const std::optional<int64_t> stage_id = req.stage_id;
   const std::string task(to_string(req.task));

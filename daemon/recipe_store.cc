@@ -81,6 +81,13 @@ std::string recipe_to_json(const StoredRecipe& stored) {
   if (r.memory_budget_bytes) j["memory_budget_bytes"] = *r.memory_budget_bytes;
   if (!r.long_context_sizes.empty()) j["long_context_sizes"] = r.long_context_sizes;
   if (r.allow_coexisting) j["allow_coexisting"] = true;
+  if (r.workload != WorkloadKind::Chat) j["workload"] = to_string(r.workload);
+  if (r.agent != AgentSettings{}) {
+    const AgentSettings& a = r.agent;
+    j["agent"] = {{"context_ceiling", a.context_ceiling_tokens}, {"band_tokens", a.band_tokens},
+                  {"thinking_share", a.thinking_share}, {"preserve_thinking", a.preserve_thinking},
+                  {"tool_every", a.tool_every}, {"min_recovery_ratio", a.min_recovery_ratio}};
+  }
   j["since_ms"] = rows.since_ms;
   j["until_ms"] = rows.until_ms;
   j["baseline_since_ms"] = rows.baseline_since_ms;
@@ -143,6 +150,20 @@ Result<StoredRecipe> recipe_from_json(const std::string& s) {
     r.memory_budget_bytes = opt_from<int64_t>(j, "memory_budget_bytes");
     r.long_context_sizes = j.value("long_context_sizes", std::vector<int64_t>{});
     r.allow_coexisting = j.value("allow_coexisting", false);
+    if (j.contains("workload")) {
+      auto w = parse_workload_kind(j.at("workload").get<std::string>());
+      if (!w) return make_error("judge input has an unknown workload \"" + j.at("workload").get<std::string>() + "\"");
+      r.workload = *w;
+    }
+    if (j.contains("agent")) {
+      const auto& a = j.at("agent");
+      r.agent.context_ceiling_tokens = a.at("context_ceiling").get<int64_t>();
+      r.agent.band_tokens = a.at("band_tokens").get<int64_t>();
+      r.agent.thinking_share = a.at("thinking_share").get<double>();
+      r.agent.preserve_thinking = a.at("preserve_thinking").get<bool>();
+      r.agent.tool_every = a.at("tool_every").get<int>();
+      r.agent.min_recovery_ratio = a.at("min_recovery_ratio").get<double>();
+    }
     rows.since_ms = j.at("since_ms").get<int64_t>();
     rows.until_ms = j.at("until_ms").get<int64_t>();
     rows.baseline_since_ms = j.at("baseline_since_ms").get<int64_t>();
@@ -163,6 +184,7 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
   const RowSelection& sel = stored.rows;
   JudgeInput in;
   in.recipe = r;
+  in.smoke_required = probe_kinds_for(TaskKind::Smoke, r.workload);
 
   ProbeQuery pq;
   pq.candidate_id = r.candidate_id;

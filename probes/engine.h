@@ -19,9 +19,12 @@
 //                 adapter has it, sent fresh (nonce) and then as the exact
 //                 repeat (only after a clean fresh); the marker the fixture asks
 //                 for is noted in extra_json, not judged (a timing workload)
-//   shared_prefix a cold turn and kSharedPrefixTurns turns reusing the ~7 KB
+//   shared_prefix a cold turn, its exact repeat (warm), and kSharedPrefixTurns
+//                 turns reusing the ~7 KB
 //                 system prompt; reuse ratio median(prefix)/cold on the last row
-//   agent         one turn of a per-candidate shared-prefix session with a tool
+//   agent         one turn of the candidate's agent session (probes/session.h):
+//                 growing history, tool results fed back, thinking per session;
+//                 the row carries the turn and the context band it carried
 //   burst         per configured N: N requests started in one loop pass on
 //                 fresh connections (rows carry client_concurrency N and one
 //                 group id), then a summary row (workload "burst/N/summary")

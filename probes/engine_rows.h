@@ -116,6 +116,9 @@ BurstSummary summarize_burst(const std::vector<BurstMember>& members);
 // Shared prefix: median TTFT of the turns that reuse the prefix over the TTFT
 // of the cold first turn (docs/DESIGN.md §2.3: median(prefix)/cold). Lower is
 // better; nullopt without a cold figure or any prefix figure.
+// The seeds' prefix-cache rule: the runtime reuses a shared prefix when the
+// median prefix turn's time to first token is below this fraction of the cold one.
+inline constexpr double kPrefixReuseRatio = 0.2;
 std::optional<double> reuse_ratio(std::optional<int64_t> cold_ttft_us, const std::vector<int64_t>& prefix_ttfts_us);
 
 // Nearest-rank percentile of unsorted values (q in (0, 1]); nullopt when empty.

@@ -1,5 +1,5 @@
 // Probes of the runtime's own routes: health, identity (model list, then a
-// non-stream answer), scrape (props, slots, metrics), the pooling routes, and
+// non-stream answer), scrape (props, slots, metrics), and
 // the engine's quiet /props preamble.
 #include <nlohmann/json.hpp>
 
@@ -287,40 +287,6 @@ class ScrapeStep final : public Step {
   std::optional<int64_t> first_start_ns_;
 };
 
-// ---------------------------------------------------------------- pooling
-class PoolingStep final : public Step {
- public:
-  PoolingStep(ProbeKind kind, StepEnv env) : Step(std::move(env)), kind_(kind) {}
-  void start() override {
-    static const std::vector<std::string> kInputs{"soakd embedding probe, first input",
-                                                  "a second, different input"};
-    static const std::vector<std::string> kDocuments{"Bridges are inspected for corrosion and cracks.",
-                                                     "The lighthouse keeper lit the lamp at dusk.",
-                                                     "Inspectors look at bridge bearings and cables."};
-    const std::string& model = env_.cand.model;
-    BuiltRequest req = kind_ == ProbeKind::Embeddings
-                           ? embeddings_request(model, kInputs)
-                           : rerank_request(model, "Why are bridges inspected?", kDocuments);
-    ExchangeSpec spec;
-    spec.method = "POST";
-    spec.path = req.path;
-    spec.body = req.body;
-    send(std::move(spec), [this](const ExchangeResult& x) {
-      ProbeResult r = plain_row(kind_, workload_id(kind_), x);
-      if (r.outcome == Outcome::Clean) {
-        Verdict v = kind_ == ProbeKind::Embeddings ? check_embeddings(x.transfer.body, kInputs.size())
-                                                   : check_rerank(x.transfer.body, kDocuments.size());
-        set_verdict(r, v, x.transfer.body);
-      }
-      emit(std::move(r));
-      finish();
-    });
-  }
-
- private:
-  ProbeKind kind_;
-};
-
 // ---------------------------------------------------------------- props preamble
 class PropsStep final : public Step {
  public:
@@ -347,9 +313,6 @@ class PropsStep final : public Step {
 std::unique_ptr<Step> make_health_step(StepEnv env) { return std::make_unique<HealthStep>(std::move(env)); }
 std::unique_ptr<Step> make_identity_step(StepEnv env) { return std::make_unique<IdentityStep>(std::move(env)); }
 std::unique_ptr<Step> make_scrape_step(StepEnv env) { return std::make_unique<ScrapeStep>(std::move(env)); }
-std::unique_ptr<Step> make_pooling_step(ProbeKind kind, StepEnv env) {
-  return std::make_unique<PoolingStep>(kind, std::move(env));
-}
 std::unique_ptr<Step> make_props_step(StepEnv env) { return std::make_unique<PropsStep>(std::move(env)); }
 
 }  // namespace soak::probes

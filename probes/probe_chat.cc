@@ -13,26 +13,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-// The agent turn: the shared-prefix request with the tool probe's tool
-// offered (tool_choice left to the model: an agent may answer or call).
-BuiltRequest agent_request(const ChatRequestOptions& o, uint64_t seed, std::string_view session_nonce,
-                           int64_t turn) {
-  BuiltRequest req = shared_prefix_request(o, seed, session_nonce, turn);
-  ojson body = ojson::parse(req.body, nullptr, false);
-  ojson tools = ojson::parse(tool_call_request(o).body, nullptr, false);
-  if (body.is_object() && tools.is_object() && tools.contains("tools")) {
-    body["tools"] = tools["tools"];
-    req.body = body.dump(-1, ' ', false, ojson::error_handler_t::replace);
-  }
-  req.kind = ProbeKind::Agent;
-  return req;
-}
-
-Verdict agent_check(const ChatResult& r) {
-  if (r.tool_calls.empty()) return {Outcome::Clean, ""};
-  return check_tool_calls(r.tool_calls, tool_probe_expectation());
-}
-
 class ChatSeriesStep final : public Step {
  public:
   ChatSeriesStep(ProbeKind kind, StepEnv env) : Step(std::move(env)), kind_(kind) {}
@@ -89,28 +69,19 @@ class ChatSeriesStep final : public Step {
         add(repetition_request(o), workload_id(kind_)).check = [](const ChatResult& r) { return check_repetition(r); };
         break;
       case ProbeKind::SharedPrefix: {
-        // A new session: the first turn is cold, the rest reuse its prefix.
+        // A new session (the seeds' cold / warm / prefix 1-3): the first
+        // turn is cold, the warm turn repeats it exactly, the prefix turns
+        // change the user turn under the same system prompt.
         const std::string nonce = env_.io.nonces.next();
-        for (int turn = 0; turn <= kSharedPrefixTurns; ++turn) {
-          const CacheState cache = turn == 0 ? CacheState::Fresh : CacheState::SharedPrefix;
-          ChatJob& j = add(shared_prefix_request(o, env_.opts.fixture_seed, nonce, turn),
+        for (int turn = -1; turn <= kSharedPrefixTurns; ++turn) {
+          const CacheState cache = turn == -1 ? CacheState::Fresh
+                                   : turn == 0 ? CacheState::Repeat
+                                               : CacheState::SharedPrefix;
+          ChatJob& j = add(shared_prefix_request(o, env_.opts.fixture_seed, nonce, std::max(turn, 0)),
                            workload_id(kind_, std::nullopt, cache));
           j.cache = cache;
           j.fixture_hash = shared_system_prompt_hash(env_.opts.fixture_seed);
         }
-        break;
-      }
-      case ProbeKind::Agent: {
-        CandidateState& s = env_.state;
-        if (s.agent_session_nonce.empty()) s.agent_session_nonce = env_.io.nonces.next();
-        const int64_t turn = s.agent_turns++;
-        const CacheState cache = turn == 0 ? CacheState::Fresh : CacheState::SharedPrefix;
-        ChatJob& j = add(agent_request(o, env_.opts.fixture_seed, s.agent_session_nonce, turn),
-                         workload_id(kind_, std::nullopt, cache));
-        j.cache = cache;
-        j.fixture_hash = shared_system_prompt_hash(env_.opts.fixture_seed);
-        j.check = agent_check;
-        j.extra = [turn](const ChatResult&) { return ojson{{"turn", turn}}.dump(); };
         break;
       }
       default: break;
@@ -129,11 +100,15 @@ class ChatSeriesStep final : public Step {
     });
   }
 
-  // The last turn of a session carries the reuse ratio of the whole session.
+  // The last turn of a session carries the reuse ratio of the whole session:
+  // median(prefix turns) / cold, and the seeds' rule, reuse when below
+  // kPrefixReuseRatio (the warm turn is the exact repeat: reported apart).
   void note_shared_prefix(size_t index, ProbeResult& r) {
     if (r.outcome == Outcome::Clean && r.t_first_token_us) {
       if (index == 0) {
         cold_ttft_us_ = r.t_first_token_us;
+      } else if (index == 1) {
+        warm_ttft_us_ = r.t_first_token_us;
       } else {
         prefix_ttfts_us_.push_back(*r.t_first_token_us);
       }
@@ -142,7 +117,9 @@ class ChatSeriesStep final : public Step {
     ojson j;
     auto ratio = reuse_ratio(cold_ttft_us_, prefix_ttfts_us_);
     j["reuse_ratio"] = ratio ? ojson(*ratio) : ojson(nullptr);
+    j["reuse"] = ratio ? ojson(*ratio < kPrefixReuseRatio) : ojson(nullptr);
     j["cold_ttft_us"] = cold_ttft_us_ ? ojson(*cold_ttft_us_) : ojson(nullptr);
+    j["warm_ttft_us"] = warm_ttft_us_ ? ojson(*warm_ttft_us_) : ojson(nullptr);
     j["prefix_turns"] = prefix_ttfts_us_.size();
     r.extra_json = j.dump();
   }
@@ -150,7 +127,7 @@ class ChatSeriesStep final : public Step {
   ProbeKind kind_;
   std::vector<ChatJob> jobs_;
   size_t i_ = 0;
-  std::optional<int64_t> cold_ttft_us_;
+  std::optional<int64_t> cold_ttft_us_, warm_ttft_us_;
   std::vector<int64_t> prefix_ttfts_us_;
 };
 

@@ -189,10 +189,13 @@ std::unique_ptr<Step> make_step(ProbeKind kind, StepEnv env) {
     case ProbeKind::ToolCall:
     case ProbeKind::Thinking:
     case ProbeKind::Repetition:
-    case ProbeKind::SharedPrefix:
-    case ProbeKind::Agent: return make_chat_step(kind, std::move(env));
+    case ProbeKind::SharedPrefix: return make_chat_step(kind, std::move(env));
+    case ProbeKind::Agent: return make_session_step(std::move(env));
     case ProbeKind::LongContext: return make_long_context_step(std::move(env));
-    case ProbeKind::Burst: return make_burst_step(std::move(env));
+    case ProbeKind::Burst:
+      // A pooling server is never sent a chat request: its bursts are pooling requests.
+      if (env.cand.kind != WorkloadKind::Chat) return make_pooling_burst_step(std::move(env));
+      return make_burst_step(std::move(env));
     case ProbeKind::Capacity: return make_capacity_step(std::move(env));
     case ProbeKind::Cancel: return make_cancel_step(std::move(env));
     case ProbeKind::Build: return nullptr;

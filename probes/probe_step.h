@@ -27,6 +27,7 @@
 #include "probes/fixtures.h"
 #include "probes/requests.h"
 #include "probes/server_cap.h"
+#include "probes/session.h"
 
 namespace soak::probes {
 
@@ -46,9 +47,10 @@ struct CandidateState {
     std::optional<int64_t> measured_tokens;
   };
   std::map<int64_t, Sized> long_context;  // by target size
-  std::string agent_session_nonce;         // one shared-prefix session per engine lifetime
   std::optional<int64_t> refused_since_ns;  // health: first refused connection of the current streak
-  int64_t agent_turns = 0;
+  // The candidate's agent session (gate and soak traffic), created on the
+  // first agent turn; a shared_ptr so the state stays copyable.
+  std::shared_ptr<AgentSession> agent_session;
 };
 
 struct StepEnv {
@@ -142,5 +144,7 @@ std::unique_ptr<Step> make_long_context_step(StepEnv env);
 std::unique_ptr<Step> make_burst_step(StepEnv env);
 std::unique_ptr<Step> make_capacity_step(StepEnv env);
 std::unique_ptr<Step> make_cancel_step(StepEnv env);
+std::unique_ptr<Step> make_session_step(StepEnv env);                          // probe_session.cc
+std::unique_ptr<Step> make_pooling_burst_step(StepEnv env);                    // probe_pooling.cc
 
 }  // namespace soak::probes

@@ -170,6 +170,14 @@ BuiltRequest shared_prefix_request(const ChatRequestOptions& o, uint64_t seed, s
   return built(ProbeKind::SharedPrefix, o, chat_body(o, std::move(msgs)));
 }
 
+BuiltRequest session_request(const ChatRequestOptions& o, ojson messages, const ojson& tools, bool tool_required) {
+  ojson b = chat_body(o, std::move(messages));
+  b["tools"] = tools;
+  if (tool_required && o.tool_choice == ToolChoice::Supported) b["tool_choice"] = "required";
+  b["parallel_tool_calls"] = false;
+  return built(ProbeKind::Agent, o, b);
+}
+
 BuiltRequest burst_request(const ChatRequestOptions& o, int index, std::string_view nonce) {
   return user_only(ProbeKind::Burst, o,
                    "Request " + std::to_string(index) + " (" + std::string(nonce) +

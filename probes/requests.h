@@ -98,6 +98,12 @@ BuiltRequest long_context_request(const ChatRequestOptions& o, const PromptFixtu
 BuiltRequest shared_prefix_request(const ChatRequestOptions& o, uint64_t seed, std::string_view session_nonce,
                                    int64_t turn);
 
+// One turn of an agent session (probes/session.h): the whole conversation,
+// the tools offered, and tool_choice "required" on a turn that needs a call
+// (where the runtime supports tool_choice; else left to the model).
+BuiltRequest session_request(const ChatRequestOptions& o, nlohmann::ordered_json messages,
+                             const nlohmann::ordered_json& tools, bool tool_required);
+
 // One of N requests released together; each carries its own nonce so no two
 // members of a burst share a cached prefix.
 BuiltRequest burst_request(const ChatRequestOptions& o, int index, std::string_view nonce);

@@ -185,7 +185,7 @@ void failure_ratio(const Context& c, Judgement& j) {
 void canary_failure_ratio(const Context& c, Judgement& j) {
   std::vector<ProbeKind> pooled;
   for (TaskKind t : {TaskKind::Functional, TaskKind::LongContext, TaskKind::Burst, TaskKind::Capacity})
-    for (ProbeKind k : probe_kinds_for(t)) pooled.push_back(k);
+    for (ProbeKind k : probe_kinds_for(t, c.in.recipe.workload)) pooled.push_back(k);
   // A long-context refusal is judged by the long-context and capacity rules
   // alone (a hold when the size is beyond the runtime's own context, a
   // rejection otherwise).
@@ -202,14 +202,17 @@ void canary_failure_ratio(const Context& c, Judgement& j) {
 // of a completed stage means the runtime could not keep up: a failure. Too few
 // otherwise means the evidence is short: inconclusive.
 void gate_completed(const Context& c, Judgement& j) {
+  // A pooling candidate's gate traffic is its pooling requests.
+  const auto traffic = probe_kinds_for(TaskKind::Agent, c.in.recipe.workload);
+  const char* what = c.in.recipe.workload == WorkloadKind::Chat ? "agent" : "pooling";
   int64_t completed = 0;
   for (const ProbeResult* r : c.cand)
-    if (r->kind == ProbeKind::Agent && is_clean(*r)) ++completed;
+    if (std::find(traffic.begin(), traffic.end(), r->kind) != traffic.end() && is_clean(*r)) ++completed;
   const int64_t need = c.in.recipe.gate.min_completed;
   auto m = metric("gate_completed", MetricResult::Pass, "");
   m.n = completed;
   set_numbers(m, static_cast<double>(completed), 0, 0, 0, static_cast<double>(need), 1);
-  const std::string text = format("%lld completed agent requests, need %lld", static_cast<long long>(completed),
+  const std::string text = format("%lld completed %s requests, need %lld", static_cast<long long>(completed), what,
                                   static_cast<long long>(need));
   if (completed >= need) {
     m.reason = text;
@@ -402,12 +405,18 @@ VerdictRow judge_stage(const JudgeInput& in) {
       canary_failure_ratio(c, j);
       judge_long_context(c, j);
       judge_capacity(c, j);
+      judge_prefix_reuse(c, j);
+      judge_pooling_rps(c, j);
       break;
     case StageKind::Gate:
       gate_completed(c, j);
       failure_ratio(c, j);
+      judge_session(c, j);
       break;
-    case StageKind::Soak: failure_ratio(c, j); break;
+    case StageKind::Soak:
+      failure_ratio(c, j);
+      judge_session(c, j);
+      break;
   }
   burst_serialization(c, j);
   judge_compare(c, j);

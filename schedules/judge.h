@@ -124,6 +124,13 @@ struct JudgeRecipe {
   // allow_coexisting); otherwise a duplicate_engine event makes the stage
   // inconclusive (SOLO).
   bool allow_coexisting = false;
+
+  // What the candidate serves: a pooling candidate's smoke requires its own
+  // probes and its gate counts pooling requests (chat in recipes stored before).
+  WorkloadKind workload = WorkloadKind::Chat;
+  // Agent-session rules (gate, soak): tool-call bands, recovery (defaults in
+  // recipes stored before them).
+  AgentSettings agent;
 };
 
 struct JudgeInput {
@@ -135,7 +142,8 @@ struct JudgeInput {
   std::vector<HostSample> host_samples;
   std::vector<Event> events;
 
-  // What smoke must have seen clean at least once: what a smoke pass runs.
+  // What smoke must have seen clean at least once: what a smoke pass runs
+  // (build_judge_input sets it for the recipe's workload).
   std::vector<ProbeKind> smoke_required = probe_kinds_for(TaskKind::Smoke);
 };
 

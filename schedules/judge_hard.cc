@@ -102,7 +102,8 @@ void ratio_class(const Context& c, const RowClass& cls, Judgement& j) {
   const ProbeResult* first = nullptr;
   for (const ProbeResult* r : c.cand) {
     const bool hit = in_class(cls, r->outcome);
-    if (is_harness(*r) || !(hit || asks_structured_output(r->kind))) continue;
+    // Agent-session turns are counted by context band instead (judge_session.cc).
+    if (is_harness(*r) || is_session_row(*r) || !(hit || asks_structured_output(r->kind))) continue;
     ++attempts;
     if (hit) {
       ids.push_back(r->id);
@@ -229,6 +230,9 @@ void guard_trips(const Context& c, Judgement& j) {
 }  // namespace
 
 void judge_hard(const Context& c, Judgement& j) {
+  // First: its findings name the context band and the turn, which say more
+  // than the 5xx run that the same rows also trip.
+  judge_session_hard(c, j);
   for (const auto& cls : row_classes()) row_class(c, cls, j);
   repeated_5xx(c, j);
   restarts(c, j);

@@ -154,5 +154,12 @@ void judge_compare(const Context& c, Judgement& j);    // judge_compare.cc
 void judge_trends(const Context& c, Judgement& j);     // judge_trends.cc
 void judge_long_context(const Context& c, Judgement& j);  // judge_context.cc
 void judge_capacity(const Context& c, Judgement& j);      // judge_context.cc
+// An agent-session turn (probes/session.h): its tool calls are judged per
+// context band (judge_session.cc), not in the hard ratio classes.
+bool is_session_row(const ProbeResult& r);
+void judge_session_hard(const Context& c, Judgement& j);  // judge_session.cc: tool-call bands, thinking 5xx
+void judge_session(const Context& c, Judgement& j);       // judge_session.cc: recovery, sessions summary
+void judge_prefix_reuse(const Context& c, Judgement& j);  // judge_session.cc: the canary's cold/warm/prefix rule
+void judge_pooling_rps(const Context& c, Judgement& j);   // judge_session.cc: pooling bursts' requests/s
 
 }  // namespace soak::judge_detail

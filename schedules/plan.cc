@@ -7,7 +7,7 @@
 namespace soak {
 
 namespace {
-constexpr std::array<std::pair<TaskKind, std::string_view>, 9> kTaskNames{{
+constexpr std::array<std::pair<TaskKind, std::string_view>, 10> kTaskNames{{
     {TaskKind::Smoke, "smoke"},
     {TaskKind::Scrape, "scrape"},
     {TaskKind::Functional, "functional"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<TaskKind, std::string_view>, 9> kTaskNames{{
     {TaskKind::Agent, "agent"},
     {TaskKind::SoakTraffic, "soak_traffic"},
     {TaskKind::Capacity, "capacity"},
+    {TaskKind::PrefixReuse, "prefix_reuse"},
 }};
 
 int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
@@ -34,7 +35,31 @@ std::optional<TaskKind> parse_task_kind(std::string_view s) {
   return std::nullopt;
 }
 
-std::vector<ProbeKind> probe_kinds_for(TaskKind task) {
+std::optional<ProbeKind> pooling_probe(WorkloadKind workload) {
+  switch (workload) {
+    case WorkloadKind::Chat: return std::nullopt;
+    case WorkloadKind::Embedding: return ProbeKind::Embeddings;
+    case WorkloadKind::Rerank: return ProbeKind::Rerank;
+  }
+  return std::nullopt;
+}
+
+std::vector<ProbeKind> probe_kinds_for(TaskKind task, WorkloadKind workload) {
+  if (auto pooled = pooling_probe(workload)) {
+    switch (task) {
+      case TaskKind::Smoke: return {ProbeKind::Health, *pooled};
+      case TaskKind::Scrape: return {ProbeKind::Health, ProbeKind::Scrape};
+      case TaskKind::Functional:
+      case TaskKind::Agent:
+      case TaskKind::SoakTraffic: return {*pooled};
+      case TaskKind::Burst: return {ProbeKind::Burst};  // the engine sends pooling requests for a pooling candidate
+      case TaskKind::LongContext:
+      case TaskKind::Capacity:
+      case TaskKind::Cancel:
+      case TaskKind::PrefixReuse: return {};
+    }
+    return {};
+  }
   switch (task) {
     case TaskKind::Smoke:
       return {ProbeKind::Health, ProbeKind::Identity, ProbeKind::Marker,
@@ -49,11 +74,12 @@ std::vector<ProbeKind> probe_kinds_for(TaskKind task) {
     case TaskKind::Cancel: return {ProbeKind::Cancel};
     case TaskKind::Agent:
     case TaskKind::SoakTraffic: return {ProbeKind::Agent};
+    case TaskKind::PrefixReuse: return {ProbeKind::SharedPrefix};
   }
   return {};
 }
 
-StagePlan plan_for(StageKind stage, const CampaignSettings& s) {
+StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind workload) {
   const Cadences& c = s.cadence;
   auto periodic = [](TaskKind k, int64_t every, Weight w = Weight::Light) {
     return TaskSpec{k, Repeat::Periodic, every, 0, w};
@@ -69,7 +95,11 @@ StagePlan plan_for(StageKind stage, const CampaignSettings& s) {
                  periodic(TaskKind::LongContext, c.long_context_ms, Weight::Heavy),
                  periodic(TaskKind::Burst, c.burst_ms, Weight::Heavy), periodic(TaskKind::Cancel, c.cancel_ms),
                  // Concurrent long prompts: as often as the long-context sizes, heavy as they are.
-                 periodic(TaskKind::Capacity, c.long_context_ms, Weight::Heavy)};
+                 periodic(TaskKind::Capacity, c.long_context_ms, Weight::Heavy),
+                 // Cold, warm and prefix turns, as often as the functional checks;
+                 // heavy so that no burst or long prefill shares the runtime with
+                 // the times to first token it compares (nor it with a burst's FIFO check).
+                 periodic(TaskKind::PrefixReuse, c.functional_ms, Weight::Heavy)};
       p.heartbeat = 0;
       break;
     case StageKind::Gate:
@@ -85,6 +115,9 @@ StagePlan plan_for(StageKind stage, const CampaignSettings& s) {
       p.heartbeat = 0;
       break;
   }
+  // The heartbeat (scrape) is first and runs for every workload, so dropping
+  // later tasks keeps its index.
+  std::erase_if(p.tasks, [workload](const TaskSpec& t) { return probe_kinds_for(t.kind, workload).empty(); });
   return p;
 }
 

@@ -31,6 +31,7 @@ enum class TaskKind {
   Cancel,       // abort mid-stream, then prove the slot was freed
   Agent,        // gate: one agent-like turn (shared system prompt, tool call), continuously
   SoakTraffic,  // soak: one lower-rate agent-like turn
+  PrefixReuse,  // canary: cold, warm, then prefix turns 1-3 on the shared system prompt
 };
 std::string_view to_string(TaskKind k);
 std::optional<TaskKind> parse_task_kind(std::string_view s);
@@ -45,8 +46,15 @@ std::optional<TaskKind> parse_task_kind(std::string_view s);
 //   burst         burst (each configured N, members and a summary row)
 //   capacity      capacity (each size x concurrency entry, members and a summary row)
 //   cancel        cancel
-//   agent, soak_traffic   agent
-std::vector<ProbeKind> probe_kinds_for(TaskKind task);
+//   agent, soak_traffic   agent (one turn of the candidate's agent session)
+//   prefix_reuse  shared_prefix
+// A pooling candidate (WorkloadKind embedding / rerank) is never sent a chat
+// probe: its smoke is health + its pooling probe, functional, agent and soak
+// traffic run the pooling probe, burst runs pooling bursts, scrape is as for
+// chat, and long context, capacity, cancel and prefix reuse run nothing.
+std::vector<ProbeKind> probe_kinds_for(TaskKind task, WorkloadKind workload = WorkloadKind::Chat);
+// The pooling probe of a pooling workload (Embeddings / Rerank); nullopt for chat.
+std::optional<ProbeKind> pooling_probe(WorkloadKind workload);
 
 // Heavy tasks (long prefill, bursts) never overlap on one host.
 enum class Weight { Light, Heavy };
@@ -67,7 +75,8 @@ struct StagePlan {
   std::optional<size_t> heartbeat;
 };
 
-StagePlan plan_for(StageKind stage, const CampaignSettings& s);
+// Tasks that run nothing for `workload` are left out of the plan.
+StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind workload = WorkloadKind::Chat);
 
 // What the scheduler remembers per task of a running stage. Rebuilt from the
 // store on restart (the last slot served is derivable from stored rows).

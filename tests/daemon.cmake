@@ -2,7 +2,12 @@
 # service, daemon lifecycle, launchd files.
 add_library(soak_test_sim STATIC support/sim_runner.cc)
 target_link_libraries(soak_test_sim PUBLIC soak_daemon)
-soak_add_test(unit_campaign_sim SOURCES unit/campaign_sim_test.cc LIBS soak_test_sim soak_daemon LABELS unit)
+# Weeks of campaigns in virtual time, agent sessions turn by turn: tens of
+# seconds of CPU in a Debug build, more on a loaded host.
+soak_add_test(unit_campaign_sim SOURCES unit/campaign_sim_test.cc LIBS soak_test_sim soak_daemon LABELS unit
+  TIMEOUT 300)
+soak_add_test(unit_campaign_session SOURCES unit/campaign_session_test.cc LIBS soak_test_sim soak_daemon LABELS unit
+  TIMEOUT 300)
 soak_add_test(unit_outbox SOURCES unit/outbox_test.cc LIBS soak_test_sim soak_test_store soak_daemon LABELS unit)
 soak_add_test(unit_campaign_track SOURCES unit/campaign_track_test.cc LIBS soak_daemon LABELS unit)
 soak_add_test(unit_soakctl SOURCES unit/soakctl_test.cc LIBS soak_daemon LABELS unit)

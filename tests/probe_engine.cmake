@@ -25,6 +25,10 @@ soak_add_test(integration_probe_llama_server SOURCES integration/probe_llama_ser
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 1500)
 set_tests_properties(integration_probe_llama_server PROPERTIES SKIP_RETURN_CODE 77)
 
+# Agent sessions and pooling candidates through the fake runtime, judged.
+soak_add_test(integration_probe_session_fake SOURCES integration/probe_session_fake_test.cc
+  LIBS soak_probes soak_schedules soak_fake_runtime LABELS integration)
+
 # Probe rows from the fake runtime judged by the canary's rules.
 soak_add_test(integration_verdict_fake SOURCES integration/verdict_fake_test.cc
   LIBS soak_probes soak_schedules soak_fake_runtime LABELS integration)

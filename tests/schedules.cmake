@@ -3,6 +3,7 @@ soak_add_test(unit_plan SOURCES unit/plan_test.cc LIBS soak_schedules LABELS uni
 soak_add_test(unit_stats SOURCES unit/stats_test.cc LIBS soak_schedules LABELS unit)
 soak_add_test(unit_judge_compare SOURCES unit/judge_compare_test.cc LIBS soak_schedules LABELS unit)
 soak_add_test(unit_judge_hard SOURCES unit/judge_hard_test.cc LIBS soak_schedules LABELS unit)
+soak_add_test(unit_judge_session SOURCES unit/judge_session_test.cc LIBS soak_schedules LABELS unit)
 soak_add_test(unit_judge_canary SOURCES unit/judge_canary_test.cc LIBS soak_schedules LABELS unit)
 # These serialize evidence with the store's metrics_to_json to check determinism.
 soak_add_test(unit_judge_soak SOURCES unit/judge_soak_test.cc LIBS soak_schedules soak_storage LABELS unit)

@@ -7,6 +7,7 @@
 #include "storage/lock.h"
 
 #include "probes/served_state.h"
+#include "probes/engine_rows.h"
 #include "schedules/judge.h"
 
 #include <algorithm>
@@ -114,6 +115,33 @@ std::string progress_bar(double fraction, const Colours& col) {
   return bar + std::to_string(static_cast<int>(std::floor(fraction * 100))) + "%";
 }
 
+// The seeds' prefix-reuse rule over the candidate's canary runs (cold, warm,
+// prefix 1-3): reuse when the median of median(prefix)/cold is below
+// probes::kPrefixReuseRatio (docs/DESIGN.md §3.10). nullopt: no complete run.
+struct PrefixReuse {
+  bool reuse = false;
+  double median_ratio = 0;
+  size_t runs = 0;
+};
+std::optional<PrefixReuse> prefix_reuse(Store& st, int64_t candidate_id) {
+  ProbeQuery q;
+  q.candidate_id = candidate_id;
+  q.kind = ProbeKind::SharedPrefix;
+  auto rows = st.probe_results(q);
+  if (!rows) return std::nullopt;
+  std::vector<double> ratios;
+  for (const auto& r : *rows) {
+    auto j = json::parse(r.extra_json, nullptr, false);
+    if (j.is_object() && j.contains("reuse_ratio") && j["reuse_ratio"].is_number())
+      ratios.push_back(j["reuse_ratio"].get<double>());
+  }
+  if (ratios.empty()) return std::nullopt;
+  std::sort(ratios.begin(), ratios.end());
+  const size_t n = ratios.size();
+  const double median = n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+  return PrefixReuse{median < probes::kPrefixReuseRatio, median, n};
+}
+
 int cmd_status(const Ctl& c, const Args& a, Store& st) {
   auto rows = st.status();
   if (!rows) {
@@ -138,6 +166,8 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
       j["stage"] = r.stage ? stage_json(*r.stage, now) : json(nullptr);
       j["verdict"] = r.verdict ? verdict_json(*r.verdict) : json(nullptr);
       if (auto reach = latest_reach(st, r.candidate.id)) j["context_reach"] = reach_json(*reach);
+      if (auto p = prefix_reuse(st, r.candidate.id))
+        j["prefix_reuse"] = {{"reuse", p->reuse}, {"median_ratio", p->median_ratio}, {"runs", p->runs}};
       arr.push_back(std::move(j));
     }
     c.out << arr.dump(2) << "\n";
@@ -180,6 +210,11 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     // kReasonLines, and the label must survive that.
     if (auto reach = latest_reach(st, r.candidate.id))
       about += " [reach " + size_label(reach->reach_tokens) + "/" + size_label(reach->configured_tokens) + "]";
+    if (auto p = prefix_reuse(st, r.candidate.id)) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " [prefix reuse %s %.2f]", p->reuse ? "yes" : "no", p->median_ratio);
+      about += buf;
+    }
     if (r.verdict && r.verdict->is_override) about += " (override by " + r.verdict->who + ")";
     if (r.verdict && !r.verdict->reason.empty() && r.verdict->state != VerdictState::Running)
       about += " — " + r.verdict->reason;

@@ -43,12 +43,17 @@ const IntKnob kIntKnobs[] = {
     {"loading-ms", &Knobs::loading_ms, "503 'Loading model' for this long after start (any scenario)"},
     {"repetition-tokens", &Knobs::repetition_tokens, "repetition: length of the looping answer"},
     {"fail-above-tokens", &Knobs::fail_above_tokens, "large-prompt-5xx: prompts longer than this get HTTP 500"},
+    {"drop-tools-above-tokens", &Knobs::drop_tools_above_tokens,
+     "deep-tool-drop: prompts longer than this get a text answer instead of a tool call"},
+    {"thinking-fail-turn", &Knobs::thinking_fail_turn,
+     "thinking-5xx: thinking requests from this turn of a conversation on get HTTP 500"},
 };
 
 const StrKnob kStrKnobs[] = {
     {"model", &Knobs::model, "canonical model id"},
     {"alias-model", &Knobs::alias_model, "model-alias: the model string responses carry instead"},
     {"build", &Knobs::build, "build: b<N> or b<N>-<commit> (llama.cpp), a version elsewhere"},
+    {"pooling", &Knobs::pooling, "llama.cpp: embedding or rerank serves only that route (llama-server --embedding / --reranking)"},
 };
 
 std::string underscored(std::string s) {

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "core/uv_util.h"
+#include "tests/fake_runtime/pooling.h"
 #include "tests/fake_runtime/text_model.h"
 
 namespace soak::fake {
@@ -119,6 +120,7 @@ ojson stats_json(const ListenerStats& s) {
   j["leaked_bytes"] = s.leaked_bytes;
   j["crashed"] = s.crashed;
   j["model_loads"] = s.model_loads;
+  j["routes"] = s.routes;
   return j;
 }
 
@@ -249,6 +251,7 @@ void Engine::publish() {
 
 void Engine::handle(HttpRequest req, std::shared_ptr<Connection> conn) {
   ++stats_.http_requests;
+  ++stats_.routes[req.method + " " + req.path];
   Persist p = req.keep_alive ? Persist::KeepAlive : Persist::Close;
   try {
     if (req.path.rfind("/fake/", 0) == 0) {
@@ -319,6 +322,8 @@ void Engine::handle_llama(const HttpRequest& req, const std::shared_ptr<Connecti
   const std::string& path = req.path;
   bool get = req.method == "GET";
   bool post = req.method == "POST";
+  if (auto refusal = pooling_refusal(cfg_.knobs.pooling, req.method, path))
+    return reply_error(c, 501, *refusal, "not_supported_error", p);
   if (get && (path == "/health" || path == "/v1/health")) return reply_json(c, 200, health_body(cfg_.flavour, false, server_view()), p);
   if (get && (path == "/v1/models" || path == "/models")) return reply_json(c, 200, models_body(cfg_.flavour, server_view()), p);
   if (get && path == "/props") return reply_json(c, 200, props_body(server_view()), p);
@@ -486,6 +491,10 @@ void Engine::chat(const HttpRequest& req, const std::shared_ptr<Connection>& c, 
       job->prompt_ids.size() > static_cast<size_t>(cfg_.knobs.fail_above_tokens)) {
     return reply_error(c, 500, "failed to process the prompt", "server_error", p);
   }
+  if (cfg_.scenario == Scenario::Thinking5xx && thinking_enabled(body) &&
+      conversation_turn(body) >= cfg_.knobs.thinking_fail_turn) {
+    return reply_error(c, 500, "failed to render the chat template: reasoning left in the history", "server_error", p);
+  }
   uint64_t id = next_job_id_++;
   job->id = id;
   job->conn = c;
@@ -560,7 +569,9 @@ void Engine::embeddings(const HttpRequest& req, const std::shared_ptr<Connection
   for (size_t i = 0; i < inputs.size(); ++i) {
     tokens += count_tokens(inputs[i]);
     ojson e;
-    e["embedding"] = embed(inputs[i], kEmbeddingDims);
+    // UnstablePooling: the request's sequence number salts every vector.
+    const std::string salt = cfg_.scenario == Scenario::UnstablePooling ? std::to_string(inference_seq_) : "";
+    e["embedding"] = embed(inputs[i] + salt, kEmbeddingDims);
     e["index"] = i;
     e["object"] = "embedding";
     data.push_back(std::move(e));
@@ -582,6 +593,7 @@ void Engine::rerank(const HttpRequest& req, const std::shared_ptr<Connection>& c
     scored.emplace_back(relevance(query, doc), i);
   }
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (cfg_.scenario == Scenario::UnstablePooling && inference_seq_ % 2 == 0) std::reverse(scored.begin(), scored.end());
   size_t top_n = body.value("top_n", scored.size());
   ojson results = ojson::array();
   for (size_t k = 0; k < std::min(top_n, scored.size()); ++k)

@@ -16,7 +16,7 @@ constexpr std::array<std::pair<Flavour, std::string_view>, 7> kFlavours{{
     {Flavour::LmStudio, "lm-studio"},
 }};
 
-constexpr std::array<std::pair<Scenario, std::string_view>, 18> kScenarios{{
+constexpr std::array<std::pair<Scenario, std::string_view>, 21> kScenarios{{
     {Scenario::Healthy, "healthy"},
     {Scenario::PrefillCost, "prefill-cost"},
     {Scenario::FifoSerial, "fifo"},
@@ -35,6 +35,9 @@ constexpr std::array<std::pair<Scenario, std::string_view>, 18> kScenarios{{
     {Scenario::MemoryLeak, "memory-leak"},
     {Scenario::Loading, "loading"},
     {Scenario::LargePrompt5xx, "large-prompt-5xx"},
+    {Scenario::DeepToolDrop, "deep-tool-drop"},
+    {Scenario::Thinking5xx, "thinking-5xx"},
+    {Scenario::UnstablePooling, "unstable-pooling"},
 }};
 
 template <class E, size_t N>

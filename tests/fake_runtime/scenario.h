@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,9 @@ enum class Scenario {
   MemoryLeak,         // every inference request allocates and touches leak_mb_per_request MB
   Loading,            // 503 on every route for loading_ms after start
   LargePrompt5xx,     // prompts longer than fail_above_tokens get HTTP 500 (within the context: a fault, not a limit)
+  DeepToolDrop,       // prompts longer than drop_tools_above_tokens get a text answer, never a tool call
+  Thinking5xx,        // thinking-on requests from turn thinking_fail_turn of a conversation get HTTP 500
+  UnstablePooling,    // embeddings differ on every request; every second rerank comes back in reverse order
 };
 std::string_view to_string(Scenario s);
 std::optional<Scenario> parse_scenario(std::string_view s);
@@ -65,6 +69,8 @@ inline constexpr int kDefaultLeakMbPerRequest = 16;
 inline constexpr int kDefaultLoadingMs = 3000;
 inline constexpr int kDefaultRepetitionTokens = 256;
 inline constexpr int kDefaultFailAboveTokens = 4096;
+inline constexpr int kDefaultDropToolsAboveTokens = 30000;
+inline constexpr int kDefaultThinkingFailTurn = 5;
 
 struct Knobs {
   std::string model = kDefaultModel;  // canonical id reported by /v1/models and responses
@@ -95,6 +101,13 @@ struct Knobs {
   // name); POST /fake/control {"digest": ...} is a re-pull under the same tag.
   std::string digest;
   std::string kv_cache_type = "bf16";  // Rapid-MLX rapid_mlx_kv_cache_dtype
+  int drop_tools_above_tokens = kDefaultDropToolsAboveTokens;  // DeepToolDrop
+  // Thinking5xx: the turn (1 = a conversation's first request, counted by the
+  // assistant messages it carries) from which thinking requests fail.
+  int thinking_fail_turn = kDefaultThinkingFailTurn;
+  // llama.cpp flavour only: "" serves chat; "embedding" / "rerank" serve only
+  // that pooling route, as llama-server --embedding / --reranking (pooling.cc).
+  std::string pooling;
 };
 
 // The knobs a scenario starts from on a given flavour (e.g. FifoSerial sets
@@ -140,6 +153,7 @@ struct ListenerStats {
   uint64_t leaked_bytes = 0;        // MemoryLeak: bytes allocated and touched so far
   bool crashed = false;             // CrashAfterN fired (in-process: the listener is gone)
   uint64_t model_loads = 0;         // mlx-lm: requests that named another model than --model (a reload)
+  std::map<std::string, uint64_t> routes;  // "POST /v1/embeddings" -> requests seen, any answer
 };
 
 }  // namespace soak::fake

@@ -276,6 +276,14 @@ std::optional<int> requested_max_tokens(const json& request) {
   return std::nullopt;
 }
 
+int conversation_turn(const json& request) {
+  int turn = 1;
+  const json& msgs = field(request, "messages");
+  if (msgs.is_array())
+    for (const auto& m : msgs) turn += field(m, "role") == "assistant" ? 1 : 0;
+  return turn;
+}
+
 bool thinking_enabled(const json& request) {
   // Ollama (openai/openai.go) takes reasoning_effort; "none" is off.
   const json& effort = field(request, "reasoning_effort");
@@ -304,6 +312,11 @@ ReplyPlan plan_reply(const json& request, const std::string& prompt, Scenario sc
   bool json_mode = false;
   const json* schema = response_schema(request, &json_mode);
   const json* tool = find_tool(request);
+  // DeepToolDrop: past its threshold the runtime answers in text, as the
+  // seeds' runtimes lost tool calls on deep-context turns.
+  if (tool && scenario == Scenario::DeepToolDrop &&
+      count_tokens(prompt) > static_cast<size_t>(knobs.drop_tools_above_tokens))
+    tool = nullptr;
 
   if (scenario == Scenario::RepetitionLoop) {
     for (int i = 0; i < knobs.repetition_tokens; ++i)

@@ -75,6 +75,8 @@ ReplyPlan plan_reply(const nlohmann::json& request, const std::string& prompt, S
 // Request parameters shared by the flavours.
 std::optional<int> requested_max_tokens(const nlohmann::json& request);
 bool thinking_enabled(const nlohmann::json& request);
+// The turn of a conversation a request is: 1 + the assistant messages it carries.
+int conversation_turn(const nlohmann::json& request);
 bool wants_stream(const nlohmann::json& request);
 bool wants_usage_in_stream(const nlohmann::json& request);
 

@@ -37,7 +37,9 @@
 #include "probes/served_state.h"
 #include "tests/catch.h"
 #include "tests/integration/probe_harness.h"
+#include "storage/sqlite_store.h"
 #include "tests/support/child_process.h"
+#include "tests/support/temp_dir.h"
 
 using namespace soak;
 using namespace soak::probe_test;
@@ -332,4 +334,97 @@ TEST_CASE("a real llama-server: a fresh prefill far longer than the stall timeou
   c.settings.limits.prefill_floor_tps = 1e7;
   c.settings.limits.stall_timeout_ms = std::max<int64_t>(kStallMs, first_us / 1000 / 5);
   run_fresh("progress reports only");
+}
+
+// The agent session against the real server: the history grows turn by turn,
+// so the prompt tokens llama-server counts grow too, as the stored rows show.
+// (Answers stop at -n 16 as server_token_cap; an agent keeps a cut answer.)
+TEST_CASE("a real llama-server: an agent session's prompt tokens grow turn by turn in the stored rows") {
+  const Server srv = server_or_skip();
+  const int port = free_port();
+  auto server = start_server(srv, port, {"--parallel", "1", "-c", "8192", "-n", "16", "--override-kv",
+                                         "qwen3.context_length=int:8192"});
+  REQUIRE(server);
+  REQUIRE(server->wait_for_line("listening", kStartupMs));
+  CandidateConfig c = candidate("http://127.0.0.1:" + std::to_string(port));
+  c.model = kAlias;
+  c.settings.limits.wall_timeout_ms = 120'000;
+  c.settings.limits.stall_timeout_ms = 60'000;
+  c.settings.agent.thinking_share = 0;
+  c.settings.agent.tool_every = 1000;  // no forced tool turn: the random model cannot follow one
+  Harness h({}, kRealRunGuardMs);
+  REQUIRE(wait_healthy(h, c));
+
+  TempDir tmp;
+  auto store = SqliteStore::open(tmp.path() + "/s.db", OpenMode::ReadWrite, Durability::Fast);
+  REQUIRE(store.ok());
+  const int64_t host = *(*store)->upsert_host(HostInfo{"h", "m", 1, "os"}, 1);
+  CandidateRow row;
+  row.host_id = host;
+  row.name = c.name;
+  row.model = c.model;
+  row.runtime = c.runtime;
+  row.build = "b1";
+  row.base_url = c.base_url;
+  const int64_t cid = *(*store)->upsert_candidate(row, 1);
+  for (int turn = 0; turn < 5; ++turn)
+    for (auto r : h.run(c, {ProbeKind::Agent})) {
+      INFO(r.detail);
+      CHECK((r.outcome == Outcome::Clean || r.outcome == Outcome::ServerTokenCap));
+      r.candidate_id = cid;
+      r.host_id = host;
+      REQUIRE((*store)->insert_probe_result(r).ok());
+    }
+  ProbeQuery q;
+  q.candidate_id = cid;
+  const auto rows = *(*store)->probe_results(q);
+  REQUIRE(rows.size() == 5);
+  int64_t last = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto j = nlohmann::json::parse(rows[i].extra_json);
+    INFO("turn " << i + 1 << ": " << rows[i].extra_json);
+    CHECK(j["turn"] == static_cast<int64_t>(i + 1));
+    CHECK(j["session"] == 0);
+    REQUIRE(rows[i].prompt_tokens);
+    std::printf("agent turn %zu: %lld prompt tokens\n", i + 1, static_cast<long long>(*rows[i].prompt_tokens));
+    CHECK(*rows[i].prompt_tokens > last + 100);  // a 150-200-token user turn and the last answer were added
+    CHECK(j["context_tokens"] == *rows[i].prompt_tokens);
+    last = *rows[i].prompt_tokens;
+  }
+}
+
+TEST_CASE("a real llama-server --embedding as an embedding candidate passes its smoke") {
+  const Server srv = server_or_skip();
+  const int port = free_port();
+  auto server = start_server(srv, port, {"--embedding", "--pooling", "mean", "--parallel", "2", "-c", "4096"});
+  REQUIRE(server);
+  REQUIRE(server->wait_for_line("listening", kStartupMs));
+  CandidateConfig c = candidate("http://127.0.0.1:" + std::to_string(port));
+  c.model = kAlias;
+  c.kind = WorkloadKind::Embedding;
+  Harness h({}, kRealRunGuardMs);
+  REQUIRE(wait_healthy(h, c));
+  auto rows = h.run(c, probe_kinds_for(TaskKind::Smoke, c.kind));
+  std::printf("%s", format_probe_table(rows).c_str());
+  INFO(describe(rows));
+  REQUIRE(rows.size() == 3);
+  for (const auto& r : rows) CHECK(r.outcome == Outcome::Clean);
+  const ProbeResult* first = find_row(rows, ProbeKind::Embeddings, "embeddings");
+  REQUIRE(first);
+  const auto j = nlohmann::json::parse(first->extra_json);
+  CHECK(j["dimension"].get<int64_t>() > 0);
+  JudgeInput in;
+  in.recipe.stage = StageKind::Smoke;
+  in.recipe.slots_planned = 1;
+  in.recipe.slots_run = 1;
+  in.recipe.workload = c.kind;
+  in.smoke_required = probe_kinds_for(TaskKind::Smoke, c.kind);
+  int64_t id = 1;
+  for (auto& r : rows) {
+    r.id = id++;
+    in.candidate_rows.push_back(r);
+  }
+  const VerdictRow v = judge_stage(in);
+  INFO(v.reason);
+  CHECK(v.state == VerdictState::Promoted);
 }

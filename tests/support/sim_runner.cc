@@ -125,7 +125,9 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
     }
   };
 
-  switch (req.task) {
+  if (req.candidate->kind != WorkloadKind::Chat && !down && req.task != TaskKind::Scrape) {
+    pooling_rows(req, s, start, rows);
+  } else switch (req.task) {
     case TaskKind::Smoke: {
       ProbeResult& h = add(ProbeKind::Health, "health");
       (void)h;
@@ -251,12 +253,29 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
       if (!down && s.behaviour == Behaviour::StaleSlot) r.outcome = Outcome::StaleSlot;
       break;
     }
+    case TaskKind::PrefixReuse: {
+      // Cold, warm, prefix 1-3; the last row carries the reuse ratio.
+      std::vector<int64_t> ttfts;
+      const char* caches[] = {"fresh", "repeat", "shared_prefix", "shared_prefix", "shared_prefix"};
+      for (int i = 0; i < 5; ++i) {
+        ProbeResult& r = add(ProbeKind::SharedPrefix, std::string("shared_prefix/") + caches[i]);
+        if (down) continue;
+        perf_row(r, s, kAgentPromptTokens, kOutputTokens, i == 0 ? CacheState::Fresh : CacheState::SharedPrefix);
+        if (r.t_first_token_us) ttfts.push_back(*r.t_first_token_us);
+      }
+      if (!down && ttfts.size() == 5) {
+        std::vector<int64_t> prefix(ttfts.begin() + 2, ttfts.end());
+        std::sort(prefix.begin(), prefix.end());
+        rows.back().extra_json = "{\"reuse_ratio\":" +
+                                 std::to_string(static_cast<double>(prefix[1]) / static_cast<double>(ttfts[0])) + "}";
+      }
+      break;
+    }
     case TaskKind::Agent:
     case TaskKind::SoakTraffic: {
-      ProbeResult& r = add(ProbeKind::Agent, req.task == TaskKind::Agent ? "agent/gate" : "agent/soak");
+      ProbeResult& r = add(ProbeKind::Agent, "agent");
       if (down) break;
-      r.cache_state = CacheState::SharedPrefix;
-      perf_row(r, s, kAgentPromptTokens, kOutputTokens, CacheState::SharedPrefix);
+      agent_turn(req, s, r);
       const int64_t k = served();
       if (s.behaviour == Behaviour::HungStream && k >= s.fault_after) {
         r.outcome = Outcome::Stalled;
@@ -300,6 +319,96 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
                              done(std::move(rep));
                            },
                            heavy});
+}
+
+void SimRunner::agent_turn(const TaskRequest& req, const SimCandidate& s, ProbeResult& r) {
+  auto& session = sessions_[req.candidate->name];
+  if (!session)
+    session = std::make_unique<probes::AgentSession>(seed_, req.candidate->settings.agent,
+                                                     req.candidate->settings.agent.context_ceiling_tokens);
+  const std::string nonce = "sim" + std::to_string(session->sessions_started());
+  const probes::SessionTurn t = session->next_turn(nonce);
+  const CacheState cache = t.turn == 1 ? CacheState::Fresh : CacheState::SharedPrefix;
+  perf_row(r, s, static_cast<double>(t.context_estimate), kOutputTokens, cache);
+  r.thinking = t.thinking;
+  probes::SessionAnswer a;
+  a.outcome = Outcome::Clean;
+  a.prompt_tokens = t.context_estimate;
+  a.completion_tokens = static_cast<int64_t>(kOutputTokens);
+  const bool drop = s.behaviour == Behaviour::DeepToolDrop && t.context_estimate > s.drop_tools_above;
+  if (t.tool_required && !drop) {
+    a.tool_calls.push_back({"call_" + std::to_string(t.turn), "lookup_weather",
+                            R"({"location":{"city":"Lima","country":"Peru"},"unit":"celsius"})"});
+  } else {
+    a.content = "Noted; the notes agree with the plan.";
+    if (t.tool_required) {
+      a.outcome = Outcome::MissingToolCall;
+      r.detail = "the turn required a tool call and the answer had none";
+    }
+  }
+  if (s.behaviour == Behaviour::Thinking5xx && t.thinking && t.turn >= s.thinking_fail_turn) {
+    a = probes::SessionAnswer{};
+    a.outcome = Outcome::Http5xx;
+    r.http_status = 500;
+    r.detail = "HTTP 500 server_error";
+    r.completion_tokens.reset();
+  }
+  r.outcome = a.outcome;
+  if (t.thinking && a.outcome != Outcome::Http5xx) r.reasoning_tokens = 100;
+  probes::label_turn_row(r, t, session->record(t, a));
+}
+
+void SimRunner::pooling_rows(const TaskRequest& req, const SimCandidate& s, int64_t start,
+                             std::vector<ProbeResult>& rows) {
+  const ProbeKind kind = req.candidate->kind == WorkloadKind::Rerank ? ProbeKind::Rerank : ProbeKind::Embeddings;
+  const double slow = (s.behaviour == Behaviour::SlowPooling ? 2.0 : 1.0) * s.speed;
+  auto timed = [&](ProbeResult& r, double ms) {
+    const double wall = ms * slow * jitter(s.noise);
+    r.t_connect_us = 200;
+    r.t_first_byte_us = static_cast<int64_t>(wall * 900);
+    r.t_done_us = static_cast<int64_t>(wall * 1000);
+    r.finish_reason.clear();
+    r.thinking.reset();
+    r.prompt_tokens = 16;
+  };
+  auto pooled = [&](CacheState cache) {
+    rows.push_back(base_row(req, start, kind, std::string(to_string(kind)) +
+                                                  (cache == CacheState::Repeat ? "/repeat" : "")));
+    rows.back().cache_state = cache;
+    timed(rows.back(), 60);
+  };
+  switch (req.task) {
+    case TaskKind::Smoke:
+      rows.push_back(base_row(req, start, ProbeKind::Health, "health"));
+      [[fallthrough]];
+    case TaskKind::Functional:
+    case TaskKind::Agent:
+    case TaskKind::SoakTraffic:
+      pooled(CacheState::None);
+      pooled(CacheState::Repeat);
+      break;
+    case TaskKind::Burst:
+      for (int n : req.candidate->settings.burst_sizes) {
+        const std::string w = "burst/" + std::to_string(n) + "/" + std::string(to_string(req.candidate->kind));
+        double last_ms = 0;
+        for (int i = 0; i < n; ++i) {
+          rows.push_back(base_row(req, start, ProbeKind::Burst, w));
+          rows.back().client_concurrency = n;
+          rows.back().size_tokens = n;
+          // One slot at a time past the runtime's slots: the burst takes n/slots service times.
+          timed(rows.back(), 60.0 * (1 + i / std::max(1, req.candidate->slots.value_or(4))));
+          last_ms = std::max(last_ms, static_cast<double>(*rows.back().t_done_us) / 1000);
+        }
+        ProbeResult sum = base_row(req, start, ProbeKind::Burst, w + "/summary");
+        sum.client_concurrency = n;
+        sum.size_tokens = n;
+        sum.extra_json = "{\"n\":" + std::to_string(n) + ",\"rps\":" + std::to_string(n / (last_ms / 1000)) + "}";
+        rows.push_back(std::move(sum));
+      }
+      break;
+    default:
+      break;  // nothing else runs for a pooling server (the plan has no such task)
+  }
 }
 
 void SimRunner::read_build(const CandidateConfig& c, std::function<void(Result<probes::BuildIdentity>)> done) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "core/clock.h"
 #include "daemon/outbox.h"
 #include "daemon/task_runner.h"
+#include "probes/session.h"
 #include "storage/store.h"
 
 namespace soak {
@@ -42,6 +44,9 @@ enum class Behaviour {
   Flaky5xx,          // every 8th functional or burst completion is an HTTP 500 (never 3 in a row)
   SwapCreep,         // host swap grows by `swap_mb_per_hour` during the gate (host samples at each scrape)
   SecondEngine,      // another engine (ollama) becomes resident at the `fault_after`-th scrape
+  DeepToolDrop,      // agent turns that need a tool get none once the context passes `drop_tools_above`
+  Thinking5xx,       // agent turns with thinking on get HTTP 500 from turn `thinking_fail_turn` of a session
+  SlowPooling,       // a pooling server answering at half the rate
 };
 
 struct SimCandidate {
@@ -53,6 +58,8 @@ struct SimCandidate {
   double noise = 0.10;      // relative jitter of every timing
   int64_t runtime_ctx = 32768;       // ContextLimit: the runtime's per-slot context
   double swap_mb_per_hour = 40;      // SwapCreep
+  int64_t drop_tools_above = 30'000; // DeepToolDrop
+  int64_t thinking_fail_turn = 5;    // Thinking5xx
 };
 
 class SimRunner final : public TaskRunner {
@@ -111,6 +118,10 @@ class SimRunner final : public TaskRunner {
   int64_t heavy_now_ = 0;
   int64_t max_heavy_ = 0;
   std::optional<int64_t> gate_started_ms_;  // SwapCreep: when the gate's first scrape ran
+  // Agent sessions per candidate name, driven as the engine drives them (probes/session.h).
+  std::map<std::string, std::unique_ptr<probes::AgentSession>> sessions_;
+  void agent_turn(const TaskRequest& req, const SimCandidate& s, ProbeResult& r);
+  void pooling_rows(const TaskRequest& req, const SimCandidate& s, int64_t start, std::vector<ProbeResult>& rows);
 };
 
 }  // namespace soak

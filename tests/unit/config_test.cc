@@ -372,9 +372,9 @@ TEST_CASE("schema: messages keep their exact wording") {
         "test.json: defaults.soak.max_footprint_slope_mb_per_h: must be between 0 and 1e+09 (e.g. 50)");
   CHECK(line("candidates[0]", "stagez", 1) ==
         "test.json: candidates[0].stagez: unknown key \"stagez\"; did you mean \"stages\"? Allowed here: name, model, "
-        "runtime, base_url, build, baseline, api_key_env, allow_insecure_api_key, pid, process_name, slots, enabled, "
-        "launch, memory_budget, allow_coexisting, stages, cadence, limits, gate, judge, soak, guard, sampling, "
-        "long_context_sizes, burst_sizes, capacity");
+        "kind, runtime, base_url, build, baseline, api_key_env, allow_insecure_api_key, pid, process_name, slots, "
+        "enabled, launch, memory_budget, allow_coexisting, stages, cadence, limits, gate, judge, soak, guard, agent, "
+        "sampling, long_context_sizes, burst_sizes, capacity");
   CHECK(line("", "zzzzzzzz", 1) == "test.json: zzzzzzzz: unknown key \"zzzzzzzz\" Allowed here: store, log, defaults, "
                                    "sampler, schedule, store_outage, metrics, candidates");
   CHECK(line_for(parse(doc_with("defaults", "burst_sizes", nlohmann::json::array({1, 0}))), "defaults.burst_sizes[1]") ==
@@ -490,6 +490,20 @@ TEST_CASE("capacity: entries of size x concurrency, defaulted from the slots whe
                {"defaults.capacity[0].concurrency: must be an integer from 1 to 256"});
   expect_error(doc_with("defaults", "capacity", nlohmann::json::parse(R"([{"size": 32768, "conc": 8}])")),
                {"defaults.capacity[0].conc: unknown key \"conc\""});
+  // A pooling candidate, and the agent sessions' settings.
+  auto pooled = parse(doc_with("candidates[0]", "kind", "embedding"));
+  REQUIRE(pooled.ok());
+  CHECK(pooled->candidates[0].kind == WorkloadKind::Embedding);
+  expect_error(doc_with("candidates[0]", "kind", "chatty"),
+               {"candidates[0].kind: unknown kind \"chatty\"; one of: chat, embedding, rerank"});
+  auto agent = parse(doc_with("defaults", "agent", nlohmann::json::parse(R"({"context_ceiling": 30000, "thinking_share": 1})")));
+  REQUIRE(agent.ok());
+  CHECK(agent->candidates[0].settings.agent.context_ceiling_tokens == 30000);
+  CHECK(agent->candidates[0].settings.agent.thinking_share == 1.0);
+  CHECK(agent->candidates[0].settings.agent.tool_every == kDefaultAgentToolEvery);
+  expect_error(doc_with("defaults", "agent", nlohmann::json::parse(R"({"thinking_share": 1.5})")),
+               {"defaults.agent.thinking_share: "});
+  CHECK(pooled->candidate_hash(pooled->candidates[0]) != agent->candidate_hash(agent->candidates[0]));
   auto coexist = parse(doc_with("candidates[0]", "allow_coexisting", true));
   REQUIRE(coexist.ok());
   CHECK(coexist->candidates[0].allow_coexisting);

@@ -27,7 +27,7 @@ TEST_CASE("canary plan: everything is due at the stage start, heavy tasks one at
   std::vector<TaskState> st(p.tasks.size());
   DueSet d = next_due(p, st, 0, 0, HeavyGate::Free);
   CHECK(kinds(p, d) == std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Functional, TaskKind::LongContext,
-                                             TaskKind::Cancel});  // burst waits for the long-context prefill
+                                             TaskKind::Cancel});  // burst and prefix reuse wait for the long-context prefill
   DueSet busy = next_due(p, st, 0, 0, HeavyGate::Busy);
   CHECK(kinds(p, busy) == std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Functional, TaskKind::Cancel});
 }
@@ -138,4 +138,38 @@ TEST_CASE("nightly window: inside it now, else the next opening, in local time")
   CHECK(next_window_start(day + 7 * kHour, "02:00", 0) == day + kDay + 2 * kHour);
   // UTC+9 (Seoul): 02:00 local is 17:00Z the day before.
   CHECK(next_window_start(day + 12 * kHour, "02:00", 9 * 60) == day + 17 * kHour);
+}
+
+TEST_CASE("prefix reuse runs in the canary at the functional cadence: cold, warm and prefix turns") {
+  StagePlan p = plan_for(StageKind::Canary, settings());
+  const TaskSpec* prefix = nullptr;
+  for (const auto& t : p.tasks)
+    if (t.kind == TaskKind::PrefixReuse) prefix = &t;
+  REQUIRE(prefix);
+  CHECK(prefix->every_ms == settings().cadence.functional_ms);
+  CHECK(prefix->weight == Weight::Heavy);  // never beside a burst or a long prefill
+  CHECK(probe_kinds_for(TaskKind::PrefixReuse) == std::vector<ProbeKind>{ProbeKind::SharedPrefix});
+  CHECK(parse_task_kind("prefix_reuse") == TaskKind::PrefixReuse);
+}
+
+TEST_CASE("a pooling candidate's plans hold no task that would send it a chat request") {
+  for (WorkloadKind w : {WorkloadKind::Embedding, WorkloadKind::Rerank}) {
+    const ProbeKind pooled = w == WorkloadKind::Embedding ? ProbeKind::Embeddings : ProbeKind::Rerank;
+    CHECK(probe_kinds_for(TaskKind::Smoke, w) == std::vector<ProbeKind>{ProbeKind::Health, pooled});
+    CHECK(probe_kinds_for(TaskKind::Agent, w) == std::vector<ProbeKind>{pooled});
+    for (StageKind k : kAllStages) {
+      StagePlan p = plan_for(k, settings(), w);
+      REQUIRE(p.heartbeat.value_or(0) < std::max<size_t>(1, p.tasks.size()));
+      for (const auto& t : p.tasks) {
+        INFO(to_string(k) << " " << to_string(t.kind));
+        CHECK_FALSE(probe_kinds_for(t.kind, w).empty());
+        for (ProbeKind pk : probe_kinds_for(t.kind, w))
+          CHECK((pk == ProbeKind::Health || pk == ProbeKind::Scrape || pk == pooled || pk == ProbeKind::Burst));
+      }
+      if (k != StageKind::Smoke) CHECK(p.tasks[*p.heartbeat].kind == TaskKind::Scrape);
+    }
+    std::vector<TaskKind> canary;
+    for (const auto& t : plan_for(StageKind::Canary, settings(), w).tasks) canary.push_back(t.kind);
+    CHECK(canary == std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Functional, TaskKind::Burst});
+  }
 }
