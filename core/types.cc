@@ -46,7 +46,7 @@ constexpr Table<RuntimeKind, 8> kRuntimes{{
     {RuntimeKind::OpenAI, "openai"},
 }};
 
-constexpr Table<Outcome, 28> kOutcomes{{
+constexpr Table<Outcome, 29> kOutcomes{{
     {Outcome::Clean, "clean"},
     {Outcome::ConnectRefused, "connect_refused"},
     {Outcome::ConnectTimeout, "connect_timeout"},
