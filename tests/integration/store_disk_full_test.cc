@@ -36,7 +36,6 @@ namespace {
 const std::string kSoakd = std::string(SOAKD_BINARY_DIR) + "/daemon/soakd";
 constexpr int kSkipExitCode = 77;
 constexpr int kWaitMs = 30'000;
-constexpr const char* kTmpfsSize = "size=4m";
 
 [[noreturn]] void skip(const std::string& why) {
   std::printf("skipped: %s\n", why.c_str());
@@ -44,6 +43,7 @@ constexpr const char* kTmpfsSize = "size=4m";
   std::_Exit(kSkipExitCode);
 }
 
+#if defined(__linux__)
 bool write_file(const std::string& path, const std::string& text) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return false;
@@ -51,6 +51,8 @@ bool write_file(const std::string& path, const std::string& text) {
   ::close(fd);
   return ok;
 }
+
+#endif
 
 // A private mount namespace for this process (and the soakd it starts), with
 // a small tmpfs at `dir`. Root: a mount namespace; otherwise a user namespace
@@ -60,6 +62,7 @@ std::string mount_small_tmpfs(const std::string& dir) {
   (void)dir;
   return "a private tmpfs needs Linux mount namespaces";
 #else
+  constexpr const char* kTmpfsSize = "size=4m";
   if (::unshare(CLONE_NEWNS) != 0) {
     const uid_t uid = ::getuid();
     const gid_t gid = ::getgid();
