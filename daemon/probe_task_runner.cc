@@ -25,7 +25,16 @@ std::string summary(const TaskReport& r, size_t unwritten) {
 
 }  // namespace
 
-ProbeTaskRunner::ProbeTaskRunner(probes::ProbeEngine& engine, Outbox& outbox) : engine_(engine), outbox_(outbox) {}
+DeferredTrim::DeferredTrim(uv_loop_t* loop, uint64_t delay_ms, std::function<void()> trim)
+    : timer_(loop), delay_ms_(delay_ms), trim_(std::move(trim)) {}
+
+void DeferredTrim::soon() {
+  if (timer_.active()) return;
+  timer_.start(delay_ms_, 0, [this] { trim_(); });
+}
+
+ProbeTaskRunner::ProbeTaskRunner(probes::ProbeEngine& engine, Outbox& outbox, DeferredTrim* trim)
+    : engine_(engine), outbox_(outbox), trim_(trim) {}
 
 void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done) {
   struct State {
@@ -61,14 +70,18 @@ void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)
           st->report.row_ids.push_back(*id);
         else
           ++st->unwritten;
+        // A task runs for minutes, probe after probe: what each probe's
+        // requests took goes back as it ends, not when the whole task does.
+        if (trim_) trim_->soon();
       },
       [this, st, done, work_id] {
         runs_.erase(work_id);
         st->report.detail = summary(st->report, st->unwritten);
         done(std::move(st->report));
-        // What the task's requests and answers took goes back now, not at
-        // the heap's next shrink (docs/DESIGN.md §4.10).
-        trim_free_memory();
+        // What the task's requests and answers took goes back to the system,
+        // not kept until the heap's next shrink (docs/DESIGN.md §4.10).
+        if (trim_) trim_->soon();
+        else trim_free_memory();
       });
 }
 

@@ -199,7 +199,8 @@ int cmd_run(const Args& a) {
   opts.version = kSoakdVersion;
   int code;
   {
-    ProbeTaskRunner runner((*wiring)->engine(), deps.outbox);
+    DeferredTrim trim(deps.loop, kTrimAfterWorkMs, trim_free_memory);
+    ProbeTaskRunner runner((*wiring)->engine(), deps.outbox, &trim);
     Daemon d(snapshot, opts, deps);
     // Managed runtimes first: stopped last, after the probes against them were cancelled.
     auto runtimes = std::make_unique<RuntimeSupervisor>(snapshot, deps, *sampler,

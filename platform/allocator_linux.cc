@@ -1,6 +1,10 @@
 // Linux part of platform/allocator.h.
 #include "platform/allocator.h"
 
+// A C library header first: it is what defines __GLIBC__ (tested below), so
+// without it the glibc calls would silently compile away.
+#include <cstdlib>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif

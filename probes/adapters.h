@@ -177,7 +177,16 @@ Verdict check_model_list(const std::vector<std::string>& ids, std::string_view c
 // Request body for traits.tokenize: llama.cpp {"content": text}, vLLM
 // {"model": m, "prompt": text}. Empty when the runtime has no tokenize route.
 std::string tokenize_request_body(RuntimeKind kind, std::string_view model, std::string_view text);
-// Token count from its answer: llama.cpp `tokens` array length, vLLM `count`.
+// What a tokenize answer says: llama.cpp `tokens` (its length), vLLM `count`
+// and `max_model_len` beside it. Read as the text streams by, without building
+// the answer's tree: a 131K-token answer holds 131K numbers.
+struct TokenizeAnswer {
+  std::optional<int64_t> count;          // `count`
+  std::optional<int64_t> tokens;         // length of `tokens`
+  std::optional<int64_t> max_model_len;  // vLLM
+};
+std::optional<TokenizeAnswer> parse_tokenize_answer(std::string_view body);
+// Token count from its answer: vLLM `count`, else the `tokens` array length.
 Result<int64_t> parse_tokenize_count(RuntimeKind kind, std::string_view body);
 
 }  // namespace soak::probes

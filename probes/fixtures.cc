@@ -168,6 +168,10 @@ PromptFixture long_context_fixture(int64_t target_tokens, uint64_t seed) {
   return build_long_context(target_tokens, seed, estimate_words(target_tokens));
 }
 
+PromptFixture long_context_fixture_of_words(int64_t target_tokens, uint64_t seed, int64_t words) {
+  return build_long_context(target_tokens, seed, words);
+}
+
 PromptFixture adjust_to_measured(const PromptFixture& f, int64_t measured_tokens) {
   if (measured_tokens <= 0 || within_size_tolerance(f.target_tokens, measured_tokens)) return f;
   // Scale the filler by the measured tokens-per-word; the fixed instruction

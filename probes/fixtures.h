@@ -55,6 +55,9 @@ struct PromptFixture {
 // A long-context fixture of about `target_tokens` tokens: filler, then one
 // instruction asking for a short reply that contains a marker.
 PromptFixture long_context_fixture(int64_t target_tokens, uint64_t seed = kDefaultFixtureSeed);
+// The same fixture with `words` filler words: what a sized fixture is rebuilt
+// from (the same target, seed and words give the same body and hash).
+PromptFixture long_context_fixture_of_words(int64_t target_tokens, uint64_t seed, int64_t words);
 
 // The word count a first candidate uses for a target, before any measurement.
 int64_t estimate_words(int64_t target_tokens);

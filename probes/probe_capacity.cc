@@ -32,12 +32,9 @@ class CapacityStep final : public GroupStep {
     if (stop_if_cancelled()) return;
     if (i_ >= entries_.size()) return finish();
     const CapacityEntry e = entries_[i_++];
-    CandidateState::Sized sized;
-    if (auto it = env_.state.long_context.find(e.size); it != env_.state.long_context.end()) {
-      sized = it->second;
-    } else {
-      sized = {long_context_fixture(e.size, env_.opts.fixture_seed), "estimate", std::nullopt};
-    }
+    CandidateState::Sized sized =
+        recall_sized(env_.state, e.size, env_.opts.fixture_seed)
+            .value_or(CandidateState::Sized{long_context_fixture(e.size, env_.opts.fixture_seed), "estimate", std::nullopt});
     const ChatRequestOptions o = chat_options();
     Group g;
     g.kind = ProbeKind::Capacity;

@@ -61,14 +61,14 @@ class LongContextStep final : public Step {
     const auto& sizes = env_.cand.settings.long_context_sizes;
     if (i_ >= sizes.size()) return finish();
     size_ = sizes[i_++];
-    if (auto it = env_.state.long_context.find(size_); it != env_.state.long_context.end()) {
-      sized_ = it->second;
+    if (auto known = recall_sized(env_.state, size_, env_.opts.fixture_seed)) {
+      sized_ = std::move(*known);
       return send_fresh();
     }
     PromptFixture f = long_context_fixture(size_, env_.opts.fixture_seed);
     if (!env_.traits.tokenize) {
-      sized_ = {f, "estimate", std::nullopt};
-      env_.state.long_context[size_] = sized_;
+      sized_ = {std::move(f), "estimate", std::nullopt};
+      remember_sized(env_.state, size_, sized_);
       return send_fresh();
     }
     measure(std::move(f), 0);
@@ -91,7 +91,7 @@ class LongContextStep final : public Step {
       }
       if (within_size_tolerance(size_, *count) || round + 1 >= kMaxSizingRounds) {
         sized_ = {*shared, "tokenize", count};
-        env_.state.long_context[size_] = sized_;
+        remember_sized(env_.state, size_, sized_);
         return send_fresh();
       }
       measure(adjust_to_measured(*shared, *count), round + 1);
@@ -100,11 +100,9 @@ class LongContextStep final : public Step {
 
   // vLLM's /tokenize answers max_model_len beside the count.
   void note_max_model_len(const std::string& body) {
-    auto j = nlohmann::json::parse(body, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return;
-    auto it = j.find("max_model_len");
-    if (it == j.end() || !it->is_number_integer()) return;
-    env_.state.slot_ctx = it->get<int64_t>();
+    auto a = parse_tokenize_answer(body);
+    if (!a || !a->max_model_len) return;
+    env_.state.slot_ctx = *a->max_model_len;
     env_.state.slot_ctx_source = "/tokenize max_model_len";
   }
 

@@ -203,4 +203,15 @@ std::unique_ptr<Step> make_step(ProbeKind kind, StepEnv env) {
   return nullptr;
 }
 
+std::optional<CandidateState::Sized> recall_sized(const CandidateState& s, int64_t size, uint64_t seed) {
+  auto it = s.long_context.find(size);
+  if (it == s.long_context.end()) return std::nullopt;
+  return CandidateState::Sized{long_context_fixture_of_words(size, seed, it->second.words), it->second.sized_by,
+                               it->second.measured_tokens};
+}
+
+void remember_sized(CandidateState& s, int64_t size, const CandidateState::Sized& sized) {
+  s.long_context[size] = {sized.fixture.words, sized.sized_by, sized.measured_tokens};
+}
+
 }  // namespace soak::probes

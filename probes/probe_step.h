@@ -46,12 +46,25 @@ struct CandidateState {
     std::string sized_by;  // "tokenize" | "estimate"
     std::optional<int64_t> measured_tokens;
   };
-  std::map<int64_t, Sized> long_context;  // by target size
+  // A size once measured, by target size: the filler's word count, not the
+  // prompt (up to a few hundred KB per size), which is rebuilt from it and the
+  // seed when needed (recall_sized) - nothing of it is held between runs
+  // (docs/DESIGN.md §4.10).
+  struct SizedWords {
+    int64_t words = 0;
+    std::string sized_by;
+    std::optional<int64_t> measured_tokens;
+  };
+  std::map<int64_t, SizedWords> long_context;
   std::optional<int64_t> refused_since_ns;  // health: first refused connection of the current streak
   // The candidate's agent session (gate and soak traffic), created on the
   // first agent turn; a shared_ptr so the state stays copyable.
   std::shared_ptr<AgentSession> agent_session;
 };
+
+// The fixture sized for `size` earlier (nullopt: not sized yet), and remembering one.
+std::optional<CandidateState::Sized> recall_sized(const CandidateState& s, int64_t size, uint64_t seed);
+void remember_sized(CandidateState& s, int64_t size, const CandidateState::Sized& sized);
 
 struct StepEnv {
   EngineIo& io;

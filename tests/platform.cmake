@@ -5,6 +5,7 @@ soak_add_test(unit_platform_darwin SOURCES unit/platform_darwin_test.cc LIBS soa
 soak_add_test(unit_platform_engines SOURCES unit/platform_engines_test.cc LIBS soak_platform LABELS unit)
 
 if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  soak_add_test(unit_platform_allocator SOURCES unit/platform_allocator_test.cc LIBS soak_platform LABELS unit)
   soak_add_test(unit_platform_linux_sampler SOURCES unit/platform_sampler_linux_test.cc
                 LIBS soak_platform LABELS unit)
   soak_add_test(integration_sampler_linux SOURCES integration/sampler_linux_test.cc

@@ -108,6 +108,36 @@ TEST_CASE("a smoke task stores one row per probe with the task's locators") {
   CHECK(report.detail.find("6 row(s), 6 clean") != std::string::npos);
 }
 
+TEST_CASE("after a task the free heap is trimmed once, after its report, not during it") {
+  World w(Scenario::Healthy);
+  Harness h;
+  Outbox outbox(*w.store, h.clock(), make_null_logger(), w.host_id);
+  int trims = 0;
+  bool done = false, trimmed = false, reported_before_trim = false;
+  DeferredTrim trim(h.loop(), 0, [&] {
+    ++trims;
+    trimmed = true;
+    reported_before_trim = done;
+  });
+  ProbeTaskRunner runner(h.engine(), outbox, &trim);
+  runner.run(w.request(TaskKind::Smoke), [&](TaskReport) { done = true; });
+  h.spin_until(trimmed);
+  CHECK(reported_before_trim);  // not inside the task: after its report
+  CHECK(trims == 1);
+  // A later task asks again.
+  const int before = trims;
+  done = trimmed = false;
+  runner.run(w.request(TaskKind::Smoke), [&](TaskReport) { done = true; });
+  h.spin_until(done);
+  h.spin_until(trimmed);
+  CHECK(trims == before + 1);
+  // Asked three times before it runs: one trim.
+  trimmed = false;
+  for (int i = 0; i < 3; ++i) trim.soon();
+  h.spin_until(trimmed);
+  CHECK(trims == before + 2);
+}
+
 TEST_CASE("cancel_all stores the in-flight probe as cancelled_by_daemon and still reports") {
   World w(Scenario::KeepalivesOnly);  // every answer is held open: the probe is in flight until cancelled
   w.cand.settings.limits.stall_timeout_ms = 60'000;

@@ -215,4 +215,17 @@ TEST_CASE("tokenize: request bodies and counts") {
   CHECK(*parse_tokenize_count(RuntimeKind::LlamaCpp, body("post-tokenize-with-pieces.http")) == 5);
   CHECK(*parse_tokenize_count(RuntimeKind::Vllm, R"({"count":42,"max_model_len":32768,"tokens":[1,2]})") == 42);
   CHECK_FALSE(parse_tokenize_count(RuntimeKind::LlamaCpp, R"({"error":"x"})").ok());
+  CHECK_FALSE(parse_tokenize_count(RuntimeKind::LlamaCpp, R"({"tokens":[1,2,)").ok());  // cut short
+  CHECK_FALSE(parse_tokenize_count(RuntimeKind::LlamaCpp, "[1,2,3]").ok());
+  // Nested values and other keys do not count; vLLM's max_model_len is read beside it.
+  auto a = parse_tokenize_answer(R"({"tokens":[{"id":1,"piece":"a"},[7,8],3],"n":[1,2,3,4],"max_model_len":40960})");
+  REQUIRE(a.has_value());
+  CHECK(a->tokens == 3);
+  CHECK_FALSE(a->count.has_value());
+  CHECK(a->max_model_len == 40960);
+  // A 131K-token answer: counted without a tree of 131K values.
+  std::string big = R"({"tokens":[)";
+  for (int i = 0; i < 131072; ++i) big += (i ? "," : "") + std::to_string(i % 151000);
+  big += "]}";
+  CHECK(*parse_tokenize_count(RuntimeKind::LlamaCpp, big) == 131072);
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "probes/fixtures.h"
+#include "probes/probe_step.h"
 #include "probes/validators.h"
 #include "tests/catch.h"
 
@@ -138,4 +139,24 @@ TEST_CASE("workload ids") {
   CHECK(workload_id(ProbeKind::Burst, 8) == "burst/8");
   CHECK(workload_id(ProbeKind::Thinking, std::nullopt, CacheState::None, "on") == "thinking/on");
   CHECK(workload_id(ProbeKind::Marker) == "marker");
+}
+
+TEST_CASE("a sized long-context fixture is remembered by its word count and rebuilt the same") {
+  CandidateState st;
+  const uint64_t seed = 42;
+  PromptFixture f = long_context_fixture(32768, seed);
+  f = adjust_to_measured(f, fake_token_count(f.body));  // sized by a measurement: not the first estimate
+  REQUIRE(f.words != estimate_words(32768));
+  CHECK_FALSE(recall_sized(st, 32768, seed).has_value());
+  remember_sized(st, 32768, {f, "tokenize", 32900});
+  REQUIRE(st.long_context.count(32768) == 1);
+  CHECK(st.long_context.at(32768).words == f.words);
+  auto back = recall_sized(st, 32768, seed);
+  REQUIRE(back.has_value());
+  CHECK(back->fixture.hash == f.hash);
+  CHECK(back->fixture.body == f.body);
+  CHECK(back->fixture.name == f.name);
+  CHECK(back->sized_by == "tokenize");
+  CHECK(back->measured_tokens == 32900);
+  CHECK_FALSE(recall_sized(st, 8192, seed).has_value());
 }
