@@ -415,6 +415,11 @@ Result<OmlxStatus> parse_omlx_status(std::string_view body) {
   s.waiting_requests = jsonf::get_int(j, "waiting_requests");
   s.models_loaded = jsonf::get_int(j, "models_loaded");
   s.models_loading = jsonf::get_int(j, "models_loading");
+  if (const json* l = jsonf::member(j, "loaded_models"); l && l->is_array()) {
+    s.loaded_models.emplace();
+    for (const auto& id : *l)
+      if (id.is_string()) s.loaded_models->push_back(id.get<std::string>());
+  }
   return s;
 }
 

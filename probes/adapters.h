@@ -161,6 +161,8 @@ SlotSummary summarize_slots(const std::vector<SlotState>& slots);
 struct OmlxStatus {
   std::string version;
   std::optional<int64_t> active_requests, waiting_requests, models_loaded, models_loading;
+  // engine_pool.get_loaded_model_ids(); nullopt: an oMLX build without the key.
+  std::optional<std::vector<std::string>> loaded_models;
 };
 Result<OmlxStatus> parse_omlx_status(std::string_view body);
 

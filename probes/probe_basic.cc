@@ -78,7 +78,7 @@ class IdentityStep final : public Step {
       set_verdict(r, check_model_list(ids, env_.cand.model), x.transfer.body);
     }
     if (r.outcome == Outcome::Clean && env_.cand.runtime == RuntimeKind::MlxLm) {
-      served_ = mlx_lm_served_from_argv(launch_argv_of(env_.cand));
+      served_ = mlx_lm_served(env_.cand, env_.opts.runtime_argv);
       set_verdict(r, judge_served(served_, env_.cand.model, env_.expect_model), "");
       proof_detail_ = r.detail;
       note_served();

@@ -48,6 +48,7 @@ struct GenTimings {
   int draft_n_accepted = 0;
   double ttft_s = 0;         // oMLX usage extras
   double total_s = 0;
+  double load_s = 0;         // oMLX model_load_duration: the cold load this request waited for
 };
 
 struct ToolCallOut {
@@ -98,6 +99,7 @@ struct ServerView {
   std::string kv_cache_type;  // Rapid-MLX
   bool draining = false;      // Rapid-MLX after SIGTERM
   uint64_t cancelled_via_disconnect = 0;
+  std::vector<std::string> loaded_models;  // oMLX /api/status loaded_models
 };
 ojson models_body(Flavour f, const ServerView& v);
 ojson props_body(const ServerView& v);

@@ -108,6 +108,7 @@ TEST_CASE("mlx-lm: identity from its --model; a config id that differs fails bef
     ProbeResult r = identity(h, c);
     CHECK(r.outcome == Outcome::IdentityUnproven);
     CHECK(r.detail.find("echo only") != std::string::npos);
+    CHECK(r.detail.find("cannot discover runtime processes") != std::string::npos);
   }
   SECTION("argv --model is the config id: proven, the fingerprint has its max-tokens default") {
     c.launch = LaunchSpec{};
@@ -139,6 +140,40 @@ TEST_CASE("mlx-lm: identity from its --model; a config id that differs fails bef
     c.model = "mlx-community/other-4bit";
     h.run(c, {ProbeKind::Marker});
     CHECK(f.rt.stats().model_loads == 1);
+  }
+}
+
+// An MLX-LM soakd did not launch: the discovered process's argv (the daemon's
+// reader, daemon/wiring.cc; end to end in probe_cli_test.cc).
+TEST_CASE("mlx-lm unmanaged: the discovered process's --model proves identity; an unreadable argv is said") {
+  Fake f(Flavour::MlxLm);
+  probes::RuntimeArgv seen;
+  probes::EngineOptions o;
+  o.runtime_argv = [&seen](const CandidateConfig&) { return seen; };
+  Harness h(o);
+  CandidateConfig c = candidate(f.url(), RuntimeKind::MlxLm);
+  SECTION("argv --model is the config id: clean, with the process named") {
+    seen = {{"python", "-m", "mlx_lm", "server", "--model", fake::kDefaultModel}, "pid 77 listening on port 8080", ""};
+    ProbeResult r = identity(h, c);
+    INFO(r.detail);
+    CHECK(r.outcome == Outcome::Clean);
+    CHECK(extra(r)["proof"] == "runtime argv");
+    CHECK(r.detail.find("pid 77") != std::string::npos);
+    f.rt.control(0, R"({"build":"0.28.3"})");  // mlx-lm's version leads its system_fingerprint
+    CHECK(fingerprint(h, c).model == fake::kDefaultModel);
+  }
+  SECTION("argv --model is another model: identity_mismatch") {
+    seen = {{"mlx_lm.server", "--model=mlx-community/Other-4bit"}, "pid 77", ""};
+    ProbeResult r = identity(h, c);
+    CHECK(r.outcome == Outcome::IdentityMismatch);
+    CHECK(r.detail.find("Other-4bit") != std::string::npos);
+    CHECK(f.rt.stats().model_loads == 0);
+  }
+  SECTION("argv unreadable: identity_unproven, and the row says why") {
+    seen = {{}, "", "pid 77's argv is not visible to this user"};
+    ProbeResult r = identity(h, c);
+    CHECK(r.outcome == Outcome::IdentityUnproven);
+    CHECK(r.detail.find("argv could not be read: pid 77's argv is not visible") != std::string::npos);
   }
 }
 
@@ -201,13 +236,24 @@ TEST_CASE("rapid-mlx: loaded model and KV type from /metrics; /healthz tells loa
   CHECK(draining.detail.find("draining") != std::string::npos);
 }
 
-TEST_CASE("omlx: nothing names the loaded model: identity_unproven") {
+// omlx/server.py server_status() GET /api/status "loaded_models":
+// pool.get_loaded_model_ids(); its /v1/models lists every discovered model.
+TEST_CASE("omlx: /api/status loaded_models proves identity; another loaded model is a mismatch") {
   Fake f(Flavour::Omlx);
   Harness h;
   CandidateConfig c = candidate(f.url(), RuntimeKind::Omlx);
   ProbeResult r = identity(h, c);
-  CHECK(r.outcome == Outcome::IdentityUnproven);
-  CHECK(extra(r)["proof"] == "echo only");
+  INFO(r.detail);
+  CHECK(r.outcome == Outcome::Clean);
+  CHECK(extra(r)["proof"] == "loaded state");
+  CHECK(r.detail.find("/api/status") != std::string::npos);
+
+  // The request string is answered and echoed, but the pool holds other weights
+  // (an alias resolved elsewhere, or the model evicted and another loaded).
+  f.rt.control(0, R"({"loaded_models":["mlx-community/Other-4bit"]})");
+  ProbeResult other = identity(h, c);
+  CHECK(other.outcome == Outcome::IdentityMismatch);
+  CHECK(other.detail.find("Other-4bit") != std::string::npos);
 
   // While another request loads the model: /health 503 "loading", and a
   // request gets 409 "Model '...' is already being loaded": both loading.
@@ -217,6 +263,40 @@ TEST_CASE("omlx: nothing names the loaded model: identity_unproven") {
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].http_status == 409);
   CHECK(rows[0].outcome == Outcome::Loading);
+}
+
+// omlx/engine_pool.py get_engine(): a model not loaded is loaded under the
+// pool's lock inside the request, before the stream opens; the usage object
+// then carries model_load_duration (seconds). The load lands in the client's
+// TTFT, so the row keeps it in server_load_ms, and the canary leaves such rows
+// out of TTFT comparisons (schedules/judge_pools.cc; judge_compare_test.cc).
+TEST_CASE("omlx: a cold load fills server_load_ms on the request that waited for it, and only that one") {
+  ListenerConfig lc = Fake::fast(Scenario::Healthy, Flavour::Omlx);
+  lc.knobs.cold_load_ms = 300;
+  FakeRuntime rt({lc});
+  REQUIRE(rt.start().ok());
+  Harness h;
+  CandidateConfig c = candidate(rt.base_url(0), RuntimeKind::Omlx);
+  auto marker = [&] {
+    auto rows = h.run(c, {ProbeKind::Marker});
+    INFO(describe(rows));
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].outcome == Outcome::Clean);
+    return rows[0];
+  };
+  ProbeResult cold = marker();
+  REQUIRE(cold.server_load_ms);
+  CHECK(*cold.server_load_ms == Approx(300.0));
+  REQUIRE(cold.t_first_token_us);
+  CHECK(*cold.t_first_token_us >= 300'000);  // the load is inside the client's TTFT
+
+  ProbeResult warm = marker();
+  CHECK_FALSE(warm.server_load_ms);
+
+  rt.control(0, R"({"unload": true})");  // POST /v1/models/{id}/unload
+  ProbeResult reloaded = marker();
+  REQUIRE(reloaded.server_load_ms);
+  CHECK(*reloaded.server_load_ms == Approx(300.0));
 }
 
 TEST_CASE("llama.cpp: the fingerprint holds -c per slot and in total, --parallel, the draft setting") {
