@@ -2,6 +2,7 @@
 
 #include <array>
 #include <charconv>
+#include <cmath>
 
 #include "probes/json_fields.h"
 #include "probes/text_util.h"
@@ -30,8 +31,10 @@ constexpr std::array<std::string_view, 8> kVllmMetrics{
     "vllm:prompt_tokens_total",         "vllm:generation_tokens_total",
     "vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total",
 };
-// Rapid-MLX vllm_mlx/routes/metrics.py: build info is always emitted.
-constexpr std::array<std::string_view, 1> kRapidMetrics{"rapid_mlx_build_info"};
+// Rapid-MLX vllm_mlx/routes/metrics.py: build info is always emitted; the
+// running batch and the waiting queue are gauges.
+constexpr std::array<std::string_view, 3> kRapidMetrics{"rapid_mlx_build_info", "rapid_mlx_requests_running",
+                                                        "rapid_mlx_requests_waiting"};
 
 RuntimeTraits llama_cpp() {
   RuntimeTraits t;
@@ -96,6 +99,7 @@ RuntimeTraits omlx() {
   t.models = route_get("/v1/models");  // ids are the model alias when one is set
   t.build = route_get("/api/status");
   t.build_source = BuildSourceKind::OmlxStatus;
+  t.status = route_get("/api/status");  // server_status(): active_requests, waiting_requests, loaded_models
   // Usage chunk only when requested; it adds time_to_first_token (s),
   // prompt_tokens_per_second (cached tokens included) and generation_tokens_per_second.
   t.identity = IdentityEvidence::EchoesRequest;  // chunks carry model=request.model; /api/status only counts models
@@ -178,6 +182,10 @@ RuntimeTraits lm_studio() {
   // stats{tokens_per_second,time_to_first_token} (lmstudio docs 1_developer/2_rest/endpoints.mdx).
   t.build = route_post("/api/v0/chat/completions");
   t.build_source = BuildSourceKind::LmStudioRuntime;
+  // Its OpenAI route answers without `stats`; the v0 route takes the same
+  // OpenAI request and adds stats{tokens_per_second, time_to_first_token,
+  // generation_time, stop_reason}, model_info and runtime: chat probes use it.
+  t.chat_path = "/api/v0/chat/completions";
   t.identity = IdentityEvidence::ResponseModel;  // the model key; loaded state in /api/v0/models
   t.notes = "GGUF runs on a llama.cpp engine, MLX on mlx-engine: the runtime name says which";
   return t;
@@ -403,6 +411,29 @@ SlotSummary summarize_slots(const std::vector<SlotState>& slots) {
   s.total = static_cast<int>(slots.size());
   for (const auto& x : slots) s.busy += x.is_processing ? 1 : 0;
   return s;
+}
+
+namespace {
+// Every sample of the series summed (vLLM writes one per engine / model name).
+std::optional<int64_t> summed(const PromText& prom, std::string_view name) {
+  std::optional<double> total;
+  for (const auto& s : prom.samples)
+    if (s.name == name && std::isfinite(s.value)) total = total.value_or(0) + s.value;
+  if (!total) return std::nullopt;
+  return static_cast<int64_t>(std::llround(*total));
+}
+}  // namespace
+
+QueueDepth queue_depth_from_metrics(RuntimeKind kind, const PromText& prom) {
+  switch (kind) {
+    case RuntimeKind::LlamaCpp:
+      return {summed(prom, "llamacpp:requests_processing"), summed(prom, "llamacpp:requests_deferred")};
+    case RuntimeKind::Vllm:
+      return {summed(prom, "vllm:num_requests_running"), summed(prom, "vllm:num_requests_waiting")};
+    case RuntimeKind::RapidMlx:
+      return {summed(prom, "rapid_mlx_requests_running"), summed(prom, "rapid_mlx_requests_waiting")};
+    default: return {};
+  }
 }
 
 Result<OmlxStatus> parse_omlx_status(std::string_view body) {

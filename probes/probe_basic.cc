@@ -140,6 +140,8 @@ class IdentityStep final : public Step {
   }
 
   void note_served() {
+    row_.server_running = served_.running;
+    row_.server_waiting = served_.waiting;
     extra_["proof"] = std::string(to_string(served_.proof));
     if (!served_.loaded.empty()) extra_["served"] = served_.loaded;
     if (!served_.served_digest.empty()) extra_["digest"] = served_.served_digest;
@@ -170,6 +172,7 @@ class ScrapeStep final : public Step {
     if (t.props) routes_.push_back({"props", *t.props});
     if (t.slots) routes_.push_back({"slots", *t.slots});
     if (t.metrics) routes_.push_back({"metrics", *t.metrics});
+    if (t.status) routes_.push_back({"status", *t.status});
     if (routes_.empty()) return finish();  // nothing to scrape on this runtime: health is its heartbeat
     row_ = row(ProbeKind::Scrape, workload_id(ProbeKind::Scrape));
     row_.outcome = Outcome::Clean;
@@ -266,6 +269,22 @@ class ScrapeStep final : public Step {
         if (auto v = prom.value(key)) m[std::string(key)] = *v;
       extra_[name] = m;
       if (!prom.errors.empty()) extra_["metrics_line_errors"] = prom.errors.size();
+      QueueDepth q = queue_depth_from_metrics(env_.cand.runtime, prom);
+      row_.server_running = q.running;
+      row_.server_waiting = q.waiting;
+    } else if (name == "status") {
+      auto s = parse_omlx_status(body);
+      if (!s) {
+        extra_[name] = "unreadable: " + s.message();
+        return;
+      }
+      row_.server_running = s->active_requests;
+      row_.server_waiting = s->waiting_requests;
+      ojson j = ojson::object();
+      if (s->models_loaded) j["models_loaded"] = *s->models_loaded;
+      if (s->models_loading) j["models_loading"] = *s->models_loading;
+      if (s->loaded_models) j["loaded_models"] = *s->loaded_models;
+      extra_[name] = j;
     }
   }
 

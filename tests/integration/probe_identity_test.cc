@@ -195,6 +195,24 @@ TEST_CASE("lm studio: loaded state from /api/v0/models, build and fingerprint fr
   CHECK(identity(h, c).outcome == Outcome::IdentityMismatch);
 }
 
+// lmstudio docs 1_developer/2_rest/endpoints.mdx: POST /api/v0/chat/completions
+// answers with stats{tokens_per_second, time_to_first_token, generation_time,
+// stop_reason}; its OpenAI route /v1/chat/completions has no stats. Chat
+// probes use the v0 route, so the row's server columns are filled.
+TEST_CASE("lm studio: chat probes use /api/v0, so its stats reach the row's server columns") {
+  Fake f(Flavour::LmStudio);
+  Harness h;
+  ProbeResult r = identity(h, candidate(f.url(), RuntimeKind::LmStudio));
+  INFO(r.detail);
+  CHECK(r.outcome == Outcome::Clean);
+  REQUIRE(r.server_predicted_tps);
+  CHECK(*r.server_predicted_tps > 0);
+  REQUIRE(r.server_ttft_ms);
+  CHECK(*r.server_ttft_ms >= 0);
+  REQUIRE(r.server_predicted_ms);
+  CHECK(*r.server_predicted_ms > 0);
+}
+
 TEST_CASE("vllm: served name and max_model_len from /v1/models") {
   Fake f(Flavour::Vllm);
   Harness h;
@@ -353,4 +371,32 @@ TEST_CASE("rapid-mlx: the cancel probe's proof is the runtime's own disconnect-c
   CHECK(e["checked_by"] == "disconnect_counter");
   CHECK(e["cut"] == true);
   CHECK(f.rt.stats().cancels_seen == 1);
+}
+
+// Queue depth where each runtime exposes it, on the scrape row: llama.cpp
+// /metrics requests_processing / requests_deferred, vLLM vllm:num_requests_*,
+// Rapid-MLX rapid_mlx_requests_* (vllm_mlx/routes/metrics.py), oMLX
+// /api/status active_requests / waiting_requests (omlx/server.py server_status).
+TEST_CASE("queue depth: scrape rows carry running and waiting from the runtime's own route") {
+  for (Flavour fl : {Flavour::LlamaCpp, Flavour::Vllm, Flavour::RapidMlx, Flavour::Omlx}) {
+    Fake f(fl);
+    Harness h;
+    const RuntimeKind kind = fl == Flavour::LlamaCpp ? RuntimeKind::LlamaCpp
+                             : fl == Flavour::Vllm   ? RuntimeKind::Vllm
+                             : fl == Flavour::Omlx   ? RuntimeKind::Omlx
+                                                     : RuntimeKind::RapidMlx;
+    INFO(to_string(kind));
+    auto rows = h.run(candidate(f.url(), kind), {ProbeKind::Scrape});
+    INFO(describe(rows));
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].outcome == Outcome::Clean);
+    CHECK(rows[0].server_running == 0);
+    CHECK(rows[0].server_waiting == 0);
+  }
+  // oMLX's identity row reads /api/status too.
+  Fake omlx(Flavour::Omlx);
+  Harness h;
+  ProbeResult r = identity(h, candidate(omlx.url(), RuntimeKind::Omlx));
+  CHECK(r.server_running == 0);
+  CHECK(r.server_waiting == 0);
 }

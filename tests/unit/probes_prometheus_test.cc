@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "probes/adapters.h"
 #include "probes/prometheus.h"
 #include "tests/catch.h"
 #include "tests/unit/probes_capture_local.h"
@@ -143,4 +144,34 @@ TEST_CASE("values are decimal only: hex floats and half exponents are errors") {
   PromText t = parse_prometheus_text("hex 0x1p3\nhalf 1e\nsign_only -\nok 2.5e-1\n");
   CHECK(t.errors.size() == 3);
   CHECK(t.value("ok") == 0.25);
+}
+
+// Queue depth per runtime: llama.cpp tools/server/server-context.cpp (metrics:
+// requests_processing, requests_deferred); vLLM vllm/v1/metrics/loggers.py
+// (vllm:num_requests_running / _waiting, one sample per engine and model
+// name); Rapid-MLX vllm_mlx/routes/metrics.py (rapid_mlx_requests_running /
+// _waiting).
+TEST_CASE("queue depth: running and waiting from each runtime's own series") {
+  QueueDepth llama = queue_depth_from_metrics(soak::RuntimeKind::LlamaCpp, capture("get-metrics-while-busy.http"));
+  CHECK(llama.running == 2);
+  CHECK(llama.waiting == 1);
+
+  PromText vllm = parse_prometheus_text(
+      "# TYPE vllm:num_requests_running gauge\n"
+      "vllm:num_requests_running{engine=\"0\",model_name=\"q\"} 3.0\n"
+      "vllm:num_requests_running{engine=\"1\",model_name=\"q\"} 2.0\n"
+      "# TYPE vllm:num_requests_waiting gauge\n"
+      "vllm:num_requests_waiting{engine=\"0\",model_name=\"q\"} 4.0\n");
+  QueueDepth v = queue_depth_from_metrics(soak::RuntimeKind::Vllm, vllm);
+  CHECK(v.running == 5);
+  CHECK(v.waiting == 4);
+
+  PromText rapid = parse_prometheus_text("rapid_mlx_requests_running 1\nrapid_mlx_requests_waiting 0\n");
+  QueueDepth r = queue_depth_from_metrics(soak::RuntimeKind::RapidMlx, rapid);
+  CHECK(r.running == 1);
+  CHECK(r.waiting == 0);
+
+  // Another runtime's names are not read as this one's.
+  CHECK_FALSE(queue_depth_from_metrics(soak::RuntimeKind::Vllm, rapid).running);
+  CHECK_FALSE(queue_depth_from_metrics(soak::RuntimeKind::Ollama, vllm).running);
 }
