@@ -25,11 +25,12 @@ constexpr std::array<std::string_view, 8> kLlamaMetrics{
 // vLLM production metrics (docs.vllm.ai usage/metrics): scheduler state, KV
 // cache use (gpu_cache_usage_perc before v1 renamed it), token counters and
 // speculative-decoding acceptance.
-constexpr std::array<std::string_view, 8> kVllmMetrics{
+constexpr std::array<std::string_view, 9> kVllmMetrics{
     "vllm:num_requests_running",        "vllm:num_requests_waiting",
     "vllm:kv_cache_usage_perc",         "vllm:gpu_cache_usage_perc",
     "vllm:prompt_tokens_total",         "vllm:generation_tokens_total",
     "vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total",
+    "vllm:spec_decode_num_drafts_total",
 };
 // Rapid-MLX vllm_mlx/routes/metrics.py: build info is always emitted; the
 // running batch and the waiting queue are gauges.
@@ -432,6 +433,20 @@ QueueDepth queue_depth_from_metrics(RuntimeKind kind, const PromText& prom) {
       return {summed(prom, "vllm:num_requests_running"), summed(prom, "vllm:num_requests_waiting")};
     case RuntimeKind::RapidMlx:
       return {summed(prom, "rapid_mlx_requests_running"), summed(prom, "rapid_mlx_requests_waiting")};
+    default: return {};
+  }
+}
+
+SpecCounters spec_counters_from_metrics(RuntimeKind kind, const PromText& prom) {
+  switch (kind) {
+    case RuntimeKind::Vllm:
+      return {summed(prom, "vllm:spec_decode_num_draft_tokens_total"),
+              summed(prom, "vllm:spec_decode_num_accepted_tokens_total"),
+              summed(prom, "vllm:spec_decode_num_drafts_total")};
+    case RuntimeKind::RapidMlx: {
+      auto attempts = summed(prom, "rapid_mlx_spec_decode_attempts_total");
+      return {attempts, summed(prom, "rapid_mlx_spec_decode_accepts_total"), attempts};
+    }
     default: return {};
   }
 }

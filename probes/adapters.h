@@ -171,6 +171,17 @@ struct QueueDepth {
 };
 QueueDepth queue_depth_from_metrics(RuntimeKind kind, const PromText& prom);
 
+// Speculative decoding counters (cumulative since the runtime started) from
+// its Prometheus text, read beside llama.cpp's per-answer draft_n /
+// draft_n_accepted: vLLM vllm:spec_decode_num_draft_tokens_total /
+// num_accepted_tokens_total / num_drafts_total; Rapid-MLX
+// rapid_mlx_spec_decode_attempts_total / accepts_total (chain MTP: one
+// drafted token per attempt). Unknown: not exposed (no speculative decoding).
+struct SpecCounters {
+  std::optional<int64_t> drafted, accepted, drafts;
+};
+SpecCounters spec_counters_from_metrics(RuntimeKind kind, const PromText& prom);
+
 struct OmlxStatus {
   std::string version;
   std::optional<int64_t> active_requests, waiting_requests, models_loaded, models_loading;

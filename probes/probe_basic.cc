@@ -272,6 +272,7 @@ class ScrapeStep final : public Step {
       QueueDepth q = queue_depth_from_metrics(env_.cand.runtime, prom);
       row_.server_running = q.running;
       row_.server_waiting = q.waiting;
+      spec(prom);
     } else if (name == "status") {
       auto s = parse_omlx_status(body);
       if (!s) {
@@ -286,6 +287,27 @@ class ScrapeStep final : public Step {
       if (s->loaded_models) j["loaded_models"] = *s->loaded_models;
       extra_[name] = j;
     }
+  }
+
+  // vLLM / Rapid-MLX speculative counters are cumulative: the row carries what
+  // was drafted and accepted since the previous scrape, in the columns
+  // llama.cpp's per-answer draft_n / draft_n_accepted go to. The first scrape
+  // (or one after the runtime restarted: a counter went down) only remembers.
+  void spec(const PromText& prom) {
+    SpecCounters now = spec_counters_from_metrics(env_.cand.runtime, prom);
+    if (!now.drafted || !now.accepted) return;
+    std::optional<SpecCounters>& seen = env_.state.spec_seen;
+    ojson s{{"drafted_total", *now.drafted}, {"accepted_total", *now.accepted}};
+    if (now.drafts) s["drafts_total"] = *now.drafts;
+    // Mean acceptance length: tokens per verify step, 1 + accepted / drafts.
+    if (now.drafts && *now.drafts > 0)
+      s["mean_acceptance_length"] = 1.0 + static_cast<double>(*now.accepted) / static_cast<double>(*now.drafts);
+    if (seen && seen->drafted && seen->accepted && *now.drafted >= *seen->drafted && *now.accepted >= *seen->accepted) {
+      row_.server_draft_n = *now.drafted - *seen->drafted;
+      row_.server_draft_accepted = *now.accepted - *seen->accepted;
+    }
+    extra_["spec_decode"] = s;
+    seen = now;
   }
 
   void done() {

@@ -48,6 +48,9 @@ struct CandidateState {
   };
   std::map<int64_t, Sized> long_context;  // by target size
   std::optional<int64_t> refused_since_ns;  // health: first refused connection of the current streak
+  // The runtime's speculative counters at the previous scrape: a scrape row
+  // carries the drafted / accepted tokens since then (ScrapeStep).
+  std::optional<SpecCounters> spec_seen;
   // The candidate's agent session (gate and soak traffic), created on the
   // first agent turn; a shared_ptr so the state stays copyable.
   std::shared_ptr<AgentSession> agent_session;

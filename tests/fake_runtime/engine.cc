@@ -216,6 +216,9 @@ ServerView Engine::server_view() const {
   v.draining = draining_;
   v.cancelled_via_disconnect = stats_.cancels_seen;
   v.loaded_models = omlx_loaded_;
+  v.draft_tokens_total = metrics_.draft_tokens_total;
+  v.accepted_tokens_total = metrics_.accepted_tokens_total;
+  v.drafts_total = metrics_.drafts_total;
   return v;
 }
 
@@ -826,6 +829,9 @@ void Engine::finish(Job& job) {
   t.load_s = static_cast<double>(job.load_ms) / 1e3;
   metrics_.tokens_predicted_total += t.predicted_n;
   metrics_.tokens_predicted_seconds_total += t.predicted_ms / 1e3;
+  metrics_.draft_tokens_total += t.draft_n;
+  metrics_.accepted_tokens_total += t.draft_n_accepted;
+  metrics_.drafts_total += (t.draft_n + kDraftTokensPerStep - 1) / kDraftTokensPerStep;
 
   if (job.stream) {
     bool llama_usage = cfg_.flavour == Flavour::LlamaCpp && !job.include_usage;

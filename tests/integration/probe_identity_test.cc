@@ -400,3 +400,31 @@ TEST_CASE("queue depth: scrape rows carry running and waiting from the runtime's
   CHECK(r.server_running == 0);
   CHECK(r.server_waiting == 0);
 }
+
+// vLLM (vllm/v1/spec_decode/metrics.py) and Rapid-MLX (vllm_mlx/routes/metrics.py
+// _render_spec_decode_mtp_counters) count drafted and accepted tokens since
+// start; a scrape row carries what was drafted and accepted since the previous
+// scrape, in the columns llama.cpp's per-answer draft_n / draft_n_accepted go to.
+TEST_CASE("speculative counters: a scrape row carries the tokens drafted and accepted since the last scrape") {
+  for (Flavour fl : {Flavour::Vllm, Flavour::RapidMlx}) {
+    Fake f(fl, Scenario::DraftSlowdown);
+    Harness h;
+    CandidateConfig c = candidate(f.url(), fl == Flavour::Vllm ? RuntimeKind::Vllm : RuntimeKind::RapidMlx);
+    INFO(to_string(c.runtime));
+    auto first = h.run(c, {ProbeKind::Scrape});
+    REQUIRE(first.size() == 1);
+    CHECK_FALSE(first[0].server_draft_n);  // nothing to compare with yet
+    auto answer = h.run(c, {ProbeKind::Marker});
+    REQUIRE(answer.size() == 1);
+    REQUIRE(answer[0].completion_tokens);
+    auto second = h.run(c, {ProbeKind::Scrape});
+    REQUIRE(second.size() == 1);
+    INFO(second[0].extra_json);
+    REQUIRE(second[0].server_draft_n);
+    CHECK(*second[0].server_draft_n == *answer[0].completion_tokens);  // the fake drafts every token
+    REQUIRE(second[0].server_draft_accepted);
+    CHECK(*second[0].server_draft_accepted > 0);
+    CHECK(*second[0].server_draft_accepted <= *second[0].server_draft_n);
+    CHECK(extra(second[0]).contains("spec_decode"));
+  }
+}

@@ -175,3 +175,32 @@ TEST_CASE("queue depth: running and waiting from each runtime's own series") {
   CHECK_FALSE(queue_depth_from_metrics(soak::RuntimeKind::Vllm, rapid).running);
   CHECK_FALSE(queue_depth_from_metrics(soak::RuntimeKind::Ollama, vllm).running);
 }
+
+// Speculative counters beside llama.cpp's per-answer draft_n: vLLM
+// vllm/v1/spec_decode/metrics.py (spec_decode_num_drafts / num_draft_tokens /
+// num_accepted_tokens counters, `_total` on /metrics, one per engine);
+// Rapid-MLX vllm_mlx/routes/metrics.py _render_spec_decode_mtp_counters
+// (attempts_total, accepts_total).
+TEST_CASE("speculative counters: vLLM and Rapid-MLX, summed over engines") {
+  PromText vllm = parse_prometheus_text(
+      "vllm:spec_decode_num_drafts_total{engine=\"0\",model_name=\"q\"} 10\n"
+      "vllm:spec_decode_num_drafts_total{engine=\"1\",model_name=\"q\"} 5\n"
+      "vllm:spec_decode_num_draft_tokens_total{engine=\"0\",model_name=\"q\"} 40\n"
+      "vllm:spec_decode_num_draft_tokens_total{engine=\"1\",model_name=\"q\"} 20\n"
+      "vllm:spec_decode_num_accepted_tokens_total{engine=\"0\",model_name=\"q\"} 30\n"
+      "vllm:spec_decode_num_accepted_tokens_total{engine=\"1\",model_name=\"q\"} 15\n");
+  SpecCounters v = spec_counters_from_metrics(soak::RuntimeKind::Vllm, vllm);
+  CHECK(v.drafts == 15);
+  CHECK(v.drafted == 60);
+  CHECK(v.accepted == 45);
+
+  PromText rapid = parse_prometheus_text(
+      "rapid_mlx_spec_decode_attempts_total{family=\"qwen3.5\",method=\"mtp\"} 8\n"
+      "rapid_mlx_spec_decode_accepts_total{family=\"qwen3.5\",method=\"mtp\"} 6\n");
+  SpecCounters r = spec_counters_from_metrics(soak::RuntimeKind::RapidMlx, rapid);
+  CHECK(r.drafted == 8);
+  CHECK(r.accepted == 6);
+  CHECK(r.drafts == 8);
+
+  CHECK_FALSE(spec_counters_from_metrics(soak::RuntimeKind::Vllm, rapid).drafted);  // no speculative decoding
+}
