@@ -7,6 +7,7 @@
 #include "probes/engine_rows.h"
 #include "probes/probe_step.h"
 #include "probes/prometheus.h"
+#include "probes/runtime_metrics.h"
 #include "probes/served_state.h"
 #include "probes/validators.h"
 

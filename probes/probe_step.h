@@ -26,6 +26,7 @@
 #include "probes/engine_exchange.h"
 #include "probes/fixtures.h"
 #include "probes/requests.h"
+#include "probes/runtime_metrics.h"
 #include "probes/server_cap.h"
 #include "probes/session.h"
 

@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-#include "probes/adapters.h"
+#include "probes/runtime_metrics.h"
 #include "probes/prometheus.h"
 #include "tests/catch.h"
 #include "tests/unit/probes_capture_local.h"
