@@ -162,6 +162,11 @@ struct ProbeResult {
   // oMLX usage.model_load_duration: the request waited for a cold model load
   // (its own column, and the row is kept out of TTFT and prefill comparisons).
   std::optional<double> server_load_ms;
+  // The runtime's queue when the row was taken (scrape rows; identity rows of
+  // runtimes whose served-state route says it): requests running / waiting
+  // (llama.cpp requests_processing / requests_deferred, vLLM num_requests_*,
+  // Rapid-MLX requests_*, oMLX /api/status active_requests / waiting_requests).
+  std::optional<int64_t> server_running, server_waiting;
 
   std::string finish_reason;
   std::string response_model;

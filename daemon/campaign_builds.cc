@@ -16,11 +16,13 @@ void Campaigns::check_build(Track& t, int64_t now) {
   // A managed runtime's build is read once each time it comes up: it cannot
   // change without soakd starting it again.
   if (managed(t) && (t.managed.runtime != RuntimePhase::Up || !t.managed.build_unread)) return;
-  if (t.cfg->build.source == BuildSource::Fixed) {
-    if (!t.row || t.row->build != t.cfg->build.fixed)
-      on_build(t.name, probes::BuildIdentity{t.cfg->build.fixed, {}}, now);
+  if (t.cfg->build.source == BuildSource::Fixed && (!t.row || t.row->build != t.cfg->build.fixed)) {
+    on_build(t.name, probes::BuildIdentity{t.cfg->build.fixed, {}, {}}, now);
+    t.next_build_check_ms = now;  // its fingerprint is read at once, below on the next pass
     return;
   }
+  // A fixed build is still read: the build is fixed, what the runtime serves
+  // with is not (probes/probe_build.cc reads the fingerprint for it too).
   if (t.build_read_in_flight || now < t.next_build_check_ms || frozen_) return;
   t.build_read_in_flight = true;
   if (!t.first_build_attempt_ms) t.first_build_attempt_ms = now;

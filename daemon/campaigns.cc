@@ -308,7 +308,7 @@ std::optional<int64_t> Campaigns::next_wake_ms(int64_t now) const {
   };
   if (d_.outbox.paused()) return d_.outbox.next_retry_ms();
   for (const auto& [name, t] : tracks_) {
-    if (!t.build_read_in_flight && t.cfg->build.source != BuildSource::Fixed) wake(t.next_build_check_ms);
+    if (!t.build_read_in_flight) wake(t.next_build_check_ms);  // fixed builds too: their fingerprint is read
     if (t.phase == Phase::WaitingCanary) wake(t.canary_not_before_ms);
     if (managed(t)) {
       wake(t.managed.next_exe_check_ms);

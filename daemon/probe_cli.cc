@@ -216,7 +216,7 @@ int cmd_probe(const Args& a) {
         return;
       }
       candidate_id = *id;
-      probes::RunSpec spec{*kinds, std::nullopt};
+      probes::RunSpec spec{*kinds, std::nullopt, {}};
       engine.run(
           *cand, std::move(spec),
           [&](ProbeResult r) {

@@ -1,6 +1,7 @@
 #include "daemon/wiring.h"
 
 #include "daemon/host.h"
+#include "platform/engines.h"
 
 namespace soak {
 
@@ -8,7 +9,17 @@ Wiring::Wiring(Store& store, Logger log, int64_t host_id)
     : outbox_(store, clock_, log, host_id), deps_{store, outbox_, clock_, std::move(log), &loop_, host_id} {
   uv_loop_init(&loop_);
   http_ = std::make_unique<HttpClient>(&loop_, clock_);
-  engine_ = std::make_unique<probes::ProbeEngine>(&loop_, *http_, clock_);
+  sampler_ = make_system_sampler();
+  engine_ = std::make_unique<probes::ProbeEngine>(&loop_, *http_, clock_, engine_options(*sampler_));
+}
+
+probes::EngineOptions engine_options(Sampler& sampler) {
+  probes::EngineOptions o;
+  o.runtime_argv = [&sampler](const CandidateConfig& c) {
+    CandidateArgv a = read_candidate_argv(sampler, c);
+    return probes::RuntimeArgv{std::move(a.argv), std::move(a.found), std::move(a.error)};
+  };
+  return o;
 }
 
 Result<std::unique_ptr<Wiring>> Wiring::build(Store& store, Logger log) {

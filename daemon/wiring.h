@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/result.h"
 #include "daemon/outbox.h"
+#include "platform/sampler.h"
 #include "probes/engine.h"
 #include "probes/transport/http_client.h"
 #include "storage/store.h"
@@ -34,6 +35,10 @@ struct Deps {
   uv_loop_t* loop = nullptr;  // nullptr for parts that never touch it (Campaigns under test)
   int64_t host_id = 0;        // this host's row in the store
 };
+
+// The probe engine's options with soakd's process discovery: the argv of a
+// runtime soakd did not launch is read from the process serving its port.
+probes::EngineOptions engine_options(Sampler& sampler);
 
 class Wiring {
  public:
@@ -65,6 +70,7 @@ class Wiring {
   Outbox outbox_;
   Deps deps_;
   std::unique_ptr<HttpClient> http_;
+  std::unique_ptr<Sampler> sampler_;  // the engine's process discovery (runtime argv)
   std::unique_ptr<probes::ProbeEngine> engine_;
   bool closed_ = false;
 };

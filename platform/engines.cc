@@ -291,4 +291,29 @@ LocatedProcess locate_candidate_process(Sampler& sampler, const CandidateConfig&
   return out;
 }
 
+CandidateArgv read_candidate_argv(Sampler& sampler, const CandidateConfig& c) {
+  CandidateArgv out;
+  LocatedProcess p = locate_candidate_process(sampler, c);
+  out.found = p.detail;
+  if (!p.pid) {
+    out.error = "runtime process not found (" + p.detail + ")";
+    return out;
+  }
+  // The process table is walked once per read: identity probes run minutes
+  // apart, and no cheaper per-pid argv read is part of the Sampler seam.
+  auto procs = sampler.list_processes();
+  if (!procs) {
+    out.error = "cannot list processes: " + procs.message();
+    return out;
+  }
+  for (auto& pi : *procs) {
+    if (pi.pid != *p.pid) continue;
+    if (pi.argv.empty()) out.error = "pid " + std::to_string(pi.pid) + "'s argv is not visible to this user";
+    else out.argv = std::move(pi.argv);
+    return out;
+  }
+  out.error = "pid " + std::to_string(*p.pid) + " is not in the process list (exited?)";
+  return out;
+}
+
 }  // namespace soak

@@ -72,6 +72,15 @@ struct LocatedProcess {
 // or more: ambiguous, not found).
 LocatedProcess locate_candidate_process(Sampler& sampler, const CandidateConfig& c);
 
+// The command line of the process serving a candidate (located as above):
+// what an MLX-LM runtime soakd did not launch serves is only in its argv.
+struct CandidateArgv {
+  std::vector<std::string> argv;
+  std::string found;  // how the process was found (LocatedProcess::detail)
+  std::string error;  // non-empty: argv unknown, and why
+};
+CandidateArgv read_candidate_argv(Sampler& sampler, const CandidateConfig& c);
+
 // The pure last two steps of locate_candidate_process, over a process list.
 LocatedProcess locate_by_name(const std::vector<ProcessInfo>& processes, std::string_view name);
 LocatedProcess locate_by_runtime(const std::vector<ProcessInfo>& processes, RuntimeKind kind);

@@ -24,14 +24,17 @@ constexpr std::array<std::string_view, 8> kLlamaMetrics{
 // vLLM production metrics (docs.vllm.ai usage/metrics): scheduler state, KV
 // cache use (gpu_cache_usage_perc before v1 renamed it), token counters and
 // speculative-decoding acceptance.
-constexpr std::array<std::string_view, 8> kVllmMetrics{
+constexpr std::array<std::string_view, 9> kVllmMetrics{
     "vllm:num_requests_running",        "vllm:num_requests_waiting",
     "vllm:kv_cache_usage_perc",         "vllm:gpu_cache_usage_perc",
     "vllm:prompt_tokens_total",         "vllm:generation_tokens_total",
     "vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total",
+    "vllm:spec_decode_num_drafts_total",
 };
-// Rapid-MLX vllm_mlx/routes/metrics.py: build info is always emitted.
-constexpr std::array<std::string_view, 1> kRapidMetrics{"rapid_mlx_build_info"};
+// Rapid-MLX vllm_mlx/routes/metrics.py: build info is always emitted; the
+// running batch and the waiting queue are gauges.
+constexpr std::array<std::string_view, 3> kRapidMetrics{"rapid_mlx_build_info", "rapid_mlx_requests_running",
+                                                        "rapid_mlx_requests_waiting"};
 
 RuntimeTraits llama_cpp() {
   RuntimeTraits t;
@@ -96,6 +99,7 @@ RuntimeTraits omlx() {
   t.models = route_get("/v1/models");  // ids are the model alias when one is set
   t.build = route_get("/api/status");
   t.build_source = BuildSourceKind::OmlxStatus;
+  t.status = route_get("/api/status");  // server_status(): active_requests, waiting_requests, loaded_models
   // Usage chunk only when requested; it adds time_to_first_token (s),
   // prompt_tokens_per_second (cached tokens included) and generation_tokens_per_second.
   t.identity = IdentityEvidence::EchoesRequest;  // chunks carry model=request.model; /api/status only counts models
@@ -178,6 +182,10 @@ RuntimeTraits lm_studio() {
   // stats{tokens_per_second,time_to_first_token} (lmstudio docs 1_developer/2_rest/endpoints.mdx).
   t.build = route_post("/api/v0/chat/completions");
   t.build_source = BuildSourceKind::LmStudioRuntime;
+  // Its OpenAI route answers without `stats`; the v0 route takes the same
+  // OpenAI request and adds stats{tokens_per_second, time_to_first_token,
+  // generation_time, stop_reason}, model_info and runtime: chat probes use it.
+  t.chat_path = "/api/v0/chat/completions";
   t.identity = IdentityEvidence::ResponseModel;  // the model key; loaded state in /api/v0/models
   t.notes = "GGUF runs on a llama.cpp engine, MLX on mlx-engine: the runtime name says which";
   return t;
@@ -415,6 +423,11 @@ Result<OmlxStatus> parse_omlx_status(std::string_view body) {
   s.waiting_requests = jsonf::get_int(j, "waiting_requests");
   s.models_loaded = jsonf::get_int(j, "models_loaded");
   s.models_loading = jsonf::get_int(j, "models_loading");
+  if (const json* l = jsonf::member(j, "loaded_models"); l && l->is_array()) {
+    s.loaded_models.emplace();
+    for (const auto& id : *l)
+      if (id.is_string()) s.loaded_models->push_back(id.get<std::string>());
+  }
   return s;
 }
 

@@ -76,11 +76,15 @@ struct RuntimeTraits {
   RuntimeKind kind = RuntimeKind::OpenAI;
   HttpRoute health;
   HttpRoute models;                       // identity: the model list route
+  // Where chat probes POST: the OpenAI route, or the runtime's own where only
+  // that one reports its figures (LM Studio /api/v0: `stats`).
+  std::string_view chat_path = "/v1/chat/completions";
   std::optional<HttpRoute> build;         // nullopt: not over HTTP (see build_source)
   BuildSourceKind build_source = BuildSourceKind::None;
   std::optional<HttpRoute> props;         // server properties (llama.cpp /props: total_slots, n_ctx)
   std::optional<HttpRoute> slots;         // per-slot state (llama.cpp /slots)
   std::optional<HttpRoute> metrics;       // Prometheus text
+  std::optional<HttpRoute> status;        // a JSON status the scrape reads (oMLX /api/status: queue, loaded models)
   std::span<const std::string_view> key_metrics;  // the series soakd scrapes and stores (full names)
   std::optional<HttpRoute> tokenize;      // exact prompt sizing; nullopt: estimate only
   // Reasoning (`reasoning` or `reasoning_content`), usage (asked for with
@@ -161,6 +165,8 @@ SlotSummary summarize_slots(const std::vector<SlotState>& slots);
 struct OmlxStatus {
   std::string version;
   std::optional<int64_t> active_requests, waiting_requests, models_loaded, models_loading;
+  // engine_pool.get_loaded_model_ids(); nullopt: an oMLX build without the key.
+  std::optional<std::vector<std::string>> loaded_models;
 };
 Result<OmlxStatus> parse_omlx_status(std::string_view body);
 

@@ -87,6 +87,17 @@ using EnvReader = std::function<std::optional<std::string>(const std::string& na
 // getenv().
 EnvReader process_env();
 
+// The command line of the process serving a candidate that soakd did not
+// launch (found by its port, pid or name: platform/engines.h), for runtimes
+// whose argv is the only place that says what they serve (MLX-LM's --model).
+// `error` says why it could not be read (not found, another user's process).
+struct RuntimeArgv {
+  std::vector<std::string> argv;
+  std::string source;  // how the process was found, e.g. "pid 4242 listening on port 8080"
+  std::string error;   // non-empty: argv unknown, and why
+};
+using RuntimeArgvReader = std::function<RuntimeArgv(const CandidateConfig& c)>;
+
 struct EngineOptions {
   // Fresh-prompt nonces. 0: seeded from the clock when the engine is built, so
   // a restarted daemon never re-sends a nonce a runtime may still have cached.
@@ -98,6 +109,9 @@ struct EngineOptions {
   int64_t version_command_timeout_ms = kDefaultVersionCommandTimeoutMs;
   int64_t vllm_startup_grace_ms = kDefaultVllmStartupGraceMs;
   EnvReader env;  // empty: process_env()
+  // The daemon's process discovery (daemon/wiring.cc). Empty: the argv of a
+  // runtime soakd did not launch is unknown, and the row says so.
+  RuntimeArgvReader runtime_argv;
 };
 
 // What a runtime said about itself when asked for its build (read_build()).

@@ -160,6 +160,7 @@ void apply_top_level(ChatResult& r, const json& j, std::vector<std::string>& not
     if (!r.usage) r.usage = Usage{};
     if (auto v = jsonf::get_number(*st, "time_to_first_token")) r.usage->server_ttft_s = v;
     if (auto v = jsonf::get_number(*st, "tokens_per_second")) r.usage->server_generation_tps = v;
+    if (auto v = jsonf::get_number(*st, "generation_time")) r.usage->server_generation_s = v;
   }
   if (const json* e = jsonf::member(j, "error"); e && !e->is_null()) r.error = error_from_json(*e);
 }
@@ -407,6 +408,7 @@ void fill_probe_result(const ChatResult& r, const RequestClock& clock, ProbeResu
       }
     }
     if (!out.server_predicted_tps) out.server_predicted_tps = u.server_generation_tps;
+    if (!out.server_predicted_ms && u.server_generation_s) out.server_predicted_ms = *u.server_generation_s * 1000.0;
   }
   out.finish_reason = r.finish_reason;
   out.response_model = r.model;

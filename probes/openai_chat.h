@@ -40,6 +40,7 @@ struct Usage {
   // stream_chat_completion: seconds and tokens/s), or LM Studio /api/v0 `stats`.
   std::optional<double> server_ttft_s, server_prompt_tps, server_generation_tps;
   std::optional<double> server_load_s;  // oMLX model_load_duration: a cold load the request waited for
+  std::optional<double> server_generation_s;  // LM Studio stats.generation_time
 };
 
 struct ToolCall {

@@ -7,6 +7,7 @@
 #include "probes/engine_rows.h"
 #include "probes/probe_step.h"
 #include "probes/prometheus.h"
+#include "probes/runtime_metrics.h"
 #include "probes/served_state.h"
 #include "probes/validators.h"
 
@@ -78,7 +79,7 @@ class IdentityStep final : public Step {
       set_verdict(r, check_model_list(ids, env_.cand.model), x.transfer.body);
     }
     if (r.outcome == Outcome::Clean && env_.cand.runtime == RuntimeKind::MlxLm) {
-      served_ = mlx_lm_served_from_argv(launch_argv_of(env_.cand));
+      served_ = mlx_lm_served(env_.cand, env_.opts.runtime_argv);
       set_verdict(r, judge_served(served_, env_.cand.model, env_.expect_model), "");
       proof_detail_ = r.detail;
       note_served();
@@ -140,6 +141,8 @@ class IdentityStep final : public Step {
   }
 
   void note_served() {
+    row_.server_running = served_.running;
+    row_.server_waiting = served_.waiting;
     extra_["proof"] = std::string(to_string(served_.proof));
     if (!served_.loaded.empty()) extra_["served"] = served_.loaded;
     if (!served_.served_digest.empty()) extra_["digest"] = served_.served_digest;
@@ -170,6 +173,7 @@ class ScrapeStep final : public Step {
     if (t.props) routes_.push_back({"props", *t.props});
     if (t.slots) routes_.push_back({"slots", *t.slots});
     if (t.metrics) routes_.push_back({"metrics", *t.metrics});
+    if (t.status) routes_.push_back({"status", *t.status});
     if (routes_.empty()) return finish();  // nothing to scrape on this runtime: health is its heartbeat
     row_ = row(ProbeKind::Scrape, workload_id(ProbeKind::Scrape));
     row_.outcome = Outcome::Clean;
@@ -266,7 +270,45 @@ class ScrapeStep final : public Step {
         if (auto v = prom.value(key)) m[std::string(key)] = *v;
       extra_[name] = m;
       if (!prom.errors.empty()) extra_["metrics_line_errors"] = prom.errors.size();
+      QueueDepth q = queue_depth_from_metrics(env_.cand.runtime, prom);
+      row_.server_running = q.running;
+      row_.server_waiting = q.waiting;
+      spec(prom);
+    } else if (name == "status") {
+      auto s = parse_omlx_status(body);
+      if (!s) {
+        extra_[name] = "unreadable: " + s.message();
+        return;
+      }
+      row_.server_running = s->active_requests;
+      row_.server_waiting = s->waiting_requests;
+      ojson j = ojson::object();
+      if (s->models_loaded) j["models_loaded"] = *s->models_loaded;
+      if (s->models_loading) j["models_loading"] = *s->models_loading;
+      if (s->loaded_models) j["loaded_models"] = *s->loaded_models;
+      extra_[name] = j;
     }
+  }
+
+  // vLLM / Rapid-MLX speculative counters are cumulative: the row carries what
+  // was drafted and accepted since the previous scrape, in the columns
+  // llama.cpp's per-answer draft_n / draft_n_accepted go to. The first scrape
+  // (or one after the runtime restarted: a counter went down) only remembers.
+  void spec(const PromText& prom) {
+    SpecCounters now = spec_counters_from_metrics(env_.cand.runtime, prom);
+    if (!now.drafted || !now.accepted) return;
+    std::optional<SpecCounters>& seen = env_.state.spec_seen;
+    ojson s{{"drafted_total", *now.drafted}, {"accepted_total", *now.accepted}};
+    if (now.drafts) s["drafts_total"] = *now.drafts;
+    // Mean acceptance length: tokens per verify step, 1 + accepted / drafts.
+    if (now.drafts && *now.drafts > 0)
+      s["mean_acceptance_length"] = 1.0 + static_cast<double>(*now.accepted) / static_cast<double>(*now.drafts);
+    if (seen && seen->drafted && seen->accepted && *now.drafted >= *seen->drafted && *now.accepted >= *seen->accepted) {
+      row_.server_draft_n = *now.drafted - *seen->drafted;
+      row_.server_draft_accepted = *now.accepted - *seen->accepted;
+    }
+    extra_["spec_decode"] = s;
+    seen = now;
   }
 
   void done() {

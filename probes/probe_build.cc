@@ -247,7 +247,7 @@ void BuildRead::with_fingerprint(BuildIdentity b) {
   got_ = std::move(b);
   routes_ = served_routes(cand_.runtime);
   if (cand_.runtime == RuntimeKind::MlxLm) {
-    served_ = mlx_lm_served_from_argv(launch_argv_of(cand_));
+    served_ = mlx_lm_served(cand_, opts_.runtime_argv);
     if (served_.proof == IdentityProof::ProcessArgv) got_.fingerprint = served_.fingerprint.to_json();
   }
   next_served();

@@ -135,6 +135,7 @@ ChatRequestOptions Step::chat_options(Streaming streaming) const {
   o.prefill_reports = env_.traits.prefill_reports;
   o.thinking_switch = env_.traits.thinking_switch;
   o.top_k = env_.traits.top_k;
+  o.chat_path = env_.traits.chat_path;
   return o;
 }
 

@@ -26,6 +26,7 @@
 #include "probes/engine_exchange.h"
 #include "probes/fixtures.h"
 #include "probes/requests.h"
+#include "probes/runtime_metrics.h"
 #include "probes/server_cap.h"
 #include "probes/session.h"
 
@@ -57,6 +58,9 @@ struct CandidateState {
   };
   std::map<int64_t, SizedWords> long_context;
   std::optional<int64_t> refused_since_ns;  // health: first refused connection of the current streak
+  // The runtime's speculative counters at the previous scrape: a scrape row
+  // carries the drafted / accepted tokens since then (ScrapeStep).
+  std::optional<SpecCounters> spec_seen;
   // The candidate's agent session (gate and soak traffic), created on the
   // first agent turn; a shared_ptr so the state stays copyable.
   std::shared_ptr<AgentSession> agent_session;

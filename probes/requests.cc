@@ -41,7 +41,7 @@ ojson chat_body(const ChatRequestOptions& o, ojson messages) {
 BuiltRequest built(ProbeKind kind, const ChatRequestOptions& o, const ojson& body) {
   BuiltRequest r;
   r.kind = kind;
-  r.path = std::string(kChatCompletionsPath);
+  r.path = std::string(o.chat_path);
   r.body = body.dump(-1, ' ', false, ojson::error_handler_t::replace);
   r.streaming = o.streaming;
   if (o.thinking) r.thinking = *o.thinking == Thinking::On;

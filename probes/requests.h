@@ -51,6 +51,7 @@ struct ChatRequestOptions {
   // From the runtime's traits: its request dialect.
   ThinkingSwitch thinking_switch = ThinkingSwitch::ChatTemplateKwargs;
   TopK top_k = TopK::Sent;
+  std::string_view chat_path = kChatCompletionsPath;  // from the runtime's traits
 };
 
 struct BuiltRequest {

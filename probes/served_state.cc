@@ -157,14 +157,26 @@ Status read_rapid_metrics(std::string_view body, ServedState& s) {
   return Status::Ok();
 }
 
-// oMLX omlx/server.py /api/status: counts only (models_loaded, active and
-// waiting requests); no model names, so identity stays an echo.
-Status read_omlx_status(std::string_view body, ServedState& s) {
+// oMLX omlx/server.py server_status() GET /api/status: loaded_models (the
+// engine pool's get_loaded_model_ids(): real model ids, not the aliases
+// /v1/models shows), active_requests, waiting_requests. Its /v1/models lists
+// every discovered model, loaded or not, so it proves nothing. A build
+// without loaded_models leaves identity an echo.
+Status read_omlx_status(std::string_view body, std::string_view config_model, ServedState& s) {
   auto st = parse_omlx_status(body);
   if (!st) return st.error();
-  s.proof = IdentityProof::EchoOnly;
   s.running = st->active_requests;
   s.waiting = st->waiting_requests;
+  if (!st->loaded_models) {
+    s.proof = IdentityProof::EchoOnly;
+    s.unproven_reason = "this oMLX's /api/status has no loaded_models";
+    return Status::Ok();
+  }
+  s.proof = IdentityProof::LoadedState;
+  for (const auto& id : *st->loaded_models) {
+    add_loaded(s, id);
+    if (id == config_model) s.fingerprint.model = id;
+  }
   return Status::Ok();
 }
 
@@ -258,7 +270,7 @@ Status read_served_answer(RuntimeKind kind, std::string_view path, std::string_v
     case RuntimeKind::Ollama: st = read_ollama_ps(body, config_model, into); break;
     case RuntimeKind::LmStudio: st = read_lmstudio_models(body, into); break;
     case RuntimeKind::RapidMlx: st = read_rapid_metrics(body, into); break;
-    case RuntimeKind::Omlx: st = read_omlx_status(body, into); break;
+    case RuntimeKind::Omlx: st = read_omlx_status(body, config_model, into); break;
     case RuntimeKind::MlxLm:
     case RuntimeKind::OpenAI: return make_error(std::string(to_string(kind)) + " has no served-state route");
   }
@@ -299,12 +311,36 @@ std::vector<std::string> launch_argv_of(const CandidateConfig& c) {
   return out;
 }
 
+ServedState mlx_lm_served(const CandidateConfig& c, const RuntimeArgvReader& reader) {
+  if (c.launch) {
+    ServedState s = mlx_lm_served_from_argv(launch_argv_of(c));
+    s.fingerprint.source = "launch argv";
+    if (s.proof == IdentityProof::EchoOnly) s.unproven_reason = "its launch argv has no --model";
+    return s;
+  }
+  RuntimeArgv a;
+  if (reader) a = reader(c);
+  else a.error = "this soakd cannot discover runtime processes";
+  if (a.error.empty() && a.argv.empty()) a.error = "its process's argv is empty (not visible to this user?)";
+  if (!a.error.empty()) {
+    ServedState s;
+    s.unproven_reason = "its argv could not be read: " + a.error;
+    return s;
+  }
+  ServedState s = mlx_lm_served_from_argv(a.argv);
+  s.fingerprint.source = "argv of " + (a.source.empty() ? std::string("its process") : a.source);
+  if (s.proof == IdentityProof::EchoOnly) s.unproven_reason = "its process's argv has no --model";
+  return s;
+}
+
 Verdict judge_served(const ServedState& s, std::string_view config_model, std::string_view expected_model) {
   const std::string how = std::string(to_string(s.proof));
   if (s.proof == IdentityProof::EchoOnly) {
-    return {Outcome::IdentityUnproven,
-            "identity: echo only - the runtime's answers repeat the requested model and nothing it exposes names "
-            "the loaded weights"};
+    std::string d =
+        "identity: echo only - the runtime's answers repeat the requested model and nothing it exposes names "
+        "the loaded weights";
+    if (!s.unproven_reason.empty()) d += " (" + s.unproven_reason + ")";
+    return {Outcome::IdentityUnproven, d};
   }
   bool found = false;
   for (const auto& id : s.loaded) found = found || id == config_model;

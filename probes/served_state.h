@@ -21,6 +21,7 @@
 #include "core/result.h"
 #include "core/types.h"
 #include "probes/adapters.h"
+#include "probes/engine.h"
 #include "probes/openai_chat.h"
 
 namespace soak::probes {
@@ -30,9 +31,10 @@ namespace soak::probes {
 enum class IdentityProof {
   ServedDigest,  // content digest of the loaded weights (Ollama /api/ps digest)
   ServedName,    // the runtime's own name for what it loaded (llama.cpp /props model_path, vLLM /v1/models)
-  LoadedState,   // the runtime lists the model as loaded (LM Studio /api/v0/models state, Rapid-MLX build_info model)
+  LoadedState,   // the runtime lists the model as loaded (LM Studio /api/v0/models state, Rapid-MLX build_info model,
+                 // oMLX /api/status loaded_models)
   ProcessArgv,   // the runtime's own --model argument, and requests send exactly that id (MLX-LM)
-  EchoOnly,      // answers echo the request; nothing says what is loaded (oMLX; MLX-LM without its argv)
+  EchoOnly,      // answers echo the request; nothing says what is loaded (oMLX without loaded_models; MLX-LM without its argv)
 };
 std::string_view to_string(IdentityProof p);
 
@@ -63,6 +65,9 @@ struct ServedState {
   std::string served_digest;        // Ollama: digest of the entry that matched the config model
   LaunchFingerprint fingerprint;
   std::optional<int64_t> running, waiting;  // queue depth, where the route says
+  // Echo only: why nothing better was available (e.g. MLX-LM whose argv could
+  // not be read), shown in the row's detail. Empty: the runtime exposes nothing.
+  std::string unproven_reason;
 };
 
 // The routes read for a runtime's served state, in order (empty: none over HTTP).
@@ -80,6 +85,10 @@ ServedState mlx_lm_served_from_argv(const std::vector<std::string>& argv);
 // A managed candidate's launch argv as the runtime sees it (values taken from
 // soakd's environment are left out: they are secrets, never a model path).
 std::vector<std::string> launch_argv_of(const CandidateConfig& c);
+// MLX-LM's served state from the argv it runs with: the launch argv when soakd
+// launched it, else the discovered process's (`reader`; empty: unknown). When
+// the argv cannot be read the state is echo only with the reason.
+ServedState mlx_lm_served(const CandidateConfig& c, const RuntimeArgvReader& reader);
 
 // The identity judgement over a served state: Clean when the config model is
 // the one loaded (with the proof named in the detail), IdentityMismatch when

@@ -128,6 +128,14 @@ void smoke(const Context& c, Judgement& j) {
                         static_cast<long long>((*first)->id));
       if (!(*first)->detail.empty()) m.reason += ": " + (*first)->detail;
       j.find(Severity::Failure, name + ": " + m.reason);
+    } else if (const auto unproven = std::count_if(rows.begin(), rows.end(), [](const ProbeResult* r) {
+                 return r->outcome == Outcome::IdentityUnproven;
+               });
+               unproven > 0) {
+      // Ran, and nothing proves which weights serve: a hold (judge_hard.cc).
+      m.result = MetricResult::Marginal;
+      m.reason = format("%lld of %lld clean, %lld identity unproven (held)", static_cast<long long>(k.clean),
+                        static_cast<long long>(k.attempts), static_cast<long long>(unproven));
     } else if (k.clean == 0 && required) {
       m.result = MetricResult::Insufficient;
       m.reason = "required, never ran";
@@ -430,7 +438,11 @@ std::optional<VerdictRow> judge_hard_failures(const JudgeInput& in) {
   const Context c(in);
   Judgement j;
   judge_hard(c, j);
-  if (j.findings.empty()) return std::nullopt;
+  // Only what rejects ends a stage early; a hold (identity_unproven) is
+  // stated when the stage ends.
+  if (std::none_of(j.findings.begin(), j.findings.end(),
+                   [](const Finding& f) { return f.severity == Severity::HardFailure; }))
+    return std::nullopt;
   return assemble(c, std::move(j));
 }
 

@@ -70,7 +70,7 @@ namespace soak {
 
 // Bumped whenever a rule or a number format changes, so stored verdicts say
 // which rules produced them.
-inline constexpr std::string_view kJudgeVersion = "judge-2";
+inline constexpr std::string_view kJudgeVersion = "judge-3";  // judge-3: identity_unproven holds
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,
 // stored history of the baseline candidate, or no baseline at all.

@@ -30,6 +30,9 @@ struct RowClass {
   std::string_view name;
   std::vector<Outcome> outcomes;
   CleanRow clean_row = CleanRow::Shown;
+  // HardFailure rejects; Hold keeps the candidate from promotion with the
+  // reason, without calling it broken.
+  Severity severity = Severity::HardFailure;
 };
 
 // Any single row of these classes is a hard failure.
@@ -39,8 +42,11 @@ const std::vector<RowClass>& row_classes() {
       {"no_terminal", {Outcome::NoTerminal}},
       {"identity_mismatch", {Outcome::IdentityMismatch}},
       // A runtime whose answers only echo the requested model proves nothing
-      // about the weights (docs/DESIGN.md §7.2): never a pass.
-      {"identity_unproven", {Outcome::IdentityUnproven}, CleanRow::Omitted},
+      // about the weights (docs/DESIGN.md §7.2): never a pass. Nothing shows
+      // the candidate broken either (an oMLX without loaded_models, an MLX-LM
+      // whose argv this user cannot read): it is held, the row's detail
+      // saying what would prove it.
+      {"identity_unproven", {Outcome::IdentityUnproven}, CleanRow::Omitted, Severity::Hold},
       {"stale_slot", {Outcome::StaleSlot}},
       // A runtime that cuts an answer with its own default (MLX-LM's 512, llama-server's
       // -n) cuts every long answer the same way: one row shows how it was started, and
@@ -89,11 +95,12 @@ void row_class(const Context& c, const RowClass& cls, Judgement& j) {
                               id_list(ids).c_str(), std::string(to_string(first->outcome)).c_str(),
                               first->workload_id.c_str()) +
                        quoted(first->detail);
-  auto m = metric(hard_name(cls.name), MetricResult::Fail, reason);
+  const bool held = cls.severity == Severity::Hold;
+  auto m = metric(hard_name(cls.name), held ? MetricResult::Marginal : MetricResult::Fail, reason);
   m.n = n;
   set_numbers(m, static_cast<double>(n), 0, 0, 0, 0, 1);
   j.add(std::move(m));
-  j.find(Severity::HardFailure, std::string(cls.name) + ": " + reason);
+  j.find(cls.severity, std::string(cls.name) + (held ? " (held, not promoted): " : ": ") + reason);
 }
 
 void ratio_class(const Context& c, const RowClass& cls, Judgement& j) {

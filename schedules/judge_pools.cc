@@ -150,7 +150,11 @@ Pools pool_rows(const std::vector<const ProbeResult*>& rows) {
 // ============================================================== per-row figures
 bool is_clean(const ProbeResult& r) { return r.outcome == Outcome::Clean; }
 bool is_harness(const ProbeResult& r) { return category_of(r.outcome) == OutcomeCategory::Harness; }
-bool counts_against(const ProbeResult& r) { return category_of(r.outcome) == OutcomeCategory::CandidateFailure; }
+// identity_unproven is judged by its own class as a hold (judge_hard.cc), not
+// as a failed request in the ratios.
+bool counts_against(const ProbeResult& r) {
+  return category_of(r.outcome) == OutcomeCategory::CandidateFailure && r.outcome != Outcome::IdentityUnproven;
+}
 
 bool is_group_summary(const ProbeResult& r) {
   constexpr std::string_view kSummary = "/summary";

@@ -150,6 +150,8 @@ template <> struct Table<ProbeResult> {
       col<&R::server_draft_n>("server_draft_n"),
       col<&R::server_draft_accepted>("server_draft_accepted"),
       col<&R::server_load_ms>("server_load_ms"),
+      col<&R::server_running>("server_running"),
+      col<&R::server_waiting>("server_waiting"),
       col<&R::finish_reason>("finish_reason"),
       col<&R::response_model>("response_model"),
       col<&R::bytes_received>("bytes_received"),

@@ -287,16 +287,27 @@ JOIN hosts h ON h.id = c.host_id
 JOIN verdicts v ON v.id = (SELECT MAX(id) FROM verdicts WHERE candidate_id = c.id);
 )SQL";
 
+// The runtime's queue depth (running / waiting requests) on the rows that read it.
+constexpr std::string_view kV5 = R"SQL(
+ALTER TABLE probe_results ADD COLUMN server_running INTEGER;
+ALTER TABLE probe_results ADD COLUMN server_waiting INTEGER;
+)SQL";
+
 }  // namespace
 
 std::string read_compat_sql(int user_version) {
-  if (user_version >= kFingerprintSchema) return {};
-  return "CREATE TEMP VIEW candidates AS SELECT *, '' AS fingerprint FROM main.candidates;\n"
-         "CREATE TEMP VIEW probe_results AS SELECT *, NULL AS server_load_ms FROM main.probe_results;\n";
+  std::string out, missing;
+  if (user_version < kFingerprintSchema) {
+    out += "CREATE TEMP VIEW candidates AS SELECT *, '' AS fingerprint FROM main.candidates;\n";
+    missing += ", NULL AS server_load_ms";
+  }
+  if (user_version < kQueueSchema) missing += ", NULL AS server_running, NULL AS server_waiting";
+  if (!missing.empty()) out += "CREATE TEMP VIEW probe_results AS SELECT *" + missing + " FROM main.probe_results;\n";
+  return out;
 }
 
 const std::vector<std::string_view>& migrations() {
-  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4};
+  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4, kV5};
   return kMigrations;
 }
 

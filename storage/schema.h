@@ -19,6 +19,7 @@ inline constexpr int32_t kSoakdApplicationId = 0x736f616b;
 inline constexpr int kLaunchesSchema = 2;       // runtime_launches (managed runtimes)
 inline constexpr int kContextReachSchema = 3;   // context_reach
 inline constexpr int kFingerprintSchema = 4;    // candidates.fingerprint, probe_results.server_load_ms
+inline constexpr int kQueueSchema = 5;          // probe_results.server_running, server_waiting
 
 // For an older store opened read-only (never migrated): TEMP views that shadow
 // the tables whose columns it lacks (SQLite looks in TEMP first), so every

@@ -40,6 +40,7 @@ const IntKnob kIntKnobs[] = {
     {"crash-after", &Knobs::crash_after, "crash: inference requests served before the crash"},
     {"draft-slowdown", &Knobs::draft_slowdown, "draft-slowdown: token interval multiplier"},
     {"leak-mb", &Knobs::leak_mb_per_request, "memory-leak: MB allocated and touched per inference request"},
+    {"cold-load-ms", &Knobs::cold_load_ms, "omlx: first request after start or unload loads the model this long"},
     {"loading-ms", &Knobs::loading_ms, "503 'Loading model' for this long after start (any scenario)"},
     {"repetition-tokens", &Knobs::repetition_tokens, "repetition: length of the looping answer"},
     {"fail-above-tokens", &Knobs::fail_above_tokens, "large-prompt-5xx: prompts longer than this get HTTP 500"},

@@ -60,6 +60,7 @@ struct Job {
   int64_t prefill_step_ms = 0;
   int eval_tokens = 0;
   int cache_tokens = 0;
+  int64_t load_ms = 0;  // oMLX cold load waited for before the stream opens
   int64_t t_arrival = 0;
   int64_t t_slot = 0;
   int64_t t_first = 0;
@@ -132,6 +133,7 @@ Engine::Engine(uv_loop_t* loop, const Clock& clock, ListenerConfig config, Engin
     : loop_(loop), clock_(clock), cfg_(std::move(config)), host_(host) {
   started_mono_ns_ = clock_.mono_ns();
   started_unix_ = clock_.wall_ms() / 1000;
+  if (cfg_.flavour == Flavour::Omlx && cfg_.knobs.cold_load_ms == 0) omlx_loaded_.push_back(cfg_.knobs.model);
   loading_until_ns_ = started_mono_ns_ + static_cast<int64_t>(cfg_.knobs.loading_ms) * 1'000'000;
   reaper_ = std::make_unique<Alarm>(loop_, [this] { graveyard_.clear(); });
   for (int i = 0; i < std::max(cfg_.knobs.slots, 1); ++i) {
@@ -213,6 +215,10 @@ ServerView Engine::server_view() const {
   v.kv_cache_type = cfg_.knobs.kv_cache_type;
   v.draining = draining_;
   v.cancelled_via_disconnect = stats_.cancels_seen;
+  v.loaded_models = omlx_loaded_;
+  v.draft_tokens_total = metrics_.draft_tokens_total;
+  v.accepted_tokens_total = metrics_.accepted_tokens_total;
+  v.drafts_total = metrics_.drafts_total;
   return v;
 }
 
@@ -418,6 +424,10 @@ void Engine::control(const json& body) {
   if (body.contains("draining")) draining_ = body.value("draining", false);               // Rapid-MLX: SIGTERM seen
   if (body.contains("ctx_per_slot")) cfg_.knobs.ctx_per_slot = body.value("ctx_per_slot", cfg_.knobs.ctx_per_slot);
   if (body.contains("loading_ms")) start_loading(body.value("loading_ms", 0));
+  // oMLX: POST /v1/models/{id}/unload, or another model evicting this one.
+  if (body.value("unload", false)) omlx_loaded_.clear();
+  if (body.contains("loaded_models") && body["loaded_models"].is_array())
+    omlx_loaded_ = body["loaded_models"].get<std::vector<std::string>>();
 }
 
 // ---------------------------------------------------------------- inference
@@ -538,9 +548,15 @@ void Engine::chat(const HttpRequest& req, const std::shared_ptr<Connection>& c, 
   job->keepalive = std::make_unique<Alarm>(loop_, [this, id] { keepalive_tick(id); });
   c->set_on_gone([this, id] { on_gone(id); });
 
+  if (cfg_.flavour == Flavour::Omlx && omlx_loaded_.empty()) {
+    // omlx/engine_pool.py get_engine: a model not loaded is loaded under the
+    // pool's lock inside the request, before the stream opens.
+    job->load_ms = cfg_.knobs.cold_load_ms;
+    omlx_loaded_.push_back(cfg_.knobs.model);
+  }
   Job& j = *job;
   jobs_.emplace(id, std::move(job));
-  if (cfg_.flavour == Flavour::Omlx && j.stream) {
+  if (cfg_.flavour == Flavour::Omlx && j.stream && j.load_ms == 0) {
     // oMLX opens the stream at once and sends a keepalive chunk before any work.
     send_head(j);
     send_event(j, omlx_keepalive_chunk(j.ids.id));
@@ -689,6 +705,7 @@ void Engine::begin(Job& job, int slot) {
   int64_t prefill_ms = static_cast<int64_t>(job.eval_tokens) * cfg_.knobs.prefill_ms_per_1k / 1000;
   // mlx-lm and Ollama accept requests while the model loads and answer late instead of 503.
   if (cfg_.flavour == Flavour::MlxLm || cfg_.flavour == Flavour::Ollama) prefill_ms += loading_left_ms();
+  prefill_ms += job.load_ms;
   job.prefill_steps = 1;
   const bool llama_progress = job.stream && job.return_progress;
   if ((cfg_.flavour == Flavour::MlxLm && job.stream) || llama_progress) {
@@ -809,8 +826,12 @@ void Engine::finish(Job& job) {
   }
   t.ttft_s = static_cast<double>(job.t_first - job.t_arrival) / 1e9;
   t.total_s = static_cast<double>(now - job.t_arrival) / 1e9;
+  t.load_s = static_cast<double>(job.load_ms) / 1e3;
   metrics_.tokens_predicted_total += t.predicted_n;
   metrics_.tokens_predicted_seconds_total += t.predicted_ms / 1e3;
+  metrics_.draft_tokens_total += t.draft_n;
+  metrics_.accepted_tokens_total += t.draft_n_accepted;
+  metrics_.drafts_total += (t.draft_n + kDraftTokensPerStep - 1) / kDraftTokensPerStep;
 
   if (job.stream) {
     bool llama_usage = cfg_.flavour == Flavour::LlamaCpp && !job.include_usage;

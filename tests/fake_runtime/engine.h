@@ -133,6 +133,9 @@ class Engine {
   int64_t loading_until_ns_ = 0;
   int64_t started_unix_ = 0;
   bool draining_ = false;  // Rapid-MLX: SIGTERM seen, in-flight work finishing
+  // oMLX engine pool: what /api/status lists as loaded (the model, once a
+  // request loaded it; POST /fake/control {"loaded_models": [...]} overrides).
+  std::vector<std::string> omlx_loaded_;
 };
 
 }  // namespace soak::fake

@@ -19,6 +19,11 @@ std::string gauge(const std::string& name, const std::string& help, const std::s
   return "# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n" + name + labels + " " + num + "\n";
 }
 
+std::string counter(const std::string& name, const std::string& help, const std::string& labels, uint64_t v) {
+  return "# HELP " + name + " " + help + "\n# TYPE " + name + " counter\n" + name + labels + " " + std::to_string(v) +
+         "\n";
+}
+
 }  // namespace
 
 // vllm/entrypoints/openai/protocol.py ModelCard / ModelPermission; the served
@@ -63,6 +68,13 @@ std::string rapid_metrics_text(const ServerView& v) {
          "# TYPE rapid_mlx_requests_cancelled_via_disconnect_total counter\n"
          "rapid_mlx_requests_cancelled_via_disconnect_total " +
          std::to_string(v.cancelled_via_disconnect) + "\n";
+  if (v.speculative) {
+    // _render_spec_decode_mtp_counters: chain MTP, one drafted token per attempt.
+    const std::string l = "{family=\"qwen3.5\",method=\"mtp\"}";
+    out += counter("rapid_mlx_spec_decode_attempts_total", "Number of MTP draft proposals.", l, v.draft_tokens_total);
+    out += counter("rapid_mlx_spec_decode_accepts_total", "Subset of attempts the verify pass accepted.", l,
+                   v.accepted_tokens_total);
+  }
   return out;
 }
 
@@ -125,6 +137,14 @@ void Engine::handle_vllm(const HttpRequest& req, const std::shared_ptr<Connectio
                              "{model_name=\"" + v.model + "\"}", v.active_requests) +
                        gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
                              "{model_name=\"" + v.model + "\"}", v.waiting_requests);
+    if (v.speculative) {
+      // vllm/v1/spec_decode/metrics.py SpecDecodingProm (counters, one per engine).
+      const std::string l = "{engine=\"0\",model_name=\"" + v.model + "\"}";
+      body += counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", l, v.drafts_total) +
+              counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", l, v.draft_tokens_total) +
+              counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", l,
+                      v.accepted_tokens_total);
+    }
     return c->respond(200, response_headers(cfg_.flavour, BodyKind::Text, p), body, p);
   }
   if (post && req.path == "/v1/chat/completions") return chat(req, c, p);

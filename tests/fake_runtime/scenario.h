@@ -101,6 +101,10 @@ struct Knobs {
   // name); POST /fake/control {"digest": ...} is a re-pull under the same tag.
   std::string digest;
   std::string kv_cache_type = "bf16";  // Rapid-MLX rapid_mlx_kv_cache_dtype
+  // oMLX: the model starts unloaded; the first request (and the first after
+  // POST /fake/control {"unload": true}) waits this long before its stream
+  // opens and reports it as usage.model_load_duration. 0: loaded from start.
+  int cold_load_ms = 0;
   int drop_tools_above_tokens = kDefaultDropToolsAboveTokens;  // DeepToolDrop
   // Thinking5xx: the turn (1 = a conversation's first request, counted by the
   // assistant messages it carries) from which thinking requests fail.

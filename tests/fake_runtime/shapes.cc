@@ -49,6 +49,7 @@ ojson usage_json(Flavour f, const GenTimings& t) {
     u["generation_duration"] = t.predicted_ms / 1e3;
     u["prompt_tokens_per_second"] = per_second(t.prompt_ms, t.prompt_n);
     u["generation_tokens_per_second"] = per_second(t.predicted_ms, t.predicted_n);
+    if (t.load_s > 0) u["model_load_duration"] = t.load_s;
   }
   return u;
 }
@@ -416,9 +417,10 @@ ojson omlx_status_body(const ServerView& v) {
   j["status"] = "ok";
   j["version"] = v.build;
   j["uptime_seconds"] = v.uptime_s;
-  j["models_loaded"] = 1;
+  j["models_loaded"] = v.loaded_models.size();
+  j["models_loading"] = 0;
   j["default_model"] = v.model;
-  j["loaded_models"] = ojson::array({v.model});
+  j["loaded_models"] = v.loaded_models;
   j["total_requests"] = v.total_requests;
   j["active_requests"] = v.active_requests;
   j["waiting_requests"] = v.waiting_requests;

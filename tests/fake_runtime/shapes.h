@@ -48,6 +48,7 @@ struct GenTimings {
   int draft_n_accepted = 0;
   double ttft_s = 0;         // oMLX usage extras
   double total_s = 0;
+  double load_s = 0;         // oMLX model_load_duration: the cold load this request waited for
 };
 
 struct ToolCallOut {
@@ -98,6 +99,8 @@ struct ServerView {
   std::string kv_cache_type;  // Rapid-MLX
   bool draining = false;      // Rapid-MLX after SIGTERM
   uint64_t cancelled_via_disconnect = 0;
+  std::vector<std::string> loaded_models;  // oMLX /api/status loaded_models
+  uint64_t draft_tokens_total = 0, accepted_tokens_total = 0, drafts_total = 0;  // when speculative
 };
 ojson models_body(Flavour f, const ServerView& v);
 ojson props_body(const ServerView& v);
@@ -143,6 +146,9 @@ struct MetricsView {
   int requests_processing = 0;
   int requests_deferred = 0;
   uint64_t busy_slot_decodes = 0;  // sum over decode calls of busy slots, for the average
+  // Speculative decoding (the draft-slowdown scenario): drafted and accepted
+  // tokens, and verify steps (drafts of up to kDraftTokensPerStep tokens).
+  uint64_t draft_tokens_total = 0, accepted_tokens_total = 0, drafts_total = 0;
 };
 std::string metrics_text(const MetricsView& m);
 

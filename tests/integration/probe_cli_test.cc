@@ -19,8 +19,10 @@ const std::string kFake = std::string(SOAKD_BINARY_DIR) + "/tests/fake_runtime/s
 constexpr int kWaitMs = 30'000;
 
 struct FakeChild {
-  explicit FakeChild(const std::string& scenario) {
-    auto c = ChildProcess::spawn({kFake, "--scenario", scenario, "--token-interval-ms", "1"});
+  explicit FakeChild(const std::string& scenario, std::vector<std::string> more = {}) {
+    std::vector<std::string> argv{kFake, "--scenario", scenario, "--token-interval-ms", "1"};
+    argv.insert(argv.end(), more.begin(), more.end());
+    auto c = ChildProcess::spawn(argv);
     REQUIRE(c);
     child.emplace(std::move(*c));
     auto line = child->wait_for_line("listening on 127.0.0.1:", kWaitMs);
@@ -32,14 +34,15 @@ struct FakeChild {
   std::string url;
 };
 
-std::string write_config(const TempDir& tmp, const std::string& url) {
+std::string write_config(const TempDir& tmp, const std::string& url, const std::string& runtime = "llama.cpp",
+                         const std::string& model = "qwen3.6-35b-a3b") {
   std::string path = tmp.path() + "/soakd.json";
   std::ofstream(path) << R"({
     "store": ")" << tmp.path() << R"(/soakd.db",
     "log": ")" << tmp.path() << R"(/soakd.log",
     "defaults": { "long_context_sizes": [1024], "burst_sizes": [2],
                   "limits": { "stall_timeout": "5s", "wall_timeout": "20s" } },
-    "candidates": [ { "name": "fake", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
+    "candidates": [ { "name": "fake", "model": ")" << model << R"(", "runtime": ")" << runtime << R"(",
                       "base_url": ")" << url << R"(", "build": { "from": "http" } } ]
   })";
   return path;
@@ -110,4 +113,37 @@ TEST_CASE("soakd probe usage errors exit 2") {
   RunResult bad = run_program({kSoakd, "probe", "--config", cfg, "--candidate", "fake", "--kind", "nope"}, kWaitMs);
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("strict_json") != std::string::npos);  // names the known kinds
+}
+
+// mlx_lm/server.py: only the request string "default_model" or exactly the
+// --model value maps to the weights it was started with; any other id is
+// loaded from the cache. For a runtime soakd did not launch, the argv comes
+// from the process listening on the candidate's port (platform/engines.h).
+TEST_CASE("soakd probe: an MLX-LM soakd did not launch is identified by its own process's --model") {
+  const std::string served = "mlx-community/Served-4bit";
+  FakeChild fake("healthy", {"--flavour", "mlx-lm", "--model", served});
+  TempDir tmp;
+  SECTION("config model is the process's --model: clean, proven by the runtime argv") {
+    const std::string cfg = write_config(tmp, fake.url, "mlx-lm", served);
+    RunResult r = run_program({kSoakd, "probe", "--config", cfg, "--candidate", "fake", "--kind", "identity", "--json"},
+                              kWaitMs);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    auto doc = nlohmann::json::parse(r.out);
+    REQUIRE(doc["rows"].size() == 1);
+    CHECK(doc["rows"][0]["outcome"] == "clean");
+    CHECK(doc["rows"][0]["extra"]["proof"] == "runtime argv");
+    CHECK(doc["rows"][0]["detail"].get<std::string>().find("listening on port") != std::string::npos);
+  }
+  SECTION("config model differs from the process's --model: identity_mismatch") {
+    const std::string cfg = write_config(tmp, fake.url, "mlx-lm", "mlx-community/Other-4bit");
+    RunResult r = run_program({kSoakd, "probe", "--config", cfg, "--candidate", "fake", "--kind", "identity", "--json"},
+                              kWaitMs);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    auto doc = nlohmann::json::parse(r.out);
+    REQUIRE(doc["rows"].size() == 1);
+    CHECK(doc["rows"][0]["outcome"] == "identity_mismatch");
+    CHECK(doc["rows"][0]["detail"].get<std::string>().find(served) != std::string::npos);
+  }
 }

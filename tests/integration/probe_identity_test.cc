@@ -108,6 +108,7 @@ TEST_CASE("mlx-lm: identity from its --model; a config id that differs fails bef
     ProbeResult r = identity(h, c);
     CHECK(r.outcome == Outcome::IdentityUnproven);
     CHECK(r.detail.find("echo only") != std::string::npos);
+    CHECK(r.detail.find("cannot discover runtime processes") != std::string::npos);
   }
   SECTION("argv --model is the config id: proven, the fingerprint has its max-tokens default") {
     c.launch = LaunchSpec{};
@@ -142,6 +143,40 @@ TEST_CASE("mlx-lm: identity from its --model; a config id that differs fails bef
   }
 }
 
+// An MLX-LM soakd did not launch: the discovered process's argv (the daemon's
+// reader, daemon/wiring.cc; end to end in probe_cli_test.cc).
+TEST_CASE("mlx-lm unmanaged: the discovered process's --model proves identity; an unreadable argv is said") {
+  Fake f(Flavour::MlxLm);
+  probes::RuntimeArgv seen;
+  probes::EngineOptions o;
+  o.runtime_argv = [&seen](const CandidateConfig&) { return seen; };
+  Harness h(o);
+  CandidateConfig c = candidate(f.url(), RuntimeKind::MlxLm);
+  SECTION("argv --model is the config id: clean, with the process named") {
+    seen = {{"python", "-m", "mlx_lm", "server", "--model", fake::kDefaultModel}, "pid 77 listening on port 8080", ""};
+    ProbeResult r = identity(h, c);
+    INFO(r.detail);
+    CHECK(r.outcome == Outcome::Clean);
+    CHECK(extra(r)["proof"] == "runtime argv");
+    CHECK(r.detail.find("pid 77") != std::string::npos);
+    f.rt.control(0, R"({"build":"0.28.3"})");  // mlx-lm's version leads its system_fingerprint
+    CHECK(fingerprint(h, c).model == fake::kDefaultModel);
+  }
+  SECTION("argv --model is another model: identity_mismatch") {
+    seen = {{"mlx_lm.server", "--model=mlx-community/Other-4bit"}, "pid 77", ""};
+    ProbeResult r = identity(h, c);
+    CHECK(r.outcome == Outcome::IdentityMismatch);
+    CHECK(r.detail.find("Other-4bit") != std::string::npos);
+    CHECK(f.rt.stats().model_loads == 0);
+  }
+  SECTION("argv unreadable: identity_unproven, and the row says why") {
+    seen = {{}, "", "pid 77's argv is not visible to this user"};
+    ProbeResult r = identity(h, c);
+    CHECK(r.outcome == Outcome::IdentityUnproven);
+    CHECK(r.detail.find("argv could not be read: pid 77's argv is not visible") != std::string::npos);
+  }
+}
+
 TEST_CASE("lm studio: loaded state from /api/v0/models, build and fingerprint from v0") {
   Fake f(Flavour::LmStudio);
   Harness h;
@@ -158,6 +193,24 @@ TEST_CASE("lm studio: loaded state from /api/v0/models, build and fingerprint fr
   CHECK(fp.model == std::string(fake::kDefaultModel) + " Q4_K_M");
   c.model = "text-embedding-nomic-embed-text-v1.5";  // listed, not loaded
   CHECK(identity(h, c).outcome == Outcome::IdentityMismatch);
+}
+
+// lmstudio docs 1_developer/2_rest/endpoints.mdx: POST /api/v0/chat/completions
+// answers with stats{tokens_per_second, time_to_first_token, generation_time,
+// stop_reason}; its OpenAI route /v1/chat/completions has no stats. Chat
+// probes use the v0 route, so the row's server columns are filled.
+TEST_CASE("lm studio: chat probes use /api/v0, so its stats reach the row's server columns") {
+  Fake f(Flavour::LmStudio);
+  Harness h;
+  ProbeResult r = identity(h, candidate(f.url(), RuntimeKind::LmStudio));
+  INFO(r.detail);
+  CHECK(r.outcome == Outcome::Clean);
+  REQUIRE(r.server_predicted_tps);
+  CHECK(*r.server_predicted_tps > 0);
+  REQUIRE(r.server_ttft_ms);
+  CHECK(*r.server_ttft_ms >= 0);
+  REQUIRE(r.server_predicted_ms);
+  CHECK(*r.server_predicted_ms > 0);
 }
 
 TEST_CASE("vllm: served name and max_model_len from /v1/models") {
@@ -201,13 +254,24 @@ TEST_CASE("rapid-mlx: loaded model and KV type from /metrics; /healthz tells loa
   CHECK(draining.detail.find("draining") != std::string::npos);
 }
 
-TEST_CASE("omlx: nothing names the loaded model: identity_unproven") {
+// omlx/server.py server_status() GET /api/status "loaded_models":
+// pool.get_loaded_model_ids(); its /v1/models lists every discovered model.
+TEST_CASE("omlx: /api/status loaded_models proves identity; another loaded model is a mismatch") {
   Fake f(Flavour::Omlx);
   Harness h;
   CandidateConfig c = candidate(f.url(), RuntimeKind::Omlx);
   ProbeResult r = identity(h, c);
-  CHECK(r.outcome == Outcome::IdentityUnproven);
-  CHECK(extra(r)["proof"] == "echo only");
+  INFO(r.detail);
+  CHECK(r.outcome == Outcome::Clean);
+  CHECK(extra(r)["proof"] == "loaded state");
+  CHECK(r.detail.find("/api/status") != std::string::npos);
+
+  // The request string is answered and echoed, but the pool holds other weights
+  // (an alias resolved elsewhere, or the model evicted and another loaded).
+  f.rt.control(0, R"({"loaded_models":["mlx-community/Other-4bit"]})");
+  ProbeResult other = identity(h, c);
+  CHECK(other.outcome == Outcome::IdentityMismatch);
+  CHECK(other.detail.find("Other-4bit") != std::string::npos);
 
   // While another request loads the model: /health 503 "loading", and a
   // request gets 409 "Model '...' is already being loaded": both loading.
@@ -217,6 +281,40 @@ TEST_CASE("omlx: nothing names the loaded model: identity_unproven") {
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].http_status == 409);
   CHECK(rows[0].outcome == Outcome::Loading);
+}
+
+// omlx/engine_pool.py get_engine(): a model not loaded is loaded under the
+// pool's lock inside the request, before the stream opens; the usage object
+// then carries model_load_duration (seconds). The load lands in the client's
+// TTFT, so the row keeps it in server_load_ms, and the canary leaves such rows
+// out of TTFT comparisons (schedules/judge_pools.cc; judge_compare_test.cc).
+TEST_CASE("omlx: a cold load fills server_load_ms on the request that waited for it, and only that one") {
+  ListenerConfig lc = Fake::fast(Scenario::Healthy, Flavour::Omlx);
+  lc.knobs.cold_load_ms = 300;
+  FakeRuntime rt({lc});
+  REQUIRE(rt.start().ok());
+  Harness h;
+  CandidateConfig c = candidate(rt.base_url(0), RuntimeKind::Omlx);
+  auto marker = [&] {
+    auto rows = h.run(c, {ProbeKind::Marker});
+    INFO(describe(rows));
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].outcome == Outcome::Clean);
+    return rows[0];
+  };
+  ProbeResult cold = marker();
+  REQUIRE(cold.server_load_ms);
+  CHECK(*cold.server_load_ms == Approx(300.0));
+  REQUIRE(cold.t_first_token_us);
+  CHECK(*cold.t_first_token_us >= 300'000);  // the load is inside the client's TTFT
+
+  ProbeResult warm = marker();
+  CHECK_FALSE(warm.server_load_ms);
+
+  rt.control(0, R"({"unload": true})");  // POST /v1/models/{id}/unload
+  ProbeResult reloaded = marker();
+  REQUIRE(reloaded.server_load_ms);
+  CHECK(*reloaded.server_load_ms == Approx(300.0));
 }
 
 TEST_CASE("llama.cpp: the fingerprint holds -c per slot and in total, --parallel, the draft setting") {
@@ -273,4 +371,60 @@ TEST_CASE("rapid-mlx: the cancel probe's proof is the runtime's own disconnect-c
   CHECK(e["checked_by"] == "disconnect_counter");
   CHECK(e["cut"] == true);
   CHECK(f.rt.stats().cancels_seen == 1);
+}
+
+// Queue depth where each runtime exposes it, on the scrape row: llama.cpp
+// /metrics requests_processing / requests_deferred, vLLM vllm:num_requests_*,
+// Rapid-MLX rapid_mlx_requests_* (vllm_mlx/routes/metrics.py), oMLX
+// /api/status active_requests / waiting_requests (omlx/server.py server_status).
+TEST_CASE("queue depth: scrape rows carry running and waiting from the runtime's own route") {
+  for (Flavour fl : {Flavour::LlamaCpp, Flavour::Vllm, Flavour::RapidMlx, Flavour::Omlx}) {
+    Fake f(fl);
+    Harness h;
+    const RuntimeKind kind = fl == Flavour::LlamaCpp ? RuntimeKind::LlamaCpp
+                             : fl == Flavour::Vllm   ? RuntimeKind::Vllm
+                             : fl == Flavour::Omlx   ? RuntimeKind::Omlx
+                                                     : RuntimeKind::RapidMlx;
+    INFO(to_string(kind));
+    auto rows = h.run(candidate(f.url(), kind), {ProbeKind::Scrape});
+    INFO(describe(rows));
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].outcome == Outcome::Clean);
+    CHECK(rows[0].server_running == 0);
+    CHECK(rows[0].server_waiting == 0);
+  }
+  // oMLX's identity row reads /api/status too.
+  Fake omlx(Flavour::Omlx);
+  Harness h;
+  ProbeResult r = identity(h, candidate(omlx.url(), RuntimeKind::Omlx));
+  CHECK(r.server_running == 0);
+  CHECK(r.server_waiting == 0);
+}
+
+// vLLM (vllm/v1/spec_decode/metrics.py) and Rapid-MLX (vllm_mlx/routes/metrics.py
+// _render_spec_decode_mtp_counters) count drafted and accepted tokens since
+// start; a scrape row carries what was drafted and accepted since the previous
+// scrape, in the columns llama.cpp's per-answer draft_n / draft_n_accepted go to.
+TEST_CASE("speculative counters: a scrape row carries the tokens drafted and accepted since the last scrape") {
+  for (Flavour fl : {Flavour::Vllm, Flavour::RapidMlx}) {
+    Fake f(fl, Scenario::DraftSlowdown);
+    Harness h;
+    CandidateConfig c = candidate(f.url(), fl == Flavour::Vllm ? RuntimeKind::Vllm : RuntimeKind::RapidMlx);
+    INFO(to_string(c.runtime));
+    auto first = h.run(c, {ProbeKind::Scrape});
+    REQUIRE(first.size() == 1);
+    CHECK_FALSE(first[0].server_draft_n);  // nothing to compare with yet
+    auto answer = h.run(c, {ProbeKind::Marker});
+    REQUIRE(answer.size() == 1);
+    REQUIRE(answer[0].completion_tokens);
+    auto second = h.run(c, {ProbeKind::Scrape});
+    REQUIRE(second.size() == 1);
+    INFO(second[0].extra_json);
+    REQUIRE(second[0].server_draft_n);
+    CHECK(*second[0].server_draft_n == *answer[0].completion_tokens);  // the fake drafts every token
+    REQUIRE(second[0].server_draft_accepted);
+    CHECK(*second[0].server_draft_accepted > 0);
+    CHECK(*second[0].server_draft_accepted <= *second[0].server_draft_n);
+    CHECK(extra(second[0]).contains("spec_decode"));
+  }
 }

@@ -166,6 +166,13 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
     INFO(to_string(k) << ": " << r->detail);
     CHECK(r->outcome == Outcome::Clean);
   }
+  {
+    // The queue as the server counts it (server-context.cpp metrics:
+    // requests_processing, requests_deferred): nothing else runs during the scrape.
+    const ProbeResult* scrape = find_row(rows, ProbeKind::Scrape);
+    CHECK(scrape->server_running == 0);
+    CHECK(scrape->server_waiting == 0);
+  }
   // Every answer that runs to the limit is the server's cap, whatever the probe.
   for (ProbeKind k : {ProbeKind::Identity, ProbeKind::Stream, ProbeKind::LongContext, ProbeKind::SharedPrefix}) {
     const ProbeResult* r = find_row(rows, k);

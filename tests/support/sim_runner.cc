@@ -414,6 +414,13 @@ void SimRunner::pooling_rows(const TaskRequest& req, const SimCandidate& s, int6
 void SimRunner::read_build(const CandidateConfig& c, std::function<void(Result<probes::BuildIdentity>)> done) {
   SimCandidate s = sims_[c.name];
   const int64_t at = clock_.wall_ms() + 10;
+  // Like probes/probe_build.cc: a fixed build is the config's; only the
+  // fingerprint is read from the runtime (unknown when it cannot be reached).
+  if (c.build.source == BuildSource::Fixed) {
+    std::string fp = s.behaviour == Behaviour::Unreachable ? std::string() : s.fingerprint;
+    queue_.push_back(Pending{at, seq_++, [done, b = c.build.fixed, fp] { done(probes::BuildIdentity{b, {}, fp}); }, false});
+    return;
+  }
   if (s.behaviour == Behaviour::Unreachable) {
     queue_.push_back(Pending{at, seq_++, [done] { done(make_error("connection refused")); }, false});
   } else {

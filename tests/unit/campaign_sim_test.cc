@@ -338,6 +338,26 @@ TEST_CASE("a fingerprint first known after registration is set on the row, not a
   CHECK(w.store->candidates()->size() == 1);
 }
 
+TEST_CASE("a fixed build still has its fingerprint read; a launch change under it is a new candidate row") {
+  // build: {"fixed": ...} names the binary, not how it was started.
+  const std::string launch_a = R"({"model":"m.gguf","ctx_per_slot":131072,"ctx_total":1048576,"slots":8})";
+  const std::string launch_b = R"({"model":"m.gguf","ctx_per_slot":262144,"ctx_total":262144,"slots":1})";
+  World w(candidate("llama", 18431, R"(, "build": {"fixed": "b9000-local"})"));
+  w.runner->at("llama").fingerprint = launch_a;
+  w.run(10 * kDay);
+  INFO(w.verdict("llama")->reason);
+  REQUIRE(w.verdict("llama")->state == VerdictState::Promoted);
+  const CandidateRow first = *w.row("llama");
+  CHECK(first.build == "b9000-local");
+  CHECK(first.fingerprint == launch_a);
+  w.runner->at("llama").fingerprint = launch_b;
+  w.run(10 * kDay, [&] { auto r = w.row("llama"); return r && r->id != first.id; }, World::UntilSettled::GoOn);
+  const CandidateRow second = *w.row("llama");
+  CHECK(second.id != first.id);
+  CHECK(second.build == "b9000-local");
+  CHECK(second.fingerprint == launch_b);
+}
+
 TEST_CASE("recomputing a stored verdict from its rows gives the same verdict, byte for byte") {
   World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
   w.runner->at("cand").behaviour = Behaviour::Marginal;

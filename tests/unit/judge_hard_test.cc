@@ -247,3 +247,51 @@ TEST_CASE("without server-capped rows the verdict lists no server_token_cap metr
   CHECK(v.state == VerdictState::Promoted);
   CHECK(find_metric(v, "hard/server_token_cap") == nullptr);
 }
+
+// A runtime whose answers only echo the requested model, with nothing it
+// exposes naming the weights (docs/DESIGN.md §7.2): never a pass, and not a
+// broken candidate either. It is held with the row's reason; anything that
+// rejects still rejects.
+TEST_CASE("identity_unproven holds the candidate: never promoted, not rejected, the reason says why") {
+  Healthy h;
+  const std::string why = "identity: echo only - ... (its argv could not be read: pid 77's argv is not visible)";
+  h.cand.add(ProbeKind::Identity, "identity", Outcome::IdentityUnproven).detail = why;
+  SECTION("alone: hold, with the row's detail") {
+    auto v = h.judge();
+    INFO(v.reason);
+    CHECK(v.state == VerdictState::Hold);
+    CHECK(contains(v.reason, "identity_unproven (held, not promoted)"));
+    CHECK(contains(v.reason, "pid 77's argv is not visible"));
+    const auto* m = find_metric(v, "hard/identity_unproven");
+    REQUIRE(m);
+    CHECK(m->result == MetricResult::Marginal);
+    // Not a failed request in the ratios, and it does not end the stage early.
+    h.in.candidate_rows = h.cand.rows;
+    CHECK_FALSE(judge_hard_failures(h.in).has_value());
+  }
+  SECTION("with a hard failure: rejected") {
+    h.cand.add(ProbeKind::Identity, "identity", Outcome::IdentityMismatch);
+    expect_hard(h.judge(), "identity_mismatch");
+  }
+}
+
+TEST_CASE("a smoke whose identity cannot be proven is held, not rejected and not inconclusive") {
+  Rows cand{kCandidate, 1};
+  JudgeInput in = input_for(StageKind::Smoke);
+  in.recipe.baseline_mode = BaselineMode::None;
+  in.recipe.baseline_id.reset();
+  in.smoke_required = {ProbeKind::Health, ProbeKind::Identity, ProbeKind::Stream};
+  cand.add(ProbeKind::Health, "health");
+  cand.add(ProbeKind::Identity, "identity", Outcome::IdentityUnproven).detail =
+      "identity: echo only (this oMLX's /api/status has no loaded_models)";
+  cand.add(ProbeKind::Stream, "stream");
+  in.candidate_rows = cand.rows;
+  auto v = judge_stage(in);
+  INFO(v.reason);
+  CHECK(v.state == VerdictState::Hold);
+  CHECK(contains(v.reason, "no loaded_models"));
+  const auto* smoke_identity = find_metric(v, "smoke/identity");
+  REQUIRE(smoke_identity);
+  CHECK(smoke_identity->result == MetricResult::Marginal);
+  CHECK(contains(smoke_identity->reason, "identity unproven (held)"));
+}

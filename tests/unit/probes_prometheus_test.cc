@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "probes/runtime_metrics.h"
 #include "probes/prometheus.h"
 #include "tests/catch.h"
 #include "tests/unit/probes_capture_local.h"
@@ -143,4 +144,63 @@ TEST_CASE("values are decimal only: hex floats and half exponents are errors") {
   PromText t = parse_prometheus_text("hex 0x1p3\nhalf 1e\nsign_only -\nok 2.5e-1\n");
   CHECK(t.errors.size() == 3);
   CHECK(t.value("ok") == 0.25);
+}
+
+// Queue depth per runtime: llama.cpp tools/server/server-context.cpp (metrics:
+// requests_processing, requests_deferred); vLLM vllm/v1/metrics/loggers.py
+// (vllm:num_requests_running / _waiting, one sample per engine and model
+// name); Rapid-MLX vllm_mlx/routes/metrics.py (rapid_mlx_requests_running /
+// _waiting).
+TEST_CASE("queue depth: running and waiting from each runtime's own series") {
+  QueueDepth llama = queue_depth_from_metrics(soak::RuntimeKind::LlamaCpp, capture("get-metrics-while-busy.http"));
+  CHECK(llama.running == 2);
+  CHECK(llama.waiting == 1);
+
+  PromText vllm = parse_prometheus_text(
+      "# TYPE vllm:num_requests_running gauge\n"
+      "vllm:num_requests_running{engine=\"0\",model_name=\"q\"} 3.0\n"
+      "vllm:num_requests_running{engine=\"1\",model_name=\"q\"} 2.0\n"
+      "# TYPE vllm:num_requests_waiting gauge\n"
+      "vllm:num_requests_waiting{engine=\"0\",model_name=\"q\"} 4.0\n");
+  QueueDepth v = queue_depth_from_metrics(soak::RuntimeKind::Vllm, vllm);
+  CHECK(v.running == 5);
+  CHECK(v.waiting == 4);
+
+  PromText rapid = parse_prometheus_text("rapid_mlx_requests_running 1\nrapid_mlx_requests_waiting 0\n");
+  QueueDepth r = queue_depth_from_metrics(soak::RuntimeKind::RapidMlx, rapid);
+  CHECK(r.running == 1);
+  CHECK(r.waiting == 0);
+
+  // Another runtime's names are not read as this one's.
+  CHECK_FALSE(queue_depth_from_metrics(soak::RuntimeKind::Vllm, rapid).running);
+  CHECK_FALSE(queue_depth_from_metrics(soak::RuntimeKind::Ollama, vllm).running);
+}
+
+// Speculative counters beside llama.cpp's per-answer draft_n: vLLM
+// vllm/v1/spec_decode/metrics.py (spec_decode_num_drafts / num_draft_tokens /
+// num_accepted_tokens counters, `_total` on /metrics, one per engine);
+// Rapid-MLX vllm_mlx/routes/metrics.py _render_spec_decode_mtp_counters
+// (attempts_total, accepts_total).
+TEST_CASE("speculative counters: vLLM and Rapid-MLX, summed over engines") {
+  PromText vllm = parse_prometheus_text(
+      "vllm:spec_decode_num_drafts_total{engine=\"0\",model_name=\"q\"} 10\n"
+      "vllm:spec_decode_num_drafts_total{engine=\"1\",model_name=\"q\"} 5\n"
+      "vllm:spec_decode_num_draft_tokens_total{engine=\"0\",model_name=\"q\"} 40\n"
+      "vllm:spec_decode_num_draft_tokens_total{engine=\"1\",model_name=\"q\"} 20\n"
+      "vllm:spec_decode_num_accepted_tokens_total{engine=\"0\",model_name=\"q\"} 30\n"
+      "vllm:spec_decode_num_accepted_tokens_total{engine=\"1\",model_name=\"q\"} 15\n");
+  SpecCounters v = spec_counters_from_metrics(soak::RuntimeKind::Vllm, vllm);
+  CHECK(v.drafts == 15);
+  CHECK(v.drafted == 60);
+  CHECK(v.accepted == 45);
+
+  PromText rapid = parse_prometheus_text(
+      "rapid_mlx_spec_decode_attempts_total{family=\"qwen3.5\",method=\"mtp\"} 8\n"
+      "rapid_mlx_spec_decode_accepts_total{family=\"qwen3.5\",method=\"mtp\"} 6\n");
+  SpecCounters r = spec_counters_from_metrics(soak::RuntimeKind::RapidMlx, rapid);
+  CHECK(r.drafted == 8);
+  CHECK(r.accepted == 6);
+  CHECK(r.drafts == 8);
+
+  CHECK_FALSE(spec_counters_from_metrics(soak::RuntimeKind::Vllm, rapid).drafted);  // no speculative decoding
 }

@@ -108,13 +108,29 @@ TEST_CASE("served: vLLM /v1/models and Rapid-MLX /metrics") {
   CHECK(judge_served(r, "other", "").outcome == Outcome::IdentityMismatch);
 }
 
-TEST_CASE("served: oMLX counts models but names none: echo only, never a pass") {
+// omlx/server.py server_status(): "loaded_models": pool.get_loaded_model_ids(),
+// "active_requests", "waiting_requests" (its /v1/models lists every
+// discovered model, loaded or not).
+TEST_CASE("served: oMLX /api/status loaded_models proves what is loaded; without the key: echo only") {
   ServedState s = read(RuntimeKind::Omlx, {{"/api/status", R"({"status":"ok","version":"0.3.9","models_loaded":1,
+      "models_loading":0,"default_model":"Qwen3-4bit","loaded_models":["Qwen3-4bit"],
+      "active_requests":1,"waiting_requests":2})"}}, "Qwen3-4bit");
+  CHECK(s.proof == IdentityProof::LoadedState);
+  CHECK(s.fingerprint.model == "Qwen3-4bit");
+  CHECK(s.running == 1);
+  CHECK(s.waiting == 2);
+  CHECK(judge_served(s, "Qwen3-4bit", "").outcome == Outcome::Clean);
+  Verdict other = judge_served(s, "Llama-8bit", "");
+  CHECK(other.outcome == Outcome::IdentityMismatch);
+  CHECK(other.detail.find("Qwen3-4bit") != std::string::npos);
+
+  ServedState old = read(RuntimeKind::Omlx, {{"/api/status", R"({"status":"ok","version":"0.3.0","models_loaded":1,
       "active_requests":1,"waiting_requests":0})"}});
-  CHECK(s.proof == IdentityProof::EchoOnly);
-  Verdict v = judge_served(s, "m", "");
+  CHECK(old.proof == IdentityProof::EchoOnly);
+  Verdict v = judge_served(old, "m", "");
   CHECK(v.outcome == Outcome::IdentityUnproven);
   CHECK(v.detail.find("echo only") != std::string::npos);
+  CHECK(v.detail.find("no loaded_models") != std::string::npos);
   CHECK(category_of(Outcome::IdentityUnproven) == OutcomeCategory::CandidateFailure);
 }
 

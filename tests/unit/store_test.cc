@@ -440,6 +440,9 @@ ProbeResult every_probe_field(const Ids& ids, int64_t stage_id) {
   r.server_ttft_ms = 34.25;
   r.server_draft_n = 35;
   r.server_draft_accepted = 36;
+  r.server_load_ms = 38.5;
+  r.server_running = 39;
+  r.server_waiting = 40;
   r.finish_reason = "tool_calls";
   r.response_model = "m";
   r.bytes_received = 37;
@@ -459,7 +462,7 @@ auto probe_fields(const ProbeResult& r) {
                   r.completion_tokens, r.reasoning_tokens, r.content_events, r.reasoning_events, r.server_prompt_n,
                   r.server_cache_n, r.server_predicted_n, r.server_prompt_ms, r.server_prompt_tps,
                   r.server_predicted_ms, r.server_predicted_tps, r.server_ttft_ms, r.server_draft_n,
-                  r.server_draft_accepted, r.finish_reason, r.response_model, r.bytes_received, r.body_hash,
+                  r.server_draft_accepted, r.server_load_ms, r.server_running, r.server_waiting, r.finish_reason, r.response_model, r.bytes_received, r.body_hash,
                   r.excerpt, r.extra_json);
 }
 
