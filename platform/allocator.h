@@ -17,7 +17,8 @@ namespace soak {
 // Called once, first thing, by `soakd run`.
 void return_large_blocks_to_the_system();
 
-// After a probe task: hands back the free memory the heap still holds. An
+// Hands back the free memory the heap still holds (soakd calls it a second
+// after each probe row and task: daemon/probe_task_runner.h DeferredTrim). An
 // 80-request burst's buffers are each far below the mmap threshold, and one
 // live block at the heap's top keeps all of them resident otherwise (glibc
 // malloc_trim, which also releases free pages inside the heap). macOS: nothing.

@@ -10,8 +10,10 @@
 //   rest_bench [--candidates 4,24] [--settle S] [--window S] [--soakd PATH] [--fake PATH] [--keep DIR]
 //
 // Wakeups are the voluntary context switches of every soakd thread: each is
-// one sleep in epoll/poll/futex that something ended. Due work is the rows
-// the window's own work wrote (probe rows, host and process samples).
+// one sleep in epoll/poll/futex (or a wait on the disk) that something ended.
+// Due work is the rows the window's own work wrote (probe rows, host and
+// process samples). "Between due work" counts only the 100 ms slices that
+// overlap none of it: what soakd costs while it waits.
 #include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -51,6 +53,8 @@ long long field_kb(const std::string& status, const std::string& key) {
 
 struct Snapshot {
   double t_s = 0;
+  long long wall_ms = 0;
+  long long cpu_ns = 0;  // time on a CPU, every thread (/proc/<pid>/task/*/schedstat: exact, not tick-sampled)
   long long rss_kb = -1, hwm_kb = -1;
   long long anon_kb = -1;  // RssAnon: soakd's own (private) memory; the rest is mapped files, mostly shared libraries
   long long switches = 0;  // voluntary, all threads
@@ -58,8 +62,11 @@ struct Snapshot {
   double cpu_s = 0;  // utime + stime
 };
 
+long long wall_ms();
+
 Snapshot snapshot(pid_t pid, std::chrono::steady_clock::time_point t0) {
   Snapshot s;
+  s.wall_ms = wall_ms();
   s.t_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::string base = "/proc/" + std::to_string(pid);
   const std::string status = slurp(base + "/status");
@@ -72,6 +79,7 @@ Snapshot snapshot(pid_t pid, std::chrono::steady_clock::time_point t0) {
       const std::string ts = slurp(base + "/task/" + e->d_name + "/status");
       s.switches += std::max(0LL, field_kb(ts, "voluntary_ctxt_switches"));
       s.involuntary += std::max(0LL, field_kb(ts, "nonvoluntary_ctxt_switches"));
+      s.cpu_ns += std::atoll(slurp(base + "/task/" + e->d_name + "/schedstat").c_str());
     }
     closedir(d);
   }
@@ -127,6 +135,17 @@ long long count(sqlite3* db, const std::string& sql) {
   sqlite3_finalize(st);
   return n;
 }
+
+std::vector<std::pair<long long, long long>> spans(sqlite3* db, const std::string& sql) {
+  std::vector<std::pair<long long, long long>> out;
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK)
+    while (sqlite3_step(st) == SQLITE_ROW) out.emplace_back(sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+  sqlite3_finalize(st);
+  return out;
+}
+
+constexpr int kSliceMs = 100;
 
 long long wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -185,12 +204,18 @@ void run(const Options& o, int n) {
     }
   }
   const long long from_ms = wall_ms();
-  std::this_thread::sleep_for(std::chrono::seconds(o.window_s));
-  const Snapshot last = snapshot(d, t0);
+  // Every 100 ms through the window, so each slice can be told due or quiet.
+  std::vector<Snapshot> slices{first};
+  while (slices.back().t_s - first.t_s < o.window_s) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kSliceMs));
+    slices.push_back(snapshot(d, t0));
+  }
+  const Snapshot last = slices.back();
   peak_anon_kb = std::max(peak_anon_kb, last.anon_kb);
   const long long to_ms = wall_ms();
 
   long long probes = -1, hosts = -1, procs = -1, total_probes = -1;
+  std::vector<std::pair<long long, long long>> due_spans;
   sqlite3* db = nullptr;
   if (sqlite3_open_v2((dir / "soakd.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
     sqlite3_busy_timeout(db, 5000);
@@ -199,6 +224,16 @@ void run(const Options& o, int n) {
     hosts = count(db, "SELECT count(*) FROM host_samples WHERE ts_ms" + in);
     procs = count(db, "SELECT count(*) FROM process_samples WHERE ts_ms" + in);
     total_probes = count(db, "SELECT count(*) FROM probe_results");
+    // Due work's spans: each probe row from its start to its end, then the
+    // writes and the deferred trim a second later; each sample's tick.
+    due_spans = spans(db,
+                      "SELECT started_ms - 50, started_ms + coalesce(t_done_us, t_terminal_us, t_last_token_us, 0) / 1000 "
+                      "+ 1500 FROM probe_results WHERE started_ms + coalesce(t_done_us, 0) / 1000 + 1500 >= " +
+                          std::to_string(from_ms) + " AND started_ms <= " + std::to_string(to_ms));
+    for (const char* t : {"host_samples", "process_samples"}) {
+      auto more = spans(db, std::string("SELECT ts_ms - 50, ts_ms + 300 FROM ") + t + " WHERE ts_ms" + in);
+      due_spans.insert(due_spans.end(), more.begin(), more.end());
+    }
   }
   sqlite3_close(db);
   kill(d, SIGTERM);
@@ -225,6 +260,24 @@ void run(const Options& o, int n) {
               static_cast<double>(last.switches - first.switches) / w,
               (static_cast<double>(last.switches - first.switches) - due) / w);
   std::printf("  CPU: %.3f %% of a core\n", 100.0 * (last.cpu_s - first.cpu_s) / w);
+  // Between due work: the slices that overlap no probe row (start to end,
+  // plus 1.5 s for its writes and trim) and no sample tick.
+  double quiet_s = 0;
+  long long quiet_switches = 0, quiet_cpu_ns = 0;
+  for (size_t i = 1; i < slices.size(); ++i) {
+    const long long a = slices[i - 1].wall_ms, b = slices[i].wall_ms;
+    bool due = false;
+    for (const auto& [from, to] : due_spans) due = due || (from < b && to > a);
+    if (due) continue;
+    quiet_s += static_cast<double>(b - a) / 1000;
+    quiet_switches += slices[i].switches - slices[i - 1].switches;
+    quiet_cpu_ns += slices[i].cpu_ns - slices[i - 1].cpu_ns;
+  }
+  if (quiet_s > 0)
+    std::printf("  between due work (%.0f s of the window's %.0f s): wakeups %.2f /s, CPU %.4f %% of a core\n", quiet_s,
+                w, static_cast<double>(quiet_switches) / quiet_s, 100.0 * static_cast<double>(quiet_cpu_ns) / 1e9 / quiet_s);
+  else
+    std::printf("  between due work: no quiet slice in the window\n");
 }
 
 }  // namespace
