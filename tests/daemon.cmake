@@ -34,6 +34,11 @@ target_link_libraries(store_bench PRIVATE soak_test_sim soak_daemon)
 add_executable(rest_bench bench/rest_bench.cc)
 target_link_libraries(rest_bench PRIVATE SQLite::SQLite3)
 add_dependencies(rest_bench soakd soak-fake-runtime)
+# Benchmark: the floor under rest_bench's resident figure, the libraries soakd
+# links brought up the same way in a program with none of soakd's code.
+add_executable(library_floor_bench bench/library_floor_bench.cc)
+target_link_libraries(library_floor_bench PRIVATE CURL::libcurl PkgConfig::UV SQLite::SQLite3 spdlog::spdlog
+  nlohmann_json::nlohmann_json)
 
 soak_add_test(integration_daemon_e2e SOURCES integration/daemon_e2e_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)

@@ -34,22 +34,14 @@
 
 #include <sqlite3.h>
 
+#include "proc_memory.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-long long field_kb(const std::string& status, const std::string& key) {
-  auto at = status.find(key + ":");
-  if (at == std::string::npos) return -1;
-  return std::atoll(status.c_str() + at + key.size() + 1);
-}
+using soak::bench::field_kb;
+using soak::bench::slurp;
 
 struct Snapshot {
   double t_s = 0;
@@ -167,9 +159,11 @@ void run(const Options& o, int n) {
   std::ostringstream cands;
   for (int i = 0; i < n; ++i) {
     const int port = free_port();
-    const std::string name = "c" + std::to_string(i);
+    // std::string("c") + ..., not "c" + ...: GCC 12 at -O2 warns falsely (-Wrestrict) on a
+    // one-character literal prepended to a temporary string.
+    const std::string name = std::string("c") + std::to_string(i);
     fakes.push_back(spawn({o.fake, "--listen", "127.0.0.1:" + std::to_string(port) + ":healthy", "--build",
-                           "b" + std::to_string(1000 + i), "--token-interval-ms", "4"},
+                           std::string("b") + std::to_string(1000 + i), "--token-interval-ms", "4"},
                           (dir / (name + ".fake.log")).string()));
     cands << (i ? ",\n" : "") << "    { \"name\": \"" << name
           << "\", \"model\": \"qwen3.6-35b-a3b\", \"runtime\": \"llama.cpp\", \"base_url\": \"http://127.0.0.1:" << port
@@ -225,17 +219,19 @@ void run(const Options& o, int n) {
     procs = count(db, "SELECT count(*) FROM process_samples WHERE ts_ms" + in);
     total_probes = count(db, "SELECT count(*) FROM probe_results");
     // Due work's spans: each probe row from its start to its end, then the
-    // writes and the deferred trim a second later; each sample's tick.
+    // writes and the deferred trim a second later; each sample's tick (its
+    // writes take ~15 ms; 100 ms after it is no longer the tick's work).
     due_spans = spans(db,
                       "SELECT started_ms - 50, started_ms + coalesce(t_done_us, t_terminal_us, t_last_token_us, 0) / 1000 "
                       "+ 1500 FROM probe_results WHERE started_ms + coalesce(t_done_us, 0) / 1000 + 1500 >= " +
                           std::to_string(from_ms) + " AND started_ms <= " + std::to_string(to_ms));
     for (const char* t : {"host_samples", "process_samples"}) {
-      auto more = spans(db, std::string("SELECT ts_ms - 50, ts_ms + 300 FROM ") + t + " WHERE ts_ms" + in);
+      auto more = spans(db, std::string("SELECT ts_ms - 50, ts_ms + 100 FROM ") + t + " WHERE ts_ms" + in);
       due_spans.insert(due_spans.end(), more.begin(), more.end());
     }
   }
   sqlite3_close(db);
+  const soak::bench::ResidentParts parts = soak::bench::resident_parts(d);
   kill(d, SIGTERM);
   waitpid(d, nullptr, 0);
   for (pid_t f : fakes) kill(f, SIGTERM);
@@ -253,6 +249,8 @@ void run(const Options& o, int n) {
               mb(first.rss_kb), mb(first.anon_kb));
   std::printf("  resident (private) at the window's end (t=%.0f s):            %.1f MB (%.1f MB)\n", last.t_s,
               mb(last.rss_kb), mb(last.anon_kb));
+  std::printf("    of it at the end: soakd's own file %.1f MB, %d shared libraries %.1f MB, anonymous %.1f MB, other %.1f MB\n",
+              mb(parts.program_kb), parts.libraries, mb(parts.libraries_kb), mb(parts.anonymous_kb), mb(parts.other_kb));
   std::printf("  peak resident %.1f MB, peak private (1 s samples) %.1f MB\n", mb(last.hwm_kb), mb(peak_anon_kb));
   std::printf("  window %.0f s: due work %lld probe rows + %lld host + %lld process samples = %.2f /s\n", w, probes,
               hosts, procs, due / w);
