@@ -259,7 +259,13 @@ void BuildRead::next_served() {
     // Ollama tag not loaded right now (it loads on demand) says nothing yet.
     bool named = false;
     for (const auto& id : served_.loaded) named = named || id == cand_.model;
-    if (!routes_.empty() && named) got_.fingerprint = served_.fingerprint.to_json();
+    if (!routes_.empty() && named) {
+      // llama-server shows its KV cache type and -n nowhere but its argv.
+      if (cand_.runtime == RuntimeKind::LlamaCpp) {
+        if (auto argv = runtime_argv_of(cand_, opts_.runtime_argv)) add_llama_argv(*argv, served_.fingerprint);
+      }
+      got_.fingerprint = served_.fingerprint.to_json();
+    }
     return finish(std::move(got_));
   }
   const HttpRoute r = routes_[served_i_++];

@@ -1,6 +1,7 @@
 #include "probes/served_state.h"
 
 #include <charconv>
+#include <initializer_list>
 
 #include <nlohmann/json.hpp>
 
@@ -278,22 +279,63 @@ Status read_served_answer(RuntimeKind kind, std::string_view path, std::string_v
   return st;
 }
 
+namespace {
+
+// argv[i]'s value when it is `flag value` or `flag=value`.
+std::optional<std::string> flag_value(const std::vector<std::string>& argv, size_t i, std::string_view flag) {
+  std::string_view a = argv[i];
+  if (a == flag) return i + 1 < argv.size() ? std::optional<std::string>(argv[i + 1]) : std::nullopt;
+  if (a.size() > flag.size() && a.substr(0, flag.size()) == flag && a[flag.size()] == '=')
+    return std::string(a.substr(flag.size() + 1));
+  return std::nullopt;
+}
+
+std::optional<std::string> any_flag_value(const std::vector<std::string>& argv, size_t i,
+                                          std::initializer_list<std::string_view> flags) {
+  for (std::string_view f : flags)
+    if (auto v = flag_value(argv, i, f)) return v;
+  return std::nullopt;
+}
+
+}  // namespace
+
+void add_llama_argv(const std::vector<std::string>& argv, LaunchFingerprint& f) {
+  // common/arg.cpp: {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"},
+  // {"-n", "--predict", "--n-predict"}; the last occurrence wins, as there.
+  std::optional<std::string> k, v, n;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (auto x = any_flag_value(argv, i, {"-ctk", "--cache-type-k"})) k = x;
+    if (auto x = any_flag_value(argv, i, {"-ctv", "--cache-type-v"})) v = x;
+    if (auto x = any_flag_value(argv, i, {"-n", "--predict", "--n-predict"})) n = x;
+  }
+  if (k && v && *k == *v) {
+    f.kv_cache_type = *k;
+  } else if (k || v) {
+    f.kv_cache_type = (k ? "k=" + *k : std::string()) + (k && v ? " " : "") + (v ? "v=" + *v : std::string());
+  }
+  if (n) {
+    if (auto x = to_int(*n)) f.max_tokens_default = *x;
+  }
+  if (k || v || n) add_source(f, "argv");
+}
+
+std::optional<std::vector<std::string>> runtime_argv_of(const CandidateConfig& c, const RuntimeArgvReader& reader) {
+  if (c.launch) return launch_argv_of(c);
+  if (!reader) return std::nullopt;
+  RuntimeArgv a = reader(c);
+  if (!a.error.empty() || a.argv.empty()) return std::nullopt;
+  return std::move(a.argv);
+}
+
 ServedState mlx_lm_served_from_argv(const std::vector<std::string>& argv) {
   // mlx_lm/server.py main(): --model, --draft-model, --max-tokens (default 512).
   ServedState s;
   LaunchFingerprint& f = s.fingerprint;
-  auto value_of = [&](size_t i, std::string_view flag) -> std::optional<std::string> {
-    std::string_view a = argv[i];
-    if (a == flag) return i + 1 < argv.size() ? std::optional<std::string>(argv[i + 1]) : std::nullopt;
-    if (a.size() > flag.size() && a.substr(0, flag.size()) == flag && a[flag.size()] == '=')
-      return std::string(a.substr(flag.size() + 1));
-    return std::nullopt;
-  };
   f.speculative = false;
   for (size_t i = 0; i < argv.size(); ++i) {
-    if (auto v = value_of(i, "--model")) f.model = *v;
-    if (auto v = value_of(i, "--draft-model")) f.speculative = !v->empty();
-    if (auto v = value_of(i, "--max-tokens")) f.max_tokens_default = to_int(*v);
+    if (auto v = flag_value(argv, i, "--model")) f.model = *v;
+    if (auto v = flag_value(argv, i, "--draft-model")) f.speculative = !v->empty();
+    if (auto v = flag_value(argv, i, "--max-tokens")) f.max_tokens_default = to_int(*v);
   }
   if (!f.max_tokens_default) f.max_tokens_default = kMlxLmDefaultMaxTokens;
   f.source = "argv";

@@ -85,6 +85,17 @@ ServedState mlx_lm_served_from_argv(const std::vector<std::string>& argv);
 // A managed candidate's launch argv as the runtime sees it (values taken from
 // soakd's environment are left out: they are secrets, never a model path).
 std::vector<std::string> launch_argv_of(const CandidateConfig& c);
+// The argv a candidate's runtime runs with: the launch argv when soakd
+// launched it, else the discovered process's through `reader`; nullopt when
+// neither can be read.
+std::optional<std::vector<std::string>> runtime_argv_of(const CandidateConfig& c, const RuntimeArgvReader& reader);
+// What only llama-server's argv says, folded into its fingerprint: the KV
+// cache type (-ctk/--cache-type-k, -ctv/--cache-type-v: "q8_0" when both
+// agree, else "k=q8_0 v=f16" with what was given) and the server's own cap on
+// tokens when a request sends none (-n/--predict/--n-predict; -1 unlimited).
+// A flag not given leaves its field unknown, never the upstream default: the
+// same settings can come from LLAMA_ARG_* environment variables.
+void add_llama_argv(const std::vector<std::string>& argv, LaunchFingerprint& f);
 // MLX-LM's served state from the argv it runs with: the launch argv when soakd
 // launched it, else the discovered process's (`reader`; empty: unknown). When
 // the argv cannot be read the state is echo only with the reason.

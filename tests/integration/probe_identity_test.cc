@@ -334,6 +334,38 @@ TEST_CASE("llama.cpp: the fingerprint holds -c per slot and in total, --parallel
   CHECK(extra(r)["proof"] == "served name");
 }
 
+// What only llama-server's argv says (KV cache type, -n): from the launch argv
+// of a managed candidate, from the discovered process's argv otherwise.
+TEST_CASE("llama.cpp: the fingerprint adds the KV cache type and -n from the runtime's argv; a change is a change") {
+  Fake f(Flavour::LlamaCpp);
+  probes::RuntimeArgv seen;
+  probes::EngineOptions o;
+  o.runtime_argv = [&seen](const CandidateConfig&) { return seen; };
+  Harness h(o);
+  CandidateConfig c = candidate(f.url(), RuntimeKind::LlamaCpp);
+  SECTION("discovered process") {
+    seen = {{"llama-server", "-m", "q.gguf", "-ctk", "q8_0", "-ctv", "q8_0", "-n", "64"}, "pid 77", ""};
+    probes::LaunchFingerprint fp = fingerprint(h, c);
+    CHECK(fp.kv_cache_type == "q8_0");
+    CHECK(fp.max_tokens_default == 64);
+    CHECK(fp.slots == fake::kDefaultSlots);  // still from /props
+    const std::string before = fp.to_json();
+    seen.argv = {"llama-server", "-m", "q.gguf", "-ctk", "q4_0", "-ctv", "q4_0", "-n", "64"};  // restarted
+    CHECK(fingerprint(h, c).kv_cache_type == "q4_0");
+    CHECK(fingerprint(h, c).to_json() != before);
+    seen = {{}, "", "pid 77's argv is not visible to this user"};  // unreadable: unknown, not a change to "f16"
+    CHECK(fingerprint(h, c).kv_cache_type.empty());
+  }
+  SECTION("managed: the launch argv, without asking the process table") {
+    seen = {{"llama-server", "-ctk", "f16"}, "pid 77", ""};  // must not be read
+    c.launch = LaunchSpec{};
+    c.launch->argv = {{"llama-server", ""}, {"--cache-type-k", ""}, {"q8_0", ""}, {"--n-predict", ""}, {"512", ""}};
+    probes::LaunchFingerprint fp = fingerprint(h, c);
+    CHECK(fp.kv_cache_type == "k=q8_0");
+    CHECK(fp.max_tokens_default == 512);
+  }
+}
+
 TEST_CASE("vllm: refused connections while its engine starts are loading within the startup grace") {
   // vLLM's API server listens only once the engine is up; a refusal streak
   // shorter than the grace is a start, longer is a dead runtime.

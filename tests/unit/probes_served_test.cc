@@ -156,6 +156,40 @@ TEST_CASE("served: MLX-LM argv names the served model; a config id that differs 
   CHECK(judge_served(none, "q", "").outcome == Outcome::IdentityUnproven);
 }
 
+TEST_CASE("served: llama-server's argv gives the KV cache type and -n, and nothing it does not say") {
+  // common/arg.cpp: {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"}, {"-n", "--predict", "--n-predict"}.
+  LaunchFingerprint f;
+  add_llama_argv({"llama-server", "-m", "q.gguf", "-ctk", "q8_0", "-ctv", "q8_0", "-n", "64", "--port", "8080"}, f);
+  CHECK(f.kv_cache_type == "q8_0");
+  CHECK(f.max_tokens_default == 64);
+  CHECK(f.source == "argv");
+  CHECK(f.summary().find("kv q8_0") != std::string::npos);
+  CHECK(f.summary().find("max_tokens default 64") != std::string::npos);
+
+  LaunchFingerprint mixed;
+  add_llama_argv({"llama-server", "--cache-type-k=q4_0", "--cache-type-v", "f16", "--n-predict=-1"}, mixed);
+  CHECK(mixed.kv_cache_type == "k=q4_0 v=f16");
+  CHECK(mixed.max_tokens_default == -1);
+
+  LaunchFingerprint only_k;  // the other half may come from LLAMA_ARG_CACHE_TYPE_V: said as given
+  add_llama_argv({"llama-server", "-ctk", "q8_0", "--predict", "128", "-n", "256"}, only_k);
+  CHECK(only_k.kv_cache_type == "k=q8_0");
+  CHECK(only_k.max_tokens_default == 256);  // the last one wins, as upstream
+
+  // Not given: unknown, never the upstream default (f16, unlimited).
+  LaunchFingerprint plain;
+  plain.ctx_per_slot = 4096;
+  add_llama_argv({"llama-server", "-m", "q.gguf", "-c", "8192", "--parallel", "2"}, plain);
+  CHECK(plain.kv_cache_type.empty());
+  CHECK_FALSE(plain.max_tokens_default);
+  CHECK(plain.source.empty());
+  CHECK(plain.ctx_per_slot == 4096);  // what the routes said is left alone
+  LaunchFingerprint bad;
+  add_llama_argv({"llama-server", "-n", "lots", "-ctk"}, bad);  // unparsable -n; -ctk without a value
+  CHECK_FALSE(bad.max_tokens_default);
+  CHECK(bad.kv_cache_type.empty());
+}
+
 TEST_CASE("fingerprint: JSON round trip, summary, empty") {
   LaunchFingerprint f;
   f.model = "sha256:abc";
