@@ -275,11 +275,15 @@ void BuildRead::next_served() {
   served_exchanges_.push_back(std::make_unique<Exchange>(io_, cand_, spec, [this, path = spec.path](const ExchangeResult& x) {
     // The build is known; a served-state route that fails leaves the
     // fingerprint unknown (never a change) rather than failing the read.
-    if (classify_plain(x.end, x.transfer).outcome == Outcome::Clean &&
-        read_served_answer(cand_.runtime, path, x.transfer.body, cand_.model, served_).ok())
-      return next_served();
-    served_.loaded.clear();
-    served_i_ = routes_.size();
+    const bool read = classify_plain(x.end, x.transfer).outcome == Outcome::Clean &&
+                      read_served_answer(cand_.runtime, path, x.transfer.body, cand_.model, served_).ok();
+    // The first route names what is served: without it the fingerprint stays
+    // unknown. A later one (llama-server --no-slots, a vLLM whose /metrics is
+    // off) only leaves its own fields unknown, as in the identity probe.
+    if (!read && served_i_ == 1) {
+      served_.loaded.clear();
+      served_i_ = routes_.size();
+    }
     next_served();
   }));
   served_exchanges_.back()->start();

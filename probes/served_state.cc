@@ -138,6 +138,17 @@ Status read_lmstudio_models(std::string_view body, ServedState& s) {
   return Status::Ok();
 }
 
+// vllm/v1/metrics/loggers.py PrometheusStatLogger.log_metrics_info: the info
+// gauge vllm:cache_config_info (value 1, one series per engine), its labels
+// CacheConfig.metrics_info(), every field as a string: cache_dtype ("auto" is
+// the model's own dtype) is the KV cache type. A build without it: unknown.
+Status read_vllm_metrics(std::string_view body, ServedState& s) {
+  PromText prom = parse_prometheus_text(body);
+  if (const PromSample* info = prom.find("vllm:cache_config_info"))
+    if (const std::string* d = info->label("cache_dtype")) s.fingerprint.kv_cache_type = *d;
+  return Status::Ok();
+}
+
 // Rapid-MLX vllm_mlx/routes/metrics.py: rapid_mlx_build_info{version,model} 1
 // always; rapid_mlx_kv_cache_dtype{dtype} 1 for the active dtype;
 // rapid_mlx_requests_running / _waiting gauges.
@@ -249,7 +260,7 @@ Result<LaunchFingerprint> parse_fingerprint_json(std::string_view text) {
 std::vector<HttpRoute> served_routes(RuntimeKind kind) {
   switch (kind) {
     case RuntimeKind::LlamaCpp: return {{"GET", "/props"}, {"GET", "/slots"}};
-    case RuntimeKind::Vllm: return {{"GET", "/v1/models"}};
+    case RuntimeKind::Vllm: return {{"GET", "/v1/models"}, {"GET", "/metrics"}};
     case RuntimeKind::Ollama: return {{"GET", "/api/ps"}};
     case RuntimeKind::LmStudio: return {{"GET", "/api/v0/models"}};
     case RuntimeKind::RapidMlx: return {{"GET", "/metrics"}};
@@ -267,7 +278,7 @@ Status read_served_answer(RuntimeKind kind, std::string_view path, std::string_v
     case RuntimeKind::LlamaCpp:
       st = path == "/slots" ? read_llama_slots(body, into) : read_llama_props(body, into);
       break;
-    case RuntimeKind::Vllm: st = read_vllm_models(body, into); break;
+    case RuntimeKind::Vllm: st = path == "/metrics" ? read_vllm_metrics(body, into) : read_vllm_models(body, into); break;
     case RuntimeKind::Ollama: st = read_ollama_ps(body, config_model, into); break;
     case RuntimeKind::LmStudio: st = read_lmstudio_models(body, into); break;
     case RuntimeKind::RapidMlx: st = read_rapid_metrics(body, into); break;

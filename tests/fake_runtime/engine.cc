@@ -422,6 +422,7 @@ void Engine::control(const json& body) {
   if (body.contains("build")) set_build(body.value("build", cfg_.knobs.build));
   if (body.contains("digest")) cfg_.knobs.digest = body.value("digest", std::string());  // Ollama: a re-pull
   if (body.contains("draining")) draining_ = body.value("draining", false);               // Rapid-MLX: SIGTERM seen
+  if (body.contains("kv_cache_type")) cfg_.knobs.kv_cache_type = body.value("kv_cache_type", cfg_.knobs.kv_cache_type);
   if (body.contains("ctx_per_slot")) cfg_.knobs.ctx_per_slot = body.value("ctx_per_slot", cfg_.knobs.ctx_per_slot);
   if (body.contains("loading_ms")) start_loading(body.value("loading_ms", 0));
   // oMLX: POST /v1/models/{id}/unload, or another model evicting this one.

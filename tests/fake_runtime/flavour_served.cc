@@ -136,7 +136,14 @@ void Engine::handle_vllm(const HttpRequest& req, const std::shared_ptr<Connectio
     std::string body = gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
                              "{model_name=\"" + v.model + "\"}", v.active_requests) +
                        gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
-                             "{model_name=\"" + v.model + "\"}", v.waiting_requests);
+                             "{model_name=\"" + v.model + "\"}", v.waiting_requests) +
+                       // vllm/v1/metrics/loggers.py log_metrics_info: an info gauge (1) whose
+                       // labels are CacheConfig.metrics_info() (every field as a string) and engine.
+                       gauge("vllm:cache_config_info", "Information of the LLMEngine CacheConfig",
+                             "{block_size=\"16\",cache_dtype=\"" + v.kv_cache_type +
+                                 "\",enable_prefix_caching=\"True\",engine=\"0\",gpu_memory_utilization=\"0.9\","
+                                 "num_gpu_blocks=\"2048\"}",
+                             1);
     if (v.speculative) {
       // vllm/v1/spec_decode/metrics.py SpecDecodingProm (counters, one per engine).
       const std::string l = "{engine=\"0\",model_name=\"" + v.model + "\"}";

@@ -100,7 +100,9 @@ struct Knobs {
   // Ollama /api/ps digest of the loaded weights (empty: derived from the model
   // name); POST /fake/control {"digest": ...} is a re-pull under the same tag.
   std::string digest;
-  std::string kv_cache_type = "bf16";  // Rapid-MLX rapid_mlx_kv_cache_dtype
+  // Rapid-MLX rapid_mlx_kv_cache_dtype, vLLM cache_config_info{cache_dtype};
+  // POST /fake/control {"kv_cache_type": ...} is a restart with another one.
+  std::string kv_cache_type = "bf16";
   // oMLX: the model starts unloaded; the first request (and the first after
   // POST /fake/control {"unload": true}) waits this long before its stream
   // opens and reports it as usage.model_load_duration. 0: loaded from start.

@@ -228,6 +228,11 @@ TEST_CASE("vllm: served name and max_model_len from /v1/models") {
   probes::LaunchFingerprint fp = fingerprint(h, c);
   CHECK(fp.ctx_per_slot == fake::kDefaultCtxPerSlot);
   CHECK(fp.model == "/models/" + std::string(fake::kDefaultModel));
+  CHECK(fp.kv_cache_type == "bf16");  // /metrics vllm:cache_config_info{cache_dtype}
+  f.rt.control(0, R"({"kv_cache_type": "fp8"})");  // restarted with --kv-cache-dtype fp8
+  probes::LaunchFingerprint after = fingerprint(h, c);
+  CHECK(after.kv_cache_type == "fp8");
+  CHECK(after.to_json() != fp.to_json());
 }
 
 TEST_CASE("rapid-mlx: loaded model and KV type from /metrics; /healthz tells loading from draining") {

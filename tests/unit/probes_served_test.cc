@@ -91,6 +91,18 @@ TEST_CASE("served: vLLM /v1/models and Rapid-MLX /metrics") {
   CHECK(v.fingerprint.model == "/models/Qwen3");
   CHECK(v.fingerprint.ctx_per_slot == 32768);
   CHECK(judge_served(v, "qwen", "").outcome == Outcome::Clean);
+  CHECK(v.fingerprint.kv_cache_type.empty());
+  // vllm/v1/metrics/loggers.py log_metrics_info: CacheConfig as labels, one series per engine.
+  const std::string vmetrics =
+      "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n"
+      "vllm:cache_config_info{block_size=\"16\",cache_dtype=\"fp8_e4m3\",enable_prefix_caching=\"True\",engine=\"0\","
+      "gpu_memory_utilization=\"0.9\",num_gpu_blocks=\"2048\"} 1.0\n"
+      "vllm:num_requests_running{engine=\"0\",model_name=\"qwen\"} 0.0\n";
+  ServedState vm = read(RuntimeKind::Vllm, {{"/v1/models", models}, {"/metrics", vmetrics}}, "qwen");
+  CHECK(vm.fingerprint.kv_cache_type == "fp8_e4m3");
+  CHECK(vm.fingerprint.ctx_per_slot == 32768);
+  ServedState old = read(RuntimeKind::Vllm, {{"/v1/models", models}, {"/metrics", "vllm:num_requests_running 0\n"}}, "qwen");
+  CHECK(old.fingerprint.kv_cache_type.empty());  // a build without the info gauge: unknown
 
   // Rapid-MLX vllm_mlx/routes/metrics.py _render_prometheus.
   const std::string metrics =
