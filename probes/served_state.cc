@@ -138,6 +138,35 @@ Status read_lmstudio_models(std::string_view body, ServedState& s) {
   return Status::Ok();
 }
 
+// LM Studio REST v1 (lmstudio docs 1_developer/2_rest/list.mdx, LM Studio
+// 0.4+) GET /api/v1/models: models[] {key, loaded_instances[] {id, config
+// {context_length, parallel (newer builds; absent for embedding models),
+// eval_batch_size, flash_attention, ...}}}. The instance serving the config
+// model (its key, or an instance id like "key:2") gives the slots; context
+// stays v0's loaded_context_length when that was read. An LM Studio before
+// 0.4 has no such route and, as for every route it lacks, answers 200
+// {"error":"Unexpected endpoint or method. (GET ...)"}: its fields stay
+// unknown, never a malformed identity answer.
+Status read_lmstudio_v1_models(std::string_view body, std::string_view config_model, ServedState& s) {
+  json j = parse_object(body);
+  const json* models = jsonf::member(j, "models");
+  if (!models || !models->is_array()) return Status::Ok();
+  for (const auto& m : *models) {
+    const json* instances = jsonf::member(m, "loaded_instances");
+    if (!instances || !instances->is_array()) continue;
+    const bool ours = jsonf::get_string(m, "key").value_or("") == config_model;
+    for (const auto& i : *instances) {
+      if (!ours && jsonf::get_string(i, "id").value_or("") != config_model) continue;
+      const json* cfg = jsonf::member(i, "config");
+      if (!cfg) continue;
+      if (auto p = jsonf::get_int(*cfg, "parallel")) s.fingerprint.slots = *p;
+      if (!s.fingerprint.ctx_per_slot) s.fingerprint.ctx_per_slot = jsonf::get_int(*cfg, "context_length");
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
 // vllm/v1/metrics/loggers.py PrometheusStatLogger.log_metrics_info: the info
 // gauge vllm:cache_config_info (value 1, one series per engine), its labels
 // CacheConfig.metrics_info(), every field as a string: cache_dtype ("auto" is
@@ -262,7 +291,7 @@ std::vector<HttpRoute> served_routes(RuntimeKind kind) {
     case RuntimeKind::LlamaCpp: return {{"GET", "/props"}, {"GET", "/slots"}};
     case RuntimeKind::Vllm: return {{"GET", "/v1/models"}, {"GET", "/metrics"}};
     case RuntimeKind::Ollama: return {{"GET", "/api/ps"}};
-    case RuntimeKind::LmStudio: return {{"GET", "/api/v0/models"}};
+    case RuntimeKind::LmStudio: return {{"GET", "/api/v0/models"}, {"GET", "/api/v1/models"}};
     case RuntimeKind::RapidMlx: return {{"GET", "/metrics"}};
     case RuntimeKind::Omlx: return {{"GET", "/api/status"}};
     case RuntimeKind::MlxLm:   // its argv (mlx_lm_served_from_argv)
@@ -280,7 +309,9 @@ Status read_served_answer(RuntimeKind kind, std::string_view path, std::string_v
       break;
     case RuntimeKind::Vllm: st = path == "/metrics" ? read_vllm_metrics(body, into) : read_vllm_models(body, into); break;
     case RuntimeKind::Ollama: st = read_ollama_ps(body, config_model, into); break;
-    case RuntimeKind::LmStudio: st = read_lmstudio_models(body, into); break;
+    case RuntimeKind::LmStudio:
+      st = path == "/api/v1/models" ? read_lmstudio_v1_models(body, config_model, into) : read_lmstudio_models(body, into);
+      break;
     case RuntimeKind::RapidMlx: st = read_rapid_metrics(body, into); break;
     case RuntimeKind::Omlx: st = read_omlx_status(body, config_model, into); break;
     case RuntimeKind::MlxLm:

@@ -113,6 +113,41 @@ ojson lmstudio_v0_models_body(const ServerView& v) {
   return ojson{{"object", "list"}, {"data", ojson::array({m, other})}};
 }
 
+// LM Studio REST v1 (lmstudio docs 1_developer/2_rest/list.mdx) GET /api/v1/models:
+// models[] with loaded_instances[].config (parallel: newer builds only).
+ojson lmstudio_v1_models_body(const ServerView& v) {
+  ojson config;
+  config["context_length"] = v.ctx_per_slot;
+  config["eval_batch_size"] = 512;
+  config["parallel"] = v.slots;
+  config["flash_attention"] = true;
+  config["offload_kv_cache_to_gpu"] = true;
+  ojson m;
+  m["type"] = "llm";
+  m["publisher"] = "lmstudio-community";
+  m["key"] = v.model;
+  m["display_name"] = "Qwen3.6 35B A3B";
+  m["architecture"] = "qwen3moe";
+  m["quantization"] = ojson{{"name", "Q4_K_M"}, {"bits_per_weight", 4}};
+  m["size_bytes"] = 21000000000LL;
+  m["params_string"] = "35B";
+  m["loaded_instances"] = ojson::array({ojson{{"id", v.model}, {"config", config}}});
+  m["max_context_length"] = 262144;
+  m["format"] = "gguf";
+  ojson other;
+  other["type"] = "embedding";
+  other["publisher"] = "nomic-ai";
+  other["key"] = "text-embedding-nomic-embed-text-v1.5";
+  other["display_name"] = "Nomic Embed Text v1.5";
+  other["quantization"] = ojson{{"name", "Q4_K_M"}, {"bits_per_weight", 4}};
+  other["size_bytes"] = 84000000LL;
+  other["params_string"] = nullptr;
+  other["loaded_instances"] = ojson::array();
+  other["max_context_length"] = 2048;
+  other["format"] = "gguf";
+  return ojson{{"models", ojson::array({m, other})}};
+}
+
 // The same page, POST /api/v0/chat/completions: stats, model_info, runtime.
 void lmstudio_v0_extras(ojson& answer, const ServerView& v, const GenTimings& t) {
   ojson stats;
@@ -186,6 +221,7 @@ void Engine::handle_lmstudio(const HttpRequest& req, const std::shared_ptr<Conne
   const bool get = req.method == "GET", post = req.method == "POST";
   if (get && req.path == "/v1/models") return reply_json(c, 200, models_body(cfg_.flavour, server_view()), p);
   if (get && req.path == "/api/v0/models") return reply_json(c, 200, lmstudio_v0_models_body(server_view()), p);
+  if (get && req.path == "/api/v1/models") return reply_json(c, 200, lmstudio_v1_models_body(server_view()), p);
   if (post && (req.path == "/v1/chat/completions" || req.path == "/api/v0/chat/completions")) return chat(req, c, p);
   not_found(c, p);
 }

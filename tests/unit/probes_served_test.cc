@@ -81,6 +81,37 @@ TEST_CASE("served: LM Studio /api/v0/models state says what is loaded") {
   CHECK(judge_served(s, "gemma", "").outcome == Outcome::IdentityMismatch);
 }
 
+// lmstudio docs 1_developer/2_rest/list.mdx: GET /api/v1/models (LM Studio 0.4+).
+TEST_CASE("served: LM Studio /api/v1/models gives the loaded instance's parallel slots") {
+  const std::string v0 =
+      R"({"object":"list","data":[{"id":"qwen3.6-35b","type":"llm","quantization":"Q4_K_M","state":"loaded",)"
+      R"("max_context_length":262144,"loaded_context_length":32768}]})";
+  const std::string v1 =
+      R"({"models":[{"type":"embedding","key":"nomic-embed","loaded_instances":[{"id":"nomic-embed","config":{"context_length":2048}}]},)"
+      R"({"type":"llm","key":"qwen3.6-35b","loaded_instances":[{"id":"qwen3.6-35b","config":{"context_length":65536,)"
+      R"("eval_batch_size":512,"parallel":4,"flash_attention":true}}],"max_context_length":262144,"format":"gguf"}]})";
+  ServedState s = read(RuntimeKind::LmStudio, {{"/api/v0/models", v0}, {"/api/v1/models", v1}}, "qwen3.6-35b");
+  CHECK(s.fingerprint.slots == 4);
+  CHECK(s.fingerprint.ctx_per_slot == 32768);  // v0's loaded_context_length stands
+  ServedState only_v1 = read(RuntimeKind::LmStudio, {{"/api/v1/models", v1}}, "qwen3.6-35b");
+  CHECK(only_v1.fingerprint.ctx_per_slot == 65536);
+  // Without parallel (an older 0.4 build): slots unknown, not 1.
+  ServedState old = read(RuntimeKind::LmStudio,
+                         {{"/api/v1/models", R"({"models":[{"key":"qwen3.6-35b","loaded_instances":[{"id":"qwen3.6-35b","config":{"context_length":4096}}]}]})"}},
+                         "qwen3.6-35b");
+  CHECK_FALSE(old.fingerprint.slots);
+  ServedState other = read(RuntimeKind::LmStudio, {{"/api/v1/models", v1}}, "nomic-embed-x");
+  CHECK_FALSE(other.fingerprint.slots);
+  // Before 0.4 the route does not exist, and LM Studio answers 200 with an
+  // error for every route it lacks: unknown, not a failure.
+  ServedState before =
+      read(RuntimeKind::LmStudio,
+           {{"/api/v0/models", v0}, {"/api/v1/models", R"({"error":"Unexpected endpoint or method. (GET /api/v1/models)"})"}},
+           "qwen3.6-35b");
+  CHECK_FALSE(before.fingerprint.slots);
+  CHECK(before.fingerprint.ctx_per_slot == 32768);
+}
+
 TEST_CASE("served: vLLM /v1/models and Rapid-MLX /metrics") {
   // vllm/entrypoints/openai/protocol.py ModelCard.
   const std::string models =
