@@ -148,9 +148,7 @@ TEST_CASE("mlx-lm: identity from its --model; a config id that differs fails bef
 TEST_CASE("mlx-lm unmanaged: the discovered process's --model proves identity; an unreadable argv is said") {
   Fake f(Flavour::MlxLm);
   probes::RuntimeArgv seen;
-  probes::EngineOptions o;
-  o.runtime_argv = [&seen](const CandidateConfig&) { return seen; };
-  Harness h(o);
+  Harness h(reading_argv(seen));
   CandidateConfig c = candidate(f.url(), RuntimeKind::MlxLm);
   SECTION("argv --model is the config id: clean, with the process named") {
     seen = {{"python", "-m", "mlx_lm", "server", "--model", fake::kDefaultModel}, "pid 77 listening on port 8080", ""};
@@ -345,9 +343,7 @@ TEST_CASE("llama.cpp: the fingerprint holds -c per slot and in total, --parallel
 TEST_CASE("llama.cpp: the fingerprint adds the KV cache type and -n from the runtime's argv; a change is a change") {
   Fake f(Flavour::LlamaCpp);
   probes::RuntimeArgv seen;
-  probes::EngineOptions o;
-  o.runtime_argv = [&seen](const CandidateConfig&) { return seen; };
-  Harness h(o);
+  Harness h(reading_argv(seen));
   CandidateConfig c = candidate(f.url(), RuntimeKind::LlamaCpp);
   SECTION("discovered process") {
     seen = {{"llama-server", "-m", "q.gguf", "-ctk", "q8_0", "-ctv", "q8_0", "-n", "64"}, "pid 77", ""};
