@@ -72,6 +72,13 @@ probes::LaunchFingerprint fingerprint(Harness& h, const CandidateConfig& c) {
   return *f;
 }
 
+// Engine options whose runtime-argv reader answers what `seen` holds then.
+probes::EngineOptions reading_argv(const probes::RuntimeArgv& seen) {
+  probes::EngineOptions o;
+  o.runtime_argv = [&seen](const CandidateConfig&) { return seen; };
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("ollama: /api/ps digest proves the weights; a re-pull under the same tag is caught") {
