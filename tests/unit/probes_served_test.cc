@@ -106,7 +106,7 @@ TEST_CASE("served: LM Studio /api/v1/models gives the loaded instance's parallel
   // error for every route it lacks: unknown, not a failure.
   ServedState before =
       read(RuntimeKind::LmStudio,
-           {{"/api/v0/models", v0}, {"/api/v1/models", R"({"error":"Unexpected endpoint or method. (GET /api/v1/models)"})"}},
+           {{"/api/v0/models", v0}, {"/api/v1/models", R"x({"error":"Unexpected endpoint or method. (GET /api/v1/models)"})x"}},
            "qwen3.6-35b");
   CHECK_FALSE(before.fingerprint.slots);
   CHECK(before.fingerprint.ctx_per_slot == 32768);
