@@ -32,6 +32,8 @@
 
 #include "core/limits.h"
 #include "daemon/probe_cli.h"
+#include "daemon/wiring.h"
+#include "platform/sampler.h"
 #include "schedules/judge.h"
 #include "schedules/plan.h"
 #include "probes/served_state.h"
@@ -113,7 +115,7 @@ std::optional<ChildProcess> start_server(const Server& s, int port, std::vector<
 TEST_CASE("a real llama-server: every probe kind runs and classifies what it answers") {
   const Server srv = server_or_skip();
   const int port = free_port();
-  auto server = start_server(srv, port, {"--parallel", "2", "-c", "8192", "-n", "64"});
+  auto server = start_server(srv, port, {"--parallel", "2", "-c", "8192", "-n", "64", "-ctk", "f32"});
   REQUIRE(server);
   REQUIRE(server->wait_for_line("listening", kStartupMs));
 
@@ -123,7 +125,10 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   c.settings.limits.stall_timeout_ms = 20'000;
   c.settings.burst_sizes = {1, 2};
   c.settings.capacity = std::vector<CapacityEntry>{};  // its own test below
-  Harness h({}, kRealRunGuardMs);
+  // The daemon's own argv reader (daemon/wiring.h): the process listening on
+  // the candidate's port, found through the system sampler.
+  const std::unique_ptr<Sampler> sampler = make_system_sampler();
+  Harness h(engine_options(*sampler), kRealRunGuardMs);
   REQUIRE(wait_healthy(h, c));
 
   auto build = h.read_build(c);
@@ -131,15 +136,17 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   CHECK(build->build.rfind("b", 0) == 0);
   CHECK(build->model == std::string(kAlias));
   // The launch fingerprint, as the server itself reports it (/props, /slots):
-  // -c 8192 shared by --parallel 2, no draft model. -n 64 is not in /props
-  // (its n_predict is the sampling default, -1): left unknown, never guessed.
+  // -c 8192 shared by --parallel 2, no draft model. -n 64 and -ctk f32 are
+  // in no route (/props n_predict is the sampling default, -1): they come from
+  // the argv of the process serving the port; -ctv was not given, so only K.
   auto fp = probes::parse_fingerprint_json(build->fingerprint);
   REQUIRE(fp.ok());
   INFO(build->fingerprint);
   CHECK(fp->slots == 2);
   CHECK(fp->ctx_per_slot == 4096);
   CHECK(fp->ctx_total == 8192);
-  CHECK_FALSE(fp->max_tokens_default);
+  CHECK(fp->max_tokens_default == 64);
+  CHECK(fp->kv_cache_type == "k=f32");  // (q8_0 needs a head size the tiny model lacks)
   CHECK(fp->speculative == false);
   CHECK(fp->model == srv.model);
 
