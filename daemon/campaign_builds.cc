@@ -100,13 +100,17 @@ std::string summary_of(const std::string& fingerprint_json) {
 
 bool Campaigns::fingerprint_changed(Track& t, const probes::BuildIdentity& b) {
   if (b.fingerprint.empty() || b.fingerprint == t.row->fingerprint) return false;  // unknown now, or the same
-  if (t.row->fingerprint.empty()) {
-    // First time the runtime said what it serves with (an Ollama tag loads on
-    // demand): the row it was registered as is still this launch.
-    if (d_.store.set_fingerprint(t.row->id, b.fingerprint)) t.row->fingerprint = b.fingerprint;
-    return false;
-  }
-  return true;
+  auto was = probes::parse_fingerprint_json(t.row->fingerprint);
+  auto now = probes::parse_fingerprint_json(b.fingerprint);
+  if (!was || !now) return true;  // an unreadable one cannot be told the same
+  // Field by field: only a field both know that differs is another launch.
+  // What is known for the first time (an Ollama tag loads on demand; a route
+  // that failed before) is set on the row it was registered as.
+  probes::FingerprintComparison c = probes::compare_fingerprints(*was, *now);
+  if (c.changed) return true;
+  const std::string merged = c.merged.to_json();
+  if (merged != t.row->fingerprint && d_.store.set_fingerprint(t.row->id, merged)) t.row->fingerprint = merged;
+  return false;
 }
 
 void Campaigns::on_build(const std::string& name, Result<probes::BuildIdentity> b, int64_t now) {

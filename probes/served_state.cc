@@ -271,6 +271,28 @@ std::string LaunchFingerprint::summary() const {
   return out.empty() ? "not exposed" : out;
 }
 
+FingerprintComparison compare_fingerprints(const LaunchFingerprint& was, const LaunchFingerprint& now) {
+  FingerprintComparison c;
+  c.merged = was;
+  auto text = [&](const std::string& a, const std::string& b, std::string& into) {
+    if (!a.empty() && !b.empty() && a != b) c.changed = true;
+    if (into.empty()) into = b;
+  };
+  auto value = [&](const auto& a, const auto& b, auto& into) {
+    if (a && b && *a != *b) c.changed = true;
+    if (!into) into = b;
+  };
+  text(was.model, now.model, c.merged.model);
+  text(was.kv_cache_type, now.kv_cache_type, c.merged.kv_cache_type);
+  value(was.ctx_per_slot, now.ctx_per_slot, c.merged.ctx_per_slot);
+  value(was.ctx_total, now.ctx_total, c.merged.ctx_total);
+  value(was.slots, now.slots, c.merged.slots);
+  value(was.speculative, now.speculative, c.merged.speculative);
+  value(was.max_tokens_default, now.max_tokens_default, c.merged.max_tokens_default);
+  if (c.changed) c.merged = now;
+  return c;
+}
+
 Result<LaunchFingerprint> parse_fingerprint_json(std::string_view text) {
   LaunchFingerprint f;
   if (text::trim(text).empty()) return f;

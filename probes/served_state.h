@@ -59,6 +59,17 @@ struct LaunchFingerprint {
 // The stored JSON back (empty text: an empty fingerprint).
 Result<LaunchFingerprint> parse_fingerprint_json(std::string_view text);
 
+// A fingerprint read now against the one stored with the candidate row. A
+// launch changed when a field both know differs. A field only `now` knows is
+// added (`merged`: the row's fingerprint from here on); a field only `was`
+// knows stays as it was: a route that failed this time (/slots under load),
+// an argv not readable, is not a new launch.
+struct FingerprintComparison {
+  bool changed = false;
+  LaunchFingerprint merged;
+};
+FingerprintComparison compare_fingerprints(const LaunchFingerprint& was, const LaunchFingerprint& now);
+
 struct ServedState {
   IdentityProof proof = IdentityProof::EchoOnly;
   std::vector<std::string> loaded;  // model ids the runtime says are loaded (or served)

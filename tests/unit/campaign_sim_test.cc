@@ -338,6 +338,34 @@ TEST_CASE("a fingerprint first known after registration is set on the row, not a
   CHECK(w.store->candidates()->size() == 1);
 }
 
+TEST_CASE("a fingerprint read with a field missing is not a new launch; a field first known is added to the row") {
+  // /slots timed out under load (speculative unknown this time), then the
+  // argv became readable (kv type known): the same launch. Only a field both
+  // reads know that differs is a new one.
+  const std::string full = R"({"model":"m.gguf","ctx_per_slot":131072,"ctx_total":1048576,"slots":8,"speculative":false})";
+  const std::string partial = R"({"model":"m.gguf","ctx_per_slot":131072,"ctx_total":1048576,"slots":8})";
+  const std::string more = R"({"model":"m.gguf","ctx_per_slot":131072,"slots":8,"kv_cache_type":"q8_0"})";
+  World w(candidate("llama", 18431));
+  w.runner->at("llama").fingerprint = full;
+  w.run(kHour, [&] { return w.row("llama").has_value(); });
+  const int64_t id = w.row("llama")->id;
+  CHECK(w.row("llama")->fingerprint == full);
+  w.runner->at("llama").fingerprint = partial;
+  w.run(kDay);
+  CHECK(w.row("llama")->id == id);
+  CHECK(w.row("llama")->fingerprint == full);
+  w.runner->at("llama").fingerprint = more;
+  w.run(kDay);
+  CHECK(w.row("llama")->id == id);
+  CHECK(w.row("llama")->fingerprint ==
+        R"({"model":"m.gguf","ctx_per_slot":131072,"ctx_total":1048576,"slots":8,"kv_cache_type":"q8_0","speculative":false})");
+  CHECK(w.store->candidates()->size() == 1);
+  w.runner->at("llama").fingerprint = R"({"model":"m.gguf","ctx_per_slot":131072,"slots":8,"kv_cache_type":"q4_0"})";
+  w.run(kDay, [&] { return w.row("llama")->id != id; }, World::UntilSettled::GoOn);
+  CHECK(w.row("llama")->id != id);  // a known field changed: another launch
+  CHECK(w.store->candidates()->size() == 2);
+}
+
 TEST_CASE("a fixed build still has its fingerprint read; a launch change under it is a new candidate row") {
   // build: {"fixed": ...} names the binary, not how it was started.
   const std::string launch_a = R"({"model":"m.gguf","ctx_per_slot":131072,"ctx_total":1048576,"slots":8})";

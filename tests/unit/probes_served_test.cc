@@ -2,7 +2,9 @@
 // parsers on the llama-server captures and on literal answers shaped like the
 // other runtimes' (each names the upstream file its keys come from), the launch
 // fingerprint's JSON and summary, MLX-LM's argv, and the identity judgement.
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "probes/served_state.h"
 #include "tests/catch.h"
@@ -231,6 +233,35 @@ TEST_CASE("served: llama-server's argv gives the KV cache type and -n, and nothi
   add_llama_argv({"llama-server", "-n", "lots", "-ctk"}, bad);  // unparsable -n; -ctk without a value
   CHECK_FALSE(bad.max_tokens_default);
   CHECK(bad.kv_cache_type.empty());
+}
+
+TEST_CASE("fingerprint comparison: a field both know that differs is a change; one side unknown is not") {
+  LaunchFingerprint was;
+  was.model = "m.gguf";
+  was.slots = 8;
+  was.ctx_per_slot = 131072;
+  was.speculative = false;
+  LaunchFingerprint now = was;
+  now.speculative.reset();  // /slots failed this time
+  now.kv_cache_type = "q8_0";  // argv read this time
+  FingerprintComparison c = compare_fingerprints(was, now);
+  CHECK_FALSE(c.changed);
+  CHECK(c.merged.speculative == false);
+  CHECK(c.merged.kv_cache_type == "q8_0");
+  CHECK(c.merged.slots == 8);
+  CHECK(compare_fingerprints(LaunchFingerprint{}, now).merged.to_json() == now.to_json());  // first known
+  for (auto change : std::vector<std::function<void(LaunchFingerprint&)>>{
+           [](LaunchFingerprint& f) { f.slots = 1; }, [](LaunchFingerprint& f) { f.ctx_per_slot = 4096; },
+           [](LaunchFingerprint& f) { f.model = "other.gguf"; }, [](LaunchFingerprint& f) { f.speculative = true; }}) {
+    LaunchFingerprint other = was;
+    change(other);
+    FingerprintComparison d = compare_fingerprints(was, other);
+    CHECK(d.changed);
+    CHECK(d.merged.to_json() == other.to_json());
+  }
+  LaunchFingerprint kv = now;
+  kv.kv_cache_type = "q4_0";
+  CHECK(compare_fingerprints(c.merged, kv).changed);
 }
 
 TEST_CASE("fingerprint: JSON round trip, summary, empty") {
