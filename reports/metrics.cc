@@ -112,7 +112,7 @@ Status MetricsCollector::refresh(Store& store, int64_t now_ms) {
   for (const auto& s : status_) {
     if (!s.stage) continue;
     StageFigures& f = figures_[s.candidate.id];
-    if (f.stage_id != s.stage->id) f = StageFigures{s.stage->id, 0, {}, {}};
+    if (f.stage_id != s.stage->id) f = StageFigures{s.stage->id, 0, {}, {}, {}, {}, 0};
     if (f.read_to >= max->probe) continue;
     ProbeQuery q;
     q.stage_id = s.stage->id;
@@ -121,6 +121,11 @@ Status MetricsCollector::refresh(Store& store, int64_t now_ms) {
     auto rows = store.probe_results(q);
     if (!rows) return rows.error();
     for (const auto& r : *rows) {
+      if ((r.server_running || r.server_waiting) && r.started_wall_ms >= f.queue_ms) {
+        f.running = r.server_running;
+        f.waiting = r.server_waiting;
+        f.queue_ms = r.started_wall_ms;
+      }
       if (!perf_row(r)) continue;
       if (r.t_first_token_us) insert_sorted(f.ttft_s[r.workload_id], static_cast<double>(*r.t_first_token_us) / 1e6);
       if (r.client_decode_tps && !r.timing_artifact) insert_sorted(f.decode_tps[r.workload_id], *r.client_decode_tps);
@@ -229,6 +234,28 @@ std::string MetricsCollector::render(int64_t now_ms) const {
     if (it == figures_.end()) continue;
     for (const auto& [w, v] : it->second.decode_tps)
       summary(t, "soakd_decode_tokens_per_second", candidate_labels(s.candidate) + "," + label("workload", w), v);
+  }
+  struct QueueGauge {
+    const char* name;
+    const char* help;
+    std::optional<int64_t> StageFigures::*field;
+  };
+  const QueueGauge queue[] = {
+      {"soakd_runtime_requests_running",
+       "Requests the runtime itself says it is running, at the newest row that read its queue (left out when older "
+       "than 5 minutes).",
+       &StageFigures::running},
+      {"soakd_runtime_requests_waiting",
+       "Requests the runtime itself says are waiting, at the newest row that read its queue (left out when older "
+       "than 5 minutes).",
+       &StageFigures::waiting}};
+  for (const auto& g : queue) {
+    t.family(g.name, "gauge", g.help);
+    for (const auto& s : status_) {
+      auto it = figures_.find(s.candidate.id);
+      if (it == figures_.end() || !(it->second.*g.field) || now_ms - it->second.queue_ms > kSampleFreshMs) continue;
+      t.sample(g.name, candidate_labels(s.candidate), value(*(it->second.*g.field)));
+    }
   }
   struct ProcessGauge {
     const char* name;

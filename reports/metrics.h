@@ -59,6 +59,10 @@ class MetricsCollector {
     int64_t stage_id = 0;
     int64_t read_to = 0;  // rows of the stage up to this id are in
     std::map<std::string, std::vector<double>> ttft_s, decode_tps;  // by workload, sorted
+    // The runtime's own queue (running / waiting) at the newest row of the
+    // stage that read it (scrape and identity rows), and when.
+    std::optional<int64_t> running, waiting;
+    int64_t queue_ms = 0;
   };
   MetricsOptions opt_;
   int64_t counted_to_ = 0;  // probe rows counted up to this id

@@ -208,6 +208,22 @@ TEST_CASE("metrics: a collector refreshed as the store grows says what a fresh o
   REQUIRE(store.insert_probe_result(r).ok());
   r.outcome = Outcome::Stalled;
   REQUIRE(store.insert_probe_result(r).ok());
+  // A scrape row with the runtime's own queue (llama.cpp /metrics
+  // requests_processing / requests_deferred), then an older one that must not win.
+  ProbeResult scrape;
+  scrape.candidate_id = c.id;
+  scrape.host_id = c.host_id;
+  scrape.stage_id = stages.back().id;
+  scrape.started_wall_ms = now;
+  scrape.kind = ProbeKind::Scrape;
+  scrape.workload_id = "scrape";
+  scrape.outcome = Outcome::Clean;
+  scrape.server_running = 1;
+  scrape.server_waiting = 3;
+  REQUIRE(store.insert_probe_result(scrape).ok());
+  scrape.started_wall_ms = now - 60'000;
+  scrape.server_waiting = 9;
+  REQUIRE(store.insert_probe_result(scrape).ok());
   Event trip;
   trip.wall_ms = now;
   trip.kind = EventKind::GuardTrip;
@@ -228,6 +244,11 @@ TEST_CASE("metrics: a collector refreshed as the store grows says what a fresh o
   CHECK(text == fresh.render(now));
 
   CHECK(text.find("soakd_guard_tripped 1\n") != std::string::npos);
+  const std::string b9430 = "{candidate=\"llama-b9430\",model=\"qwen3.6-35b-a3b\",runtime=\"llama.cpp\",build=\"b9430-5bec3532f\"}";
+  CHECK(text.find("soakd_runtime_requests_running" + b9430 + " 1\n") != std::string::npos);
+  CHECK(text.find("soakd_runtime_requests_waiting" + b9430 + " 3\n") != std::string::npos);
+  // Five minutes on, the queue is no longer current: left out, like a process sample.
+  CHECK(running.render(now + 6 * 60'000).find("soakd_runtime_requests_waiting{") == std::string::npos);
   CHECK(text.find("soakd_process_footprint_bytes{candidate=\"llama-b9430\",model=\"qwen3.6-35b-a3b\",runtime=\"llama.cpp\","
                   "build=\"b9430-5bec3532f\"} 21000000000\n") != std::string::npos);
   CHECK(text.find("soakd_candidate_verdict{candidate=\"llama-b9502\",model=\"qwen3.6-35b-a3b\",runtime=\"llama.cpp\","
