@@ -121,16 +121,20 @@ class IdentityStep final : public Step {
     }
     send(route(routes_[i_]), [this](const ExchangeResult& x) {
       const std::string path(routes_[i_++].path);
-      // A later route a build does not serve (llama-server --no-slots) only
-      // leaves its fields unknown; the first one is the evidence itself.
-      if (i_ > 1 && x.end == TransportEnd::Completed && unserved(x.transfer.head.status)) {
-        extra_["unavailable"].push_back(path);
-        return next_served();
-      }
       Verdict v = classify_plain(x.end, x.transfer);
       if (v.outcome == Outcome::Clean) {
         if (Status st = read_served_answer(env_.cand.runtime, path, x.transfer.body, env_.cand.model, served_); !st.ok())
           v = {Outcome::MalformedResponse, st.message()};
+      }
+      // The first route is the evidence itself. A later one that fails (not
+      // served: llama-server --no-slots; a timeout under load; a proxy that
+      // only passes /v1) only leaves its own fields unknown, as in the build
+      // read; the row says which and why.
+      if (i_ > 1 && v.outcome != Outcome::Clean) {
+        extra_["unavailable"].push_back(path + ": " + (x.end == TransportEnd::Completed && unserved(x.transfer.head.status)
+                                                          ? std::string("not served")
+                                                          : v.detail));
+        return next_served();
       }
       if (v.outcome != Outcome::Clean) {
         set_verdict(row_, {v.outcome, path + ": " + v.detail}, x.transfer.body);

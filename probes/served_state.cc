@@ -1,5 +1,6 @@
 #include "probes/served_state.h"
 
+#include <algorithm>
 #include <charconv>
 #include <initializer_list>
 
@@ -363,24 +364,29 @@ std::optional<std::string> any_flag_value(const std::vector<std::string>& argv, 
 
 }  // namespace
 
-void add_llama_argv(const std::vector<std::string>& argv, LaunchFingerprint& f) {
+void add_llama_argv(const std::vector<std::string>& given, LaunchFingerprint& f) {
+  if (given.empty()) return;
   // common/arg.cpp: {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"},
-  // {"-n", "--predict", "--n-predict"}; the last occurrence wins, as there.
+  // {"-n", "--predict", "--n-predict"}; the last occurrence wins, and a "--"
+  // option may be spelt with '_' for '-' (upstream normalises it too).
+  std::vector<std::string> argv = given;
+  for (auto& a : argv)
+    if (a.rfind("--", 0) == 0) std::replace(a.begin(), a.end(), '_', '-');
   std::optional<std::string> k, v, n;
   for (size_t i = 0; i < argv.size(); ++i) {
     if (auto x = any_flag_value(argv, i, {"-ctk", "--cache-type-k"})) k = x;
     if (auto x = any_flag_value(argv, i, {"-ctv", "--cache-type-v"})) v = x;
     if (auto x = any_flag_value(argv, i, {"-n", "--predict", "--n-predict"})) n = x;
   }
-  if (k && v && *k == *v) {
-    f.kv_cache_type = *k;
-  } else if (k || v) {
-    f.kv_cache_type = (k ? "k=" + *k : std::string()) + (k && v ? " " : "") + (v ? "v=" + *v : std::string());
-  }
-  if (n) {
-    if (auto x = to_int(*n)) f.max_tokens_default = *x;
-  }
-  if (k || v || n) add_source(f, "argv");
+  // Not given: upstream's default (common/common.h cache_type_k/v
+  // GGML_TYPE_F16, n_predict -1), so that dropping a flag is a change of
+  // launch. An empty value is a launch value taken from soakd's environment
+  // (not shown): unknown.
+  const std::string kk = k.value_or("f16"), vv = v.value_or("f16");
+  if (!kk.empty() && !vv.empty()) f.kv_cache_type = kk == vv ? kk : "k=" + kk + " v=" + vv;
+  if (!n) f.max_tokens_default = -1;
+  else if (auto x = to_int(*n)) f.max_tokens_default = *x;
+  add_source(f, "argv");
 }
 
 std::optional<std::vector<std::string>> runtime_argv_of(const CandidateConfig& c, const RuntimeArgvReader& reader) {

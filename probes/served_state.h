@@ -102,10 +102,11 @@ std::vector<std::string> launch_argv_of(const CandidateConfig& c);
 std::optional<std::vector<std::string>> runtime_argv_of(const CandidateConfig& c, const RuntimeArgvReader& reader);
 // What only llama-server's argv says, folded into its fingerprint: the KV
 // cache type (-ctk/--cache-type-k, -ctv/--cache-type-v: "q8_0" when both
-// agree, else "k=q8_0 v=f16" with what was given) and the server's own cap on
-// tokens when a request sends none (-n/--predict/--n-predict; -1 unlimited).
-// A flag not given leaves its field unknown, never the upstream default: the
-// same settings can come from LLAMA_ARG_* environment variables.
+// agree, else "k=q8_0 v=f16") and the server's own cap on tokens when a
+// request sends none (-n/--predict/--n-predict; -1 unlimited). A flag not
+// given is upstream's default (f16, -1), so dropping one is a change of
+// launch; LLAMA_ARG_* environment variables, which could set the same, are
+// not read. An empty argv (not readable) adds nothing.
 void add_llama_argv(const std::vector<std::string>& argv, LaunchFingerprint& f);
 // MLX-LM's served state from the argv it runs with: the launch argv when soakd
 // launched it, else the discovered process's (`reader`; empty: unknown). When

@@ -262,6 +262,8 @@ void Engine::handle(HttpRequest req, std::shared_ptr<Connection> conn) {
   try {
     if (req.path.rfind("/fake/", 0) == 0) {
       handle_fake(req, conn, p);
+    } else if (req.method == "GET" && !cfg_.knobs.failing_path.empty() && req.path == cfg_.knobs.failing_path) {
+      reply_json(conn, 500, ojson{{"error", "failing_path"}}, p);
     } else if (loading() && cfg_.flavour == Flavour::LlamaCpp) {
       // llama-server answers 503 on every route until the model is loaded.
       ++stats_.loading_rejections;
@@ -420,6 +422,7 @@ void Engine::handle_fake(const HttpRequest& req, const std::shared_ptr<Connectio
 void Engine::control(const json& body) {
   if (!body.is_object()) return;
   if (body.contains("build")) set_build(body.value("build", cfg_.knobs.build));
+  if (body.contains("failing_path")) cfg_.knobs.failing_path = body.value("failing_path", std::string());
   if (body.contains("digest")) cfg_.knobs.digest = body.value("digest", std::string());  // Ollama: a re-pull
   if (body.contains("draining")) draining_ = body.value("draining", false);               // Rapid-MLX: SIGTERM seen
   if (body.contains("kv_cache_type")) cfg_.knobs.kv_cache_type = body.value("kv_cache_type", cfg_.knobs.kv_cache_type);

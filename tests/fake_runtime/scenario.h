@@ -100,6 +100,9 @@ struct Knobs {
   // Ollama /api/ps digest of the loaded weights (empty: derived from the model
   // name); POST /fake/control {"digest": ...} is a re-pull under the same tag.
   std::string digest;
+  // POST /fake/control {"failing_path": "/metrics"}: that GET route answers
+  // 500 (a route timing out under load or blocked by a proxy); "" clears it.
+  std::string failing_path;
   // Rapid-MLX rapid_mlx_kv_cache_dtype, vLLM cache_config_info{cache_dtype};
   // POST /fake/control {"kv_cache_type": ...} is a restart with another one.
   std::string kv_cache_type = "bf16";

@@ -235,6 +235,20 @@ TEST_CASE("vllm: served name and max_model_len from /v1/models") {
   CHECK(fp.ctx_per_slot == fake::kDefaultCtxPerSlot);
   CHECK(fp.model == "/models/" + std::string(fake::kDefaultModel));
   CHECK(fp.kv_cache_type == "bf16");  // /metrics vllm:cache_config_info{cache_dtype}
+  // /metrics failing (a proxy passing only /v1, a timeout under load): identity
+  // still stands on /v1/models, the row says what was unavailable, and the
+  // build read leaves only the KV type unknown (not a change, field by field).
+  f.rt.control(0, R"({"failing_path": "/metrics"})");
+  ProbeResult partial = identity(h, c);
+  INFO(partial.detail << " " << partial.extra_json);
+  CHECK(partial.outcome == Outcome::Clean);
+  REQUIRE(extra(partial).contains("unavailable"));
+  CHECK(extra(partial)["unavailable"][0].get<std::string>().rfind("/metrics: ", 0) == 0);
+  probes::LaunchFingerprint without = fingerprint(h, c);
+  CHECK(without.kv_cache_type.empty());
+  CHECK(without.ctx_per_slot == fake::kDefaultCtxPerSlot);
+  CHECK_FALSE(probes::compare_fingerprints(fp, without).changed);
+  f.rt.control(0, R"({"failing_path": ""})");
   f.rt.control(0, R"({"kv_cache_type": "fp8"})");  // restarted with --kv-cache-dtype fp8
   probes::LaunchFingerprint after = fingerprint(h, c);
   CHECK(after.kv_cache_type == "fp8");
@@ -362,7 +376,10 @@ TEST_CASE("llama.cpp: the fingerprint adds the KV cache type and -n from the run
     seen.argv = {"llama-server", "-m", "q.gguf", "-ctk", "q4_0", "-ctv", "q4_0", "-n", "64"};  // restarted
     CHECK(fingerprint(h, c).kv_cache_type == "q4_0");
     CHECK(fingerprint(h, c).to_json() != before);
-    seen = {{}, "", "pid 77's argv is not visible to this user"};  // unreadable: unknown, not a change to "f16"
+    seen.argv = {"llama-server", "-m", "q.gguf"};  // restarted without the flags: upstream's defaults
+    CHECK(fingerprint(h, c).kv_cache_type == "f16");
+    CHECK(fingerprint(h, c).max_tokens_default == -1);
+    seen = {{}, "", "pid 77's argv is not visible to this user"};  // unreadable: unknown
     CHECK(fingerprint(h, c).kv_cache_type.empty());
   }
   SECTION("managed: the launch argv, without asking the process table") {
@@ -370,7 +387,7 @@ TEST_CASE("llama.cpp: the fingerprint adds the KV cache type and -n from the run
     c.launch = LaunchSpec{};
     c.launch->argv = {{"llama-server", ""}, {"--cache-type-k", ""}, {"q8_0", ""}, {"--n-predict", ""}, {"512", ""}};
     probes::LaunchFingerprint fp = fingerprint(h, c);
-    CHECK(fp.kv_cache_type == "k=q8_0");
+    CHECK(fp.kv_cache_type == "k=q8_0 v=f16");
     CHECK(fp.max_tokens_default == 512);
   }
 }

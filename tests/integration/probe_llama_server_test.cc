@@ -138,7 +138,7 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   // The launch fingerprint, as the server itself reports it (/props, /slots):
   // -c 8192 shared by --parallel 2, no draft model. -n 64 and -ctk f32 are
   // in no route (/props n_predict is the sampling default, -1): they come from
-  // the argv of the process serving the port; -ctv was not given, so only K.
+  // the argv of the process serving the port; -ctv was not given: f16.
   auto fp = probes::parse_fingerprint_json(build->fingerprint);
   REQUIRE(fp.ok());
   INFO(build->fingerprint);
@@ -146,7 +146,7 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   CHECK(fp->ctx_per_slot == 4096);
   CHECK(fp->ctx_total == 8192);
   CHECK(fp->max_tokens_default == 64);
-  CHECK(fp->kv_cache_type == "k=f32");  // (q8_0 needs a head size the tiny model lacks)
+  CHECK(fp->kv_cache_type == "k=f32 v=f16");  // (q8_0 needs a head size the tiny model lacks)
   CHECK(fp->speculative == false);
   CHECK(fp->model == srv.model);
 

@@ -201,8 +201,9 @@ TEST_CASE("served: MLX-LM argv names the served model; a config id that differs 
   CHECK(judge_served(none, "q", "").outcome == Outcome::IdentityUnproven);
 }
 
-TEST_CASE("served: llama-server's argv gives the KV cache type and -n, and nothing it does not say") {
-  // common/arg.cpp: {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"}, {"-n", "--predict", "--n-predict"}.
+TEST_CASE("served: llama-server's argv gives the KV cache type and -n; a flag not given is upstream's default") {
+  // common/arg.cpp: {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"}, {"-n", "--predict", "--n-predict"};
+  // common/common.h: cache_type_k / cache_type_v GGML_TYPE_F16, n_predict -1.
   LaunchFingerprint f;
   add_llama_argv({"llama-server", "-m", "q.gguf", "-ctk", "q8_0", "-ctv", "q8_0", "-n", "64", "--port", "8080"}, f);
   CHECK(f.kv_cache_type == "q8_0");
@@ -211,28 +212,40 @@ TEST_CASE("served: llama-server's argv gives the KV cache type and -n, and nothi
   CHECK(f.summary().find("kv q8_0") != std::string::npos);
   CHECK(f.summary().find("max_tokens default 64") != std::string::npos);
 
-  LaunchFingerprint mixed;
-  add_llama_argv({"llama-server", "--cache-type-k=q4_0", "--cache-type-v", "f16", "--n-predict=-1"}, mixed);
+  LaunchFingerprint mixed;  // '_' for '-' in a "--" option, as upstream accepts
+  add_llama_argv({"llama-server", "--cache_type_k", "q4_0", "--n_predict", "-1"}, mixed);
   CHECK(mixed.kv_cache_type == "k=q4_0 v=f16");
   CHECK(mixed.max_tokens_default == -1);
 
-  LaunchFingerprint only_k;  // the other half may come from LLAMA_ARG_CACHE_TYPE_V: said as given
+  LaunchFingerprint only_k;  // -ctv not given: f16, so the same launch as "-ctk q8_0 -ctv f16"
   add_llama_argv({"llama-server", "-ctk", "q8_0", "--predict", "128", "-n", "256"}, only_k);
-  CHECK(only_k.kv_cache_type == "k=q8_0");
+  CHECK(only_k.kv_cache_type == "k=q8_0 v=f16");
   CHECK(only_k.max_tokens_default == 256);  // the last one wins, as upstream
+  LaunchFingerprint both;
+  add_llama_argv({"llama-server", "-ctk", "q8_0", "-ctv", "f16", "-n", "256"}, both);
+  CHECK(both.to_json() == only_k.to_json());
 
-  // Not given: unknown, never the upstream default (f16, unlimited).
+  // No flag: the defaults, so a relaunch that drops -ctk / -n is a change.
   LaunchFingerprint plain;
   plain.ctx_per_slot = 4096;
   add_llama_argv({"llama-server", "-m", "q.gguf", "-c", "8192", "--parallel", "2"}, plain);
-  CHECK(plain.kv_cache_type.empty());
-  CHECK_FALSE(plain.max_tokens_default);
-  CHECK(plain.source.empty());
+  CHECK(plain.kv_cache_type == "f16");
+  CHECK(plain.max_tokens_default == -1);
   CHECK(plain.ctx_per_slot == 4096);  // what the routes said is left alone
+  CHECK(compare_fingerprints(f, plain).changed);
+  // Not readable (empty), or a value soakd takes from its environment (empty text): unknown.
+  LaunchFingerprint none;
+  add_llama_argv({}, none);
+  CHECK(none.kv_cache_type.empty());
+  CHECK_FALSE(none.max_tokens_default);
+  CHECK(none.source.empty());
+  LaunchFingerprint secret;
+  add_llama_argv({"llama-server", "-ctk", "", "-n", ""}, secret);
+  CHECK(secret.kv_cache_type.empty());
+  CHECK_FALSE(secret.max_tokens_default);
   LaunchFingerprint bad;
-  add_llama_argv({"llama-server", "-n", "lots", "-ctk"}, bad);  // unparsable -n; -ctk without a value
+  add_llama_argv({"llama-server", "-n", "lots"}, bad);  // unparsable -n
   CHECK_FALSE(bad.max_tokens_default);
-  CHECK(bad.kv_cache_type.empty());
 }
 
 TEST_CASE("fingerprint comparison: a field both know that differs is a change; one side unknown is not") {
