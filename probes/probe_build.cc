@@ -262,7 +262,8 @@ void BuildRead::next_served() {
     if (!routes_.empty() && named) {
       // llama-server shows its KV cache type and -n nowhere but its argv.
       if (cand_.runtime == RuntimeKind::LlamaCpp) {
-        if (auto argv = runtime_argv_of(cand_, opts_.runtime_argv)) add_llama_argv(*argv, served_.fingerprint);
+        if (RuntimeArgv a = runtime_argv_of(cand_, opts_.runtime_argv); a.error.empty())
+          add_llama_argv(a.argv, served_.fingerprint);
       }
       got_.fingerprint = served_.fingerprint.to_json();
     }

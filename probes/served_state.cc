@@ -389,12 +389,16 @@ void add_llama_argv(const std::vector<std::string>& given, LaunchFingerprint& f)
   add_source(f, "argv");
 }
 
-std::optional<std::vector<std::string>> runtime_argv_of(const CandidateConfig& c, const RuntimeArgvReader& reader) {
-  if (c.launch) return launch_argv_of(c);
-  if (!reader) return std::nullopt;
-  RuntimeArgv a = reader(c);
-  if (!a.error.empty() || a.argv.empty()) return std::nullopt;
-  return std::move(a.argv);
+RuntimeArgv runtime_argv_of(const CandidateConfig& c, const RuntimeArgvReader& reader) {
+  RuntimeArgv a;
+  if (c.launch) {
+    a.argv = launch_argv_of(c);
+    return a;
+  }
+  if (reader) a = reader(c);
+  else a.error = "this soakd cannot discover runtime processes";
+  if (a.error.empty() && a.argv.empty()) a.error = "its process's argv is empty (not visible to this user?)";
+  return a;
 }
 
 ServedState mlx_lm_served_from_argv(const std::vector<std::string>& argv) {
@@ -430,10 +434,7 @@ ServedState mlx_lm_served(const CandidateConfig& c, const RuntimeArgvReader& rea
     if (s.proof == IdentityProof::EchoOnly) s.unproven_reason = "its launch argv has no --model";
     return s;
   }
-  RuntimeArgv a;
-  if (reader) a = reader(c);
-  else a.error = "this soakd cannot discover runtime processes";
-  if (a.error.empty() && a.argv.empty()) a.error = "its process's argv is empty (not visible to this user?)";
+  RuntimeArgv a = runtime_argv_of(c, reader);
   if (!a.error.empty()) {
     ServedState s;
     s.unproven_reason = "its argv could not be read: " + a.error;

@@ -97,9 +97,9 @@ ServedState mlx_lm_served_from_argv(const std::vector<std::string>& argv);
 // soakd's environment are left out: they are secrets, never a model path).
 std::vector<std::string> launch_argv_of(const CandidateConfig& c);
 // The argv a candidate's runtime runs with: the launch argv when soakd
-// launched it, else the discovered process's through `reader`; nullopt when
-// neither can be read.
-std::optional<std::vector<std::string>> runtime_argv_of(const CandidateConfig& c, const RuntimeArgvReader& reader);
+// launched it, else the discovered process's through `reader`; `error` says
+// why it could not be read (no reader, process not found, argv not visible).
+RuntimeArgv runtime_argv_of(const CandidateConfig& c, const RuntimeArgvReader& reader);
 // What only llama-server's argv says, folded into its fingerprint: the KV
 // cache type (-ctk/--cache-type-k, -ctv/--cache-type-v: "q8_0" when both
 // agree, else "k=q8_0 v=f16") and the server's own cap on tokens when a
