@@ -9,7 +9,7 @@
 
 #include "core/duration.h"
 #include "core/log.h"
-#include "platform/engines.h"
+#include "platform/runtime_processes.h"
 
 namespace soak {
 

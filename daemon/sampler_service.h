@@ -5,7 +5,7 @@
 // during a stage (a memory_budget event: the judge rejects on the samples).
 // A managed candidate's process is the pid soakd launched, never looked for.
 // Holds the keep-awake assertion while a canary, gate or soak runs. With
-// metrics.textfile set, each tick also rewrites that file (reports/metrics.h:
+// metrics.textfile set, each tick also rewrites that file (reports/textfile.h:
 // the figures `soakctl metrics` prints), atomically.
 //
 // Cost: one timer; a tick is a few /proc reads or Mach calls per process. The
@@ -33,7 +33,7 @@
 #include "detectors/memory_guard.h"
 #include "detectors/process_watch.h"
 #include "platform/sampler.h"
-#include "reports/metrics.h"
+#include "reports/textfile.h"
 
 namespace soak {
 
@@ -80,7 +80,7 @@ class SamplerService final : public Service {
   std::map<int64_t, Watched> watched_;  // by candidate row id
   int64_t last_scan_ms_ = 0;
   std::string metrics_path_;  // empty: no metrics textfile
-  report::MetricsCollector metrics_;
+  report::TextfileCollector metrics_;
   bool metrics_failing_ = false;  // logged once per run of failures, not every tick
 };
 

@@ -1,7 +1,7 @@
 #include "daemon/wiring.h"
 
 #include "daemon/host.h"
-#include "platform/engines.h"
+#include "platform/runtime_processes.h"
 
 namespace soak {
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/types.h"
-#include "platform/engines.h"
+#include "platform/runtime_processes.h"
 
 namespace soak {
 

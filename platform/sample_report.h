@@ -15,7 +15,7 @@
 
 #include "core/config.h"
 #include "core/types.h"
-#include "platform/engines.h"
+#include "platform/runtime_processes.h"
 #include "platform/sampler.h"
 
 namespace soak {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "platform/engines.h"
+#include "platform/runtime_processes.h"
 #include "platform/procfs.h"
 
 namespace soak {

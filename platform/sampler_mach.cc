@@ -50,7 +50,7 @@
 #include <vector>
 
 #include "platform/darwin_figures.h"
-#include "platform/engines.h"
+#include "platform/runtime_processes.h"
 #include "platform/procfs.h"
 #include "platform/sampler.h"
 

@@ -68,7 +68,7 @@
 #include "core/config.h"
 #include "core/result.h"
 #include "core/types.h"
-#include "probes/fixtures.h"
+#include "probes/prompts.h"
 #include "probes/transport/http_client.h"
 
 namespace soak::probes {
@@ -88,7 +88,7 @@ using EnvReader = std::function<std::optional<std::string>(const std::string& na
 EnvReader process_env();
 
 // The command line of the process serving a candidate that soakd did not
-// launch (found by its port, pid or name: platform/engines.h), for runtimes
+// launch (found by its port, pid or name: platform/runtime_processes.h), for runtimes
 // whose argv is the only place that says what they serve (MLX-LM's --model).
 // `error` says why it could not be read (not found, another user's process).
 struct RuntimeArgv {

@@ -29,7 +29,7 @@
 #include "core/config.h"
 #include "core/uv_util.h"
 #include "probes/engine.h"
-#include "probes/fixtures.h"
+#include "probes/prompts.h"
 #include "probes/openai_chat.h"
 #include "probes/transport/http_client.h"
 #include "probes/transport/sse_client.h"

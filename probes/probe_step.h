@@ -24,7 +24,7 @@
 #include "probes/adapters.h"
 #include "probes/engine.h"
 #include "probes/engine_exchange.h"
-#include "probes/fixtures.h"
+#include "probes/prompts.h"
 #include "probes/requests.h"
 #include "probes/runtime_metrics.h"
 #include "probes/server_cap.h"

@@ -28,7 +28,7 @@
 
 #include "core/types.h"
 #include "probes/adapters.h"
-#include "probes/fixtures.h"
+#include "probes/prompts.h"
 #include "probes/validators.h"
 
 namespace soak::probes {

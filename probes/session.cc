@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "probes/fixtures.h"
+#include "probes/prompts.h"
 #include "probes/requests.h"
 
 namespace soak::probes {

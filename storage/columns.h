@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "core/types.h"
-#include "storage/metrics_json.h"
+#include "storage/evidence_json.h"
 #include "storage/row_codec.h"
 
 namespace soak {

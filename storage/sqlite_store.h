@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "storage/metrics_json.h"
+#include "storage/evidence_json.h"
 #include "storage/store.h"
 
 struct sqlite3;

@@ -2,7 +2,7 @@
 # the real Linux sampler (integration), and the sampler benchmark.
 soak_add_test(unit_platform_procfs SOURCES unit/platform_procfs_test.cc LIBS soak_platform LABELS unit)
 soak_add_test(unit_platform_darwin SOURCES unit/platform_darwin_test.cc LIBS soak_platform LABELS unit)
-soak_add_test(unit_platform_engines SOURCES unit/platform_engines_test.cc LIBS soak_platform LABELS unit)
+soak_add_test(unit_platform_runtime_processes SOURCES unit/platform_runtime_processes_test.cc LIBS soak_platform LABELS unit)
 
 if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
   soak_add_test(unit_platform_allocator SOURCES unit/platform_allocator_test.cc LIBS soak_platform LABELS unit)

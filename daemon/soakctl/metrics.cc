@@ -1,5 +1,5 @@
 // `soakctl metrics`: the Prometheus text soakd writes to its metrics.textfile
-// (reports/metrics.h), printed from the store; --json gives the same samples
+// (reports/textfile.h), printed from the store; --json gives the same samples
 // as a list of {name, labels, value}.
 #include "daemon/soakctl/common.h"
 
@@ -8,7 +8,7 @@
 
 #include "core/config.h"
 #include "daemon/version.h"
-#include "reports/metrics.h"
+#include "reports/textfile.h"
 
 namespace soak::soakctl {
 
@@ -54,7 +54,7 @@ int cmd_metrics(const Ctl& c, const Args& a, Store& st) {
     auto cfg = load_config(*cfg_path);  // read once already by open_store: it is valid
     if (cfg) o.guard_window_ms = cfg->defaults.guard.window_ms;
   }
-  report::MetricsCollector m(o);
+  report::TextfileCollector m(o);
   const int64_t now = c.clock.wall_ms();
   if (auto r = m.refresh(st, now); !r) {
     c.err << "soakctl: " << r.message() << "\n";

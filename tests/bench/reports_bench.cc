@@ -16,7 +16,7 @@
 #include "core/config.h"
 #include "daemon/soakctl/soakctl.h"
 #include "daemon/version.h"
-#include "reports/metrics.h"
+#include "reports/textfile.h"
 #include "storage/sqlite_store.h"
 
 using namespace soak;
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   std::printf("soakctl metrics         (%d runs): min %.0f ms, median %.0f ms, max %.0f ms; %.1f KB, %lld lines\n", runs,
               m.min, m.median, m.max, static_cast<double>(text.size()) / 1e3,
               static_cast<long long>(std::count(text.begin(), text.end(), '\n')));
-  report::MetricsCollector collector(report::MetricsOptions{GuardRules{}.window_ms, kSoakdVersion});
+  report::TextfileCollector collector(report::MetricsOptions{GuardRules{}.window_ms, kSoakdVersion});
   if (!collector.refresh(**opened, now)) return 1;
   auto tick = time_runs(std::max(runs, 20), [&] {
     collector.refresh(**opened, now).ok();

@@ -33,7 +33,7 @@ std::string status_reason(int status) {
     case 404: return "Not Found";
     case 413: return "Payload Too Large";
     case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
+    case 500: return "Internal Responder Error";
     case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
     case 505: return "HTTP Version Not Supported";
@@ -47,7 +47,7 @@ std::shared_ptr<Connection> Connection::accept(uv_stream_t* server, Handler hand
   c->tcp_.data = c.get();
   c->self_ = c;
   if (uv_accept(server, reinterpret_cast<uv_stream_t*>(&c->tcp_)) != 0) {
-    c->close(Cause::Server);
+    c->close(Cause::Responder);
     return nullptr;
   }
   uv_tcp_nodelay(&c->tcp_, 1);
@@ -112,7 +112,7 @@ void Connection::write_raw(std::string data, bool close_after) {
       if (status != UV_ECANCELED) w->conn->close(Cause::Peer);
       return;
     }
-    if (w->close_after) w->conn->close(Cause::Server);
+    if (w->close_after) w->conn->close(Cause::Responder);
   });
   if (rc != 0) {
     delete w;
@@ -172,7 +172,7 @@ void Connection::head_then_close(int status, const Headers& headers) {
 
 void Connection::abort() {
   on_gone_ = nullptr;
-  close(Cause::Server);
+  close(Cause::Responder);
 }
 
 void Connection::close(Cause cause) {

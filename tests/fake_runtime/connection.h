@@ -57,7 +57,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void process();
   void write_raw(std::string data, bool close_after);
   void finish_response(Persist persist);
-  enum class Cause { Server, Peer };  // only a peer-side failure notifies on_gone
+  enum class Cause { Responder, Peer };  // only a peer-side failure notifies on_gone
   void close(Cause cause);
 
   uv_tcp_t tcp_{};

@@ -143,7 +143,7 @@ ListenerStats FakeRuntime::stats(size_t listener) const {
   // finished handling, e.g. the one whose response the caller just read.
   auto answer = std::make_shared<std::promise<ListenerStats>>();
   auto result = answer->get_future();
-  if (impl_->post([this, listener, answer] { answer->set_value(impl_->listeners.at(listener)->engine().stats()); }))
+  if (impl_->post([this, listener, answer] { answer->set_value(impl_->listeners.at(listener)->responder().stats()); }))
     return result.get();
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->board.at(listener);
@@ -156,21 +156,21 @@ bool FakeRuntime::wait_for(size_t listener, const std::function<bool(const Liste
 }
 
 void FakeRuntime::set_build(size_t listener, const std::string& build) {
-  impl_->post([this, listener, build] { impl_->listeners.at(listener)->engine().set_build(build); });
+  impl_->post([this, listener, build] { impl_->listeners.at(listener)->responder().set_build(build); });
 }
 
 void FakeRuntime::control(size_t listener, const std::string& json_body) {
   auto applied = std::make_shared<std::promise<void>>();
   auto done = applied->get_future();
   if (impl_->post([this, listener, json_body, applied] {
-        impl_->listeners.at(listener)->engine().control(nlohmann::json::parse(json_body, nullptr, false));
+        impl_->listeners.at(listener)->responder().control(nlohmann::json::parse(json_body, nullptr, false));
         applied->set_value();
       }))
     done.wait();
 }
 
 void FakeRuntime::set_scenario(size_t listener, Scenario scenario) {
-  impl_->post([this, listener, scenario] { impl_->listeners.at(listener)->engine().set_scenario(scenario); });
+  impl_->post([this, listener, scenario] { impl_->listeners.at(listener)->responder().set_scenario(scenario); });
 }
 
 }  // namespace soak::fake

@@ -65,7 +65,7 @@ TEST_CASE("healthy stream: capture keys, role chunk first, usage chunk with choi
   CHECK(res.status == 200);
   CHECK(has_header(res, "Transfer-Encoding: chunked"));
   CHECK(has_header(res, "Content-Type: text/event-stream"));
-  CHECK(has_header(res, "Server: llama.cpp"));
+  CHECK(has_header(res, "Responder: llama.cpp"));
 
   auto mine = sse_data(res.body);
   auto real = sse_data(read_capture("post-v1-chat-completions-stream-include-usage.sse.http").body);

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "tests/fake_runtime/engine.h"
+#include "tests/fake_runtime/responder.h"
 
 namespace soak::fake {
 namespace {
@@ -160,7 +160,7 @@ void lmstudio_v0_extras(ojson& answer, const ServerView& v, const GenTimings& t)
   answer["runtime"] = ojson{{"name", kLmStudioRuntime}, {"version", kLmStudioRuntimeVersion}, {"supported_formats", ojson::array({"gguf"})}};
 }
 
-void Engine::handle_vllm(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
+void Responder::handle_vllm(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
   const bool get = req.method == "GET", post = req.method == "POST";
   // vllm/entrypoints/serve/instrumentator/health.py: 200, empty body.
   if (get && req.path == "/health") return c->respond(200, response_headers(cfg_.flavour, BodyKind::Json, p), "", p);
@@ -193,7 +193,7 @@ void Engine::handle_vllm(const HttpRequest& req, const std::shared_ptr<Connectio
   not_found(c, p);
 }
 
-void Engine::handle_rapid(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
+void Responder::handle_rapid(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
   const bool get = req.method == "GET", post = req.method == "POST";
   if (get && req.path == "/health/ready") {
     // On SIGTERM the lifespan sets ready=False before draining: this route
@@ -217,7 +217,7 @@ void Engine::handle_rapid(const HttpRequest& req, const std::shared_ptr<Connecti
   not_found(c, p);
 }
 
-void Engine::handle_lmstudio(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
+void Responder::handle_lmstudio(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
   const bool get = req.method == "GET", post = req.method == "POST";
   if (get && req.path == "/v1/models") return reply_json(c, 200, models_body(cfg_.flavour, server_view()), p);
   if (get && req.path == "/api/v0/models") return reply_json(c, 200, lmstudio_v0_models_body(server_view()), p);

@@ -16,7 +16,7 @@ Listener::Listener(uv_loop_t* loop, const Clock& clock, ListenerConfig config, C
       cfg_(config),
       crash_mode_(crash),
       publish_(std::move(publish)),
-      engine_(loop, clock, std::move(config), *this) {}
+      responder_(loop, clock, std::move(config), *this) {}
 
 Listener::~Listener() { shutdown(); }
 
@@ -41,8 +41,8 @@ Status Listener::listen() {
   uv_tcp_getsockname(server_.get(), reinterpret_cast<sockaddr*>(&bound), &len);
   port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                                       : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  engine_.set_port(port_);
-  publish_(engine_.stats());
+  responder_.set_port(port_);
+  publish_(responder_.stats());
   return Status::Ok();
 }
 
@@ -50,7 +50,7 @@ void Listener::on_connection() {
   if (down_) return;
   auto conn = Connection::accept(
       reinterpret_cast<uv_stream_t*>(server_.get()),
-      [this](HttpRequest req, std::shared_ptr<Connection> c) { engine_.handle(std::move(req), std::move(c)); },
+      [this](HttpRequest req, std::shared_ptr<Connection> c) { responder_.handle(std::move(req), std::move(c)); },
       [this](Connection* c) { conns_.erase(c); });
   if (conn) conns_.emplace(conn.get(), conn);
 }
@@ -58,7 +58,7 @@ void Listener::on_connection() {
 void Listener::shutdown() {
   if (down_) return;
   down_ = true;
-  engine_.shutdown();
+  responder_.shutdown();
   server_.close();
   std::vector<std::shared_ptr<Connection>> open;
   for (auto& [raw, weak] : conns_)

@@ -1,5 +1,5 @@
-// One listening socket of the fake runtime and the engine behind it. Owns the
-// server handle and the registry of open connections; hosts the Engine (crash
+// One listening socket of the fake runtime and the responder behind it. Owns the
+// server handle and the registry of open connections; hosts the Responder (crash
 // and stats publication go through here). Loop thread only.
 #pragma once
 
@@ -13,7 +13,7 @@
 #include "core/result.h"
 #include "core/uv_util.h"
 #include "tests/fake_runtime/connection.h"
-#include "tests/fake_runtime/engine.h"
+#include "tests/fake_runtime/responder.h"
 
 namespace soak::fake {
 
@@ -22,7 +22,7 @@ namespace soak::fake {
 // in ListenerStats.crashed (in-process tests).
 enum class CrashMode { TakeListenerDown, KillProcess };
 
-class Listener final : public EngineHost {
+class Listener final : public ResponderHost {
  public:
   using Publish = std::function<void(const ListenerStats&)>;
 
@@ -32,7 +32,7 @@ class Listener final : public EngineHost {
   // Binds and listens; port() is the bound port afterwards.
   Status listen();
   int port() const { return port_; }
-  Engine& engine() { return engine_; }
+  Responder& responder() { return responder_; }
   // Stops accepting, drops every job, closes every connection. Idempotent.
   void shutdown();
 
@@ -46,7 +46,7 @@ class Listener final : public EngineHost {
   ListenerConfig cfg_;
   CrashMode crash_mode_;
   Publish publish_;
-  Engine engine_;
+  Responder responder_;
   UvHandle<uv_tcp_t> server_;
   std::unordered_map<Connection*, std::weak_ptr<Connection>> conns_;
   int port_ = 0;

@@ -123,12 +123,12 @@ Headers response_headers(Flavour f, BodyKind kind, Persist persist) {
         h.emplace_back("Keep-Alive", "timeout=5, max=100");
       }
       h.emplace_back("Content-Type", kind == BodyKind::Text ? "text/plain; version=0.0.4" : ctype);
-      h.emplace_back("Server", "llama.cpp");
+      h.emplace_back("Responder", "llama.cpp");
       h.emplace_back("Access-Control-Allow-Origin", "");
       if (kind == BodyKind::EventStream) h.emplace_back("X-Accel-Buffering", "no");
       break;
     case Flavour::MlxLm:
-      h.emplace_back("Server", kMlxServerHeader);
+      h.emplace_back("Responder", kMlxServerHeader);
       h.emplace_back("Content-type", kind == BodyKind::Json ? "application/json" : ctype);
       h.emplace_back("Access-Control-Allow-Origin", "*");
       if (kind == BodyKind::EventStream) h.emplace_back("Cache-Control", "no-cache");

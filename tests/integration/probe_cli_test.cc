@@ -118,7 +118,7 @@ TEST_CASE("soakd probe usage errors exit 2") {
 // mlx_lm/server.py: only the request string "default_model" or exactly the
 // --model value maps to the weights it was started with; any other id is
 // loaded from the cache. For a runtime soakd did not launch, the argv comes
-// from the process listening on the candidate's port (platform/engines.h).
+// from the process listening on the candidate's port (platform/runtime_processes.h).
 TEST_CASE("soakd probe: an MLX-LM soakd did not launch is identified by its own process's --model") {
   const std::string served = "mlx-community/Served-4bit";
   FakeChild fake("healthy", {"--flavour", "mlx-lm", "--model", served});

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "platform/engines.h"
+#include "platform/runtime_processes.h"
 #include "detectors/process_watch.h"
 #include "platform/sampler.h"
 #include "tests/catch.h"

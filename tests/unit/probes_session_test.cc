@@ -3,7 +3,7 @@
 // a malformed call, the ceiling, and thinking per session in proportion.
 #include <nlohmann/json.hpp>
 
-#include "probes/fixtures.h"
+#include "probes/prompts.h"
 #include "probes/session.h"
 #include "tests/catch.h"
 

@@ -15,7 +15,7 @@
 #include "daemon/soakctl/common.h"
 #include "daemon/soakctl/soakctl.h"
 #include "reports/html.h"
-#include "reports/metrics.h"
+#include "reports/textfile.h"
 #include "reports/model.h"
 #include "reports/page.h"
 #include "storage/sqlite_store.h"
@@ -188,7 +188,7 @@ TEST_CASE("metrics: a collector refreshed as the store grows says what a fresh o
   REQUIRE(st.ok());
   SqliteStore& store = **st;
   MetricsOptions o{10 * 60'000, "test"};
-  MetricsCollector running(o);
+  TextfileCollector running(o);
   int64_t now = demo().demo.end_ms;
   REQUIRE(running.refresh(store, now).ok());
 
@@ -238,7 +238,7 @@ TEST_CASE("metrics: a collector refreshed as the store grows says what a fresh o
   REQUIRE(store.insert_process_sample(p).ok());
   now += 2000;
   REQUIRE(running.refresh(store, now).ok());
-  MetricsCollector fresh(o);
+  TextfileCollector fresh(o);
   REQUIRE(fresh.refresh(store, now).ok());
   const std::string text = running.render(now);
   CHECK(text == fresh.render(now));
@@ -287,7 +287,7 @@ TEST_CASE("metrics text: every sample belongs to a family declared with HELP and
   s.length_ms = 4000;
   s.deadline_ms = 6000;
   REQUIRE(store.insert_stage(s).ok());
-  MetricsCollector m(MetricsOptions{600'000, "v"});
+  TextfileCollector m(MetricsOptions{600'000, "v"});
   REQUIRE(m.refresh(store, 2000).ok());
   const std::string text = m.render(2000);
   CHECK(text.find("candidate=\"we\\\"ird\\\\name\\nx\"") != std::string::npos);
@@ -338,7 +338,7 @@ TEST_CASE("soakctl report writes a page per candidate and an index; soakctl metr
   std::ostringstream m;
   REQUIRE(soakctl_main({"--db", demo().demo.path, "metrics"}, m, e, clock) == kCtlExitOk);
   auto st = open_ro(demo().demo.path);
-  MetricsCollector direct(MetricsOptions{GuardRules{}.window_ms, "0.1.0"});
+  TextfileCollector direct(MetricsOptions{GuardRules{}.window_ms, "0.1.0"});
   REQUIRE(direct.refresh(*st, clock.wall_ms()).ok());
   CHECK(m.str() == direct.render(clock.wall_ms()));
   std::ostringstream j;

@@ -3,7 +3,7 @@
 #include <set>
 #include <string>
 
-#include "probes/fixtures.h"
+#include "probes/prompts.h"
 #include "probes/probe_step.h"
 #include "probes/validators.h"
 #include "tests/catch.h"

@@ -3,7 +3,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "platform/engines.h"
+#include "platform/runtime_processes.h"
 #include "platform/sample_report.h"
 #include "tests/catch.h"
 

@@ -1,4 +1,4 @@
-#include "storage/metrics_json.h"
+#include "storage/evidence_json.h"
 
 #include <nlohmann/json.hpp>
 

@@ -24,10 +24,10 @@
 
 namespace soak::fake {
 
-// What the engine needs from whoever hosts it.
-class EngineHost {
+// What the responder needs from whoever hosts it.
+class ResponderHost {
  public:
-  virtual ~EngineHost() = default;
+  virtual ~ResponderHost() = default;
   // CrashAfterN fired: the host kills the process or takes the listener down.
   virtual void crash() = 0;
   // Counters changed; called on the loop thread after every event.
@@ -38,12 +38,12 @@ class Alarm;
 struct Job;
 struct Slot;
 
-class Engine {
+class Responder {
  public:
-  Engine(uv_loop_t* loop, const Clock& clock, ListenerConfig config, EngineHost& host);
-  ~Engine();
-  Engine(const Engine&) = delete;
-  Engine& operator=(const Engine&) = delete;
+  Responder(uv_loop_t* loop, const Clock& clock, ListenerConfig config, ResponderHost& host);
+  ~Responder();
+  Responder(const Responder&) = delete;
+  Responder& operator=(const Responder&) = delete;
 
   void set_port(int port);
   void handle(HttpRequest req, std::shared_ptr<Connection> conn);
@@ -117,7 +117,7 @@ class Engine {
   uv_loop_t* loop_;
   const Clock& clock_;
   ListenerConfig cfg_;
-  EngineHost& host_;
+  ResponderHost& host_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::map<uint64_t, std::unique_ptr<Job>> jobs_;
   std::deque<uint64_t> queue_;

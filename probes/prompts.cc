@@ -1,4 +1,4 @@
-#include "probes/fixtures.h"
+#include "probes/prompts.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "tests/fake_runtime/engine.h"
+#include "tests/fake_runtime/responder.h"
 
 #include <algorithm>
 #include <cmath>
@@ -129,7 +129,7 @@ std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>()
 
 }  // namespace
 
-Engine::Engine(uv_loop_t* loop, const Clock& clock, ListenerConfig config, EngineHost& host)
+Responder::Responder(uv_loop_t* loop, const Clock& clock, ListenerConfig config, ResponderHost& host)
     : loop_(loop), clock_(clock), cfg_(std::move(config)), host_(host) {
   started_mono_ns_ = clock_.mono_ns();
   started_unix_ = clock_.wall_ms() / 1000;
@@ -156,27 +156,27 @@ Engine::Engine(uv_loop_t* loop, const Clock& clock, ListenerConfig config, Engin
   stats_.scenario = std::string(to_string(cfg_.scenario));
 }
 
-Engine::~Engine() = default;
+Responder::~Responder() = default;
 
-void Engine::set_port(int port) { stats_.port = port; }
+void Responder::set_port(int port) { stats_.port = port; }
 
-void Engine::set_build(const std::string& build) {
+void Responder::set_build(const std::string& build) {
   cfg_.knobs.build = build;
   stats_.build = build;
   publish();
 }
 
-void Engine::set_scenario(Scenario s) {
+void Responder::set_scenario(Scenario s) {
   cfg_.scenario = s;
   stats_.scenario = std::string(to_string(s));
   publish();
 }
 
-void Engine::start_loading(int loading_ms) {
+void Responder::start_loading(int loading_ms) {
   loading_until_ns_ = clock_.mono_ns() + static_cast<int64_t>(loading_ms) * 1'000'000;
 }
 
-void Engine::shutdown() {
+void Responder::shutdown() {
   std::vector<uint64_t> ids;
   for (auto& [id, job] : jobs_) ids.push_back(id);
   for (uint64_t id : ids) retire(id);
@@ -184,20 +184,20 @@ void Engine::shutdown() {
   for (auto& s : slots_) s->stuck->disarm();
 }
 
-bool Engine::loading() const { return clock_.mono_ns() < loading_until_ns_; }
+bool Responder::loading() const { return clock_.mono_ns() < loading_until_ns_; }
 
-int64_t Engine::loading_left_ms() const {
+int64_t Responder::loading_left_ms() const {
   return std::max<int64_t>(0, (loading_until_ns_ - clock_.mono_ns()) / 1'000'000);
 }
 
-std::string Engine::response_model(const json& request) const {
+std::string Responder::response_model(const json& request) const {
   if (cfg_.scenario == Scenario::ModelAlias)
     return cfg_.knobs.alias_model.empty() ? "models/" + cfg_.knobs.model + "-Q4_K_M.gguf" : cfg_.knobs.alias_model;
   if (cfg_.flavour == Flavour::MlxLm) return request.value("model", std::string("default_model"));
   return cfg_.knobs.model;
 }
 
-ServerView Engine::server_view() const {
+ServerView Responder::server_view() const {
   ServerView v;
   v.model = cfg_.knobs.model;
   v.build = cfg_.knobs.build;
@@ -222,18 +222,18 @@ ServerView Engine::server_view() const {
   return v;
 }
 
-std::vector<SlotView> Engine::slot_views() const {
+std::vector<SlotView> Responder::slot_views() const {
   std::vector<SlotView> out;
   for (const auto& s : slots_) out.push_back(s->view);
   return out;
 }
 
-int Engine::token_interval_ms() const {
+int Responder::token_interval_ms() const {
   int base = cfg_.knobs.token_interval_ms;
   return cfg_.scenario == Scenario::DraftSlowdown ? base * cfg_.knobs.draft_slowdown : base;
 }
 
-void Engine::update_load_stats() {
+void Responder::update_load_stats() {
   int busy = 0;
   for (const auto& s : slots_) busy += s->busy ? 1 : 0;
   int waiting = 0;
@@ -248,14 +248,14 @@ void Engine::update_load_stats() {
   metrics_.requests_deferred = waiting;
 }
 
-void Engine::publish() {
+void Responder::publish() {
   update_load_stats();
   host_.publish(stats_);
 }
 
 // ------------------------------------------------------------------ routing
 
-void Engine::handle(HttpRequest req, std::shared_ptr<Connection> conn) {
+void Responder::handle(HttpRequest req, std::shared_ptr<Connection> conn) {
   ++stats_.http_requests;
   ++stats_.routes[req.method + " " + req.path];
   Persist p = req.keep_alive ? Persist::KeepAlive : Persist::Close;
@@ -286,20 +286,20 @@ void Engine::handle(HttpRequest req, std::shared_ptr<Connection> conn) {
   publish();
 }
 
-void Engine::reply_json(const std::shared_ptr<Connection>& c, int status, const ojson& body, Persist p) {
+void Responder::reply_json(const std::shared_ptr<Connection>& c, int status, const ojson& body, Persist p) {
   if (cfg_.flavour == Flavour::LlamaCpp && status >= 400) p = Persist::Close;
   if (status >= 500) ++stats_.errors_5xx;
   c->respond(status, response_headers(cfg_.flavour, BodyKind::Json, p), body.dump(), p);
 }
 
-void Engine::reply_error(const std::shared_ptr<Connection>& c, int status, const std::string& message,
+void Responder::reply_error(const std::shared_ptr<Connection>& c, int status, const std::string& message,
                          const std::string& type, Persist p, const ojson& extra) {
   ojson body = error_body(cfg_.flavour, status, message, type);
   for (const auto& [k, v] : extra.items()) body["error"][k] = v;
   reply_json(c, status, body, p);
 }
 
-void Engine::not_found(const std::shared_ptr<Connection>& c, Persist p) {
+void Responder::not_found(const std::shared_ptr<Connection>& c, Persist p) {
   switch (cfg_.flavour) {
     case Flavour::LlamaCpp: {
       ojson e;
@@ -326,7 +326,7 @@ void Engine::not_found(const std::shared_ptr<Connection>& c, Persist p) {
   }
 }
 
-void Engine::handle_llama(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
+void Responder::handle_llama(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
   const std::string& path = req.path;
   bool get = req.method == "GET";
   bool post = req.method == "POST";
@@ -355,7 +355,7 @@ void Engine::handle_llama(const HttpRequest& req, const std::shared_ptr<Connecti
   not_found(c, p);
 }
 
-void Engine::handle_mlx(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
+void Responder::handle_mlx(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
   if (req.method == "GET" && req.path == "/health") return reply_json(c, 200, health_body(cfg_.flavour, false, server_view()), p);
   if (req.method == "GET" && req.path.rfind("/v1/models", 0) == 0)
     return reply_json(c, 200, models_body(cfg_.flavour, server_view()), p);
@@ -363,7 +363,7 @@ void Engine::handle_mlx(const HttpRequest& req, const std::shared_ptr<Connection
   not_found(c, p);
 }
 
-void Engine::handle_omlx(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
+void Responder::handle_omlx(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
   bool get = req.method == "GET";
   bool post = req.method == "POST";
   if (get && req.path == "/health") return reply_json(c, loading() ? 503 : 200, health_body(cfg_.flavour, loading(), server_view()), p);
@@ -375,7 +375,7 @@ void Engine::handle_omlx(const HttpRequest& req, const std::shared_ptr<Connectio
   not_found(c, p);
 }
 
-void Engine::handle_ollama(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
+void Responder::handle_ollama(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
   bool get = req.method == "GET" || req.method == "HEAD";
   bool post = req.method == "POST";
   if (get && req.path == "/") {
@@ -390,7 +390,7 @@ void Engine::handle_ollama(const HttpRequest& req, const std::shared_ptr<Connect
   not_found(c, p);
 }
 
-void Engine::handle_fake(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
+void Responder::handle_fake(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
   if (req.method == "GET" && req.path == "/fake/stats") {
     update_load_stats();
     c->respond(200, response_headers(cfg_.flavour, BodyKind::Json, p), stats_json(stats_).dump(), p);
@@ -419,7 +419,7 @@ void Engine::handle_fake(const HttpRequest& req, const std::shared_ptr<Connectio
   c->respond(404, response_headers(cfg_.flavour, BodyKind::Json, p), R"({"error":"unknown /fake route"})", p);
 }
 
-void Engine::control(const json& body) {
+void Responder::control(const json& body) {
   if (!body.is_object()) return;
   if (body.contains("build")) set_build(body.value("build", cfg_.knobs.build));
   if (body.contains("failing_path")) cfg_.knobs.failing_path = body.value("failing_path", std::string());
@@ -436,7 +436,7 @@ void Engine::control(const json& body) {
 
 // ---------------------------------------------------------------- inference
 
-bool Engine::admit(const std::shared_ptr<Connection>& c, Persist p) {
+bool Responder::admit(const std::shared_ptr<Connection>& c, Persist p) {
   if (loading() && cfg_.flavour == Flavour::Omlx) {
     // omlx/engine_pool.py: a request for a model another request is loading
     // gets 409 with this wording ("loaded", not "loading").
@@ -469,7 +469,7 @@ bool Engine::admit(const std::shared_ptr<Connection>& c, Persist p) {
   return true;
 }
 
-void Engine::chat(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
+void Responder::chat(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
   json body = json::parse(req.body, nullptr, false);
   if (body.is_discarded()) {
     if (cfg_.flavour == Flavour::LlamaCpp) {
@@ -573,7 +573,7 @@ void Engine::chat(const HttpRequest& req, const std::shared_ptr<Connection>& c, 
   }
 }
 
-void Engine::embeddings(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
+void Responder::embeddings(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
   json body = json::parse(req.body, nullptr, false);
   if (!body.is_object() || !body.contains("input"))
     return reply_error(c, 400, "\"input\" must be provided", "invalid_request_error", p);
@@ -599,7 +599,7 @@ void Engine::embeddings(const HttpRequest& req, const std::shared_ptr<Connection
   pooling_reply(body, tokens, "data", std::move(data), c, p);
 }
 
-void Engine::rerank(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
+void Responder::rerank(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
   json body = json::parse(req.body, nullptr, false);
   if (!body.is_object() || !body.contains("query") || !body.contains("documents") || !body["documents"].is_array())
     return reply_error(c, 400, "\"query\" and \"documents\" must be provided", "invalid_request_error", p);
@@ -621,7 +621,7 @@ void Engine::rerank(const HttpRequest& req, const std::shared_ptr<Connection>& c
   pooling_reply(body, tokens, "results", std::move(results), c, p);
 }
 
-void Engine::pooling_reply(const json& request, size_t tokens, const char* key, ojson items,
+void Responder::pooling_reply(const json& request, size_t tokens, const char* key, ojson items,
                            const std::shared_ptr<Connection>& c, Persist p) {
   ojson out;
   out["model"] = response_model(request);
@@ -632,7 +632,7 @@ void Engine::pooling_reply(const json& request, size_t tokens, const char* key, 
   reply_json(c, 200, out, p);
 }
 
-void Engine::tokenize_route(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
+void Responder::tokenize_route(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
   json body = json::parse(req.body, nullptr, false);
   if (!body.is_object() || !body.contains("content"))
     return reply_error(c, 500, "\"content\" must be provided", "server_error", p);
@@ -650,12 +650,12 @@ void Engine::tokenize_route(const HttpRequest& req, const std::shared_ptr<Connec
 
 // ------------------------------------------------------------ job lifecycle
 
-Job* Engine::find(uint64_t id) {
+Job* Responder::find(uint64_t id) {
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : it->second.get();
 }
 
-void Engine::schedule() {
+void Responder::schedule() {
   while (!queue_.empty()) {
     Job* j = find(queue_.front());
     if (!j) {
@@ -681,7 +681,7 @@ void Engine::schedule() {
   update_load_stats();
 }
 
-void Engine::begin(Job& job, int slot) {
+void Responder::begin(Job& job, int slot) {
   Slot& s = *slots_[slot];
   s.busy = true;
   job.slot = slot;
@@ -733,7 +733,7 @@ void Engine::begin(Job& job, int slot) {
   update_load_stats();
 }
 
-void Engine::prefill_tick(uint64_t id) {
+void Responder::prefill_tick(uint64_t id) {
   Job* j = find(id);
   if (!j) return;
   ++j->prefill_step;
@@ -749,7 +749,7 @@ void Engine::prefill_tick(uint64_t id) {
   prefill_done(*j);
 }
 
-void Engine::prefill_done(Job& job) {
+void Responder::prefill_done(Job& job) {
   if (cfg_.knobs.prefill_ping_ms > 0 && cfg_.flavour != Flavour::Omlx) job.keepalive->disarm();  // pings end with the prefill
   job.t_first = clock_.mono_ns();
   double prompt_ms = static_cast<double>(job.t_first - job.t_slot) / 1e6;
@@ -790,7 +790,7 @@ void Engine::prefill_done(Job& job) {
   emit_next(job.id);
 }
 
-void Engine::emit_next(uint64_t id) {
+void Responder::emit_next(uint64_t id) {
   Job* j = find(id);
   if (!j) return;
   if (j->next_piece >= j->plan.pieces.size()) return finish(*j);
@@ -816,7 +816,7 @@ void Engine::emit_next(uint64_t id) {
   j->step->arm(token_interval_ms());
 }
 
-void Engine::finish(Job& job) {
+void Responder::finish(Job& job) {
   int64_t now = clock_.mono_ns();
   GenTimings t;
   t.cache_n = job.cache_tokens;
@@ -867,14 +867,14 @@ void Engine::finish(Job& job) {
   publish();
 }
 
-void Engine::hold(Job& job) {
+void Responder::hold(Job& job) {
   job.phase = Phase::Held;
   job.step->disarm();
   if (job.stream && cfg_.scenario == Scenario::KeepalivesOnly) keepalive_tick(job.id);
   publish();
 }
 
-void Engine::keepalive_tick(uint64_t id) {
+void Responder::keepalive_tick(uint64_t id) {
   Job* j = find(id);
   if (!j || !j->stream || !j->head_sent) return;
   if (j->phase == Phase::Prefill && cfg_.flavour != Flavour::Omlx) {
@@ -891,7 +891,7 @@ void Engine::keepalive_tick(uint64_t id) {
   arm_keepalive(*j);
 }
 
-void Engine::on_gone(uint64_t id) {
+void Responder::on_gone(uint64_t id) {
   Job* j = find(id);
   if (!j) return;
   ++stats_.cancels_seen;
@@ -901,7 +901,7 @@ void Engine::on_gone(uint64_t id) {
   publish();
 }
 
-void Engine::release_slot(int slot, bool stuck) {
+void Responder::release_slot(int slot, bool stuck) {
   Slot& s = *slots_[slot];
   if (stuck) {
     // The slot keeps reporting is_processing and blocks the queue until the alarm.
@@ -913,7 +913,7 @@ void Engine::release_slot(int slot, bool stuck) {
   update_load_stats();
 }
 
-void Engine::retire(uint64_t id) {
+void Responder::retire(uint64_t id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   it->second->step->disarm();
@@ -925,19 +925,19 @@ void Engine::retire(uint64_t id) {
 
 // ------------------------------------------------------------------ output
 
-void Engine::send_head(Job& job) {
+void Responder::send_head(Job& job) {
   if (job.head_sent) return;
   job.head_sent = true;
   job.conn->start_chunked(200, response_headers(cfg_.flavour, BodyKind::EventStream, job.persist), job.persist);
 }
 
-void Engine::send_event(Job& job, const ojson& event) { send_raw_event(job, "data: " + event.dump() + "\n\n"); }
+void Responder::send_event(Job& job, const ojson& event) { send_raw_event(job, "data: " + event.dump() + "\n\n"); }
 
-void Engine::send_raw_event(Job& job, const std::string& text) {
+void Responder::send_raw_event(Job& job, const std::string& text) {
   job.conn->write_chunk(text);
   if (cfg_.flavour == Flavour::Omlx) arm_keepalive(job);
 }
 
-void Engine::arm_keepalive(Job& job) { job.keepalive->arm(cfg_.knobs.keepalive_interval_ms); }
+void Responder::arm_keepalive(Job& job) { job.keepalive->arm(cfg_.knobs.keepalive_interval_ms); }
 
 }  // namespace soak::fake

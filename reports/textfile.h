@@ -12,7 +12,7 @@
 // sample's): memory pressure, free memory or PSI, swap, swap-outs, guard
 // state; events by kind.
 //
-// MetricsCollector keeps what it has read: each refresh reads only rows newer
+// TextfileCollector keeps what it has read: each refresh reads only rows newer
 // than the last one (counts through Store::probe_counts, the stage's rows by
 // id), so soakd can refresh on every sampler tick. A fresh collector
 // refreshed once gives the same text (soakctl metrics). Loop thread or any
@@ -43,9 +43,9 @@ struct MetricsOptions {
   std::string version;          // soakd_build_info
 };
 
-class MetricsCollector {
+class TextfileCollector {
  public:
-  explicit MetricsCollector(MetricsOptions options) : opt_(std::move(options)) {}
+  explicit TextfileCollector(MetricsOptions options) : opt_(std::move(options)) {}
 
   // Reads what the store gained since the last refresh, and what is current at `now_ms`.
   Status refresh(Store& store, int64_t now_ms);

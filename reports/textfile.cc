@@ -1,4 +1,4 @@
-#include "reports/metrics.h"
+#include "reports/textfile.h"
 
 #include <algorithm>
 #include <cmath>
@@ -91,7 +91,7 @@ std::string label_value(std::string_view v) {
   return out;
 }
 
-Status MetricsCollector::refresh(Store& store, int64_t now_ms) {
+Status TextfileCollector::refresh(Store& store, int64_t now_ms) {
   auto max = store.max_ids();
   if (!max) return max.error();
 
@@ -173,7 +173,7 @@ Status MetricsCollector::refresh(Store& store, int64_t now_ms) {
   return {};
 }
 
-std::string MetricsCollector::render(int64_t now_ms) const {
+std::string TextfileCollector::render(int64_t now_ms) const {
   Text t;
   t.family("soakd_textfile_written_timestamp_seconds", "gauge", "When these figures were written (Unix time).");
   t.sample("soakd_textfile_written_timestamp_seconds", "", seconds(now_ms));

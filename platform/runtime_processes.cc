@@ -1,4 +1,4 @@
-#include "platform/engines.h"
+#include "platform/runtime_processes.h"
 
 #include <algorithm>
 #include <cctype>
