@@ -4,14 +4,11 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "platform/sampler.h"
-
 namespace soak {
 
-ThisHost this_host() {
+ThisHost this_host(Sampler& sampler) {
   ThisHost h;
-  auto sampler = make_system_sampler();
-  auto info = sampler->host_info();
+  auto info = sampler.host_info();
   if (info) {
     h.info = *info;
     return h;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/types.h"
+#include "platform/sampler.h"
 
 namespace soak {
 
@@ -15,6 +16,7 @@ struct ThisHost {
   std::string warning;  // empty when the sampler answered
 };
 
-ThisHost this_host();
+// Asks `sampler` (the one the composition root made).
+ThisHost this_host(Sampler& sampler);
 
 }  // namespace soak

@@ -172,7 +172,10 @@ int cmd_run(const Args& a) {
     (*log)->error("{}", store.message());
     return kExitFailure;
   }
-  auto wiring = Wiring::build(**store, *log);
+  // The one sampler of the running daemon: this host's row, the engine's
+  // process discovery, the supervisor's and the sampler service's readings.
+  auto sampler = make_system_sampler();
+  auto wiring = Wiring::build(**store, *log, *sampler);
   // A store that cannot write at start (full disk, a lock held): wait for it
   // here, up to store_outage.stop_after, rather than exit and be restarted at
   // once by launchd, again and again.
@@ -182,7 +185,7 @@ int cmd_run(const Args& a) {
        waited_ms += delay_ms, delay_ms = std::min(delay_ms * 2, kOutboxRetryMaxMs)) {
     (*log)->error("store not writable: {}; trying again in {} s", wiring.message(), delay_ms / 1000);
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    wiring = Wiring::build(**store, *log);
+    wiring = Wiring::build(**store, *log, *sampler);
   }
   if (!wiring) {
     (*log)->error("{}", wiring.message());
@@ -191,7 +194,6 @@ int cmd_run(const Args& a) {
   (*wiring)->deps().outbox.set_on_state([l = lock->get()](const std::string& note) { l->set_note(note); });
   const Deps& deps = (*wiring)->deps();
   const ConfigSnapshot snapshot = std::make_shared<const Config>(std::move(*cfg));
-  auto sampler = make_system_sampler();
 
   DaemonOptions opts;
   opts.config_path = *path;

@@ -5,12 +5,11 @@
 
 namespace soak {
 
-Wiring::Wiring(Store& store, Logger log, int64_t host_id)
+Wiring::Wiring(Store& store, Logger log, Sampler& sampler, int64_t host_id)
     : outbox_(store, clock_, log, host_id), deps_{store, outbox_, clock_, std::move(log), &loop_, host_id} {
   uv_loop_init(&loop_);
   http_ = std::make_unique<HttpClient>(&loop_, clock_);
-  sampler_ = make_system_sampler();
-  engine_ = std::make_unique<probes::ProbeEngine>(&loop_, *http_, clock_, engine_options(*sampler_));
+  engine_ = std::make_unique<probes::ProbeEngine>(&loop_, *http_, clock_, engine_options(sampler));
 }
 
 probes::EngineOptions engine_options(Sampler& sampler) {
@@ -22,12 +21,12 @@ probes::EngineOptions engine_options(Sampler& sampler) {
   return o;
 }
 
-Result<std::unique_ptr<Wiring>> Wiring::build(Store& store, Logger log) {
-  ThisHost host = this_host();
+Result<std::unique_ptr<Wiring>> Wiring::build(Store& store, Logger log, Sampler& sampler) {
+  ThisHost host = this_host(sampler);
   if (!host.warning.empty()) log->warn("{}", host.warning);
   auto host_id = store.upsert_host(host.info, SystemClock().wall_ms());
   if (!host_id) return make_error("cannot register host: " + host_id.message());
-  return std::unique_ptr<Wiring>(new Wiring(store, std::move(log), *host_id));
+  return std::unique_ptr<Wiring>(new Wiring(store, std::move(log), sampler, *host_id));
 }
 
 Wiring::~Wiring() { close(); }

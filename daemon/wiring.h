@@ -6,9 +6,9 @@
 // Deps is what the daemon's long-lived parts borrow (Daemon, the services,
 // Campaigns): built once here, passed by const reference, copied where kept.
 //
-// Ownership: the caller owns the Store and the Logger and keeps them alive
-// until the Wiring is closed; the Wiring owns the clock, the loop, the client
-// and the engine. Threading: the loop thread (the one that builds it).
+// Ownership: the caller owns the Store, the Logger and the Sampler and keeps
+// them alive until the Wiring is closed; the Wiring owns the clock, the loop,
+// the client and the engine. Threading: the loop thread (the one that builds it).
 #pragma once
 
 #include <uv.h>
@@ -42,10 +42,11 @@ probes::EngineOptions engine_options(Sampler& sampler);
 
 class Wiring {
  public:
-  // Registers this host in `store` (a sampler warning goes to `log`), then
-  // makes the loop, the HTTP client and the probe engine. The error says what
+  // Registers this host in `store` as `sampler` reads it (a sampler warning
+  // goes to `log`), then makes the loop, the HTTP client and the probe engine,
+  // whose process discovery asks the same sampler. The error says what
   // failed ("cannot register host: ...").
-  static Result<std::unique_ptr<Wiring>> build(Store& store, Logger log);
+  static Result<std::unique_ptr<Wiring>> build(Store& store, Logger log, Sampler& sampler);
   ~Wiring();  // close()
   Wiring(const Wiring&) = delete;
   Wiring& operator=(const Wiring&) = delete;
@@ -63,14 +64,13 @@ class Wiring {
   void close();
 
  private:
-  Wiring(Store& store, Logger log, int64_t host_id);
+  Wiring(Store& store, Logger log, Sampler& sampler, int64_t host_id);
 
   SystemClock clock_;
   uv_loop_t loop_{};
   Outbox outbox_;
   Deps deps_;
   std::unique_ptr<HttpClient> http_;
-  std::unique_ptr<Sampler> sampler_;  // the engine's process discovery (runtime argv)
   std::unique_ptr<probes::ProbeEngine> engine_;
   bool closed_ = false;
 };
