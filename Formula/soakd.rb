@@ -29,7 +29,7 @@ class Soakd < Formula
   def install
     system "cmake", "-S", ".", "-B", "build", "-DSOAKD_BUILD_TESTS=OFF", *std_cmake_args
     system "cmake", "--build", "build"
-    bin.install "build/daemon/soakd", "build/daemon/soakctl"
+    bin.install "build/daemon/soakd", "build/soakctl/soakctl"
     pkgshare.install "examples"
     pkgshare.install "launchd"
   end

@@ -215,7 +215,7 @@ struct MetricsSettings {
 };
 
 // While the store cannot write (full disk, lock held, read-only), measured rows
-// wait in memory (daemon/outbox.h). At the default sampler interval with four
+// wait in memory (storage/outbox.h). At the default sampler interval with four
 // candidates about one row a second arrives while probing is paused, so the
 // bound holds well past stop_after; a row is a few hundred bytes.
 inline constexpr int64_t kDefaultMaxQueuedRows = 10'000;

@@ -295,6 +295,12 @@ struct MetricEvidence {
   std::string reason;
 };
 
+// The highest row id of each measured table at one moment (0 when empty): the
+// bounds a judgment keeps so a later read selects exactly the rows it saw.
+struct RowMaxIds {
+  int64_t probe = 0, host_sample = 0, process_sample = 0, event = 0;
+};
+
 struct VerdictRow {
   int64_t id = 0;
   int64_t candidate_id = 0;

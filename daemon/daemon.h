@@ -21,15 +21,12 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/uv_util.h"
+#include "core/service.h"
 #include "daemon/wiring.h"
 #include "storage/store.h"
 
 namespace soak {
 
-inline constexpr int64_t kStopGraceMs = 10'000;  // plus the services' stop budgets (managed runtimes' stop_timeout)
-// launchd's ExitTimeOut in launchd/*.plist.in: it must exceed kStopGraceMs plus
-// the largest stop_timeout of a managed runtime (soakd check-config warns).
-inline constexpr int64_t kLaunchdExitTimeOutMs = 60'000;
 // Exit status when the store stayed unwritable past store_outage.stop_after.
 inline constexpr int kStoreUnwritableExit = 75;  // EX_TEMPFAIL: try again later
 
@@ -40,26 +37,6 @@ struct DaemonOptions {
   ExitPolicy exit_policy = ExitPolicy::RunForever;
   int64_t stop_grace_ms = kStopGraceMs;
   std::string version;
-};
-
-// A long-lived part of the daemon (scheduler, sampler, probe runner). The
-// daemon starts them in order and stops them in reverse order.
-class Service {
- public:
-  virtual ~Service() = default;
-  virtual void start() = 0;
-  // New configuration accepted on SIGHUP.
-  virtual void reload(const ConfigSnapshot& cfg) = 0;
-  // Begin stopping: cancel in-flight work (recorded as cancelled_by_daemon),
-  // stop timers. Call `done` once nothing of this service is in flight.
-  virtual void stop(std::function<void()> done) = 0;
-  // For ExitWhenSettled: true once this service has nothing left to do.
-  virtual bool settled() const { return true; }
-  // How much longer than kStopGraceMs its stop() may take (the managed
-  // runtimes it stops: SIGTERM, then SIGKILL after their stop_timeout).
-  virtual int64_t stop_budget_ms() const { return 0; }
-  // SIGUSR1: soakctl queued a control request; look at the store now.
-  virtual void control_queued() {}
 };
 
 class Daemon {

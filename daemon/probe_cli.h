@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/args.h"
+#include "core/args.h"
 #include "core/types.h"
 
 namespace soak {

@@ -5,7 +5,7 @@
 //
 // Ownership: borrows the engine and the outbox; both must outlive
 // it. The TaskRequest's candidate is copied into the engine's run.
-// Threading: loop thread only. Contract (daemon/task_runner.h): `done` exactly
+// Threading: loop thread only. Contract (campaigns/task_runner.h): `done` exactly
 // once per run()/read_build(), never from inside them; in_flight() already
 // counts the task out when `done` runs; cancel_all() ends every transfer, the
 // rows of requests in flight are stored as cancelled_by_daemon.
@@ -26,8 +26,8 @@
 
 #include "core/uv_util.h"
 
-#include "daemon/outbox.h"
-#include "daemon/task_runner.h"
+#include "storage/outbox.h"
+#include "campaigns/task_runner.h"
 #include "probes/engine.h"
 
 namespace soak {

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "daemon/version.h"
+#include "core/version.h"
 
 namespace soak {
 

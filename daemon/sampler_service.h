@@ -26,7 +26,7 @@
 
 #include "core/clock.h"
 #include "core/uv_util.h"
-#include "daemon/campaigns.h"
+#include "campaigns/campaigns.h"
 #include "daemon/daemon.h"
 #include "detectors/gap_detector.h"
 #include "platform/keep_awake.h"

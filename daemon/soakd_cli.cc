@@ -14,14 +14,14 @@
 #include <iostream>
 #include <thread>
 
-#include "daemon/args.h"
+#include "core/args.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "daemon/campaign_service.h"
+#include "campaigns/service.h"
 #include "daemon/daemon.h"
-#include "daemon/launch_check.h"
-#include "daemon/runtime_supervisor.h"
+#include "managed/launch_check.h"
+#include "managed/supervisor.h"
 #include "platform/allocator.h"
 #include "platform/keep_awake.h"
 #include "platform/sample_report.h"
@@ -29,7 +29,7 @@
 #include "daemon/probe_task_runner.h"
 #include "daemon/sampler_service.h"
 #include "daemon/probe_cli.h"
-#include "daemon/version.h"
+#include "core/version.h"
 #include "daemon/wiring.h"
 #include "storage/lock.h"
 #include "storage/write_fault.h"

@@ -3,8 +3,8 @@
 // loop, registers this host, and sets up the HTTP client and the probe engine
 // on the loop, and tears them down in the right order.
 //
-// Deps is what the daemon's long-lived parts borrow (Daemon, the services,
-// Campaigns): built once here, passed by const reference, copied where kept.
+// Deps (core/service.h) is what the daemon's long-lived parts borrow: built
+// once here, passed by const reference, copied where kept.
 //
 // Ownership: the caller owns the Store, the Logger and the Sampler and keeps
 // them alive until the Wiring is closed; the Wiring owns the clock, the loop,
@@ -19,22 +19,14 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/result.h"
-#include "daemon/outbox.h"
+#include "core/service.h"
 #include "platform/sampler.h"
 #include "probes/engine.h"
 #include "probes/transport/http_client.h"
+#include "storage/outbox.h"
 #include "storage/store.h"
 
 namespace soak {
-
-struct Deps {
-  Store& store;     // reads, and the rows that need their id at once (stages, verdicts, candidates)
-  Outbox& outbox;   // measured rows, samples and events: kept while the store cannot write
-  const Clock& clock;
-  Logger log;
-  uv_loop_t* loop = nullptr;  // nullptr for parts that never touch it (Campaigns under test)
-  int64_t host_id = 0;        // this host's row in the store
-};
 
 // The probe engine's options with soakd's process discovery: the argv of a
 // runtime soakd did not launch is read from the process serving its port.

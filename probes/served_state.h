@@ -3,7 +3,7 @@
 // the launch fingerprint - context per slot and in total, slots, KV cache
 // type, speculative decoding, the model file or digest, the max-tokens
 // default (docs/DESIGN.md §7.2). A fingerprint change is treated like a build
-// change: the campaign registers a new candidate row (daemon/campaign_builds.cc).
+// change: the campaign registers a new candidate row (campaigns/builds.cc).
 //
 // Pure: parse functions over answer bodies; the probe engine does the I/O
 // (probes/probe_build.cc for the build read, probes/probe_basic.cc for the

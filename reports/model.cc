@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/html.h"
-#include "schedules/judge_views.h"
+#include "judges/views.h"
 
 namespace soak::report {
 

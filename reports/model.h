@@ -4,7 +4,7 @@
 //
 // The judge's inputs come through a JudgedSource that the caller supplies
 // (soakctl rebuilds them from the recipe stored with each verdict,
-// daemon/recipe_store.h); this layer only reads the store and the judges' views.
+// campaigns/recipe_store.h); this layer only reads the store and the judges' views.
 // Series are reduced here (reports/series.h), so the model is small whatever
 // the store holds. Thread-agnostic; uses the Store it is given.
 #pragma once
@@ -19,7 +19,7 @@
 #include "core/result.h"
 #include "core/types.h"
 #include "reports/series.h"
-#include "schedules/judge.h"
+#include "judges/judge.h"
 #include "storage/store.h"
 
 namespace soak::report {

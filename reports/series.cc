@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "schedules/stats.h"
+#include "judges/stats.h"
 
 namespace soak::report {
 

@@ -26,7 +26,7 @@ struct Bucket {
 // matter.
 std::vector<Bucket> downsample(std::vector<TimedValue> points, int64_t from_ms, int64_t to_ms, int buckets);
 
-// Quantiles as schedules/stats.h defines them (type 7).
+// Quantiles as judges/stats.h defines them (type 7).
 struct Summary {
   int64_t n = 0;
   double min = 0, p5 = 0, p25 = 0, median = 0, p75 = 0, p95 = 0, max = 0;

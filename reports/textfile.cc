@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "schedules/stats.h"
+#include "judges/stats.h"
 
 namespace soak::report {
 

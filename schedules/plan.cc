@@ -7,77 +7,8 @@
 namespace soak {
 
 namespace {
-constexpr std::array<std::pair<TaskKind, std::string_view>, 10> kTaskNames{{
-    {TaskKind::Smoke, "smoke"},
-    {TaskKind::Scrape, "scrape"},
-    {TaskKind::Functional, "functional"},
-    {TaskKind::LongContext, "long_context"},
-    {TaskKind::Burst, "burst"},
-    {TaskKind::Cancel, "cancel"},
-    {TaskKind::Agent, "agent"},
-    {TaskKind::SoakTraffic, "soak_traffic"},
-    {TaskKind::Capacity, "capacity"},
-    {TaskKind::PrefixReuse, "prefix_reuse"},
-}};
-
 int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 }  // namespace
-
-std::string_view to_string(TaskKind k) {
-  for (const auto& [kind, name] : kTaskNames)
-    if (kind == k) return name;
-  return "?";
-}
-
-std::optional<TaskKind> parse_task_kind(std::string_view s) {
-  for (const auto& [kind, name] : kTaskNames)
-    if (name == s) return kind;
-  return std::nullopt;
-}
-
-std::optional<ProbeKind> pooling_probe(WorkloadKind workload) {
-  switch (workload) {
-    case WorkloadKind::Chat: return std::nullopt;
-    case WorkloadKind::Embedding: return ProbeKind::Embeddings;
-    case WorkloadKind::Rerank: return ProbeKind::Rerank;
-  }
-  return std::nullopt;
-}
-
-std::vector<ProbeKind> probe_kinds_for(TaskKind task, WorkloadKind workload) {
-  if (auto pooled = pooling_probe(workload)) {
-    switch (task) {
-      case TaskKind::Smoke: return {ProbeKind::Health, *pooled};
-      case TaskKind::Scrape: return {ProbeKind::Health, ProbeKind::Scrape};
-      case TaskKind::Functional:
-      case TaskKind::Agent:
-      case TaskKind::SoakTraffic: return {*pooled};
-      case TaskKind::Burst: return {ProbeKind::Burst};  // the engine sends pooling requests for a pooling candidate
-      case TaskKind::LongContext:
-      case TaskKind::Capacity:
-      case TaskKind::Cancel:
-      case TaskKind::PrefixReuse: return {};
-    }
-    return {};
-  }
-  switch (task) {
-    case TaskKind::Smoke:
-      return {ProbeKind::Health, ProbeKind::Identity, ProbeKind::Marker,
-              ProbeKind::Stream, ProbeKind::StrictJson, ProbeKind::ToolCall};
-    case TaskKind::Scrape: return {ProbeKind::Health, ProbeKind::Scrape};
-    case TaskKind::Functional:
-      return {ProbeKind::Marker,   ProbeKind::Stream,   ProbeKind::StrictJson,
-              ProbeKind::ToolCall, ProbeKind::Thinking, ProbeKind::Repetition};
-    case TaskKind::LongContext: return {ProbeKind::LongContext};
-    case TaskKind::Burst: return {ProbeKind::Burst};
-    case TaskKind::Capacity: return {ProbeKind::Capacity};
-    case TaskKind::Cancel: return {ProbeKind::Cancel};
-    case TaskKind::Agent:
-    case TaskKind::SoakTraffic: return {ProbeKind::Agent};
-    case TaskKind::PrefixReuse: return {ProbeKind::SharedPrefix};
-  }
-  return {};
-}
 
 StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind workload) {
   const Cadences& c = s.cadence;

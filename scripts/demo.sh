@@ -51,21 +51,21 @@ echo "== soakd run (until every candidate has a verdict; about three minutes)"
 "$b/daemon/soakd" run --config "$cfg" --log-stderr --exit-when-settled
 echo
 echo "== the managed runtime: what soakd launched, how it ended (soakctl history omlx-35b)"
-"$b/daemon/soakctl" --config "$cfg" history omlx-35b | grep -A2 'runtime launched' || true
+"$b/soakctl/soakctl" --config "$cfg" history omlx-35b | grep -A2 'runtime launched' || true
 echo "  its output: $demo/omlx-35b.runtime.log ($(wc -l < "$demo/omlx-35b.runtime.log") lines)"
 echo
 echo "== soakctl status"
-"$b/daemon/soakctl" --config "$cfg" status
+"$b/soakctl/soakctl" --config "$cfg" status
 echo
 echo "== soakctl explain llama-b9502   (recomputed from the stored rows; first lines)"
-"$b/daemon/soakctl" --config "$cfg" explain llama-b9502 | head -n 16 || true
+"$b/soakctl/soakctl" --config "$cfg" explain llama-b9502 | head -n 16 || true
 echo
 echo "== soakctl verdict, as a script would ask"
 for who in "--model qwen3.6-35b-a3b --runtime llama.cpp --build b9430-5bec3532f" \
            "--model qwen3.6-35b-a3b --runtime llama.cpp --build b9502-64f7e03"; do
   set +e
   # shellcheck disable=SC2086
-  "$b/daemon/soakctl" --config "$cfg" verdict $who
+  "$b/soakctl/soakctl" --config "$cfg" verdict $who
   echo "  (exit code $?)"
   set -e
 done

@@ -68,6 +68,12 @@ struct LaunchQuery {
   bool open_only = false;  // running or left_running: what a starting soakd must find again
 };
 
+// How often soakd reads pending control requests at the least. soakctl
+// signals soakd (SIGUSR1, soakctl/control.cc) after queueing a request, so
+// this poll is only the fallback for a soakctl that may not signal it
+// (another user); an idle soakd wakes for it, so it is not frequent.
+inline constexpr int64_t kControlPollEveryMs = 5'000;
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -125,9 +131,7 @@ class Store {
   virtual Result<std::vector<Event>> events(const EventQuery& q) = 0;
   virtual Result<std::vector<StatusRow>> status() = 0;
   // Highest row id per table (0 when empty): snapshot bounds for a judgment.
-  struct MaxIds {
-    int64_t probe = 0, host_sample = 0, process_sample = 0, event = 0;
-  };
+  using MaxIds = RowMaxIds;
   virtual Result<MaxIds> max_ids() = 0;
 };
 

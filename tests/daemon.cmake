@@ -4,17 +4,16 @@ add_library(soak_test_sim STATIC support/sim_runner.cc)
 target_link_libraries(soak_test_sim PUBLIC soak_daemon)
 # Weeks of campaigns in virtual time, agent sessions turn by turn: tens of
 # seconds of CPU in a Debug build, more on a loaded host.
-soak_add_test(unit_campaign_sim SOURCES unit/campaign_sim_test.cc LIBS soak_test_sim soak_daemon LABELS unit
+soak_add_test(unit_campaign_sim SOURCES unit/campaign_sim_test.cc LIBS soak_soakctl soak_test_sim soak_daemon LABELS unit
   TIMEOUT 300)
-soak_add_test(unit_campaign_session SOURCES unit/campaign_session_test.cc LIBS soak_test_sim soak_daemon LABELS unit
+soak_add_test(unit_campaign_session SOURCES unit/campaign_session_test.cc LIBS soak_soakctl soak_test_sim soak_daemon LABELS unit
   TIMEOUT 300)
 soak_add_test(unit_outbox SOURCES unit/outbox_test.cc LIBS soak_test_sim soak_test_store soak_daemon LABELS unit)
-soak_add_test(unit_campaign_track SOURCES unit/campaign_track_test.cc LIBS soak_daemon LABELS unit)
-soak_add_test(unit_soakctl SOURCES unit/soakctl_test.cc LIBS soak_daemon LABELS unit)
-soak_add_test(unit_store_compat SOURCES unit/store_compat_test.cc LIBS soak_daemon LABELS unit)
+soak_add_test(unit_soakctl SOURCES unit/soakctl_test.cc LIBS soak_soakctl soak_daemon LABELS unit)
+soak_add_test(unit_store_compat SOURCES unit/store_compat_test.cc LIBS soak_soakctl soak_daemon LABELS unit)
 soak_add_test(unit_sampler_service SOURCES unit/sampler_service_test.cc LIBS soak_daemon LABELS unit)
 soak_add_test(integration_daemon_lifecycle SOURCES integration/daemon_lifecycle_test.cc
-  LIBS soak_daemon soak_test_process LABELS integration)
+  LIBS soak_soakctl soak_daemon soak_test_process LABELS integration)
 add_dependencies(integration_daemon_lifecycle soakd)
 # The store's disk filled and freed under a running soakd (a tmpfs in a private
 # mount namespace; skipped where one cannot be made).
@@ -27,7 +26,7 @@ soak_add_test(unit_launchd_plist SOURCES unit/launchd_plist_test.cc LIBS soak_da
 # Benchmark (prints figures; not a test): a week of a 10-candidate host, soakctl status/explain timings.
 add_executable(store_bench bench/store_bench.cc)
 target_include_directories(store_bench PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(store_bench PRIVATE soak_test_sim soak_daemon)
+target_link_libraries(store_bench PRIVATE soak_soakctl soak_test_sim soak_daemon)
 
 # Benchmark (prints figures; not a test): soakd at rest with 4 and 24 candidates
 # against fake runtimes: resident memory, wakeups and CPU between due work.
@@ -41,7 +40,7 @@ target_link_libraries(library_floor_bench PRIVATE CURL::libcurl PkgConfig::UV SQ
   nlohmann_json::nlohmann_json)
 
 soak_add_test(integration_daemon_e2e SOURCES integration/daemon_e2e_test.cc
-  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
+  LIBS soak_soakctl soak_daemon soak_test_process LABELS integration TIMEOUT 300)
 target_compile_definitions(integration_daemon_e2e PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
 add_dependencies(integration_daemon_e2e soakd soak-fake-runtime)
 

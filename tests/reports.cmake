@@ -5,16 +5,16 @@ add_library(soak_test_demo STATIC support/demo_store.cc)
 target_link_libraries(soak_test_demo PUBLIC soak_test_sim soak_daemon)
 
 soak_add_test(unit_reports SOURCES unit/reports_test.cc LIBS soak_reports LABELS unit)
-soak_add_test(unit_reports_store SOURCES unit/reports_store_test.cc LIBS soak_test_demo soak_daemon LABELS unit)
+soak_add_test(unit_reports_store SOURCES unit/reports_store_test.cc LIBS soak_soakctl soak_test_demo soak_daemon LABELS unit)
 
 # Headless Chromium renders the reports; skipped (exit 77) without Chromium.
 soak_add_test(integration_report_browser SOURCES integration/report_browser_test.cc
-  LIBS soak_test_demo soak_daemon soak_test_process LABELS integration TIMEOUT 300)
+  LIBS soak_soakctl soak_test_demo soak_daemon soak_test_process LABELS integration TIMEOUT 300)
 set_tests_properties(integration_report_browser PROPERTIES SKIP_RETURN_CODE 77)
 
 # examples/fleet/ with the real promtool; skipped (exit 77) without promtool.
 soak_add_test(integration_fleet_promtool SOURCES integration/fleet_promtool_test.cc
-  LIBS soak_test_demo soak_daemon soak_test_process LABELS integration TIMEOUT 300)
+  LIBS soak_soakctl soak_test_demo soak_daemon soak_test_process LABELS integration TIMEOUT 300)
 set_tests_properties(integration_fleet_promtool PROPERTIES SKIP_RETURN_CODE 77)
 
 # Formula/soakd.rb: Ruby syntax, and its service block against launchd/'s plist;
@@ -25,4 +25,4 @@ set_tests_properties(homebrew_formula PROPERTIES LABELS unit TIMEOUT 60 SKIP_RET
 # Benchmark (prints figures; not a test): report time and size for a week-long 10-candidate store.
 add_executable(reports_bench bench/reports_bench.cc)
 target_include_directories(reports_bench PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(reports_bench PRIVATE soak_daemon)
+target_link_libraries(reports_bench PRIVATE soak_soakctl soak_daemon)

@@ -1,15 +1,4 @@
-# Tests of the schedules area (soak_add_test(...) lines).
+# Tests of the schedules area (soak_add_test(...) lines): plans and the pure
+# campaign track.
 soak_add_test(unit_plan SOURCES unit/plan_test.cc LIBS soak_schedules LABELS unit)
-soak_add_test(unit_stats SOURCES unit/stats_test.cc LIBS soak_schedules LABELS unit)
-soak_add_test(unit_judge_compare SOURCES unit/judge_compare_test.cc LIBS soak_schedules LABELS unit)
-soak_add_test(unit_judge_hard SOURCES unit/judge_hard_test.cc LIBS soak_schedules LABELS unit)
-soak_add_test(unit_judge_session SOURCES unit/judge_session_test.cc LIBS soak_schedules LABELS unit)
-soak_add_test(unit_judge_canary SOURCES unit/judge_canary_test.cc LIBS soak_schedules LABELS unit)
-# These serialize evidence with the store's metrics_to_json to check determinism.
-soak_add_test(unit_judge_soak SOURCES unit/judge_soak_test.cc LIBS soak_schedules soak_storage LABELS unit)
-soak_add_test(unit_judge_verdict SOURCES unit/judge_verdict_test.cc LIBS soak_schedules soak_storage LABELS unit)
-
-# Benchmark program (prints figures; not a test).
-add_executable(judge_bench bench/judge_bench.cc)
-target_include_directories(judge_bench PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(judge_bench PRIVATE soak_schedules)
+soak_add_test(unit_campaign_track SOURCES unit/campaign_track_test.cc LIBS soak_schedules LABELS unit)

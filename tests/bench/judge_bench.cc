@@ -11,7 +11,7 @@
 #include <cstring>
 #include <string>
 
-#include "schedules/judge.h"
+#include "judges/judge.h"
 #include "tests/unit/judge_rows.h"
 
 using namespace soak;

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/config.h"
-#include "daemon/soakctl/soakctl.h"
-#include "daemon/version.h"
+#include "soakctl/soakctl.h"
+#include "core/version.h"
 #include "reports/textfile.h"
 #include "storage/sqlite_store.h"
 

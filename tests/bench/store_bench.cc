@@ -17,8 +17,8 @@
 
 #include <sqlite3.h>
 
-#include "daemon/campaigns.h"
-#include "daemon/soakctl/soakctl.h"
+#include "campaigns/campaigns.h"
+#include "soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 #include "tests/support/sim_runner.h"
 

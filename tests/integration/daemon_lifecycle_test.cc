@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "core/clock.h"
-#include "daemon/soakctl/soakctl.h"
+#include "soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/child_process.h"

@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/soakctl/soakctl.h"
+#include "soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/child_process.h"

@@ -312,7 +312,7 @@ TEST_CASE("omlx: /api/status loaded_models proves identity; another loaded model
 // pool's lock inside the request, before the stream opens; the usage object
 // then carries model_load_duration (seconds). The load lands in the client's
 // TTFT, so the row keeps it in server_load_ms, and the canary leaves such rows
-// out of TTFT comparisons (schedules/judge_pools.cc; judge_compare_test.cc).
+// out of TTFT comparisons (judges/pools.cc; judge_compare_test.cc).
 TEST_CASE("omlx: a cold load fills server_load_ms on the request that waited for it, and only that one") {
   ListenerConfig lc = Fake::fast(Scenario::Healthy, Flavour::Omlx);
   lc.knobs.cold_load_ms = 300;

@@ -34,7 +34,7 @@
 #include "daemon/probe_cli.h"
 #include "daemon/wiring.h"
 #include "platform/sampler.h"
-#include "schedules/judge.h"
+#include "judges/judge.h"
 #include "schedules/plan.h"
 #include "probes/served_state.h"
 #include "tests/catch.h"

@@ -13,7 +13,7 @@
 // prompt) or well past it (13 s).
 #include <string>
 
-#include "schedules/judge.h"
+#include "judges/judge.h"
 #include "tests/catch.h"
 #include "tests/fake_runtime/fake_runtime.h"
 #include "tests/integration/probe_harness.h"

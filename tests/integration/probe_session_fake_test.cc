@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "schedules/judge.h"
+#include "judges/judge.h"
 #include "schedules/plan.h"
 #include "tests/catch.h"
 #include "tests/fake_runtime/fake_runtime.h"

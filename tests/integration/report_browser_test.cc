@@ -16,7 +16,7 @@
 #include <memory>
 #include <sstream>
 
-#include "daemon/soakctl/soakctl.h"
+#include "soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/child_process.h"

@@ -5,7 +5,7 @@
 // rows as the daemon would hand them over.
 #include <nlohmann/json.hpp>
 
-#include "schedules/judge.h"
+#include "judges/judge.h"
 #include "schedules/plan.h"
 #include "tests/catch.h"
 #include "tests/fake_runtime/fake_runtime.h"

@@ -1,7 +1,9 @@
 #!/bin/sh
 # The layer check: every project include points down (docs/DESIGN.md §4.1).
 #
-#   core <- platform <- detectors / storage / probes / schedules <- reports <- daemon
+#   core <- platform, storage, probes/transport, judges
+#        <- detectors, probes, schedules, reports <- campaigns <- managed
+#        <- soakctl, daemon
 #
 # Each library folder may include from itself and from the folders listed for
 # it below, nothing else; an include of a folder that is not in the table fails
@@ -19,9 +21,13 @@ allowed() {  # folder -> the folders it may include besides itself
     storage) echo "core" ;;
     probes/transport) echo "core" ;;
     probes) echo "core probes/transport" ;;
-    schedules) echo "core" ;;
-    reports) echo "core storage schedules" ;;
-    daemon) echo "core platform detectors storage probes/transport probes schedules reports" ;;
+    judges) echo "core" ;;
+    schedules) echo "core judges" ;;
+    reports) echo "core storage judges" ;;
+    campaigns) echo "core storage probes/transport probes judges schedules" ;;
+    managed) echo "core platform storage probes/transport probes campaigns" ;;
+    soakctl) echo "core storage probes/transport probes judges schedules reports campaigns" ;;
+    daemon) echo "core platform detectors storage probes/transport probes judges schedules reports campaigns managed" ;;
     *) return 1 ;;
   esac
 }
@@ -36,7 +42,7 @@ folder_of() {  # path relative to root -> its layer folder (probes/transport bef
 
 bad=0
 checked=0
-for layer in core platform detectors storage probes/transport probes schedules reports daemon; do
+for layer in core platform detectors storage probes/transport probes judges schedules reports campaigns managed soakctl daemon; do
   [ -d "$root/$layer" ] || continue
   for f in $(cd "$root" && find "$layer" -type f \( -name '*.h' -o -name '*.cc' \) | sort); do
     [ "$(folder_of "$f")" = "$layer" ] || continue   # probes/transport files are checked as their own layer

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <memory>
 
-#include "daemon/campaigns.h"
-#include "daemon/outbox.h"
+#include "campaigns/campaigns.h"
+#include "storage/outbox.h"
 #include "daemon/wiring.h"
 #include "storage/sqlite_store.h"
 #include "tests/support/sim_runner.h"

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/clock.h"
-#include "daemon/outbox.h"
-#include "daemon/task_runner.h"
+#include "storage/outbox.h"
+#include "campaigns/task_runner.h"
 #include "probes/session.h"
 #include "storage/store.h"
 

@@ -12,7 +12,7 @@
 
 #include <sqlite3.h>
 
-#include "daemon/campaigns.h"
+#include "campaigns/campaigns.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/sim_runner.h"

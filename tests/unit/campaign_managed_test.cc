@@ -1,4 +1,4 @@
-// Campaigns with managed candidates (daemon/campaign_managed.cc) in virtual
+// Campaigns with managed candidates (campaigns/managed_runtimes.cc) in virtual
 // time: a scripted RuntimeControl stands in for the processes, the SimRunner
 // for the probes, a real SQLite store holds the rows. Checks what the process
 // tests cannot in seconds: a new executable waits for the nightly window, a
@@ -9,9 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "daemon/campaigns.h"
-#include "daemon/outbox.h"
-#include "daemon/runtime_control.h"
+#include "campaigns/campaigns.h"
+#include "storage/outbox.h"
+#include "campaigns/runtime_control.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/sim_runner.h"

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/soakctl/soakctl.h"
+#include "soakctl/soakctl.h"
 #include "tests/support/sim_world.h"
 
 using namespace soak;

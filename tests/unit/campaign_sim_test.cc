@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
-#include "daemon/campaigns.h"
-#include "daemon/recipe_store.h"
-#include "daemon/soakctl/soakctl.h"
+#include "campaigns/campaigns.h"
+#include "campaigns/recipe_store.h"
+#include "soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/sim_runner.h"

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/campaign_track.h"
+#include "schedules/campaign_track.h"
 #include "tests/catch.h"
 
 using namespace soak;

@@ -1,7 +1,7 @@
 // The canary's own rules on literal rows: the pooled failure ratio over
 // functional, long-context and burst completions, which rows are attempts at
 // all, and the long-context gate with its context reach.
-#include "schedules/judge.h"
+#include "judges/judge.h"
 #include "tests/catch.h"
 #include "tests/unit/judge_rows.h"
 

@@ -1,7 +1,7 @@
 // Canary versus baseline: regressions, the effect floor, the hold band, tails,
 // error rates, speculative decoding, fresh/repeat separation and missing
 // baselines.
-#include "schedules/judge.h"
+#include "judges/judge.h"
 #include "tests/catch.h"
 #include "tests/unit/judge_rows.h"
 

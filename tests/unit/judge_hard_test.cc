@@ -2,7 +2,7 @@
 // count against the candidate.
 #include <algorithm>
 
-#include "schedules/judge.h"
+#include "judges/judge.h"
 #include "tests/catch.h"
 #include "tests/unit/judge_rows.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "schedules/judge.h"
+#include "judges/judge.h"
 
 namespace soak::testing {
 

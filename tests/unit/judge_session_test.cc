@@ -1,4 +1,4 @@
-// The session, prefix-reuse and pooling rules (schedules/judge_session.cc) on
+// The session, prefix-reuse and pooling rules (judges/session.cc) on
 // hand-built rows: recovery, thinking-specific 5xx, the band minimum, reuse
 // lost against the baseline.
 #include <nlohmann/json.hpp>

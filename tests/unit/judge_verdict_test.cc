@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "schedules/judge.h"
+#include "judges/judge.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/unit/judge_rows.h"

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/campaigns.h"
-#include "daemon/outbox.h"
+#include "campaigns/campaigns.h"
+#include "storage/outbox.h"
 #include "storage/sqlite_store.h"
 #include "storage/write_fault.h"
 #include "tests/catch.h"

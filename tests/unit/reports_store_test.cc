@@ -11,9 +11,9 @@
 #include <set>
 #include <sstream>
 
-#include "daemon/recipe_store.h"
-#include "daemon/soakctl/common.h"
-#include "daemon/soakctl/soakctl.h"
+#include "campaigns/recipe_store.h"
+#include "soakctl/common.h"
+#include "soakctl/soakctl.h"
 #include "reports/html.h"
 #include "reports/textfile.h"
 #include "reports/model.h"

@@ -1,8 +1,8 @@
 // The pure and file-level parts of managed runtimes: finding and
-// fingerprinting the executable (daemon/runtime_identity.h), recognising a
+// fingerprinting the executable (managed/runtime_identity.h), recognising a
 // runtime launched before a crash (match_orphan), the size-bounded runtime
-// log (daemon/runtime_log.h) and what `soakd check-config` says about a
-// launch block on this machine (daemon/launch_check.h). No process is started.
+// log (managed/runtime_log.h) and what `soakd check-config` says about a
+// launch block on this machine (managed/launch_check.h). No process is started.
 #include <sys/stat.h>
 
 #include <chrono>
@@ -12,9 +12,9 @@
 #include <string>
 
 #include "core/config.h"
-#include "daemon/launch_check.h"
-#include "daemon/runtime_identity.h"
-#include "daemon/runtime_log.h"
+#include "managed/launch_check.h"
+#include "managed/runtime_identity.h"
+#include "managed/runtime_log.h"
 #include "tests/catch.h"
 #include "tests/support/temp_dir.h"
 

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/soakctl/common.h"
-#include "daemon/soakctl/soakctl.h"
+#include "soakctl/common.h"
+#include "soakctl/soakctl.h"
 #include "storage/schema.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"

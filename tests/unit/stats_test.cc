@@ -3,7 +3,7 @@
 // definitions: exact U distributions by enumerating every rank assignment,
 // Fisher probabilities as exact fractions of binomial coefficients, pairwise
 // differences and slopes by brute force.
-#include "schedules/stats.h"
+#include "judges/stats.h"
 
 #include <algorithm>
 #include <cmath>

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/soakctl/soakctl.h"
-#include "schedules/judge.h"
+#include "soakctl/soakctl.h"
+#include "judges/judge.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/temp_dir.h"

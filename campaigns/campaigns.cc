@@ -1,0 +1,373 @@
+#include "campaigns/campaigns.h"
+
+#include "probes/served_state.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace soak {
+
+using json = nlohmann::ordered_json;
+
+Campaigns::Campaigns(ConfigSnapshot cfg, const Deps& deps, TaskRunner& runner, UtcOffset utc_offset_minutes)
+    : cfg_(std::move(cfg)), d_(deps), runner_(runner), utc_offset_minutes_(std::move(utc_offset_minutes)) {
+  for (const auto& c : cfg_->candidates) {
+    if (!c.enabled) continue;
+    Track t;
+    set_config(t, cfg_, c);
+    tracks_.emplace(c.name, std::move(t));
+  }
+}
+
+Track* Campaigns::track(const std::string& name) {
+  auto it = tracks_.find(name);
+  return it == tracks_.end() ? nullptr : &it->second;
+}
+
+void Campaigns::insert_event(const Event& e) { d_.outbox.put(e); }
+
+void Campaigns::write_event(EventKind kind, std::optional<int64_t> candidate_id, const std::string& detail,
+                            int64_t now, std::optional<int64_t> duration_ms) {
+  Event e;
+  e.wall_ms = now;
+  e.host_id = d_.host_id;
+  e.candidate_id = candidate_id;
+  e.kind = kind;
+  e.detail_json = detail;
+  e.duration_ms = duration_ms;
+  insert_event(e);
+}
+
+// ============================================================== resume
+Status Campaigns::resume(int64_t now) {
+  auto rows = d_.store.candidates();
+  if (!rows) return make_error("cannot read candidates: " + rows.message());
+  auto max = d_.store.max_ids();
+  if (!max) return make_error(max.message());
+  last_event_seen_ = max->event;
+  for (auto& [name, t] : tracks_) {
+    // The newest row of this candidate on this host.
+    const CandidateRow* latest = nullptr;
+    for (const auto& r : *rows)
+      if (r.host_id == d_.host_id && r.name == name && (!latest || r.id > latest->id)) latest = &r;
+    if (!latest) continue;  // never seen: read its build first
+    t.row = *latest;
+    t.baseline_id = latest->baseline_id;
+    auto stages = d_.store.stages(latest->id);
+    if (!stages) return make_error(stages.message());
+    auto verdict = d_.store.latest_verdict(latest->id);
+    if (!verdict) return make_error(verdict.message());
+    if (*verdict && (*verdict)->state != VerdictState::Running) {
+      t.phase = Phase::Done;
+      t.final_state = (*verdict)->state;
+    } else if (!stages->empty() && stages->back().state == StageState::Running) {
+      ProbeQuery q;
+      q.stage_id = stages->back().id;
+      auto stage_rows = d_.store.probe_results(q);
+      apply(t, resume_stage(t, stages->back(), stage_rows ? *stage_rows : std::vector<ProbeResult>{}, now), now);
+    } else if (!stages->empty() && stages->back().state == StageState::Passed) {
+      apply(t, resume_after(t, stages->back().kind, now), now);  // stopped between two stages
+    } else {
+      t.phase = Phase::ReadingBuild;  // registered, no stage yet
+    }
+    t.managed.resumed_stage = t.phase == Phase::Staged;  // a managed runtime started anew restarts it
+  }
+  return {};
+}
+
+// ============================================================== applying transitions
+void Campaigns::apply(Track& t, Transition tr, int64_t now) {
+  // In order, after the rows they rest on (which may still wait in the outbox).
+  if (tr.close_stage) d_.outbox.put(StageUpdate{*tr.close_stage});
+  for (const auto& v : tr.verdicts) d_.outbox.put(v);
+  for (const auto& e : tr.events) insert_event(e);
+  for (const auto& n : tr.notes) d_.log->info("{}", n);
+  if (tr.cancel) cancel_track(t);
+  for (const Due& d : tr.dispatch) {
+    const TaskSpec& spec = t.plan.tasks[d.task];
+    launch(InFlight{d.task, false, t.name, t.row->id, spec.weight}, t.cfg, t.stage->id, t.stage->kind, spec.kind,
+           d.slot);
+  }
+  if (tr.check_hard_failures) check_hard_failures(t, now);
+  if (tr.judge) finish_stage(t, *tr.judge, now);
+  if (tr.start) start_stage(t, *tr.start, now);
+  if (t.phase == Phase::Done) settle_runtime(t);
+}
+
+void Campaigns::start_stage(Track& t, StageKind kind, int64_t now) {
+  StageRow st = open_stage(t, kind, now);
+  auto id = d_.store.insert_stage(st);
+  if (!id) {
+    d_.log->error("{}: cannot start {}: {}", t.name, to_string(kind), id.message());
+    d_.outbox.note_failure(id.message());  // a full disk or a held lock pauses the work until it writes
+    return;
+  }
+  st.id = *id;
+  apply(t, enter_stage(t, st, now), now);
+}
+
+StoredRecipe Campaigns::stored_recipe(const Track& t, StageEnd end, int64_t now) {
+  std::optional<BaselineChoice> baseline;
+  if (t.stage->kind == StageKind::Canary)
+    if (auto c = choose_baseline(d_.store, t.baseline_id, t.stage->started_ms, now)) baseline = *c;
+  StoredRecipe r = recipe_for(t, end, baseline, now);
+  if (auto max = d_.store.max_ids()) r.rows.max_ids = *max;
+  return r;
+}
+
+void Campaigns::finish_stage(Track& t, StageEnd end, int64_t now) {
+  auto judged = judge_stage_from_store(d_.store, stored_recipe(t, end, now));
+  if (!judged) {
+    d_.log->error("{}: cannot judge {}: {}", t.name, to_string(t.stage->kind), judged.message());
+    return;  // retried on the next tick
+  }
+  // The build's context reach, beside its verdict (soakctl status shows it).
+  if (judged->reach)
+    if (auto id = d_.store.insert_context_reach(*judged->reach); !id)
+      d_.log->error("{}: cannot write the context reach: {}", t.name, id.message());
+  apply(t, stage_judged(t, std::move(judged->verdict), cfg_->schedule, utc_offset(now), now), now);
+}
+
+void Campaigns::check_hard_failures(Track& t, int64_t now) {
+  auto v = hard_failure_from_store(d_.store, stored_recipe(t, StageEnd::Stopped, now));
+  if (!v) {
+    d_.log->error("{}: cannot check for hard failures: {}", t.name, v.message());
+    return;
+  }
+  if (!*v) return;
+  apply(t, stage_judged(t, std::move(**v), cfg_->schedule, utc_offset(now), now), now);
+}
+
+void Campaigns::end_with(Track& t, VerdictState state, const std::string& reason, int64_t now,
+                         const std::string& who, const std::string& why) {
+  apply(t, end_campaign(t, state, reason, now, who, why), now);
+}
+
+// ============================================================== per-track step
+bool Campaigns::busy(const Track& t) const {
+  for (const auto& [id, f] : in_flight_)
+    if (!f.shadow && f.track == t.name) return true;
+  return false;
+}
+
+void Campaigns::cancel_track(const Track& t) {
+  std::vector<int64_t> ids;
+  for (const auto& [id, f] : in_flight_)
+    if (!f.shadow && f.track == t.name) ids.push_back(id);
+  for (int64_t id : ids) runner_.cancel(id);
+}
+
+bool Campaigns::baseline_known(const Track& t) const {
+  // A configured baseline whose build is not read yet: wait for it, rather
+  // than judge this canary as if no baseline existed.
+  if (!t.cfg->baseline) return true;
+  auto it = tracks_.find(*t.cfg->baseline);
+  return it == tracks_.end() || it->second.row.has_value();
+}
+
+bool Campaigns::heavy_busy() const {
+  for (const auto& [id, f] : in_flight_)
+    if (f.weight == Weight::Heavy) return true;
+  return false;
+}
+
+int Campaigns::canaries_running() const {
+  int n = 0;
+  for (const auto& [name, t] : tracks_)
+    if (t.phase == Phase::Staged && t.stage && t.stage->kind == StageKind::Canary) ++n;
+  return n;
+}
+
+void Campaigns::step(Track& t, int64_t now) {
+  if (managed(t)) manage_runtime(t, now);
+  check_build(t, now);
+  switch (t.phase) {
+    case Phase::ReadingBuild:
+    case Phase::Done:
+      return;
+    case Phase::WaitingCanary:
+      if (now >= t.canary_not_before_ms && canaries_running() < cfg_->schedule.max_concurrent_canaries && !frozen_ &&
+          baseline_known(t) && runtime_ready(t)) {
+        settle_baseline(t);
+        start_stage(t, StageKind::Canary, now);
+      }
+      return;
+    case Phase::Staged:
+      if (!runtime_ready(t)) return;  // a managed runtime still starting: nothing to probe yet
+      break;
+  }
+  apply(t, step_stage(t, StepInputs{busy(t), heavy_busy() ? HeavyGate::Busy : HeavyGate::Free, frozen_}, now), now);
+}
+
+// ============================================================== runs
+void Campaigns::launch(const InFlight& f, const CandidateSnapshot& cfg, std::optional<int64_t> stage_id,
+                       StageKind stage, TaskKind task, int64_t group_id) {
+  const int64_t work_id = next_work_id_++;
+  in_flight_[work_id] = f;
+  TaskRequest req;
+  req.work_id = work_id;
+  req.candidate = cfg;
+  req.candidate_id = f.candidate_id;
+  req.host_id = d_.host_id;
+  req.stage_id = stage_id;
+  req.stage = stage;
+  req.task = task;
+  req.group_id = group_id;
+  for (const auto& [name, t] : tracks_)
+    if (t.row && t.row->id == f.candidate_id)
+      if (auto fp = probes::parse_fingerprint_json(t.row->fingerprint)) req.expect_model = fp->model;
+  runner_.run(req, [this, work_id](TaskReport rep) {
+    on_task_done(work_id, std::move(rep), current_time());
+    changed();
+  });
+}
+
+void Campaigns::on_task_done(int64_t work_id, TaskReport rep, int64_t now) {
+  if (d_.outbox.paused()) {  // applied once the rows it reports on are stored
+    deferred_.emplace_back(work_id, std::move(rep));
+    return;
+  }
+  auto it = in_flight_.find(work_id);
+  if (it == in_flight_.end()) return;
+  InFlight f = it->second;
+  in_flight_.erase(it);
+  Track* tp = track(f.track);
+  if (!tp) return;
+  Track& t = *tp;
+
+  if (f.shadow) {
+    if (t.plan.tasks.size() > f.task && t.plan.tasks[f.task].kind == TaskKind::Scrape) {
+      bool clean = !rep.outcomes.empty() &&
+                   std::all_of(rep.outcomes.begin(), rep.outcomes.end(), [](Outcome o) { return o == Outcome::Clean; });
+      t.shadow_live_ok = clean ? 1 : 0;
+    }
+    return;
+  }
+  if (t.phase != Phase::Staged || !t.stage || !t.row || t.row->id != f.candidate_id) return;  // finished meanwhile
+  apply(t, task_finished(t, f.task, rep, now), now);
+  if (t.phase != Phase::Staged) return;
+  shadow_run(t, f, work_id);
+}
+
+// Interleaved A/B: a canary's run repeated against a live, promoted baseline.
+void Campaigns::shadow_run(Track& t, const InFlight& f, int64_t work_id) {
+  const TaskSpec& spec = t.plan.tasks[f.task];
+  if (t.stage->kind != StageKind::Canary || !interleaves(spec.kind) || !t.baseline_id || frozen_) return;
+  const Track* b = nullptr;
+  for (const auto& [n, other] : tracks_)
+    if (other.row && other.row->id == *t.baseline_id) b = &other;
+  const bool baseline_idle = b && b->phase == Phase::Done && b->final_state == VerdictState::Promoted;
+  if (!baseline_idle || (spec.kind != TaskKind::Scrape && t.shadow_live_ok.value_or(0) != 1)) return;
+  if (spec.weight == Weight::Heavy && heavy_busy()) return;
+  launch(InFlight{f.task, true, t.name, *t.baseline_id, spec.weight}, b->cfg, std::nullopt, StageKind::Canary,
+         spec.kind, work_id);
+}
+
+// ============================================================== tick
+void Campaigns::check_hard_events(int64_t now) {
+  // New hard events (memory guard, crash/restart, budget) reach a running stage
+  // at once. process_gone is not one of them here: the judge counts it only for
+  // a managed runtime, whose exit on_runtime_exit() judges itself.
+  EventQuery eq;
+  eq.min_id = last_event_seen_ + 1;
+  auto ev = d_.store.events(eq);
+  if (!ev) return;
+  std::set<int64_t> cand_hit;
+  bool host_wide = false;
+  for (const auto& e : *ev) {
+    last_event_seen_ = std::max(last_event_seen_, e.id);
+    if (e.kind != EventKind::GuardTrip && e.kind != EventKind::ProcessRestart && e.kind != EventKind::MemoryBudget)
+      continue;
+    if (e.candidate_id) cand_hit.insert(*e.candidate_id);
+    else host_wide = true;
+  }
+  for (auto& [name, t] : tracks_)
+    if (t.phase == Phase::Staged && t.row && (host_wide || cand_hit.count(t.row->id))) check_hard_failures(t, now);
+}
+
+void Campaigns::tick(int64_t now) {
+  // While the store cannot write, nothing starts and nothing is judged: the
+  // rows a judgment rests on may still wait in the outbox (docs/DESIGN.md §4.9).
+  if (!d_.outbox.retry()) return;
+  for (auto& [work_id, rep] : std::exchange(deferred_, {})) on_task_done(work_id, std::move(rep), now);
+  handle_controls(now);
+  check_hard_events(now);
+  for (auto& [name, t] : tracks_) step(t, now);
+}
+
+std::optional<int64_t> Campaigns::next_wake_ms(int64_t now) const {
+  // Only future times: whatever was due at `now` was dispatched by tick(), and
+  // work held back (a heavy task waiting for the gate) resumes on a completion.
+  // Control requests are picked up by the owner's periodic tick, not here.
+  std::optional<int64_t> w;
+  auto wake = [&](int64_t x) {
+    if (x > now && (!w || x < *w)) w = x;
+  };
+  if (d_.outbox.paused()) return d_.outbox.next_retry_ms();
+  for (const auto& [name, t] : tracks_) {
+    if (!t.build_read_in_flight) wake(t.next_build_check_ms);  // fixed builds too: their fingerprint is read
+    if (t.phase == Phase::WaitingCanary) wake(t.canary_not_before_ms);
+    if (managed(t)) {
+      wake(t.managed.next_exe_check_ms);
+      if (!t.managed.pending_change.empty()) wake(t.managed.restart_at_ms);
+    }
+    if (t.phase != Phase::Staged || !t.stage || frozen_) continue;
+    if (t.smoke_retry_at_ms) wake(*t.smoke_retry_at_ms);
+    wake(t.stage->started_ms + t.stage->length_ms);
+    wake(t.stage->deadline_ms);
+    DueSet d = next_due(t.plan, t.tasks, t.stage->started_ms, now, HeavyGate::Free);
+    if (d.next_wake_ms) wake(*d.next_wake_ms);
+  }
+  return w;
+}
+
+std::vector<Campaigns::Active> Campaigns::active() const {
+  std::vector<Active> out;
+  for (const auto& [name, t] : tracks_) {
+    if (!t.row || t.phase == Phase::Done || t.row->build == kUnknownBuild) continue;
+    Active a{name, t.cfg, t.row->id, std::nullopt, false, std::nullopt};
+    if (t.phase == Phase::Staged && t.stage) a.stage = t.stage->kind;
+    a.managed = managed(t);
+    if (a.managed && t.managed.runtime == RuntimePhase::Up) a.pid = t.managed.pid;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+bool Campaigns::settled() const {
+  if (!in_flight_.empty()) return false;
+  for (const auto& [name, t] : tracks_) {
+    if (t.phase != Phase::Done || t.build_read_in_flight) return false;
+    if (t.managed.runtime == RuntimePhase::Starting || t.managed.expect_new_build) return false;
+  }
+  return true;
+}
+
+void Campaigns::reload(ConfigSnapshot cfg, int64_t now) {
+  cfg_ = std::move(cfg);
+  std::set<std::string> names;
+  for (const auto& c : cfg_->candidates) {
+    if (!c.enabled) continue;
+    names.insert(c.name);
+    if (auto it = tracks_.find(c.name); it != tracks_.end()) managed_reload(it->second, &c);
+    // New settings apply from now (a running stage keeps its start and deadline).
+    set_config(tracks_[c.name], cfg_, c);
+  }
+  for (auto it = tracks_.begin(); it != tracks_.end();) {
+    if (names.count(it->first)) {
+      ++it;
+      continue;
+    }
+    Track& t = it->second;
+    const CandidateConfig* disabled = cfg_->find(it->first);
+    managed_reload(t, disabled);  // first: its runtime is stopped for this reason, not as "settled"
+    if (t.row && (t.phase == Phase::Staged || t.phase == Phase::WaitingCanary))
+      end_with(t, VerdictState::Inconclusive, disabled ? "disabled in the config" : "removed from the config", now);
+    it = tracks_.erase(it);
+  }
+}
+
+}  // namespace soak

@@ -1,0 +1,137 @@
+#include "campaigns/recipe_store.h"
+
+namespace soak {
+
+namespace {
+
+// How long before a stage window the history baseline may reach back.
+constexpr int64_t kHistoryLookbackMs = 30 * kDay;
+
+}  // namespace
+
+Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
+  const JudgeRecipe& r = stored.recipe;
+  const RowSelection& sel = stored.rows;
+  JudgeInput in;
+  in.recipe = r;
+  in.smoke_required = probe_kinds_for(TaskKind::Smoke, r.workload);
+
+  ProbeQuery pq;
+  pq.candidate_id = r.candidate_id;
+  pq.stage_id = r.stage_id;
+  if (!r.stage_id) {
+    pq.since_ms = sel.since_ms;
+    pq.until_ms = sel.until_ms;
+  }
+  pq.max_id = sel.max_ids.probe;
+  auto rows = store.probe_results(pq);
+  if (!rows) return rows.error();
+  in.candidate_rows = std::move(*rows);
+
+  if (r.baseline_id && r.baseline_mode != BaselineMode::None) {
+    ProbeQuery bq;
+    bq.candidate_id = *r.baseline_id;
+    bq.since_ms = sel.baseline_since_ms;
+    bq.until_ms = sel.baseline_until_ms;
+    bq.max_id = sel.max_ids.probe;
+    auto b = store.probe_results(bq);
+    if (!b) return b.error();
+    in.baseline_rows = std::move(*b);
+  }
+
+  SampleQuery ps;
+  ps.candidate_id = r.candidate_id;
+  ps.since_ms = sel.since_ms;
+  ps.until_ms = sel.until_ms;
+  ps.max_id = sel.max_ids.process_sample;
+  auto procs = store.process_samples(ps);
+  if (!procs) return procs.error();
+  in.process_samples = std::move(*procs);
+
+  SampleQuery hs;
+  hs.host_id = r.host_id;
+  hs.since_ms = sel.since_ms;
+  hs.until_ms = sel.until_ms;
+  hs.max_id = sel.max_ids.host_sample;
+  auto hosts = store.host_samples(hs);
+  if (!hosts) return hosts.error();
+  in.host_samples = std::move(*hosts);
+
+  EventQuery eq;
+  eq.candidate_id = r.candidate_id;
+  eq.host_wide = HostWide::Include;
+  eq.since_ms = sel.since_ms;
+  eq.until_ms = sel.until_ms;
+  eq.max_id = sel.max_ids.event;
+  auto ev = store.events(eq);
+  if (!ev) return ev.error();
+  in.events = std::move(*ev);
+  return in;
+}
+
+Result<BaselineChoice> choose_baseline(Store& store, std::optional<int64_t> baseline_id, int64_t since_ms,
+                                       int64_t until_ms) {
+  BaselineChoice c;
+  if (!baseline_id) return c;
+  ProbeQuery same;
+  same.candidate_id = *baseline_id;
+  same.since_ms = since_ms;
+  same.until_ms = until_ms;
+  same.limit = 1;
+  auto now_rows = store.probe_results(same);
+  if (!now_rows) return now_rows.error();
+  if (!now_rows->empty()) {
+    c.mode = BaselineMode::Interleaved;
+    c.since_ms = since_ms;
+    c.until_ms = until_ms;
+    return c;
+  }
+  ProbeQuery hist;
+  hist.candidate_id = *baseline_id;
+  hist.since_ms = since_ms - kHistoryLookbackMs;
+  hist.until_ms = since_ms;
+  hist.limit = 1;
+  auto old_rows = store.probe_results(hist);
+  if (!old_rows) return old_rows.error();
+  if (!old_rows->empty()) {
+    c.mode = BaselineMode::History;
+    c.since_ms = since_ms - kHistoryLookbackMs;
+    c.until_ms = since_ms;
+  }
+  return c;
+}
+
+Result<StageJudged> judge_stage_from_store(Store& store, const StoredRecipe& r) {
+  auto in = build_judge_input(store, r);
+  if (!in) return in.error();
+  StageJudged out;
+  out.verdict = judge_stage(*in);
+  out.verdict.judge_input_json = recipe_to_json(r);
+  const JudgeRecipe& rec = r.recipe;
+  if (rec.stage == StageKind::Canary && !rec.long_context_sizes.empty()) {
+    ContextReach reach = context_reach(in->candidate_rows, rec.long_context_sizes);
+    reach.candidate_id = rec.candidate_id;
+    reach.stage_id = rec.stage_id;
+    reach.wall_ms = rec.now_ms;
+    out.reach = std::move(reach);
+  }
+  return out;
+}
+
+Result<VerdictRow> judge_from_store(Store& store, const StoredRecipe& r) {
+  auto j = judge_stage_from_store(store, r);
+  if (!j) return j.error();
+  return std::move(j->verdict);
+}
+
+Result<std::optional<VerdictRow>> hard_failure_from_store(Store& store, const StoredRecipe& r) {
+  auto in = build_judge_input(store, r);
+  if (!in) return in.error();
+  if (!judge_hard_failures(*in)) return std::optional<VerdictRow>();
+  // The whole verdict, from the same input and function `soakctl explain` uses.
+  VerdictRow v = judge_stage(*in);
+  v.judge_input_json = recipe_to_json(r);
+  return std::optional<VerdictRow>(std::move(v));
+}
+
+}  // namespace soak

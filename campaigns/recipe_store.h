@@ -1,0 +1,49 @@
+// The judge's recipe in the store: which stored rows a judgment saw, written
+// down with its verdict so that `soakctl explain` can fetch exactly the same
+// rows later and recompute a byte-identical verdict (docs/DESIGN.md §3.8).
+//
+// A StoredRecipe (judges/recipe.h) is the judge's own recipe plus the bounds
+// that select the rows; here are the reads that turn it back into the
+// judge's input, and the judgments made from them.
+//
+// Also here: the baseline choice (interleaved, history, none) for a stage
+// window, which is a question put to the store.
+//
+// Thread-agnostic; uses the Store it is given.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/result.h"
+#include "judges/judge.h"
+#include "judges/recipe.h"
+#include "storage/store.h"
+
+namespace soak {
+
+// Reads the rows the recipe names and assembles the judge's input.
+Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& r);
+
+// Judge a stage from the store: the verdict with its recipe attached and, for
+// a canary with long-context sizes, the context reach its rows showed
+// (docs/DESIGN.md §3.9, for the store's context_reach table), both from one
+// reading of the rows.
+struct StageJudged {
+  VerdictRow verdict;
+  std::optional<ContextReach> reach;
+};
+Result<StageJudged> judge_stage_from_store(Store& store, const StoredRecipe& r);
+// The verdict alone (soakctl explain recomputes it).
+Result<VerdictRow> judge_from_store(Store& store, const StoredRecipe& r);
+// The same, for checks while a stage runs: the rejecting verdict (recipe
+// attached) if the rows already hold a hard failure, nullopt otherwise.
+Result<std::optional<VerdictRow>> hard_failure_from_store(Store& store, const StoredRecipe& r);
+
+// Which baseline rows exist for a stage window: interleaved when the baseline
+// has rows in the same period, else the baseline's stored history (its most
+// recent rows before the window), else none.
+Result<BaselineChoice> choose_baseline(Store& store, std::optional<int64_t> baseline_id, int64_t since_ms,
+                                       int64_t until_ms);
+
+}  // namespace soak

@@ -1,0 +1,165 @@
+// Internals shared by the judge's translation units (judge*.cc). Not an
+// interface: nothing outside schedules/judge*.cc includes this.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "judges/judge.h"
+
+namespace soak::judge_detail {
+
+// ---- findings ------------------------------------------------------------------
+// Ordered most decisive first: the verdict is the first severity any finding has.
+enum class Severity { HardFailure, Blocked, Failure, Inconclusive, Hold };
+
+struct Finding {
+  Severity severity;
+  std::string reason;
+};
+
+struct Judgement {
+  std::vector<MetricEvidence> metrics;
+  std::vector<Finding> findings;
+
+  void add(MetricEvidence m) { metrics.push_back(std::move(m)); }
+  void find(Severity s, std::string reason) { findings.push_back({s, std::move(reason)}); }
+};
+
+// ---- the prepared input --------------------------------------------------------
+struct Context {
+  explicit Context(const JudgeInput& input);
+
+  const JudgeInput& in;
+  std::vector<const ProbeResult*> cand;  // candidate rows by (started_wall_ms, id)
+  std::vector<const ProbeResult*> base;  // baseline rows, same order
+
+  double confidence() const { return 1 - in.recipe.judge.alpha; }
+};
+
+// ---- text ----------------------------------------------------------------------
+// printf-style formatting into a std::string (the "C" numeric locale: soakd
+// never changes it).
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string pct(double fraction);          // "+12.3%"
+std::string num(double v);                 // 4 significant digits
+std::string pval(double p);                // "p=0.0031"
+std::string id_list(const std::vector<int64_t>& ids);  // "12, 15, 19 and 4 more"
+
+// Metric row with the numeric fields sanitised: NaN/inf never reach storage
+// (they would serialize as JSON null).
+MetricEvidence metric(std::string name, MetricResult result, std::string reason);
+void set_numbers(MetricEvidence& m, double estimate, double baseline, double lo, double hi, double threshold,
+                 double p_value);
+
+// ---- events --------------------------------------------------------------------
+// Events of `kind` that concern the candidate, by (wall_ms, id). Host-wide
+// events (no candidate id) count when the scope allows them.
+enum class EventScope { Candidate, CandidateOrHost };
+std::vector<const Event*> events_of(const Context& c, EventKind kind, EventScope scope);
+
+// ---- locators ------------------------------------------------------------------
+// Everything that must match for two numbers to be comparable (docs/DESIGN.md §2.8).
+// The candidate itself is not part of it: candidate and baseline pools with the
+// same locator are compared with each other. The text fields view the rows'
+// strings: a Locator lives no longer than the JudgeInput it was taken from.
+struct Locator {
+  int64_t host_id = 0;
+  ProbeKind kind = ProbeKind::Health;
+  std::string_view workload_id;
+  std::optional<int64_t> size_tokens;
+  CacheState cache_state = CacheState::None;
+  std::optional<bool> thinking;
+  int client_concurrency = 1;
+  std::optional<int> runtime_slots;
+  std::string_view fixture_hash;
+  std::string_view sampling_json;
+
+  // Spelled out rather than defaulted: std::tuple's comparison also works
+  // where a standard library lacks operator<=> for string_view.
+  auto fields() const {
+    return std::tie(host_id, kind, workload_id, size_tokens, cache_state, thinking, client_concurrency, runtime_slots,
+                    fixture_hash, sampling_json);
+  }
+  bool operator<(const Locator& o) const { return fields() < o.fields(); }
+  bool operator==(const Locator& o) const { return fields() == o.fields(); }
+};
+Locator locator_of(const ProbeResult& r);
+std::string locator_label(const Locator& l);  // "<workload>{cache=...,...}"
+
+using Pools = std::map<Locator, std::vector<const ProbeResult*>>;
+Pools pool_rows(const std::vector<const ProbeResult*>& rows);
+
+// ---- per-row figures -----------------------------------------------------------
+bool counts_against(const ProbeResult& r);  // runtime failure (not clean, not harness)
+bool is_harness(const ProbeResult& r);
+bool is_clean(const ProbeResult& r);
+// A row that reports on a group of others (a burst's summary): its members are
+// the attempts, so it never counts as one itself.
+bool is_group_summary(const ProbeResult& r);
+// A completion the candidate was asked for: what failure ratios count. Health
+// checks, scrapes and build reads are not (they would thin every ratio 2-3x).
+bool is_completion(const ProbeResult& r);
+
+enum class Better { Lower, Higher };
+
+// One performance figure as read from rows. `extract` returns nullopt when the
+// row has no value for it; rows that are not clean never contribute.
+enum class Figure { Ttft, PromptTps, DecodeTps, Wall };
+struct PerfMetric {
+  Figure figure;
+  std::string_view name;
+  Better better;
+  bool fresh_only;       // prompt throughput means nothing on a cache hit
+  bool rate;             // a rate: timing-artifact rows are excluded
+};
+inline constexpr PerfMetric kTtft{Figure::Ttft, "ttft_ms", Better::Lower, false, false};
+inline constexpr PerfMetric kPromptTps{Figure::PromptTps, "prompt_tps", Better::Higher, true, true};
+inline constexpr PerfMetric kDecodeTps{Figure::DecodeTps, "decode_tps", Better::Higher, false, true};
+inline constexpr PerfMetric kWall{Figure::Wall, "wall_ms", Better::Lower, false, false};
+inline constexpr const PerfMetric* kPerfMetrics[] = {&kTtft, &kPromptTps, &kDecodeTps, &kWall};
+
+// Values of `m` over the given row sets. A figure with a server and a client
+// source (prompt and decode throughput) uses the server's only when every
+// eligible row in every set has it, so the two sides are never measured
+// differently. `source` says which was used.
+struct Extracted {
+  std::vector<std::vector<double>> values;  // one per input set
+  std::string_view source;                   // "client" | "server"
+};
+Extracted extract(const PerfMetric& m, const std::vector<const std::vector<const ProbeResult*>*>& sets);
+
+bool perf_judged(ProbeKind k);  // health, scrape, build and cancel carry no performance figure
+
+// ---- soak footprint trend (judge_trends.cc; judge_views.cc draws the same) -----
+struct TrendPoint {
+  int64_t t;  // wall ms
+  double v;   // MB
+};
+// The candidate's processes summed per sample time, in MB; `source` says
+// whether footprint or (where no sample has one) resident bytes were used.
+std::vector<TrendPoint> footprint_series(const JudgeInput& in, std::string_view& source);
+// Block medians of a time-sorted series: x in hours since its first sample.
+void block_medians(const std::vector<TrendPoint>& s, std::vector<double>& x, std::vector<double>& y);
+
+// ---- the judges' parts (one translation unit each) ------------------------------
+void judge_hard(const Context& c, Judgement& j);       // judge_hard.cc
+void judge_runtime(const Context& c, Judgement& j);    // judge_runtime.cc (called by judge_hard)
+void judge_compare(const Context& c, Judgement& j);    // judge_compare.cc
+void judge_trends(const Context& c, Judgement& j);     // judge_trends.cc
+void judge_long_context(const Context& c, Judgement& j);  // judge_context.cc
+void judge_capacity(const Context& c, Judgement& j);      // judge_context.cc
+// An agent-session turn (probes/session.h): its tool calls are judged per
+// context band (judge_session.cc), not in the hard ratio classes.
+bool is_session_row(const ProbeResult& r);
+void judge_session_hard(const Context& c, Judgement& j);  // judge_session.cc: tool-call bands, thinking 5xx
+void judge_session(const Context& c, Judgement& j);       // judge_session.cc: recovery, sessions summary
+void judge_prefix_reuse(const Context& c, Judgement& j);  // judge_session.cc: the canary's cold/warm/prefix rule
+void judge_pooling_rps(const Context& c, Judgement& j);   // judge_session.cc: pooling bursts' requests/s
+
+}  // namespace soak::judge_detail

@@ -1,0 +1,166 @@
+// Verdict judges: stored rows in, one VerdictRow out (docs/DESIGN.md §3.2, §3.8).
+//
+// judge_stage() is a pure function of its JudgeInput: no clock, no store, no
+// randomness. The daemon builds the input from the store when a stage ends and
+// `soakctl explain` builds the same input from the same rows, so both get a
+// byte-identical verdict (metric order and numbers included) whatever order
+// the rows arrive in. Rows must carry their store ids (unique per table): ties
+// in time are broken by id.
+//
+// What the judge decides, most decisive first:
+//   1. hard failures reject at once (hung stream, missing terminal event,
+//      identity mismatch, repeated 5xx, crash/restart, stale slot, memory guard
+//      trip, invalid JSON / tool call / empty tool arguments beyond tolerance;
+//      for a managed runtime its exit, and a footprint above the memory budget);
+//   2. blocked: no clean response and nothing but connect/loading failures;
+//   3. stage rules reject (smoke not all clean, canary regression vs baseline,
+//      the canary's pooled failure ratio (Wilson lower bound over
+//      JudgeRules::max_failure_ratio), a long-context size or capacity prompt
+//      not served clean, a serialized burst on a multi-slot runtime, swap
+//      growth or swapouts since the stage start (canary, gate), gate/soak
+//      failure ratio at or over GateRules::max_failure_ratio, too few
+//      completed gate requests, soak leak, swap growth or drift);
+//   4. inconclusive: stage stopped or timed out, coverage below
+//      GateRules::min_coverage (every stage), no baseline data (canary), not
+//      enough samples to compare anything, a configured long-context size never
+//      served (canary), another engine resident (SOLO, unless
+//      allow_coexisting), no footprint samples (soak);
+//   5. hold: a marginal regression (between the effect floor and floor + hold
+//      band, or a significant tail-only regression, or a slope above its bound
+//      whose interval still reaches below it), a context reach short of the
+//      configured sizes because the runtime's own context is smaller;
+//   6. otherwise promoted (for smoke/canary/gate: the stage passed).
+// Harness outcomes (cancelled_by_daemon, harness_error) never count against
+// the candidate; they are reported in their own metric row, as are timing
+// artifacts. Failure ratios count completions only: health, scrape and build
+// rows and group summaries are not attempts. Only the canary compares against
+// the baseline.
+//
+// Metric rows (MetricEvidence), in this order: hard/<class>, stage rules,
+// per-locator comparisons, soak trends, harness/timing-artifact counts.
+// Per-locator names are "<metric>/<workload>{<locator>}" (the locator lists
+// kind, cache state, size, thinking, concurrency, slots, host and short hashes
+// of fixture and sampling). Field meanings:
+//   central (ttft_ms, prompt_tps, decode_tps, wall_ms): estimate/baseline are
+//     medians, lo/hi the Hodges–Lehmann shift interval as a signed fraction of
+//     the baseline median, threshold the effect floor, p_value Mann–Whitney;
+//   tails (<metric>.p95, .p99; .p5, .p1 for rates where low is bad):
+//     estimate/baseline are the quantiles, lo/hi the Wilson interval of the
+//     fraction of candidate samples beyond the baseline's quantile, threshold
+//     the tail tolerance, p_value Fisher on those exceedance counts;
+//   error_rate: estimate/baseline are failure fractions, lo/hi the Wilson
+//     interval of the candidate's, threshold alpha, p_value Fisher (one-sided);
+//   trends: see judge_trends.cc.
+// Results are "pass" | "fail" | "marginal" | "insufficient".
+//
+// Thread-agnostic; safe to call from any thread on its own input.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/config.h"
+#include "core/types.h"
+#include "core/tasks.h"
+
+namespace soak {
+
+// Bumped whenever a rule or a number format changes, so stored verdicts say
+// which rules produced them.
+inline constexpr std::string_view kJudgeVersion = "judge-3";  // judge-3: identity_unproven holds
+
+// Where the baseline rows came from: interleaved A/B slots in the same period,
+// stored history of the baseline candidate, or no baseline at all.
+enum class BaselineMode { None, Interleaved, History };
+std::string_view to_string(BaselineMode m);
+
+// How the stage ended, as the scheduler saw it. Only Completed can pass.
+enum class StageEnd { Completed, Stopped, TimedOut };
+
+// The runtime could not be reached yet (refused, timed out connecting, or
+// still loading the model): not an answer, so not a failure of the candidate.
+// Smoke retries on it; a stage that saw nothing else is blocked.
+bool is_unreachable(Outcome o);
+
+// Everything a judgment takes besides rows: which stage of which candidate and
+// how it ended, the rules in force, coverage and the baseline. The daemon
+// stores it with the verdict, beside the bounds of the rows it selected
+// (campaigns/recipe_store.h), so that `soakctl explain` can recompute the verdict.
+// Whether soakd launched the candidate's runtime (docs/DESIGN.md §4.8): then
+// its process ending during the stage (a process_gone event) is a hard failure.
+enum class Supervision { Unmanaged, Managed };
+
+struct JudgeRecipe {
+  StageKind stage = StageKind::Smoke;
+  StageEnd end = StageEnd::Completed;
+  int64_t candidate_id = 0;
+  int64_t host_id = 0;                 // the candidate's host (host samples, host-wide events)
+  std::optional<int64_t> stage_id;
+  int64_t now_ms = 0;                  // wall time written into the verdict
+  std::string config_hash;             // Config::candidate_hash of the effective settings
+
+  JudgeRules judge;
+  GateRules gate;
+  SoakRules soak;
+  GuardRules guard;
+
+  int64_t slots_planned = 0;           // coverage = slots_run / slots_planned
+  int64_t slots_run = 0;
+
+  BaselineMode baseline_mode = BaselineMode::None;
+  std::optional<int64_t> baseline_id;  // baseline candidate row
+  std::string missing_baseline;        // configured baseline that has no build/row (canary is inconclusive)
+
+  Supervision supervision = Supervision::Unmanaged;
+  std::optional<int64_t> memory_budget_bytes;  // a process sample's footprint above it is a hard failure
+  // Canary: every configured long-context size must be served clean, fresh
+  // and repeat (empty in recipes stored before the rule: nothing required).
+  std::vector<int64_t> long_context_sizes;
+
+  // The candidate may run beside other inference engines (candidate key
+  // allow_coexisting); otherwise a duplicate_engine event makes the stage
+  // inconclusive (SOLO).
+  bool allow_coexisting = false;
+
+  // What the candidate serves: a pooling candidate's smoke requires its own
+  // probes and its gate counts pooling requests (chat in recipes stored before).
+  WorkloadKind workload = WorkloadKind::Chat;
+  // Agent-session rules (gate, soak): tool-call bands, recovery (defaults in
+  // recipes stored before them).
+  AgentSettings agent;
+};
+
+struct JudgeInput {
+  JudgeRecipe recipe;
+
+  std::vector<ProbeResult> candidate_rows;  // the candidate's rows in this stage
+  std::vector<ProbeResult> baseline_rows;   // the baseline's rows (same period or history)
+  std::vector<ProcessSample> process_samples;
+  std::vector<HostSample> host_samples;
+  std::vector<Event> events;
+
+  // What smoke must have seen clean at least once: what a smoke pass runs
+  // (build_judge_input sets it for the recipe's workload).
+  std::vector<ProbeKind> smoke_required = probe_kinds_for(TaskKind::Smoke);
+};
+
+// The context reach shown by the rows (long-context rows of the candidate):
+// the largest of `sizes` with a clean fresh row, and the runtime's own context
+// as the probes learnt it (the latest row that says). candidate/stage/time are
+// left for the caller.
+ContextReach context_reach(const std::vector<ProbeResult>& rows, const std::vector<int64_t>& sizes);
+// "32K" for 32768, "131K" for 131072, "512" below a thousand: how the field
+// reports name sizes.
+std::string size_label(int64_t tokens);
+
+// The stage's verdict. Never returns VerdictState::Running.
+VerdictRow judge_stage(const JudgeInput& in);
+
+// For checks while a stage runs: the rejecting verdict if a hard failure is
+// already in the rows, nullopt otherwise (nothing else is decided early).
+std::optional<VerdictRow> judge_hard_failures(const JudgeInput& in);
+
+}  // namespace soak

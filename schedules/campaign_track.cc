@@ -1,0 +1,366 @@
+#include "schedules/campaign_track.h"
+
+#include <algorithm>
+#include <set>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/fmt/fmt.h>
+
+#include "core/duration.h"
+
+namespace soak {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+StageState stage_state_for(VerdictState v) {
+  switch (v) {
+    case VerdictState::Promoted: return StageState::Passed;
+    case VerdictState::Rejected: return StageState::Failed;
+    case VerdictState::Hold: return StageState::Hold;
+    case VerdictState::Blocked: return StageState::Blocked;
+    case VerdictState::Inconclusive:
+    case VerdictState::Running: return StageState::Inconclusive;
+  }
+  return StageState::Inconclusive;
+}
+
+Event track_event(const Track& t, EventKind kind, const json& detail, int64_t now, int64_t duration_ms) {
+  Event e;
+  e.wall_ms = now;
+  e.host_id = t.row->host_id;
+  e.candidate_id = t.row->id;
+  e.kind = kind;
+  e.detail_json = detail.dump();
+  e.duration_ms = duration_ms;
+  return e;
+}
+
+// The tasks due at `now`, marked started.
+void due_now(Track& t, const StepInputs& in, int64_t now, Transition& tr) {
+  if (in.frozen || !t.stage) return;
+  DueSet due = next_due(t.plan, t.tasks, t.stage->started_ms, now, in.heavy);
+  for (const Due& d : due.due) {
+    mark_started(t.tasks, d);
+    tr.dispatch.push_back(d);
+  }
+}
+
+// Out of time: what is still running is cut first (recorded as cancelled by the
+// daemon); the stage is judged on what it saw once nothing is in flight.
+void at_end(const StepInputs& in, StageEnd end, Transition& tr) {
+  if (in.busy) tr.cancel = true;
+  else tr.judge = end;
+}
+
+}  // namespace
+
+void set_config(Track& t, const ConfigSnapshot& cfg, const CandidateConfig& c) {
+  t.name = c.name;
+  t.cfg = candidate_snapshot(cfg, c);
+  t.config_hash = cfg->candidate_hash(c);
+}
+
+std::optional<StageKind> next_stage(StageKind k) {
+  switch (k) {
+    case StageKind::Smoke: return StageKind::Canary;
+    case StageKind::Canary: return StageKind::Gate;
+    case StageKind::Gate: return StageKind::Soak;
+    case StageKind::Soak: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+bool interleaves(TaskKind k) {
+  return k == TaskKind::Scrape || k == TaskKind::Functional || k == TaskKind::LongContext || k == TaskKind::Burst ||
+         k == TaskKind::Capacity;
+}
+
+VerdictRow verdict_for(const Track& t, VerdictState state, std::string reason, int64_t now, const std::string& who,
+                       const std::string& why) {
+  VerdictRow v;
+  v.candidate_id = t.row->id;
+  v.stage_id = t.stage ? std::optional<int64_t>(t.stage->id) : std::nullopt;
+  v.wall_ms = now;
+  v.state = state;
+  v.stage = t.stage ? std::string(to_string(t.stage->kind)) : "";
+  v.reason = std::move(reason);
+  v.judge_version = std::string(kJudgeVersion);
+  v.config_hash = t.config_hash;
+  v.baseline_id = t.baseline_id;
+  v.is_override = !who.empty();
+  v.who = who;
+  v.why = why;
+  return v;
+}
+
+// ============================================================== stage start
+StageRow open_stage(const Track& t, StageKind kind, int64_t now) {
+  const CampaignSettings& s = t.cfg->settings;
+  StageRow st;
+  st.candidate_id = t.row->id;
+  st.kind = kind;
+  st.state = StageState::Running;
+  st.started_ms = now;
+  st.length_ms = s.stages.length_ms(kind);
+  st.deadline_ms = stage_deadline(now, st.length_ms, s.stages.grace_fraction);
+  return st;
+}
+
+Transition enter_stage(Track& t, const StageRow& stored, int64_t now) {
+  t.stage = stored;
+  t.plan = plan_for(stored.kind, t.cfg->settings, t.cfg->kind);
+  t.tasks.assign(t.plan.tasks.size(), TaskState{});
+  t.phase = Phase::Staged;
+  t.smoke_retry_at_ms.reset();
+  t.extension_noted = false;
+  Transition tr;
+  tr.verdicts.push_back(verdict_for(t, VerdictState::Running, std::string(to_string(stored.kind)) + " running", now));
+  tr.notes.push_back(fmt::format("{} ({}): {} started, {} (deadline +{})", t.name, t.row->build, to_string(stored.kind),
+                                 format_duration(stored.length_ms), format_duration(stored.deadline_ms - now)));
+  return tr;
+}
+
+// ============================================================== running stage
+Transition step_stage(Track& t, const StepInputs& in, int64_t now) {
+  Transition tr;
+  if (t.phase != Phase::Staged || !t.stage) return tr;
+  const StageRow& st = *t.stage;
+
+  if (st.kind == StageKind::Smoke) {
+    const bool ran = !t.tasks.empty() && t.tasks[0].runs > 0;
+    if (ran && !in.busy && !t.smoke_retry_at_ms) {
+      tr.judge = StageEnd::Completed;
+    } else if (now >= st.started_ms + st.length_ms) {
+      at_end(in, StageEnd::TimedOut, tr);
+    } else if (!t.smoke_retry_at_ms || now >= *t.smoke_retry_at_ms) {
+      t.smoke_retry_at_ms.reset();
+      due_now(t, in, now, tr);
+    }
+    return tr;
+  }
+
+  const double cov = coverage(t.plan, t.tasks, st.length_ms);
+  const double min_cov = t.cfg->settings.gate.min_coverage;
+  switch (stage_clock(st, cov, min_cov, now)) {
+    case StageClock::Running:
+      due_now(t, in, now, tr);
+      break;
+    case StageClock::Extended:
+      if (!t.extension_noted) {
+        t.extension_noted = true;
+        json d;
+        d["reason"] = "coverage below threshold at the nominal end";
+        d["coverage"] = cov;
+        d["min_coverage"] = min_cov;
+        d["stage"] = to_string(st.kind);
+        d["stage_id"] = st.id;
+        tr.events.push_back(track_event(t, EventKind::StageExtended, d, now, st.deadline_ms - now));
+        tr.notes.push_back(fmt::format("{}: {} coverage {:.0f}% < {:.0f}%: extended up to its deadline", t.name,
+                                       to_string(st.kind), cov * 100, min_cov * 100));
+      }
+      due_now(t, in, now, tr);
+      break;
+    case StageClock::Complete:
+      if (!in.busy) tr.judge = StageEnd::Completed;
+      break;
+    case StageClock::DeadlineHit:
+      at_end(in, StageEnd::TimedOut, tr);
+      break;
+  }
+  return tr;
+}
+
+Transition task_finished(Track& t, size_t task, const TaskReport& report, int64_t now) {
+  Transition tr;
+  mark_finished(t.tasks, task, now);
+  const TaskKind kind = t.plan.tasks[task].kind;
+  bool candidate_failure = false, only_unreachable = !report.outcomes.empty();
+  for (Outcome o : report.outcomes) {
+    if (category_of(o) == OutcomeCategory::CandidateFailure) candidate_failure = true;
+    if (!is_unreachable(o)) only_unreachable = false;
+  }
+  if (kind == TaskKind::Smoke && only_unreachable) {
+    // Not up yet (refused, or still loading): try again within the smoke length.
+    t.tasks[task].runs = 0;
+    t.smoke_retry_at_ms = now + kSmokeRetryMs;
+    tr.notes.push_back(fmt::format("{}: not reachable yet ({}); smoke retries in {}", t.name, report.detail,
+                                   format_duration(kSmokeRetryMs)));
+    return tr;
+  }
+  tr.check_hard_failures = candidate_failure;
+  return tr;
+}
+
+// ============================================================== stage end
+Transition stage_judged(Track& t, VerdictRow v, const ScheduleSettings& schedule, int utc_offset_minutes,
+                        int64_t now) {
+  Transition tr;
+  StageRow st = *t.stage;
+  st.state = stage_state_for(v.state);
+  st.ended_ms = now;
+  st.reason = v.reason;
+  tr.close_stage = st;
+  t.stage = st;
+  const auto nxt = next_stage(st.kind);
+  const bool passed = v.state == VerdictState::Promoted;
+  if (passed && nxt) {
+    // The stage passed but the campaign goes on: the verdict row keeps the
+    // judge's evidence and reason; its state stays "running" until the soak.
+    v.state = VerdictState::Running;
+  }
+  tr.notes.push_back(fmt::format("{} ({}): {}", t.name, t.row->build, v.reason));
+  const VerdictState state = v.state;
+  tr.verdicts.push_back(std::move(v));
+  if (!passed || !nxt) {
+    t.phase = Phase::Done;
+    t.final_state = state;
+    return tr;
+  }
+  if (*nxt == StageKind::Canary) {
+    t.phase = Phase::WaitingCanary;
+    t.canary_not_before_ms =
+        t.from_build_change ? next_window_start(now, schedule.nightly_window, utc_offset_minutes) : now;
+    if (t.canary_not_before_ms > now)
+      tr.notes.push_back(fmt::format("{}: canary waits for the nightly window ({} from now)", t.name,
+                                     format_duration(t.canary_not_before_ms - now)));
+    return tr;
+  }
+  tr.start = *nxt;
+  return tr;
+}
+
+Transition end_campaign(Track& t, VerdictState state, const std::string& reason, int64_t now, const std::string& who,
+                        const std::string& why) {
+  Transition tr;
+  if (t.stage && t.stage->state == StageState::Running) {
+    StageRow st = *t.stage;
+    st.state = state == VerdictState::Promoted ? StageState::Passed : StageState::Aborted;
+    st.ended_ms = now;
+    st.reason = reason;
+    tr.close_stage = st;
+    t.stage = st;
+  }
+  tr.verdicts.push_back(verdict_for(t, state, reason, now, who, why));
+  tr.notes.push_back(fmt::format("{} ({}): {}: {}", t.name, t.row->build, to_string(state), reason));
+  t.phase = Phase::Done;
+  t.final_state = state;
+  return tr;
+}
+
+StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<BaselineChoice>& baseline, int64_t now) {
+  const CampaignSettings& s = t.cfg->settings;
+  StoredRecipe stored;
+  JudgeRecipe& r = stored.recipe;
+  RowSelection& rows = stored.rows;
+  r.stage = t.stage->kind;
+  r.end = end;
+  r.candidate_id = t.row->id;
+  r.host_id = t.row->host_id;
+  r.stage_id = t.stage->id;
+  r.now_ms = now;
+  r.config_hash = t.config_hash;
+  r.judge = s.judge;
+  r.gate = s.gate;
+  r.soak = s.soak;
+  r.guard = s.guard;
+  r.supervision = t.cfg->launch ? Supervision::Managed : Supervision::Unmanaged;
+  r.memory_budget_bytes = t.cfg->memory_budget_bytes;
+  // A pooling server serves no long-context prompt: nothing to require.
+  if (t.stage->kind == StageKind::Canary && t.cfg->kind == WorkloadKind::Chat) r.long_context_sizes = s.long_context_sizes;
+  r.allow_coexisting = t.cfg->allow_coexisting;
+  r.workload = t.cfg->kind;
+  r.agent = s.agent;
+  if (t.plan.heartbeat) {
+    r.slots_planned = nominal_slots(t.plan.tasks[*t.plan.heartbeat], t.stage->length_ms);
+    r.slots_run = std::min(t.tasks[*t.plan.heartbeat].runs, r.slots_planned);
+  } else {
+    r.slots_planned = 1;
+    r.slots_run = 1;
+  }
+  rows.since_ms = t.stage->started_ms;
+  rows.until_ms = now;
+  if (t.stage->kind == StageKind::Canary) {
+    if (baseline) {
+      r.baseline_mode = baseline->mode;
+      rows.baseline_since_ms = baseline->since_ms;
+      rows.baseline_until_ms = baseline->until_ms;
+    }
+    r.baseline_id = t.baseline_id;
+    if (!t.baseline_id && t.cfg->baseline) r.missing_baseline = *t.cfg->baseline;
+  }
+  return stored;
+}
+
+// ============================================================== restart
+Transition resume_stage(Track& t, const StageRow& running, const std::vector<ProbeResult>& stage_rows, int64_t now) {
+  t.stage = running;
+  t.plan = plan_for(running.kind, t.cfg->settings, t.cfg->kind);
+  t.tasks.assign(t.plan.tasks.size(), TaskState{});
+  for (size_t i = 0; i < t.plan.tasks.size(); ++i) {
+    const TaskSpec& spec = t.plan.tasks[i];
+    const std::string name(to_string(spec.kind));
+    std::set<int64_t> slots;
+    int64_t last_start = -1;
+    for (const auto& r : stage_rows) {
+      if (r.task != name) continue;
+      const int64_t elapsed = r.started_wall_ms - running.started_ms;
+      slots.insert(spec.every_ms > 0 ? elapsed / spec.every_ms : r.group_id.value_or(r.id));
+      last_start = std::max(last_start, r.started_wall_ms);
+    }
+    TaskState& st = t.tasks[i];
+    st.runs = static_cast<int64_t>(slots.size());
+    if (!slots.empty()) {
+      if (spec.repeat == Repeat::Periodic) st.last_slot = *slots.rbegin();
+      st.last_end_ms = last_start;
+    }
+  }
+  t.phase = Phase::Staged;
+
+  // The daemon was away: say so, with how long since the stage last ran anything.
+  int64_t last = running.started_ms;
+  if (!stage_rows.empty()) last = std::max(last, stage_rows.back().started_wall_ms);
+  Transition tr;
+  json d;
+  d["reason"] = "daemon restart";
+  d["stage"] = to_string(running.kind);
+  d["stage_id"] = running.id;
+  tr.events.push_back(track_event(t, EventKind::Gap, d, now, now - last));
+  tr.notes.push_back(fmt::format("{}: resuming {} stage started {} ms ago (deadline unchanged)", t.name,
+                                 to_string(running.kind), now - running.started_ms));
+  return tr;
+}
+
+Transition resume_after(Track& t, StageKind passed, int64_t now) {
+  Transition tr;
+  const auto nxt = next_stage(passed);
+  if (nxt && *nxt == StageKind::Canary) {
+    t.phase = Phase::WaitingCanary;
+    t.canary_not_before_ms = now;
+  } else if (nxt) {
+    tr.start = *nxt;
+  }
+  return tr;
+}
+
+Transition restart_stage(Track& t, const std::string& reason, int64_t now) {
+  Transition tr;
+  if (t.phase != Phase::Staged || !t.stage) return tr;
+  StageRow st = *t.stage;
+  st.state = StageState::Aborted;
+  st.ended_ms = now;
+  st.reason = reason;
+  tr.close_stage = st;
+  t.stage = st;
+  json d;
+  d["reason"] = reason;
+  d["stage"] = to_string(st.kind);
+  d["stage_id"] = st.id;
+  tr.events.push_back(track_event(t, EventKind::Gap, d, now, now - st.started_ms));
+  tr.notes.push_back(fmt::format("{}: {} starts over: {}", t.name, to_string(st.kind), reason));
+  tr.start = st.kind;
+  return tr;
+}
+
+}  // namespace soak

@@ -1,0 +1,144 @@
+// One candidate's campaign as pure stage transitions (docs/DESIGN.md §3).
+//
+// A Track is what Campaigns remembers about one configured candidate: its
+// stored candidate row, the stage it is in, that stage's plan and task states,
+// and where the campaign stands (reading the build, staged, waiting for the
+// canary window, done). The functions below take a track and `now` and return
+// a Transition: the stage rows, verdict rows and events to write, the tasks to
+// dispatch, and whether to judge, cut or start a stage. They change the track
+// and nothing else: no store, no runner, no clock. Campaigns
+// (campaigns/campaigns.h) does the I/O, applying a Transition in the order its
+// fields are listed.
+//
+// A stage starts in two steps because the store gives the stage its id:
+// open_stage() makes the row, the caller stores it, and enter_stage() makes the
+// stored row the running stage.
+//
+// Thread-agnostic, no I/O; `now` is always a value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/types.h"
+#include "judges/judge.h"
+#include "judges/recipe.h"
+#include "schedules/managed_track.h"
+#include "schedules/plan.h"
+
+namespace soak {
+
+inline constexpr int64_t kSmokeRetryMs = 15'000;  // unreachable smoke: try again after this
+
+enum class Phase { ReadingBuild, Staged, WaitingCanary, Done };
+
+struct Track {
+  std::string name;
+  CandidateSnapshot cfg;    // this candidate in the running config snapshot
+  std::string config_hash;  // Config::candidate_hash of cfg (verdicts and recipes carry it)
+  Phase phase = Phase::ReadingBuild;
+  std::optional<CandidateRow> row;  // the candidate x build being judged
+  bool from_build_change = false;   // replaced a judged build: its canary waits for the nightly window
+  std::optional<int64_t> baseline_id;
+  std::optional<StageRow> stage;    // the running stage, or the last one
+  StagePlan plan;
+  std::vector<TaskState> tasks;     // one per plan.tasks
+  int64_t canary_not_before_ms = 0;
+  std::optional<int64_t> smoke_retry_at_ms;
+  bool extension_noted = false;
+  std::optional<VerdictState> final_state;  // once Done
+  std::optional<int64_t> shadow_live_ok;    // last shadow scrape of the baseline was clean (1) or not (0)
+
+  // Build reads, driven by Campaigns.
+  bool build_read_in_flight = false;
+  int64_t next_build_check_ms = 0;
+  std::optional<int64_t> first_build_attempt_ms;
+  std::string last_build_error;
+
+  // A managed candidate's runtime (schedules/managed_track.h); untouched for the others.
+  ManagedState managed;
+};
+
+// Points a track at `c`, one candidate of `cfg` (new settings apply from now;
+// a running stage keeps its start and deadline).
+void set_config(Track& t, const ConfigSnapshot& cfg, const CandidateConfig& c);
+
+// What to do, in this order.
+struct Transition {
+  std::optional<StageRow> close_stage;  // update: the stage that just ended
+  std::vector<VerdictRow> verdicts;     // insert
+  std::vector<Event> events;            // insert
+  std::vector<std::string> notes;       // for the log
+  bool cancel = false;                  // cut the track's runs in flight (recorded as cancelled_by_daemon)
+  std::vector<Due> dispatch;            // run these tasks of the running stage (already marked started)
+  bool check_hard_failures = false;     // a candidate failure came in: look for a hard failure in the rows
+  std::optional<StageEnd> judge;        // judge the running stage on its stored rows, then stage_judged()
+  std::optional<StageKind> start;       // start this stage next (open_stage(), store it, enter_stage())
+};
+
+std::optional<StageKind> next_stage(StageKind k);
+// Tasks whose runs are repeated against a live, promoted baseline in the same
+// slot (interleaved A/B), so the canary compares like with like.
+bool interleaves(TaskKind k);
+
+// The verdict row of the track's current stage (none yet: no stage), with its
+// bookkeeping filled; `who` non-empty makes it an override.
+VerdictRow verdict_for(const Track& t, VerdictState state, std::string reason, int64_t now,
+                       const std::string& who = "", const std::string& why = "");
+
+// Stage start: the row to store (no id yet), then the stored row entered.
+StageRow open_stage(const Track& t, StageKind kind, int64_t now);
+Transition enter_stage(Track& t, const StageRow& stored, int64_t now);
+
+// What the running stage needs at `now`.
+struct StepInputs {
+  bool busy = false;                  // the track has runs in flight
+  HeavyGate heavy = HeavyGate::Free;  // a heavy task runs on this host
+  bool frozen = false;                // shutting down: dispatch nothing
+};
+// Smoke ends when its one pass ends (or it stays unreachable for its length);
+// other stages run their plan until their clock says complete (judge), or
+// extend past their nominal end to make up coverage (noted once, with an
+// event) until their deadline (judge as timed out). Runs still in flight at
+// the end are cut first; the judging waits for their completions.
+Transition step_stage(Track& t, const StepInputs& in, int64_t now);
+
+// One of the track's own runs finished (a shadow baseline run is not).
+// An unreachable smoke is retried after kSmokeRetryMs; a candidate failure
+// asks for a hard-failure check.
+Transition task_finished(Track& t, size_t task, const TaskReport& report, int64_t now);
+
+// The judge's verdict on the running stage: close the stage, write the verdict
+// (state "running" while the campaign goes on), then the next stage — the
+// canary waits for the nightly window after a build change — or the end.
+Transition stage_judged(Track& t, VerdictRow v, const ScheduleSettings& schedule, int utc_offset_minutes,
+                        int64_t now);
+
+// An end the judge did not decide (abort, override, build replaced, removed
+// from the config, unreachable): a running stage is closed (passed when
+// promoted, else aborted) and the verdict written.
+Transition end_campaign(Track& t, VerdictState state, const std::string& reason, int64_t now,
+                        const std::string& who = "", const std::string& why = "");
+
+// The judge's recipe for the running stage, its rows bounded by the stage start
+// and `now`; a canary's baseline rows per `baseline` (none: no choice could be
+// made). rows.max_ids is left to the caller (the store's, at judgment time).
+StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<BaselineChoice>& baseline, int64_t now);
+
+// After a restart: the running stage as stored, its task states rebuilt from
+// the rows it already has (the last slot each task served), and a gap event
+// for the time the daemon was away.
+Transition resume_stage(Track& t, const StageRow& running, const std::vector<ProbeResult>& stage_rows, int64_t now);
+// After a restart between a passed stage and the next one.
+Transition resume_after(Track& t, StageKind passed, int64_t now);
+
+// A resumed stage whose managed runtime had to be started again (soakd stopped
+// it, or crashed and stopped the orphan): one stage measures one process, so
+// the stage is closed (aborted, with `reason` and a gap event) and the same
+// stage starts over on the new process (docs/DESIGN.md §4.8).
+Transition restart_stage(Track& t, const std::string& reason, int64_t now);
+
+}  // namespace soak

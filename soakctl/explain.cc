@@ -1,0 +1,174 @@
+// `soakctl explain`: recompute the latest judged verdict of a candidate from the
+// stored rows (the recipe stored with it, campaigns/recipe_store.h) with today's
+// rules and show every metric. A verdict judged by an older judge version is
+// expected to differ: explain says the rules changed since and shows both. Only
+// the same rules giving another result is a mismatch (exit 5).
+#include "soakctl/common.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "campaigns/recipe_store.h"
+#include "probes/served_state.h"
+
+namespace soak::soakctl {
+
+namespace {
+
+std::string fmt_num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+json metric_json(const MetricEvidence& m) {
+  json j;
+  j["metric"] = m.metric;
+  j["result"] = to_string(m.result);
+  j["n"] = m.n;
+  j["n_baseline"] = m.n_baseline;
+  j["estimate"] = m.estimate;
+  j["baseline"] = m.baseline;
+  j["interval"] = {m.lo, m.hi};
+  j["threshold"] = m.threshold;
+  j["p_value"] = m.p_value;
+  j["reason"] = m.reason;
+  return j;
+}
+
+// Which candidate row an explanation is about; both JSON answers start with it.
+json candidate_json(const std::string& name, const CandidateRow& row) {
+  json j;
+  j["candidate"] = name;
+  j["model"] = row.model;
+  j["runtime"] = to_string(row.runtime);
+  j["build"] = row.build;
+  if (!row.fingerprint.empty()) j["launch"] = json::parse(row.fingerprint, nullptr, false);
+  return j;
+}
+
+int cmd_explain(const Ctl& c, const Args& a, Store& st) {
+  const std::string& name = a.positionals()[1];
+  auto row = find_candidate(st, name, a.get("build"));
+  if (!row) {
+    c.err << "soakctl: no candidate named \"" << name << "\"" << (a.get("build") ? " at build " + *a.get("build") : "")
+          << " in the store (soakctl status lists the candidates)\n";
+    return kCtlExitStore;
+  }
+  auto all = st.verdicts(row->id);
+  if (!all) {
+    c.err << "soakctl: " << all.message() << "\n";
+    return kCtlExitStore;
+  }
+  const VerdictRow* judged = nullptr;
+  for (const auto& v : *all)
+    if (recipe_from_json(v.judge_input_json).ok()) judged = &v;
+  const VerdictRow* latest = all->empty() ? nullptr : &all->back();
+  auto launches = launches_of(st, row->id);
+  if (!launches) {
+    c.err << "soakctl: " << launches.message() << "\n";
+    return kCtlExitStore;
+  }
+  if (!judged && a.flag("json")) {  // the judged answer's shape, with nothing to recompute
+    json j = candidate_json(name, *row);
+    j["verdict"] = nullptr;
+    j["metrics"] = json::array();
+    j["recomputed"] = nullptr;
+    if (latest) j["latest"] = verdict_json(*latest);
+    if (!launches->empty()) j["launches"] = launches_json(*launches);
+    c.out << j.dump(2) << "\n";
+    return kCtlExitOk;
+  }
+  if (!judged) {
+    c.out << name << " (" << row->model << " on " << to_string(row->runtime) << " at " << row->build << "): ";
+    if (latest)
+      c.out << to_string(latest->state) << (latest->reason.empty() ? "" : " — " + latest->reason)
+            << (latest->is_override ? " (override by " + latest->who + ": " + latest->why + ")" : "")
+            << "\nno judged stage yet: nothing to recompute\n";
+    else
+      c.out << "no verdict yet\n";
+    print_launches(c.out, *launches, "");
+    return kCtlExitOk;
+  }
+  auto recipe = recipe_from_json(judged->judge_input_json);
+  auto again = judge_from_store(st, *recipe);
+  if (!again) {
+    c.err << "soakctl: cannot recompute: " << again.message() << "\n";
+    return kCtlExitStore;
+  }
+  const bool identical = same_verdict(*judged, *again);
+  const bool rules_changed = judged->judge_version != again->judge_version;
+  const int rc = identical || rules_changed ? kCtlExitOk : kCtlExitMismatch;
+  const auto reach = latest_reach(st, row->id);
+  if (a.flag("json")) {
+    json j = candidate_json(name, *row);
+    j["verdict"] = verdict_json(*judged);
+    json ms = json::array();
+    for (const auto& m : again->metrics) ms.push_back(metric_json(m));
+    j["metrics"] = ms;
+    j["recomputed"] = {{"identical", identical},
+                       {"state", to_string(again->state)},
+                       {"reason", again->reason},
+                       {"judge_version", again->judge_version},
+                       {"rules_changed", rules_changed}};
+    if (latest && latest != judged) j["latest"] = verdict_json(*latest);
+    if (!launches->empty()) j["launches"] = launches_json(*launches);  // a managed candidate's runtime
+    if (reach) j["context_reach"] = reach_json(*reach);
+    c.out << j.dump(2) << "\n";
+    return rc;
+  }
+  c.out << name << " (" << row->model << " on " << to_string(row->runtime) << " at " << row->build << ")\n";
+  if (auto fp = probes::parse_fingerprint_json(row->fingerprint); fp && !row->fingerprint.empty())
+    c.out << "launch: " << fp->summary() << "\n";
+  c.out << "verdict: " << to_string(judged->state) << " (" << judged->stage << ")"
+        << (judged->reason.empty() ? "" : " — " + judged->reason) << "\n";
+  c.out << "judged " << iso_utc(judged->wall_ms) << " by " << judged->judge_version << ", config " << judged->config_hash
+        << ", evidence probe rows " << judged->evidence_first_id << ".." << judged->evidence_last_id << ", baseline "
+        << judged->baseline_mode
+        << (judged->baseline_id ? " (candidate row " + std::to_string(*judged->baseline_id) + ")" : "") << "\n";
+  if (latest && latest != judged)
+    c.out << "now: " << to_string(latest->state) << (latest->reason.empty() ? "" : " — " + latest->reason) << "\n";
+  print_launches(c.out, *launches, "");
+  if (reach) c.out << reach_text(*reach) << "\n";
+  if (rules_changed)
+    c.out << "the rules changed since (" << judged->judge_version << " then, " << again->judge_version
+          << " now); recomputed from the stored rows with today's rules: " << to_string(again->state) << " — "
+          << again->reason << "\n\n";
+  else
+    c.out << "recomputed from the stored rows: "
+          << (identical ? "identical" : "DIFFERENT: " + std::string(to_string(again->state)) + " — " + again->reason)
+          << "\n\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-8s %7s %7s %11s %11s %23s %9s %9s  %s\n", "RESULT", "N", "N_BASE", "ESTIMATE",
+                "BASELINE", "INTERVAL", "THRESHOLD", "P", "METRIC");
+  c.out << line;
+  // What decided comes first: failures, then marginal results, then the rest.
+  auto rank = [](const MetricEvidence& m) {
+    if (m.result == MetricResult::Fail) return 0;
+    if (m.result == MetricResult::Marginal) return 1;
+    if (m.result == MetricResult::Insufficient) return 3;
+    return 2;
+  };
+  std::vector<const MetricEvidence*> order;
+  for (const auto& m : again->metrics) order.push_back(&m);
+  std::stable_sort(order.begin(), order.end(), [&](const auto* x, const auto* y) { return rank(*x) < rank(*y); });
+  for (const MetricEvidence* mp : order) {
+    const MetricEvidence& m = *mp;
+    std::string interval = "[" + fmt_num(m.lo) + ", " + fmt_num(m.hi) + "]";
+    std::snprintf(line, sizeof line, "%-8s %7lld %7lld %11s %11s %23s %9s %9s  ", std::string(to_string(m.result)).c_str(),
+                  static_cast<long long>(m.n), static_cast<long long>(m.n_baseline), fmt_num(m.estimate).c_str(),
+                  fmt_num(m.baseline).c_str(), interval.c_str(), fmt_num(m.threshold).c_str(),
+                  fmt_num(m.p_value).c_str());
+    c.out << line << m.metric << "\n";
+    if (!m.reason.empty()) c.out << "         " << m.reason << "\n";
+  }
+  return rc;
+}
+
+}  // namespace
+
+const Command kExplainCommand{"explain", Operand::Candidate, {{"json"}, {"build"}}, OpenMode::ReadOnly, cmd_explain};
+
+}  // namespace soak::soakctl

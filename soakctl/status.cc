@@ -1,0 +1,233 @@
+// `soakctl status`: one entry per candidate with its stage, a progress bar and
+// the latest verdict. Fits the terminal (80 columns when its width is not
+// known, or when piped): a line with name, stage, progress, verdict and build,
+// then model, runtime and the verdict's reason, wrapped and cut with "…"
+// (`explain` shows all of it). Colour only on a terminal, never with NO_COLOR.
+#include "soakctl/common.h"
+#include "storage/lock.h"
+
+#include "probes/served_state.h"
+#include "probes/engine_rows.h"
+#include "judges/judge.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace soak::soakctl {
+
+namespace {
+
+constexpr int kBarCells = 10;
+constexpr int kReasonLines = 3;  // the reason's lines under each candidate at most
+constexpr int kNameColumns = 20, kStageColumns = 7, kProgressColumns = 17, kVerdictColumns = 13;
+constexpr int kMinColumns = 60;  // narrower terminals get the 80-column layout cut by the terminal
+
+// Display width of UTF-8 text, one column per code point (the names, builds
+// and reasons soakd writes have no wide characters).
+size_t columns_of(std::string_view s) {
+  size_t n = 0;
+  for (char ch : s) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
+  return n;
+}
+
+// The first `cols` columns of `s`, ending in "…" when cut.
+std::string fit(std::string_view s, size_t cols) {
+  if (columns_of(s) <= cols) return std::string(s);
+  if (cols == 0) return "";
+  std::string out;
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const bool starts = (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+    if (starts && ++n > cols - 1) break;
+    out += s[i];
+  }
+  return out + "…";
+}
+
+std::string pad(const std::string& s, size_t cols) {
+  const size_t w = columns_of(s);
+  return w >= cols ? s : s + std::string(cols - w, ' ');
+}
+
+// `text` in lines of at most `cols` columns, breaking at spaces; at most
+// `max_lines`, the last cut with "…" when more was left.
+std::vector<std::string> wrap(const std::string& text, size_t cols, int max_lines) {
+  std::vector<std::string> lines;
+  std::string line, word;
+  std::vector<std::string> words;
+  for (char ch : text) {
+    if (ch == ' ') {
+      if (!word.empty()) words.push_back(word);
+      word.clear();
+    } else {
+      word += ch;
+    }
+  }
+  if (!word.empty()) words.push_back(word);
+  size_t i = 0;
+  while (i < words.size() && static_cast<int>(lines.size()) < max_lines) {
+    line.clear();
+    while (i < words.size()) {
+      const std::string next = line.empty() ? words[i] : line + " " + words[i];
+      if (columns_of(next) > cols) {
+        if (line.empty()) line = fit(words[i++], cols);  // one word longer than the line
+        break;
+      }
+      line = next;
+      ++i;
+    }
+    lines.push_back(line);
+  }
+  if (i < words.size() && !lines.empty()) {  // more left than fits: the last line ends in "…"
+    std::string rest = lines.back();
+    for (; i < words.size(); ++i) rest += " " + words[i];
+    lines.back() = fit(rest, cols);
+  }
+  return lines;
+}
+
+struct Colours {
+  bool on = false;
+  std::string paint(const std::string& s, const char* code) const {
+    return on ? std::string("\033[") + code + "m" + s + "\033[0m" : s;
+  }
+};
+
+const char* verdict_colour(VerdictState v) {
+  switch (v) {
+    case VerdictState::Promoted: return "32";      // green
+    case VerdictState::Rejected: return "1;31";    // bold red
+    case VerdictState::Hold: return "33";          // yellow
+    case VerdictState::Running: return "34";       // blue
+    case VerdictState::Inconclusive: return "35";  // magenta
+    case VerdictState::Blocked: return "90";       // grey
+  }
+  return "0";
+}
+
+std::string progress_bar(double fraction, const Colours& col) {
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  const int filled = static_cast<int>(std::lround(fraction * kBarCells));
+  std::string bar = "[" + col.paint(std::string(static_cast<size_t>(filled), '#'), "36") +
+                    std::string(static_cast<size_t>(kBarCells - filled), '.') + "] ";
+  return bar + std::to_string(static_cast<int>(std::floor(fraction * 100))) + "%";
+}
+
+// The seeds' prefix-reuse rule over the candidate's canary runs (cold, warm,
+// prefix 1-3): reuse when the median of median(prefix)/cold is below
+// probes::kPrefixReuseRatio (docs/DESIGN.md §3.10). nullopt: no complete run.
+struct PrefixReuse {
+  bool reuse = false;
+  double median_ratio = 0;
+  size_t runs = 0;
+};
+std::optional<PrefixReuse> prefix_reuse(Store& st, int64_t candidate_id) {
+  ProbeQuery q;
+  q.candidate_id = candidate_id;
+  q.kind = ProbeKind::SharedPrefix;
+  auto rows = st.probe_results(q);
+  if (!rows) return std::nullopt;
+  std::vector<double> ratios;
+  for (const auto& r : *rows) {
+    auto j = json::parse(r.extra_json, nullptr, false);
+    if (j.is_object() && j.contains("reuse_ratio") && j["reuse_ratio"].is_number())
+      ratios.push_back(j["reuse_ratio"].get<double>());
+  }
+  if (ratios.empty()) return std::nullopt;
+  std::sort(ratios.begin(), ratios.end());
+  const size_t n = ratios.size();
+  const double median = n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+  return PrefixReuse{median < probes::kPrefixReuseRatio, median, n};
+}
+
+int cmd_status(const Ctl& c, const Args& a, Store& st) {
+  auto rows = st.status();
+  if (!rows) {
+    c.err << "soakctl: " << rows.message() << "\n";
+    return kCtlExitStore;
+  }
+  const int64_t now = c.clock.wall_ms();
+  // What the store cannot say about itself: the running soakd cannot write to it.
+  std::optional<std::string> note;
+  if (auto path = store_path(a)) note = DaemonLock::running_note(*path);
+  if (a.flag("json")) {
+    json arr = json::array();
+    for (const auto& r : *rows) {
+      json j;
+      j["candidate"] = r.candidate.name;
+      j["model"] = r.candidate.model;
+      j["runtime"] = to_string(r.candidate.runtime);
+      j["build"] = r.candidate.build;
+      j["base_url"] = r.candidate.base_url;
+      j["candidate_id"] = r.candidate.id;
+      if (!r.candidate.fingerprint.empty()) j["launch"] = json::parse(r.candidate.fingerprint, nullptr, false);
+      j["stage"] = r.stage ? stage_json(*r.stage, now) : json(nullptr);
+      j["verdict"] = r.verdict ? verdict_json(*r.verdict) : json(nullptr);
+      if (auto reach = latest_reach(st, r.candidate.id)) j["context_reach"] = reach_json(*reach);
+      if (auto p = prefix_reuse(st, r.candidate.id))
+        j["prefix_reuse"] = {{"reuse", p->reuse}, {"median_ratio", p->median_ratio}, {"runs", p->runs}};
+      arr.push_back(std::move(j));
+    }
+    c.out << arr.dump(2) << "\n";
+    if (note) c.err << "soakd: " << *note << "\n";
+    return kCtlExitOk;
+  }
+  if (note) c.out << "soakd: " << *note << "\n\n";
+  if (rows->empty()) {
+    c.out << "no candidates yet (soakd registers each candidate once it has read its build)\n";
+    return kCtlExitOk;
+  }
+  const Colours col{c.terminal.is_tty && !c.terminal.no_color};
+  const int width = c.terminal.is_tty && c.terminal.columns >= kMinColumns ? c.terminal.columns : kDefaultColumns;
+  const size_t build_cols = static_cast<size_t>(width - kNameColumns - kStageColumns - kProgressColumns - kVerdictColumns - 4);
+  const size_t reason_cols = static_cast<size_t>(width - 4);
+  c.out << pad("CANDIDATE", kNameColumns) << " " << pad("STAGE", kStageColumns) << " " << pad("PROGRESS", kProgressColumns)
+        << " " << pad("VERDICT", kVerdictColumns) << " BUILD\n";
+  for (const auto& r : *rows) {
+    const std::string stage = r.stage ? std::string(to_string(r.stage->kind)) : "-";
+    // Padding is counted on the plain text, so escape codes never shift a column.
+    std::string progress = "-", plain = "-";
+    if (r.stage) {
+      if (r.stage->state == StageState::Running && r.stage->length_ms > 0) {
+        const double f = static_cast<double>(now - r.stage->started_ms) / static_cast<double>(r.stage->length_ms);
+        progress = progress_bar(f, col);
+        plain = progress_bar(f, Colours{});
+      } else {
+        progress = plain = std::string(to_string(r.stage->state));
+      }
+    }
+    const std::string verdict = r.verdict ? std::string(to_string(r.verdict->state)) : "-";
+    const size_t progress_text = columns_of(plain);
+    c.out << pad(fit(r.candidate.name, kNameColumns), kNameColumns) << " " << pad(stage, kStageColumns) << " " << progress
+          << std::string(kProgressColumns > progress_text ? kProgressColumns - progress_text : 0, ' ') << " "
+          << (r.verdict ? col.paint(pad(verdict, kVerdictColumns), verdict_colour(r.verdict->state))
+                        : pad(verdict, kVerdictColumns))
+          << " " << fit(r.candidate.build, build_cols) << "\n";
+    std::string about = r.candidate.model + " on " + std::string(to_string(r.candidate.runtime));
+    // The reach label comes before the reason: a long reason is cut at
+    // kReasonLines, and the label must survive that.
+    if (auto reach = latest_reach(st, r.candidate.id))
+      about += " [reach " + size_label(reach->reach_tokens) + "/" + size_label(reach->configured_tokens) + "]";
+    if (auto p = prefix_reuse(st, r.candidate.id)) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " [prefix reuse %s %.2f]", p->reuse ? "yes" : "no", p->median_ratio);
+      about += buf;
+    }
+    if (r.verdict && r.verdict->is_override) about += " (override by " + r.verdict->who + ")";
+    if (r.verdict && !r.verdict->reason.empty() && r.verdict->state != VerdictState::Running)
+      about += " — " + r.verdict->reason;
+    for (const auto& line : wrap(about, reason_cols, kReasonLines)) c.out << "    " << line << "\n";
+    // What the runtime serves with: a change of it is a new row, like a build.
+    if (auto fp = probes::parse_fingerprint_json(r.candidate.fingerprint); fp && !r.candidate.fingerprint.empty())
+      for (const auto& line : wrap("launch: " + fp->summary(), reason_cols, kReasonLines)) c.out << "    " << line << "\n";
+  }
+  return kCtlExitOk;
+}
+
+}  // namespace
+
+const Command kStatusCommand{"status", Operand::None, {{"json"}, {}}, OpenMode::ReadOnly, cmd_status};
+
+}  // namespace soak::soakctl
