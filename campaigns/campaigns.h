@@ -14,9 +14,9 @@
 // schedule.max_concurrent_canaries canaries, and the interleaved baseline runs.
 //
 // Files: campaigns.cc (ticks, dispatch, completions, judging, resume, reload),
-// campaign_builds.cc (build reads, candidate rows, baseline choice),
-// campaign_controls.cc (soakctl start / abort / promote),
-// campaign_managed.cc (managed candidates' runtimes, through a RuntimeControl).
+// campaigns/builds.cc (build reads, candidate rows, baseline choice),
+// campaigns/controls.cc (soakctl start / abort / promote),
+// campaigns/managed_runtimes.cc (managed candidates' runtimes, through a RuntimeControl).
 //
 // Threading: one thread (the daemon's loop). Ownership: borrows the Store, the
 // Clock and the TaskRunner for its lifetime; holds the running ConfigSnapshot
@@ -126,7 +126,7 @@ class Campaigns {
   }
   Track* track(const std::string& name);
 
-  // campaign_builds.cc
+  // campaigns/builds.cc
   void check_build(Track& t, int64_t now);
   void on_build(const std::string& name, Result<probes::BuildIdentity> b, int64_t now);
   void register_candidate(Track& t, const std::string& build, int64_t now, const std::string& fingerprint = {});
@@ -136,10 +136,10 @@ class Campaigns {
   std::optional<int64_t> find_baseline(const Track& t, int64_t exclude_id);
   void settle_baseline(Track& t);
 
-  // campaign_controls.cc
+  // campaigns/controls.cc
   void handle_controls(int64_t now);
 
-  // campaign_managed.cc
+  // campaigns/managed_runtimes.cc
   bool managed(const Track& t) const { return control_ && t.cfg->launch.has_value(); }
   bool runtime_ready(const Track& t) const { return !managed(t) || t.managed.runtime == RuntimePhase::Up; }
   void manage_runtime(Track& t, int64_t now);

@@ -109,7 +109,7 @@ void ratio_class(const Context& c, const RowClass& cls, Judgement& j) {
   const ProbeResult* first = nullptr;
   for (const ProbeResult* r : c.cand) {
     const bool hit = in_class(cls, r->outcome);
-    // Agent-session turns are counted by context band instead (judge_session.cc).
+    // Agent-session turns are counted by context band instead (judges/session.cc).
     if (is_harness(*r) || is_session_row(*r) || !(hit || asks_structured_output(r->kind))) continue;
     ++attempts;
     if (hit) {

@@ -1,5 +1,5 @@
 // Internals shared by the judge's translation units (judge*.cc). Not an
-// interface: nothing outside schedules/judge*.cc includes this.
+// interface: nothing outside judges/ includes this.
 #pragma once
 
 #include <cstdint>
@@ -136,7 +136,7 @@ Extracted extract(const PerfMetric& m, const std::vector<const std::vector<const
 
 bool perf_judged(ProbeKind k);  // health, scrape, build and cancel carry no performance figure
 
-// ---- soak footprint trend (judge_trends.cc; judge_views.cc draws the same) -----
+// ---- soak footprint trend (judges/trends.cc; judges/views.cc draws the same) -----
 struct TrendPoint {
   int64_t t;  // wall ms
   double v;   // MB
@@ -148,18 +148,18 @@ std::vector<TrendPoint> footprint_series(const JudgeInput& in, std::string_view&
 void block_medians(const std::vector<TrendPoint>& s, std::vector<double>& x, std::vector<double>& y);
 
 // ---- the judges' parts (one translation unit each) ------------------------------
-void judge_hard(const Context& c, Judgement& j);       // judge_hard.cc
-void judge_runtime(const Context& c, Judgement& j);    // judge_runtime.cc (called by judge_hard)
-void judge_compare(const Context& c, Judgement& j);    // judge_compare.cc
-void judge_trends(const Context& c, Judgement& j);     // judge_trends.cc
-void judge_long_context(const Context& c, Judgement& j);  // judge_context.cc
-void judge_capacity(const Context& c, Judgement& j);      // judge_context.cc
+void judge_hard(const Context& c, Judgement& j);       // judges/hard.cc
+void judge_runtime(const Context& c, Judgement& j);    // judges/managed.cc (called by judge_hard)
+void judge_compare(const Context& c, Judgement& j);    // judges/compare.cc
+void judge_trends(const Context& c, Judgement& j);     // judges/trends.cc
+void judge_long_context(const Context& c, Judgement& j);  // judges/context.cc
+void judge_capacity(const Context& c, Judgement& j);      // judges/context.cc
 // An agent-session turn (probes/session.h): its tool calls are judged per
-// context band (judge_session.cc), not in the hard ratio classes.
+// context band (judges/session.cc), not in the hard ratio classes.
 bool is_session_row(const ProbeResult& r);
-void judge_session_hard(const Context& c, Judgement& j);  // judge_session.cc: tool-call bands, thinking 5xx
-void judge_session(const Context& c, Judgement& j);       // judge_session.cc: recovery, sessions summary
-void judge_prefix_reuse(const Context& c, Judgement& j);  // judge_session.cc: the canary's cold/warm/prefix rule
-void judge_pooling_rps(const Context& c, Judgement& j);   // judge_session.cc: pooling bursts' requests/s
+void judge_session_hard(const Context& c, Judgement& j);  // judges/session.cc: tool-call bands, thinking 5xx
+void judge_session(const Context& c, Judgement& j);       // judges/session.cc: recovery, sessions summary
+void judge_prefix_reuse(const Context& c, Judgement& j);  // judges/session.cc: the canary's cold/warm/prefix rule
+void judge_pooling_rps(const Context& c, Judgement& j);   // judges/session.cc: pooling bursts' requests/s
 
 }  // namespace soak::judge_detail

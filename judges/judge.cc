@@ -132,7 +132,7 @@ void smoke(const Context& c, Judgement& j) {
                  return r->outcome == Outcome::IdentityUnproven;
                });
                unproven > 0) {
-      // Ran, and nothing proves which weights serve: a hold (judge_hard.cc).
+      // Ran, and nothing proves which weights serve: a hold (judges/hard.cc).
       m.result = MetricResult::Marginal;
       m.reason = format("%lld of %lld clean, %lld identity unproven (held)", static_cast<long long>(k.clean),
                         static_cast<long long>(k.attempts), static_cast<long long>(unproven));

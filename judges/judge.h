@@ -50,7 +50,7 @@
 //     the tail tolerance, p_value Fisher on those exceedance counts;
 //   error_rate: estimate/baseline are failure fractions, lo/hi the Wilson
 //     interval of the candidate's, threshold alpha, p_value Fisher (one-sided);
-//   trends: see judge_trends.cc.
+//   trends: see judges/trends.cc.
 // Results are "pass" | "fail" | "marginal" | "insufficient".
 //
 // Thread-agnostic; safe to call from any thread on its own input.

@@ -150,7 +150,7 @@ Pools pool_rows(const std::vector<const ProbeResult*>& rows) {
 // ============================================================== per-row figures
 bool is_clean(const ProbeResult& r) { return r.outcome == Outcome::Clean; }
 bool is_harness(const ProbeResult& r) { return category_of(r.outcome) == OutcomeCategory::Harness; }
-// identity_unproven is judged by its own class as a hold (judge_hard.cc), not
+// identity_unproven is judged by its own class as a hold (judges/hard.cc), not
 // as a failed request in the ratios.
 bool counts_against(const ProbeResult& r) {
   return category_of(r.outcome) == OutcomeCategory::CandidateFailure && r.outcome != Outcome::IdentityUnproven;

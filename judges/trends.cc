@@ -56,7 +56,7 @@ Windows edge_windows(const Series& s, double fraction) {
 
 }  // namespace
 
-// Shared with judge_views.cc: what a report draws is what the judge fitted.
+// Shared with judges/views.cc: what a report draws is what the judge fitted.
 // Block medians: x in hours since the first sample, y the block's median.
 void block_medians(const Series& s, std::vector<double>& x, std::vector<double>& y) {
   const int64_t t0 = s.front().t, span = std::max<int64_t>(1, s.back().t - t0);

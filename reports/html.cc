@@ -35,7 +35,7 @@ namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-// The words after which a judge's reason lists ids (schedules/judge*.cc:
+// The words after which a judge's reason lists ids (judges/*.cc:
 // id_list() and the evidence range), and which table they point into.
 struct Cue {
   std::string_view text;

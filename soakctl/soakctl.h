@@ -18,7 +18,7 @@ inline constexpr int kCtlExitStore = 4;      // store or config missing/unreadab
 inline constexpr int kCtlExitMismatch = 5;   // `explain`: recomputed verdict differs from the stored one
 
 // What soakctl's standard output is: a terminal (of this many columns; 0 when
-// unknown) or not, and whether NO_COLOR asks for no colour. soakctl_main.cc
+// unknown) or not, and whether NO_COLOR asks for no colour. soakctl/main.cc
 // finds out; tests pass their own. Colour only on a terminal, never with NO_COLOR.
 struct Terminal {
   bool is_tty = false;
