@@ -104,6 +104,11 @@ struct Setup {
   void write(const std::string& launch, const std::string& candidate_extra = "",
              const std::string& stages = R"({ "smoke": "4s", "canary": "4s", "gate": "6s", "soak": "4s" })") {
     cfg = tmp.path() + "/soakd.json";
+    // allow_coexisting: the host may have another inference engine up (a
+    // user's Mac usually runs Ollama or LM Studio), which would make every
+    // stage inconclusive on SOLO; these tests are about the managed runtime,
+    // and SOLO is tested with scripted samplers (judge_canary_test.cc,
+    // campaign_sim_test.cc).
     store = tmp.path() + "/store/soakd.db";
     log_dir = tmp.path() + "/logs";
     std::ofstream(cfg) << R"({
@@ -122,7 +127,7 @@ struct Setup {
       "sampler": { "interval": "250ms", "keep_awake": false },
       "schedule": { "nightly_window": "now", "max_concurrent_canaries": 2 },
       "candidates": [
-        { "name": "m", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
+        { "name": "m", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp", "allow_coexisting": true,
           "base_url": "http://127.0.0.1:)" << port << R"(", "build": { "from": "http" },
           "launch": )" << launch << candidate_extra << R"( }
       ]
