@@ -4,7 +4,7 @@
 #include <map>
 #include <utility>
 
-#include "probes/adapters.h"
+#include "probes/runtimes/runtime.h"
 #include "probes/engine_exchange.h"
 #include "probes/probe_build.h"
 #include "probes/probe_step.h"

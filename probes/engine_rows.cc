@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
-#include "probes/adapters.h"
+#include "probes/runtimes/runtime.h"
 #include "probes/text_util.h"
 
 namespace soak::probes {

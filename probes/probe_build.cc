@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "core/uv_util.h"
-#include "probes/adapters.h"
+#include "probes/runtimes/runtime.h"
 #include "probes/engine_rows.h"
 #include "probes/requests.h"
 #include "probes/served_state.h"

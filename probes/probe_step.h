@@ -21,7 +21,7 @@
 
 #include "core/config.h"
 #include "core/types.h"
-#include "probes/adapters.h"
+#include "probes/runtimes/runtime.h"
 #include "probes/engine.h"
 #include "probes/engine_exchange.h"
 #include "probes/prompts.h"

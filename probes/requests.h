@@ -27,7 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/types.h"
-#include "probes/adapters.h"
+#include "probes/runtimes/runtime.h"
 #include "probes/prompts.h"
 #include "probes/validators.h"
 

@@ -20,7 +20,7 @@
 #include "core/config.h"
 #include "core/result.h"
 #include "core/types.h"
-#include "probes/adapters.h"
+#include "probes/runtimes/runtime.h"
 #include "probes/engine.h"
 #include "probes/openai_chat.h"
 

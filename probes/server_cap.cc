@@ -1,6 +1,6 @@
 #include "probes/server_cap.h"
 
-#include "probes/adapters.h"
+#include "probes/runtimes/runtime.h"
 
 namespace soak::probes {
 namespace {

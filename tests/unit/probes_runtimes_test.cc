@@ -3,7 +3,7 @@
 // llama-server captures and on literal answers shaped like the other runtimes'.
 #include <string>
 
-#include "probes/adapters.h"
+#include "probes/runtimes/runtime.h"
 #include "tests/catch.h"
 #include "tests/unit/probes_capture_local.h"
 

@@ -1,4 +1,4 @@
-#include "probes/adapters.h"
+#include "probes/runtimes/runtime.h"
 
 #include <array>
 #include <charconv>
