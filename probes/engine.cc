@@ -1,6 +1,5 @@
 #include "probes/engine.h"
 
-#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -10,14 +9,6 @@
 #include "probes/probe_step.h"
 
 namespace soak::probes {
-
-EnvReader process_env() {
-  return [](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());
-    if (!v) return std::nullopt;
-    return std::string(v);
-  };
-}
 
 std::vector<ProbeKind> all_probe_kinds() {
   return {ProbeKind::Health,      ProbeKind::Identity, ProbeKind::Marker,       ProbeKind::Stream,

@@ -21,7 +21,7 @@
 #include "core/config.h"
 #include "core/result.h"
 #include "core/types.h"
-#include "probes/engine.h"
+#include "probes/probe_types.h"
 #include "probes/engine_exchange.h"
 #include "probes/served_state.h"
 

@@ -22,7 +22,7 @@
 #include "core/config.h"
 #include "core/types.h"
 #include "probes/runtimes/runtime.h"
-#include "probes/engine.h"
+#include "probes/probe_types.h"
 #include "probes/engine_exchange.h"
 #include "probes/prompts.h"
 #include "probes/requests.h"

@@ -21,7 +21,7 @@
 #include "core/result.h"
 #include "core/types.h"
 #include "probes/runtimes/runtime.h"
-#include "probes/engine.h"
+#include "probes/probe_types.h"
 #include "probes/openai_chat.h"
 
 namespace soak::probes {
