@@ -8,15 +8,15 @@
 // excerpt on failure only.
 //
 // What each kind does (one row per request unless said otherwise):
-//   health        GET the adapter's health route (llama.cpp 503 while loading -> loading)
+//   health        GET the runtime's health route (llama.cpp 503 while loading -> loading)
 //   identity      the model list must hold the canonical id, then a non-stream
-//                 answer must name it (or echo the request, per adapter)
+//                 answer must name it (or echo the request, per runtime)
 //   marker, stream, strict_json, tool_call, repetition
 //                 one streamed chat each, judged by the stream contract, then
 //                 by its content check
 //   thinking      two rows, enable_thinking on and off (reasoning counted apart)
 //   long_context  per configured size: a fixture sized with /tokenize where the
-//                 adapter has it, sent fresh (nonce) and then as the exact
+//                 runtime has it, sent fresh (nonce) and then as the exact
 //                 repeat (only after a clean fresh); the marker the fixture asks
 //                 for is noted in extra_json, not judged (a timing workload)
 //   shared_prefix a cold turn, its exact repeat (warm), and kSharedPrefixTurns
@@ -32,9 +32,9 @@
 //                 serialized burst makes the summary row serialized_burst while
 //                 each member keeps its own outcome
 //   cancel        a stream cut after a few tokens, then proof the slot was freed
-//                 (/slots idle where the adapter has it, else a follow-up whose
+//                 (/slots idle where the runtime has it, else a follow-up whose
 //                 first token arrives within the bound), else stale_slot
-//   scrape        /props, /slots, /metrics as the adapter has them, figures in
+//   scrape        /props, /slots, /metrics as the runtime has them, figures in
 //                 extra_json (a route the runtime does not serve is noted, not failed)
 //   embeddings, rerank  the pooling routes
 //
@@ -42,6 +42,10 @@
 // stall on content, response bytes); hitting one is the row's outcome. The API
 // key is read from the environment variable the candidate names when a request
 // is built, sent as a Bearer header, and never stored or logged.
+//
+// What each runtime exposes is its entry's (probes/runtimes/): the engine
+// resolves a candidate's RuntimeKind in EngineOptions::runtimes (the built-in
+// table by default) and hands the entry to every step.
 //
 // Ownership: the caller owns the loop, the HttpClient and the clock; all must
 // outlive the engine. The engine copies each candidate's config into the run.
@@ -91,7 +95,7 @@ class ProbeEngine {
   size_t in_flight() const;  // runs and build reads whose `done` has not fired
 
   // The candidate's build: per its BuildSpec (fixed string, a version command
-  // run without a shell and bounded in time, or the adapter's HTTP source).
+  // run without a shell and bounded in time, or the runtime's HTTP source).
   void read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done);
 
  private:

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "probes/text_util.h"
+
 namespace soak::probes::jsonf {
 
 using json = nlohmann::json;
@@ -20,6 +22,13 @@ using json = nlohmann::json;
 // Parse without exceptions; a failure yields a value with is_discarded() true.
 inline json parse(std::string_view text) {
   return json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+}
+
+// A body that should be one JSON object (surrounding whitespace allowed, as
+// oMLX's keep-alive spaces); anything else is null.
+inline json parse_object(std::string_view body) {
+  json j = parse(text::trim(body));
+  return j.is_object() ? j : json();
 }
 
 inline const json* member(const json& j, const char* key) {

@@ -21,12 +21,12 @@
 
 #include "core/config.h"
 #include "core/types.h"
-#include "probes/runtimes/runtime.h"
-#include "probes/probe_types.h"
 #include "probes/engine_exchange.h"
+#include "probes/probe_types.h"
 #include "probes/prompts.h"
 #include "probes/requests.h"
 #include "probes/runtime_metrics.h"
+#include "probes/runtimes/runtime.h"
 #include "probes/server_cap.h"
 #include "probes/session.h"
 
@@ -74,7 +74,7 @@ struct StepEnv {
   EngineIo& io;
   const EngineOptions& opts;
   const CandidateConfig& cand;
-  const RuntimeTraits& traits;
+  const Runtime& runtime;  // the candidate's entry (probes/runtimes/): routes, readers, dialect
   CandidateState& state;
   std::optional<int64_t> group_id;
   std::string expect_model;  // RunSpec::expect_model

@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/config.h"
@@ -20,15 +22,28 @@
 
 namespace soak::probes {
 
+// A route of a runtime's HTTP API.
+struct HttpRoute {
+  std::string_view method;  // "GET" | "POST"
+  std::string_view path;    // appended to the candidate's base URL
+};
+
+// What soakd knows about one runtime (probes/runtimes/runtime.h) and a table
+// of them (probes/runtimes/catalog.h): entries are constants that live for
+// the whole program.
+struct Runtime;
+using RuntimeTable = std::span<const Runtime* const>;
+
 inline constexpr int kDefaultCancelCutTokens = 4;             // output events before the cancel probe cuts
 inline constexpr int64_t kDefaultSlotFreeBoundMs = 10'000;    // a cut request's slot must be free by then
 inline constexpr int64_t kDefaultSlotPollMs = 100;            // /slots polling interval after a cut
 inline constexpr int kSharedPrefixTurns = 3;                  // turns after the cold one
 inline constexpr int kMaxSizingRounds = 4;                    // /tokenize measurements per fixture size
 inline constexpr int64_t kDefaultVersionCommandTimeoutMs = 10'000;
-// vLLM binds its API port only once its engine is up and refuses connections
-// while it loads: a refusal streak this short reads as loading (health rows).
-inline constexpr int64_t kDefaultVllmStartupGraceMs = 5 * 60'000;
+// A runtime that refuses connections while it starts (vLLM binds its API
+// port only once its engine is up, Runtime::refuses_while_starting): a
+// refusal streak this short reads as loading (health rows).
+inline constexpr int64_t kDefaultStartupGraceMs = 5 * 60'000;
 
 using EnvReader = std::function<std::optional<std::string>(const std::string& name)>;
 // getenv().
@@ -54,11 +69,14 @@ struct EngineOptions {
   int64_t slot_free_bound_ms = kDefaultSlotFreeBoundMs;
   int64_t slot_poll_ms = kDefaultSlotPollMs;
   int64_t version_command_timeout_ms = kDefaultVersionCommandTimeoutMs;
-  int64_t vllm_startup_grace_ms = kDefaultVllmStartupGraceMs;
+  int64_t startup_grace_ms = kDefaultStartupGraceMs;
   EnvReader env;  // empty: process_env()
   // The daemon's process discovery (daemon/wiring.cc). Empty: the argv of a
   // runtime soakd did not launch is unknown, and the row says so.
   RuntimeArgvReader runtime_argv;
+  // The runtimes candidates are resolved in (probes/runtimes/catalog.h). Empty:
+  // the built-in table. A caller's table must outlive the engine.
+  RuntimeTable runtimes;
 };
 
 // What a runtime said about itself when asked for its build (read_build()).
