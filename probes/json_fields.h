@@ -37,6 +37,12 @@ inline const json* member(const json& j, const char* key) {
   return it == j.end() ? nullptr : &*it;
 }
 
+// The member when it is an array (a list of models, slots, ids); else null.
+inline const json* array_member(const json& j, const char* key) {
+  const json* m = member(j, key);
+  return m && m->is_array() ? m : nullptr;
+}
+
 inline std::optional<std::string> get_string(const json& j, const char* key) {
   const json* m = member(j, key);
   if (!m || !m->is_string()) return std::nullopt;

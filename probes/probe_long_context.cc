@@ -57,10 +57,9 @@ class LongContextStep final : public Step {
 
  private:
   void next_size() {
-    if (stop_if_cancelled()) return;
-    const auto& sizes = env_.cand.settings.long_context_sizes;
-    if (i_ >= sizes.size()) return finish();
-    size_ = sizes[i_++];
+    const int64_t* size = take_next(env_.cand.settings.long_context_sizes, i_);
+    if (!size) return;
+    size_ = *size;
     if (auto known = recall_sized(env_.state, size_, env_.opts.fixture_seed)) {
       sized_ = std::move(*known);
       return send_fresh();

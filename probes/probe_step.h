@@ -135,6 +135,18 @@ class Step {
   bool cancelled() const { return cancelled_; }
   // Ends the step if it was cancelled; true when it did.
   bool stop_if_cancelled();
+  // The next of a step's items (its sizes, entries, jobs), `taken` counting
+  // those already taken; nullptr once the step was cancelled or every item
+  // was taken, and then the step has finished.
+  template <class T>
+  const T* take_next(const std::vector<T>& items, size_t& taken) {
+    if (stop_if_cancelled()) return nullptr;
+    if (taken >= items.size()) {
+      finish();
+      return nullptr;
+    }
+    return &items[taken++];
+  }
   int64_t live_requests() const;
 
   StepEnv env_;

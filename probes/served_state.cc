@@ -171,15 +171,15 @@ std::vector<std::string> parse_model_ids(std::string_view body) {
       if (x == s) return;
     ids.push_back(s);
   };
-  if (const json* data = jsonf::member(j, "data"); data && data->is_array()) {
+  if (const json* data = jsonf::array_member(j, "data")) {
     for (const auto& m : *data) {
       if (auto id = jsonf::get_string(m, "id")) add(*id);
-      if (const json* al = jsonf::member(m, "aliases"); al && al->is_array())
+      if (const json* al = jsonf::array_member(m, "aliases"))
         for (const auto& a : *al)
           if (a.is_string()) add(a.get<std::string>());
     }
   }
-  if (const json* models = jsonf::member(j, "models"); models && models->is_array()) {
+  if (const json* models = jsonf::array_member(j, "models")) {
     for (const auto& m : *models) {
       if (auto n = jsonf::get_string(m, "name")) add(*n);
       if (auto n = jsonf::get_string(m, "model")) add(*n);

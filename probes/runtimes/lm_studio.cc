@@ -26,9 +26,9 @@ Result<std::string> read_build(std::string_view body) {
 // quantization, state ("loaded" | "not-loaded"), max_context_length,
 // loaded_context_length}. The answer's model is the model key.
 Status read_served_v0_models(std::string_view body, std::string_view, ServedState& s) {
-  json j = jsonf::parse_object(body);
-  const json* data = jsonf::member(j, "data");
-  if (!data || !data->is_array()) return make_error("/api/v0/models has no data[]");
+  const json j = jsonf::parse_object(body);
+  const json* data = jsonf::array_member(j, "data");
+  if (!data) return make_error("/api/v0/models has no data[]");
   s.proof = IdentityProof::LoadedState;
   for (const auto& m : *data) {
     if (jsonf::get_string(m, "state").value_or("") != "loaded") continue;
@@ -52,12 +52,12 @@ Status read_served_v0_models(std::string_view body, std::string_view, ServedStat
 // route it lacks, answers 200 {"error":"Unexpected endpoint or method. (GET
 // ...)"}: its fields stay unknown, never a malformed identity answer.
 Status read_served_v1_models(std::string_view body, std::string_view config_model, ServedState& s) {
-  json j = jsonf::parse_object(body);
-  const json* models = jsonf::member(j, "models");
-  if (!models || !models->is_array()) return Status::Ok();
+  const json j = jsonf::parse_object(body);
+  const json* models = jsonf::array_member(j, "models");
+  if (!models) return Status::Ok();
   for (const auto& m : *models) {
-    const json* instances = jsonf::member(m, "loaded_instances");
-    if (!instances || !instances->is_array()) continue;
+    const json* instances = jsonf::array_member(m, "loaded_instances");
+    if (!instances) continue;
     const bool ours = jsonf::get_string(m, "key").value_or("") == config_model;
     for (const auto& i : *instances) {
       if (!ours && jsonf::get_string(i, "id").value_or("") != config_model) continue;

@@ -28,9 +28,9 @@ Result<std::string> read_build(std::string_view body) { return version_member(bo
 // api.ProcessResponse{models: [{name, model, size, digest, details,
 // expires_at, size_vram, context_length}]}.
 Status read_served_ps(std::string_view body, std::string_view config_model, ServedState& s) {
-  json j = jsonf::parse_object(body);
-  const json* models = jsonf::member(j, "models");
-  if (!models || !models->is_array()) return make_error("/api/ps has no models[]");
+  const json j = jsonf::parse_object(body);
+  const json* models = jsonf::array_member(j, "models");
+  if (!models) return make_error("/api/ps has no models[]");
   s.proof = IdentityProof::ServedDigest;
   for (const auto& m : *models) {
     std::string name = jsonf::get_string(m, "name").value_or("");

@@ -29,7 +29,7 @@ Result<ServerStatus> read_status(std::string_view body) {
   s.waiting_requests = jsonf::get_int(j, "waiting_requests");
   s.models_loaded = jsonf::get_int(j, "models_loaded");
   s.models_loading = jsonf::get_int(j, "models_loading");
-  if (const json* l = jsonf::member(j, "loaded_models"); l && l->is_array()) {
+  if (const json* l = jsonf::array_member(j, "loaded_models")) {
     s.loaded_models.emplace();
     for (const auto& id : *l)
       if (id.is_string()) s.loaded_models->push_back(id.get<std::string>());

@@ -27,9 +27,9 @@ Result<std::string> read_build(std::string_view body) { return version_member(bo
 // vllm/entrypoints/openai/protocol.py ModelCard: id (served name), root (the
 // model path or repo), max_model_len.
 Status read_served_models(std::string_view body, std::string_view, ServedState& s) {
-  json j = jsonf::parse_object(body);
-  const json* data = jsonf::member(j, "data");
-  if (!data || !data->is_array()) return make_error("/v1/models has no data[]");
+  const json j = jsonf::parse_object(body);
+  const json* data = jsonf::array_member(j, "data");
+  if (!data) return make_error("/v1/models has no data[]");
   s.proof = IdentityProof::ServedName;
   for (const auto& m : *data) {
     auto id = jsonf::get_string(m, "id");
