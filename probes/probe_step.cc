@@ -147,7 +147,7 @@ ChatExpectations Step::expectations(ResponseMode mode) const {
 
 ServerCapContext Step::server_cap_context() const {
   ServerCapContext c;
-  c.runtime = &env_.runtime;
+  c.lift = env_.runtime.lift_cap;
   c.request_limit = RequestLimit::None;  // no chat builder sends max_tokens (probes/requests.h)
   c.slot_ctx = env_.state.slot_ctx;
   return c;

@@ -22,8 +22,8 @@
 #include "core/config.h"
 #include "core/result.h"
 #include "core/types.h"
-#include "probes/probe_types.h"
 #include "probes/openai_chat.h"
+#include "probes/probe_types.h"
 
 namespace soak::probes {
 

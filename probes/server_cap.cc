@@ -1,12 +1,10 @@
 #include "probes/server_cap.h"
 
-#include "probes/runtimes/runtime.h"
-
 namespace soak::probes {
 
-std::string lift_server_cap(const Runtime* runtime, int64_t tokens, std::optional<int64_t> prompt_tokens,
+std::string lift_server_cap(LiftCap lift, int64_t tokens, std::optional<int64_t> prompt_tokens,
                             std::optional<int64_t> slot_ctx) {
-  if (runtime && runtime->lift_cap) return runtime->lift_cap(tokens, prompt_tokens, slot_ctx);
+  if (lift) return lift(tokens, prompt_tokens, slot_ctx);
   return "the server stopped the answer at " + std::to_string(tokens) +
          " tokens with its own default limit (soakd does not know this runtime's): raise its server-side max tokens";
 }
@@ -16,7 +14,7 @@ std::optional<Verdict> classify_server_cap(const ChatResult& r, const ServerCapC
   const int64_t tokens = r.usage && r.usage->completion_tokens ? *r.usage->completion_tokens
                                                                : static_cast<int64_t>(r.token_arrivals_ns.size());
   const std::optional<int64_t> prompt = r.usage ? r.usage->prompt_tokens : std::nullopt;
-  return Verdict{Outcome::ServerTokenCap, lift_server_cap(c.runtime, tokens, prompt, c.slot_ctx) +
+  return Verdict{Outcome::ServerTokenCap, lift_server_cap(c.lift, tokens, prompt, c.slot_ctx) +
                                               " (finish_reason length after " + std::to_string(tokens) +
                                               " completion tokens; soakd sent no max_tokens)"};
 }

@@ -19,15 +19,19 @@
 
 namespace soak::probes {
 
-struct Runtime;
-
 // Whether the request named its own token limit. soakd's chat builders never
 // do (probes/requests.h), so every finish_reason "length" they see is the
 // server's; the value is here so the rule states what it depends on.
 enum class RequestLimit { None, Sent };
 
+// A runtime's advice on lifting its cap, given what the cut answer showed
+// (its entry's Runtime::lift_cap): "MLX-LM caps answers at 512 tokens: start
+// mlx_lm.server with --max-tokens 32768".
+using LiftCap = std::string (*)(int64_t completion_tokens, std::optional<int64_t> prompt_tokens,
+                                std::optional<int64_t> slot_ctx);
+
 struct ServerCapContext {
-  const Runtime* runtime = nullptr;  // whose advice; nullptr: a runtime soakd knows nothing about
+  LiftCap lift = nullptr;  // the runtime's advice; nullptr: soakd knows none for it
   RequestLimit request_limit = RequestLimit::None;
   std::optional<int64_t> slot_ctx;  // llama.cpp /props default_generation_settings.n_ctx (per slot)
 };
@@ -39,10 +43,8 @@ inline constexpr int64_t kSuggestedServerMaxTokens = 32768;
 // nullopt otherwise (a natural stop, a tool call, a request that set a limit).
 std::optional<Verdict> classify_server_cap(const ChatResult& r, const ServerCapContext& c);
 
-// How to lift the cap on `runtime` (nullptr: unknown), given what the cut
-// answer showed: "MLX-LM caps answers at 512 tokens: start mlx_lm.server with
-// --max-tokens 32768".
-std::string lift_server_cap(const Runtime* runtime, int64_t completion_tokens, std::optional<int64_t> prompt_tokens,
+// `lift`'s advice, or soakd's generic one when the runtime has none.
+std::string lift_server_cap(LiftCap lift, int64_t completion_tokens, std::optional<int64_t> prompt_tokens,
                             std::optional<int64_t> slot_ctx);
 
 }  // namespace soak::probes

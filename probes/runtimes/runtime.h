@@ -37,6 +37,7 @@
 #include "probes/requests.h"
 #include "probes/runtime_metrics.h"
 #include "probes/served_state.h"
+#include "probes/server_cap.h"
 #include "probes/tokenize.h"
 
 namespace soak::probes {
@@ -207,8 +208,7 @@ struct Runtime {
   // default, or not known), and how to lift one that cut an answer
   // (probes/server_cap.h; nullptr: soakd's generic advice).
   std::optional<int> default_max_tokens{};
-  std::string (*lift_cap)(int64_t completion_tokens, std::optional<int64_t> prompt_tokens,
-                          std::optional<int64_t> slot_ctx) = nullptr;
+  LiftCap lift_cap = nullptr;
 
   // Tokenize: the request body for `tokenize`, and the count in its answer.
   std::string (*tokenize_body)(std::string_view model, std::string_view text) = nullptr;

@@ -6,10 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "probes/runtimes/catalog.h"
 #include "probes/engine_exchange.h"
 #include "probes/engine_rows.h"
 #include "probes/probe_build.h"
+#include "probes/runtimes/catalog.h"
 #include "tests/catch.h"
 
 using namespace soak;

@@ -5,8 +5,8 @@
 
 #include "platform/runtime_processes.h"
 #include "platform/sample_report.h"
-#include "tests/support/runtime_signatures.h"
 #include "tests/catch.h"
+#include "tests/support/runtime_signatures.h"
 
 using namespace soak;
 

@@ -4,9 +4,9 @@
 #include <limits>
 #include <string>
 
-#include "probes/runtimes/catalog.h"
-#include "probes/runtime_metrics.h"
 #include "probes/prometheus.h"
+#include "probes/runtime_metrics.h"
+#include "probes/runtimes/catalog.h"
 #include "tests/catch.h"
 #include "tests/unit/probes_capture_local.h"
 
