@@ -239,3 +239,29 @@ TEST_CASE("tokenize: request bodies and counts") {
   big += "]}";
   CHECK(*llama.tokenize_count(big) == 131072);
 }
+
+TEST_CASE("entries: the table holds each runtime once, with its default port") {
+  // llama.cpp common/common.h port 8080; mlx_lm/server.py --port 8080; oMLX
+  // settings.py ServerSettings 8000; vLLM cli_args.py 8000; Rapid-MLX
+  // vllm_mlx/cli.py serve 8000; Ollama envconfig OLLAMA_HOST 127.0.0.1:11434;
+  // LM Studio's documented 1234; a plain OpenAI server has none.
+  const std::pair<RuntimeKind, std::optional<uint16_t>> ports[] = {
+      {RuntimeKind::LlamaCpp, 8080}, {RuntimeKind::MlxLm, 8080},  {RuntimeKind::Omlx, 8000},
+      {RuntimeKind::Vllm, 8000},     {RuntimeKind::RapidMlx, 8000}, {RuntimeKind::Ollama, 11434},
+      {RuntimeKind::LmStudio, 1234}, {RuntimeKind::OpenAI, std::nullopt}};
+  CHECK(builtin_runtimes().size() == std::size(ports));
+  for (const auto& [kind, port] : ports) {
+    INFO(to_string(kind));
+    int seen = 0;
+    for (const Runtime* r : builtin_runtimes()) seen += r->kind == kind ? 1 : 0;
+    CHECK(seen == 1);
+    CHECK(builtin_runtime(kind).default_port == port);
+    CHECK_FALSE(builtin_runtime(kind).notes.empty());
+  }
+  // Every runtime but the plain one has a process signature.
+  for (const Runtime* r : builtin_runtimes()) {
+    INFO(to_string(r->kind));
+    const bool named = !r->processes.programs.empty() || !r->processes.modules.empty() || !r->processes.app.empty();
+    CHECK(named == (r->kind != RuntimeKind::OpenAI));
+  }
+}
