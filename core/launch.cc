@@ -50,27 +50,6 @@ std::optional<uint16_t> port_of_host(std::string_view h) {
   return to_port(h.substr(colon + 1));
 }
 
-// The literal argv elements (from_env values are unknown until spawn).
-std::vector<std::string> literal_args(const LaunchSpec& s) {
-  std::vector<std::string> out;
-  for (const auto& a : s.argv) out.push_back(a.from_env.empty() ? a.text : std::string());
-  return out;
-}
-
-bool has_option(const std::vector<std::string>& args, std::initializer_list<std::string_view> names) {
-  for (const auto& a : args)
-    for (auto n : names)
-      if (a == n || (a.size() > n.size() && a.compare(0, n.size(), n) == 0 && a[n.size()] == '=')) return true;
-  return false;
-}
-
-bool has_env(const LaunchSpec& s, std::string_view name) { return s.env.count(std::string(name)) > 0; }
-
-std::string basename_of(const std::string& p) {
-  auto slash = p.rfind('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
-}
-
 }  // namespace
 
 bool names_a_secret(std::string_view name) {
@@ -81,6 +60,12 @@ bool names_a_secret(std::string_view name) {
   for (const char* s : {"key", "token", "secret", "password", "passwd", "apikey"})
     if (ws.back() == s) return true;
   return false;
+}
+
+std::vector<std::string> literal_argv(const LaunchSpec& s) {
+  std::vector<std::string> out;
+  for (const auto& a : s.argv) out.push_back(a.from_env.empty() ? a.text : std::string());
+  return out;
 }
 
 std::vector<std::string> display_argv(const LaunchSpec& s) {
@@ -100,7 +85,7 @@ std::string argv_json(const LaunchSpec& s) {
 
 std::vector<ArgvPort> argv_ports(const LaunchSpec& s, RuntimeKind runtime) {
   std::vector<ArgvPort> out;
-  const auto args = literal_args(s);
+  const auto args = literal_argv(s);
   auto add = [&](std::optional<uint16_t> p, std::string flag) {
     if (p) out.push_back(ArgvPort{*p, std::move(flag)});
   };
@@ -111,6 +96,10 @@ std::vector<ArgvPort> argv_ports(const LaunchSpec& s, RuntimeKind runtime) {
     const std::string opt = a.substr(0, eq);
     const std::string val = eq == std::string::npos ? next : a.substr(eq + 1);
     const std::string shown = eq == std::string::npos ? a + " " + next : a;
+    // llama-server's -p is --prompt (common/arg.cpp {"-p", "--prompt"}), not a
+    // port. This one runtime fact stays here, not in its entry
+    // (probes/runtimes/llama_cpp.cc): the check runs when the config is read,
+    // in core, below the probes that hold the entries.
     if (opt == "--port" || (opt == "-p" && runtime != RuntimeKind::LlamaCpp)) add(to_port(val), shown);
     else if (opt == "--host") add(port_of_host(val), shown);
   }
@@ -119,24 +108,6 @@ std::vector<ArgvPort> argv_ports(const LaunchSpec& s, RuntimeKind runtime) {
     if (it == s.env.end() || !it->second.from_env.empty()) continue;
     const std::string& v = it->second.text;
     add(std::string(name) == "OLLAMA_HOST" ? port_of_host(v) : to_port(v), "env " + std::string(name) + "=" + v);
-  }
-  return out;
-}
-
-std::vector<std::string> launch_warnings(const LaunchSpec& s, RuntimeKind runtime) {
-  std::vector<std::string> out;
-  const auto args = literal_args(s);
-  if (args.empty()) return out;
-  if (runtime == RuntimeKind::MlxLm && !has_option(args, {"--max-tokens"}))
-    out.push_back("MLX-LM caps every answer at 512 tokens unless started with --max-tokens; long-context and "
-                  "agent probes would end as truncated (add e.g. \"--max-tokens\", \"32768\")");
-  if (runtime == RuntimeKind::LlamaCpp && basename_of(args[0]).rfind("llama-server", 0) == 0) {
-    if (!has_option(args, {"-n", "--predict", "--n-predict"}) && !has_env(s, "LLAMA_ARG_N_PREDICT"))
-      out.push_back("llama-server without -n (--n-predict) lets a runaway answer run until the context is full "
-                    "(soakd sends no max_tokens); add e.g. \"-n\", \"8192\"");
-    if (!has_option(args, {"-c", "--ctx-size"}) && !has_env(s, "LLAMA_ARG_CTX_SIZE"))
-      out.push_back("llama-server without -c (--ctx-size) takes the model's full training context, and its "
-                    "memory; add e.g. \"-c\", \"131072\" for the sizes you test");
   }
   return out;
 }

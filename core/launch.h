@@ -6,8 +6,9 @@
 // only when the process is spawned, and stored and shown as ${NAME}.
 //
 // Also here, pure over the block: the port its argv tells the runtime to
-// listen on (checked against base_url), the warnings about flags a runtime
-// needs for soak testing, and the argv as stored and shown.
+// listen on (checked against base_url) and the argv as stored and shown. The
+// warnings about flags a runtime needs for soak testing are each runtime's
+// own (probes/runtimes/, Runtime::launch_warnings).
 #pragma once
 
 #include <cstdint>
@@ -58,6 +59,9 @@ inline constexpr std::string_view kInheritedEnv[] = {"PATH", "HOME",   "USER",  
 // "--token-interval-ms", nor a file option such as "--ssl-key-file").
 bool names_a_secret(std::string_view name);
 
+// The argv as the runtime will see it, as far as the config says: literals as
+// written, from_env values empty (unknown until spawn, and a secret).
+std::vector<std::string> literal_argv(const LaunchSpec& s);
 // The argv as stored and shown: literals as written, from_env values as "${NAME}".
 std::vector<std::string> display_argv(const LaunchSpec& s);
 // The same as JSON, secrets as {"from_env": "NAME"} (runtime_launches.argv).
@@ -72,10 +76,5 @@ struct ArgvPort {
 // -p is the prompt), --host H:P, and the environment's
 // LLAMA_ARG_PORT and OLLAMA_HOST.
 std::vector<ArgvPort> argv_ports(const LaunchSpec& s, RuntimeKind runtime);
-
-// Flags a runtime needs for soak testing that the argv lacks: MLX-LM without
-// --max-tokens (answers capped at 512 tokens), llama-server without -n
-// (no cap on a runaway answer) or -c (the model's full training context).
-std::vector<std::string> launch_warnings(const LaunchSpec& s, RuntimeKind runtime);
 
 }  // namespace soak

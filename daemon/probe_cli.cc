@@ -189,7 +189,7 @@ int cmd_probe(const Args& a) {
     return kExitNotClean;
   }
   // The same set-up as the daemon's (daemon/wiring.h); nothing to log but the table.
-  auto sampler = make_system_sampler();
+  auto sampler = make_system_sampler(runtime_signatures());
   auto wiring = Wiring::build(**store, make_null_logger(), *sampler);
   if (!wiring) {
     std::fprintf(stderr, "soakd probe: %s\n", wiring.message().c_str());

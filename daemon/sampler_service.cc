@@ -93,7 +93,7 @@ void SamplerService::tick() {
     auto it = watched_.find(a.candidate_id);
     if (it == watched_.end())
       it = watched_.emplace(a.candidate_id, Watched{std::nullopt, 0, RestartDetector(a.candidate_id, host_id_),
-                                                    DuplicateEngineDetector(a.candidate_id, host_id_), false}).first;
+                                                    DuplicateEngineDetector(a.candidate_id, host_id_, sampler_.runtimes()), false}).first;
     if (it->second.pid) candidate_pids.push_back(*it->second.pid);
   }
   for (const auto& a : active)

@@ -127,7 +127,7 @@ int cmd_sample(const Args& a) {
     cfg = std::move(*loaded);
   }
   SystemClock clock;
-  auto sampler = make_system_sampler();
+  auto sampler = make_system_sampler(runtime_signatures());
   SampleReport report = collect_sample_report(*sampler, cfg, clock.wall_ms());
   std::fputs((a.flag("json") ? render_sample_json(report) : render_sample_text(report)).c_str(), stdout);
   return report.host_error.empty() ? kExitOk : kExitFailure;
@@ -174,7 +174,7 @@ int cmd_run(const Args& a) {
   }
   // The one sampler of the running daemon: this host's row, the engine's
   // process discovery, the supervisor's and the sampler service's readings.
-  auto sampler = make_system_sampler();
+  auto sampler = make_system_sampler(runtime_signatures());
   auto wiring = Wiring::build(**store, *log, *sampler);
   // A store that cannot write at start (full disk, a lock held): wait for it
   // here, up to store_outage.stop_after, rather than exit and be restarted at

@@ -2,6 +2,7 @@
 
 #include "daemon/host.h"
 #include "platform/runtime_processes.h"
+#include "probes/runtimes/catalog.h"
 
 namespace soak {
 
@@ -20,6 +21,15 @@ probes::EngineOptions engine_options(Sampler& sampler) {
   };
   return o;
 }
+
+std::vector<RuntimeSignature> runtime_signatures(probes::RuntimeTable table) {
+  std::vector<RuntimeSignature> out;
+  for (const probes::Runtime* r : table)
+    out.push_back(RuntimeSignature{r->kind, r->processes.programs, r->processes.modules, r->processes.app});
+  return out;
+}
+
+std::vector<RuntimeSignature> runtime_signatures() { return runtime_signatures(probes::builtin_runtimes()); }
 
 Result<std::unique_ptr<Wiring>> Wiring::build(Store& store, Logger log, Sampler& sampler) {
   ThisHost host = this_host(sampler);

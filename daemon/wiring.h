@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -22,6 +23,7 @@
 #include "core/service.h"
 #include "platform/sampler.h"
 #include "probes/engine.h"
+#include "probes/probe_types.h"
 #include "probes/transport/http_client.h"
 #include "storage/outbox.h"
 #include "storage/store.h"
@@ -31,6 +33,14 @@ namespace soak {
 // The probe engine's options with soakd's process discovery: the argv of a
 // runtime soakd did not launch is read from the process serving its port.
 probes::EngineOptions engine_options(Sampler& sampler);
+
+// How the processes of the runtimes in `table` look (each entry's
+// ProcessNames), for make_system_sampler(): platform sits below the probes
+// and knows no runtime, so the composition root hands it this. The names
+// point at the entries' constant data.
+std::vector<RuntimeSignature> runtime_signatures(probes::RuntimeTable table);
+// The same for the built-in runtimes (probes/runtimes/catalog.h).
+std::vector<RuntimeSignature> runtime_signatures();
 
 class Wiring {
  public:

@@ -51,7 +51,7 @@ std::vector<Event> RestartDetector::observe(std::optional<ProcessIdentity> seen,
 std::vector<Event> DuplicateEngineDetector::observe(const std::vector<ProcessInfo>& processes,
                                                     std::optional<int> candidate_pid, int64_t wall_ms) {
   std::vector<Event> out;
-  current_ = other_engines(processes, candidate_pid);
+  current_ = other_engines(processes, candidate_pid, runtimes_);
   std::set<int> present;
   for (const auto& e : current_) {
     present.insert(e.process.pid);

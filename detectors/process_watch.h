@@ -7,7 +7,8 @@
 //
 // DuplicateEngineDetector: one per candidate. Another inference engine
 // resident beside the candidate's process tree is a "duplicate_engine" event,
-// reported once per duplicate process while it stays.
+// reported once per duplicate process while it stays; what is an engine is
+// the sampler's runtime signatures (platform/runtime_processes.h).
 //
 // Pure logic over samples and process lists; time is the caller's wall_ms.
 // Threading: the daemon's loop thread.
@@ -52,8 +53,10 @@ class RestartDetector {
 
 class DuplicateEngineDetector {
  public:
-  DuplicateEngineDetector(std::optional<int64_t> candidate_id, std::optional<int64_t> host_id)
-      : candidate_id_(candidate_id), host_id_(host_id) {}
+  // `runtimes` must outlive the detector (the sampler's: Sampler::runtimes()).
+  DuplicateEngineDetector(std::optional<int64_t> candidate_id, std::optional<int64_t> host_id,
+                          RuntimeSignatures runtimes)
+      : candidate_id_(candidate_id), host_id_(host_id), runtimes_(runtimes) {}
 
   std::vector<Event> observe(const std::vector<ProcessInfo>& processes, std::optional<int> candidate_pid,
                              int64_t wall_ms);
@@ -63,6 +66,7 @@ class DuplicateEngineDetector {
 
  private:
   std::optional<int64_t> candidate_id_, host_id_;
+  RuntimeSignatures runtimes_;
   std::set<int> reported_;  // pids already reported and still present
   std::vector<EngineProcess> current_;
 };

@@ -4,6 +4,7 @@
 #include "core/service.h"
 #include "managed/launcher.h"
 #include "managed/runtime_identity.h"
+#include "probes/runtimes/catalog.h"
 
 namespace soak {
 
@@ -27,7 +28,8 @@ LaunchFindings check_launches(const Config& cfg, const probes::EnvReader& env) {
       if (!v.from_env.empty() && !env(v.from_env))
         f.warnings.push_back(at + ".env." + name + ": warning: " + v.from_env +
                              " is not set here; soakd's environment must have it when it starts the runtime");
-    for (const auto& w : launch_warnings(s, c.runtime)) f.warnings.push_back(at + ".argv: warning: " + w);
+    for (const auto& w : probes::builtin_runtime(c.runtime).launch_warnings(s))
+      f.warnings.push_back(at + ".argv: warning: " + w);
   }
   // What soakd's stop may take with its runtimes: as the supervisor counts it.
   if (largest_stop > 0 && kStopGraceMs + runtime_stop_budget_ms(largest_stop) >= kLaunchdExitTimeOutMs)

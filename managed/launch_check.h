@@ -2,9 +2,10 @@
 // itself (docs/DESIGN.md §4.8), on this machine: argv[0] must resolve to an
 // executable (a name in PATH, or a path); a value taken from soakd's
 // environment ({"from_env": NAME}) should be set; flags the runtime needs
-// for soak testing (core/launch.h launch_warnings()); and whether launchd's
-// ExitTimeOut leaves room for the largest stop_timeout. The port in the argv
-// against base_url is a rule of the file (parse_config rejects it).
+// for soak testing (the runtime's entry, probes/runtimes/ launch_warnings);
+// and whether launchd's ExitTimeOut leaves room for the largest
+// stop_timeout. The port in the argv against base_url is a rule of the file
+// (parse_config rejects it).
 //
 // Errors fail the check; warnings are printed and do not. `soakd run` logs
 // both and starts: a candidate whose runtime cannot start is blocked, with

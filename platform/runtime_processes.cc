@@ -68,24 +68,31 @@ Invocation invocation_of(const ProcessInfo& p) {
 
 std::string_view first_arg(const Invocation& inv) { return inv.args.empty() ? std::string_view{} : inv.args[0]; }
 
-std::optional<RuntimeKind> identify_invocation(const Invocation& inv) {
-  std::string_view prog = inv.program;
-  std::string_view sub = first_arg(inv);
-  if (inv.is_module) {
-    if (prog == "mlx_lm.server" || (prog == "mlx_lm" && sub == "server")) return RuntimeKind::MlxLm;
-    if (prog == "omlx" || starts_with(prog, "omlx.")) return RuntimeKind::Omlx;
-    if (starts_with(prog, "vllm.entrypoints")) return RuntimeKind::Vllm;
-    if (starts_with(prog, "vllm_mlx") || starts_with(prog, "rapid_mlx")) return RuntimeKind::RapidMlx;
-    return std::nullopt;
+// One signature name against what a process runs: "name", "name*" (a
+// prefix), either followed by " subcommand" (its first argument).
+bool runs(const Invocation& inv, std::string_view name) {
+  std::string_view sub;
+  if (size_t space = name.find(' '); space != std::string_view::npos) {
+    sub = name.substr(space + 1);
+    name = name.substr(0, space);
   }
-  if (prog == "llama-server") return RuntimeKind::LlamaCpp;
-  if (prog == "mlx_lm.server" || (prog == "mlx_lm" && sub == "server")) return RuntimeKind::MlxLm;
-  if (prog == "omlx") return RuntimeKind::Omlx;
-  if (prog == "vllm" && sub == "serve") return RuntimeKind::Vllm;
-  if (prog == "rapid-mlx" || prog == "vllm-mlx") return RuntimeKind::RapidMlx;
-  if (prog == "ollama" && (sub == "serve" || sub == "runner")) return RuntimeKind::Ollama;
-  if (starts_with(prog, "ollama_llama_server")) return RuntimeKind::Ollama;
+  const bool prefix = !name.empty() && name.back() == '*';
+  if (prefix) name.remove_suffix(1);
+  if (name.empty() || inv.program.empty()) return false;
+  const bool named = prefix ? starts_with(inv.program, name) : inv.program == name;
+  return named && (sub.empty() || first_arg(inv) == sub);
+}
+
+std::optional<RuntimeKind> identify_invocation(const Invocation& inv, RuntimeSignatures runtimes) {
+  for (const RuntimeSignature& r : runtimes)
+    for (std::string_view name : inv.is_module ? r.modules : r.programs)
+      if (runs(inv, name)) return r.kind;
   return std::nullopt;
+}
+
+bool in_app(const ProcessInfo& p, std::string_view app) {
+  if (app.empty()) return false;
+  return p.name == app || p.path.find("/" + std::string(app) + ".app/") != std::string::npos;
 }
 
 bool same_tree(int pid, int root, const std::unordered_map<int, int>& parent_of) {
@@ -130,6 +137,12 @@ bool is_local_host(std::string_view host) {
   return host == "localhost" || host == "::1" || host == "::" || host == "0.0.0.0" || starts_with(host, "127.");
 }
 
+bool has_signature(RuntimeSignatures runtimes, RuntimeKind kind) {
+  for (const RuntimeSignature& r : runtimes)
+    if (r.kind == kind && (!r.programs.empty() || !r.modules.empty() || !r.app.empty())) return true;
+  return false;
+}
+
 bool names_secret(std::string_view arg) {
   std::string lower(arg);
   for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -166,24 +179,26 @@ std::string display_command(const ProcessInfo& p, size_t max_chars) {
   return out;
 }
 
-std::optional<RuntimeKind> identify_engine(const ProcessInfo& p) {
-  // LM Studio runs its engines inside helpers of the app bundle.
-  if (p.name == "LM Studio" || p.path.find("/LM Studio.app/") != std::string::npos) return RuntimeKind::LmStudio;
+std::optional<RuntimeKind> identify_engine(const ProcessInfo& p, RuntimeSignatures runtimes) {
+  // An app runs its engines inside helpers of its bundle (LM Studio).
+  for (const RuntimeSignature& r : runtimes)
+    if (in_app(p, r.app)) return r.kind;
   // With argv hidden (another user's process) the executable name stands in
   // for argv[0], which still names the unambiguous engines.
-  return identify_invocation(invocation_of(p));
+  return identify_invocation(invocation_of(p), runtimes);
 }
 
-std::vector<EngineProcess> find_engines(const std::vector<ProcessInfo>& processes) {
+std::vector<EngineProcess> find_engines(const std::vector<ProcessInfo>& processes, RuntimeSignatures runtimes) {
   std::vector<EngineProcess> out;
   for (const auto& p : processes) {
-    if (auto k = identify_engine(p)) out.push_back(EngineProcess{p, *k});
+    if (auto k = identify_engine(p, runtimes)) out.push_back(EngineProcess{p, *k});
   }
   return out;
 }
 
-std::vector<EngineProcess> other_engines(const std::vector<ProcessInfo>& processes, std::optional<int> candidate_pid) {
-  std::vector<EngineProcess> engines = find_engines(processes);
+std::vector<EngineProcess> other_engines(const std::vector<ProcessInfo>& processes, std::optional<int> candidate_pid,
+                                         RuntimeSignatures runtimes) {
+  std::vector<EngineProcess> engines = find_engines(processes, runtimes);
   if (!candidate_pid) return engines;
   std::unordered_map<int, int> parent_of;
   for (const auto& p : processes) parent_of[p.pid] = p.ppid;
@@ -254,10 +269,11 @@ LocatedProcess locate_by_name(const std::vector<ProcessInfo>& processes, std::st
   return pick_root(matches, PidSource::Name, "named " + std::string(name));
 }
 
-LocatedProcess locate_by_runtime(const std::vector<ProcessInfo>& processes, RuntimeKind kind) {
+LocatedProcess locate_by_runtime(const std::vector<ProcessInfo>& processes, RuntimeKind kind,
+                                 RuntimeSignatures runtimes) {
   std::vector<const ProcessInfo*> matches;
   for (const auto& p : processes) {
-    auto k = identify_engine(p);
+    auto k = identify_engine(p, runtimes);
     if (k && *k == kind) matches.push_back(&p);
   }
   return pick_root(matches, PidSource::Runtime, "running " + std::string(to_string(kind)));
@@ -282,10 +298,11 @@ LocatedProcess locate_candidate_process(Sampler& sampler, const CandidateConfig&
     out.detail = procs.message();
   } else if (c.process_name) {
     out = locate_by_name(*procs, *c.process_name);
-  } else if (c.runtime == RuntimeKind::OpenAI) {
+  } else if (!has_signature(sampler.runtimes(), c.runtime)) {
+    // Only the plain OpenAI-compatible runtime has none among soakd's own.
     out.detail = "a generic OpenAI-compatible runtime has no process signature; set pid or process_name";
   } else {
-    out = locate_by_runtime(*procs, c.runtime);
+    out = locate_by_runtime(*procs, c.runtime, sampler.runtimes());
   }
   if (!out.pid && !port_note.empty()) out.detail = port_note + "; " + out.detail;
   return out;

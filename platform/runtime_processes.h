@@ -1,6 +1,10 @@
 // Recognising inference engines among processes, and finding the process that
-// serves a candidate. Pure over ProcessInfo lists, except
-// locate_candidate_process(), which asks a Sampler.
+// serves a candidate. Which runtime a process is comes from the runtime
+// signatures the composition root hands down (RuntimeSignature in
+// platform/sampler.h, built from the runtimes' entries in probes/runtimes/):
+// this file holds only the matching mechanics, and names no runtime. Pure
+// over ProcessInfo lists, except locate_candidate_process() and
+// read_candidate_argv(), which ask a Sampler (and use its signatures).
 //
 // Threading: callers' thread (the daemon's loop). Failure: values, no throws.
 #pragma once
@@ -26,18 +30,18 @@ struct EngineProcess {
   RuntimeKind kind = RuntimeKind::OpenAI;
 };
 
-// Which engine a process is, from its name, executable and argv:
-//   llama-server                          -> llama.cpp
-//   mlx_lm.server, python -m mlx_lm.server, mlx_lm server, python -m mlx_lm server -> mlx-lm
-//   omlx (script or -m omlx)              -> omlx
-//   vllm serve, python -m vllm.entrypoints.openai.api_server -> vllm
-//   rapid-mlx, vllm-mlx                   -> rapid-mlx
-//   ollama serve / ollama runner, ollama_llama_server -> ollama
-//   LM Studio (the app and its helpers)   -> lm-studio
-// Clients of the same tools (`ollama run`, `lms`, `vllm bench`) are not engines.
-std::optional<RuntimeKind> identify_engine(const ProcessInfo& p);
+// Which engine a process is, from its name, executable and argv: the first
+// signature whose app it belongs to (the app's process, or anything inside
+// its bundle: an app's helpers are its engines); else the first whose program
+// or module it runs. The program is argv[0]'s basename (the executable's, or
+// the kernel's name, when argv is hidden); for a Python interpreter it is the
+// script after the interpreter's options, or the module after `-m`, which
+// only module names match. A subcommand in a name must be the first argument
+// after the program, so the same tool's clients (`ollama run`, `vllm bench`)
+// are not engines.
+std::optional<RuntimeKind> identify_engine(const ProcessInfo& p, RuntimeSignatures runtimes);
 
-std::vector<EngineProcess> find_engines(const std::vector<ProcessInfo>& processes);
+std::vector<EngineProcess> find_engines(const std::vector<ProcessInfo>& processes, RuntimeSignatures runtimes);
 
 // Engines that do not belong to the candidate's process tree (the candidate's
 // process, its ancestors and its descendants: an Ollama runner under `ollama
@@ -45,7 +49,7 @@ std::vector<EngineProcess> find_engines(const std::vector<ProcessInfo>& processe
 // flags: a second engine on the same GPU collapses both. With no candidate
 // pid, every engine counts.
 std::vector<EngineProcess> other_engines(const std::vector<ProcessInfo>& processes,
-                                         std::optional<int> candidate_pid);
+                                         std::optional<int> candidate_pid, RuntimeSignatures runtimes);
 
 // A process's command line for display and event details: at most
 // `max_chars` (then "..."), with the values of secret-looking options
@@ -68,8 +72,9 @@ struct LocatedProcess {
 
 // pid from the config; else the process listening on the base URL's local
 // port; else the configured process_name (name, executable or argv[0]
-// basename); else the one running engine of the candidate's runtime kind (two
-// or more: ambiguous, not found).
+// basename); else the one running engine of the candidate's runtime kind, as
+// the sampler's signatures recognise it (two or more: ambiguous, not found;
+// a runtime without a signature: not found).
 LocatedProcess locate_candidate_process(Sampler& sampler, const CandidateConfig& c);
 
 // The command line of the process serving a candidate (located as above):
@@ -83,6 +88,7 @@ CandidateArgv read_candidate_argv(Sampler& sampler, const CandidateConfig& c);
 
 // The pure last two steps of locate_candidate_process, over a process list.
 LocatedProcess locate_by_name(const std::vector<ProcessInfo>& processes, std::string_view name);
-LocatedProcess locate_by_runtime(const std::vector<ProcessInfo>& processes, RuntimeKind kind);
+LocatedProcess locate_by_runtime(const std::vector<ProcessInfo>& processes, RuntimeKind kind,
+                                 RuntimeSignatures runtimes);
 
 }  // namespace soak

@@ -51,7 +51,7 @@ SampleReport collect_sample_report(Sampler& sampler, const Config& cfg, int64_t 
     r.candidates.push_back(std::move(cr));
   }
   auto procs = sampler.list_processes();
-  if (procs) r.engines = find_engines(*procs);
+  if (procs) r.engines = find_engines(*procs, sampler.runtimes());
   else r.engines_error = procs.message();
   return r;
 }

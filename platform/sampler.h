@@ -2,8 +2,10 @@
 // process discovery and the TCP-listener lookup.
 //
 // Ownership: the composition root makes one Sampler with make_system_sampler()
-// (sampler_linux.cc or sampler_mach.cc, chosen by CMake) and lends it to the
-// sampling service. Tests may use the Linux sampler on a fake /proc tree.
+// (sampler_linux.cc or sampler_mach.cc, chosen by CMake), handing it the
+// signatures of the runtimes it knows (RuntimeSignature, which the sampler
+// keeps a copy of), and lends it to the sampling service. Tests may use the
+// Linux sampler on a fake /proc tree.
 // Threading: called from the daemon's loop thread only (from its one sampling
 // timer); not thread-safe, because it reuses its read buffers between calls.
 // Cost: calls are synchronous reads of a few small /proc files or a few Mach
@@ -18,7 +20,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/result.h"
@@ -34,9 +38,29 @@ struct ProcessInfo {
   std::vector<std::string> argv;   // empty when not visible (another user's process, zombie)
 };
 
+// How one runtime's server processes show in a process list: its programs
+// (argv[0], the executable, or a Python script), its Python modules (`-m
+// module`) and its desktop app. Each name may end in '*' (a prefix) and be
+// followed by a space and the subcommand that must come first after it
+// ("vllm serve"). Platform knows no runtime: the composition root builds
+// these from the runtimes' entries (daemon/wiring.h runtime_signatures()),
+// and platform/runtime_processes.h matches them. The spans point at constant
+// data that lives for the whole program.
+struct RuntimeSignature {
+  RuntimeKind kind = RuntimeKind::OpenAI;
+  std::span<const std::string_view> programs;
+  std::span<const std::string_view> modules;
+  std::string_view app;  // its process name, or any process inside "/<app>.app/"
+};
+using RuntimeSignatures = std::span<const RuntimeSignature>;
+
 class Sampler {
  public:
+  explicit Sampler(RuntimeSignatures runtimes) : runtimes_(runtimes.begin(), runtimes.end()) {}
   virtual ~Sampler() = default;
+
+  // The runtimes process discovery recognises (platform/runtime_processes.h).
+  RuntimeSignatures runtimes() const { return runtimes_; }
 
   // This host's locator. Fails when the hostname or the physical memory size
   // cannot be read; a model or OS version that cannot be read is "unknown".
@@ -59,10 +83,13 @@ class Sampler {
   // workers). nullopt when nothing listens there. An error when something
   // listens but its owner is not visible to this user.
   virtual Result<std::optional<int>> find_listening_pid(uint16_t port) = 0;
+
+ private:
+  std::vector<RuntimeSignature> runtimes_;
 };
 
-// The implementation for the platform this was built for.
-std::unique_ptr<Sampler> make_system_sampler();
+// The implementation for the platform this was built for, recognising `runtimes`.
+std::unique_ptr<Sampler> make_system_sampler(RuntimeSignatures runtimes);
 
 // ---- shared by the implementations (sampler.cc) -------------------------------
 // A sample stamped with pid and time; an error when the pid cannot name a process.

@@ -32,7 +32,8 @@ std::optional<int> pid_of_dirent(const char* name) {
 
 class LinuxSampler final : public Sampler {
  public:
-  explicit LinuxSampler(LinuxRoots roots) : roots_(std::move(roots)), buf_(kInitialBuffer) {
+  LinuxSampler(LinuxRoots roots, RuntimeSignatures runtimes)
+      : Sampler(runtimes), roots_(std::move(roots)), buf_(kInitialBuffer) {
     long t = ::sysconf(_SC_CLK_TCK);
     clk_tck_ = t > 0 ? t : 0;
   }
@@ -256,10 +257,12 @@ class LinuxSampler final : public Sampler {
 
 }  // namespace
 
-std::unique_ptr<Sampler> make_linux_sampler(LinuxRoots roots) {
-  return std::make_unique<LinuxSampler>(std::move(roots));
+std::unique_ptr<Sampler> make_linux_sampler(LinuxRoots roots, RuntimeSignatures runtimes) {
+  return std::make_unique<LinuxSampler>(std::move(roots), runtimes);
 }
 
-std::unique_ptr<Sampler> make_system_sampler() { return make_linux_sampler(LinuxRoots{}); }
+std::unique_ptr<Sampler> make_system_sampler(RuntimeSignatures runtimes) {
+  return make_linux_sampler(LinuxRoots{}, runtimes);
+}
 
 }  // namespace soak

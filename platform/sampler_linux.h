@@ -15,6 +15,7 @@ struct LinuxRoots {
   std::string etc = "/etc";
 };
 
-std::unique_ptr<Sampler> make_linux_sampler(LinuxRoots roots);
+// `runtimes`: what its process discovery recognises (platform/sampler.h).
+std::unique_ptr<Sampler> make_linux_sampler(LinuxRoots roots, RuntimeSignatures runtimes);
 
 }  // namespace soak

@@ -128,8 +128,9 @@ class Sysctl {
 
 class MachSampler final : public Sampler {
  public:
-  MachSampler()
-      : host_(::mach_host_self()),
+  explicit MachSampler(RuntimeSignatures runtimes)
+      : Sampler(runtimes),
+        host_(::mach_host_self()),
         swapusage_("vm.swapusage"),
         pressure_("kern.memorystatus_vm_pressure_level"),
         memstatus_level_("kern.memorystatus_level"),
@@ -310,6 +311,8 @@ class MachSampler final : public Sampler {
 
 }  // namespace
 
-std::unique_ptr<Sampler> make_system_sampler() { return std::make_unique<MachSampler>(); }
+std::unique_ptr<Sampler> make_system_sampler(RuntimeSignatures runtimes) {
+  return std::make_unique<MachSampler>(runtimes);
+}
 
 }  // namespace soak

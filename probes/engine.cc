@@ -1,23 +1,14 @@
 #include "probes/engine.h"
 
-#include <cstdlib>
 #include <map>
 #include <utility>
 
-#include "probes/adapters.h"
 #include "probes/engine_exchange.h"
 #include "probes/probe_build.h"
 #include "probes/probe_step.h"
+#include "probes/runtimes/catalog.h"
 
 namespace soak::probes {
-
-EnvReader process_env() {
-  return [](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());
-    if (!v) return std::nullopt;
-    return std::string(v);
-  };
-}
 
 std::vector<ProbeKind> all_probe_kinds() {
   return {ProbeKind::Health,      ProbeKind::Identity, ProbeKind::Marker,       ProbeKind::Stream,
@@ -52,13 +43,17 @@ struct ProbeEngine::Impl {
   uint64_t next_id = 1;
 
   CandidateState& state_for(const CandidateConfig& c) { return states[c.name + "\n" + c.base_url]; }
+  // The candidate's runtime entry, in the caller's table or the built-in one.
+  const Runtime& runtime_for(const CandidateConfig& c) const {
+    return runtime_in(opts.runtimes.empty() ? builtin_runtimes() : opts.runtimes, c.runtime);
+  }
 
   StepEnv env_for(Run& r) {
     const RunId id = r.id;
     return StepEnv{io,
                    opts,
                    r.cand,
-                   runtime_traits(r.cand.runtime),
+                   runtime_for(r.cand),
                    state_for(r.cand),
                    r.spec.group_id,
                    r.spec.expect_model,
@@ -70,8 +65,7 @@ struct ProbeEngine::Impl {
   }
 
   bool needs_props(const Run& r) {
-    const RuntimeTraits& t = runtime_traits(r.cand.runtime);
-    return t.props && !r.cand.slots && !state_for(r.cand).props_read;
+    return runtime_for(r.cand).props && !r.cand.slots && !state_for(r.cand).props_read;
   }
 
   // Always entered from the deferrer: never inside run(), cancel() or a step's own callback.
@@ -142,7 +136,7 @@ size_t ProbeEngine::in_flight() const { return impl_->runs.size() + impl_->build
 void ProbeEngine::read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) {
   Impl* impl = impl_.get();
   const uint64_t id = impl->next_id++;
-  auto b = std::make_unique<BuildRead>(impl->io, impl->opts, c, [impl, id, done = std::move(done)](Result<BuildIdentity> r) {
+  auto b = std::make_unique<BuildRead>(impl->io, impl->opts, c, impl->runtime_for(c), [impl, id, done = std::move(done)](Result<BuildIdentity> r) {
     // Out of the reader's own callback before it is destroyed.
     impl->io.defer.post([impl, id, done, r = std::move(r)]() mutable {
       impl->builds.erase(id);

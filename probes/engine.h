@@ -8,15 +8,15 @@
 // excerpt on failure only.
 //
 // What each kind does (one row per request unless said otherwise):
-//   health        GET the adapter's health route (llama.cpp 503 while loading -> loading)
+//   health        GET the runtime's health route (llama.cpp 503 while loading -> loading)
 //   identity      the model list must hold the canonical id, then a non-stream
-//                 answer must name it (or echo the request, per adapter)
+//                 answer must name it (or echo the request, per runtime)
 //   marker, stream, strict_json, tool_call, repetition
 //                 one streamed chat each, judged by the stream contract, then
 //                 by its content check
 //   thinking      two rows, enable_thinking on and off (reasoning counted apart)
 //   long_context  per configured size: a fixture sized with /tokenize where the
-//                 adapter has it, sent fresh (nonce) and then as the exact
+//                 runtime has it, sent fresh (nonce) and then as the exact
 //                 repeat (only after a clean fresh); the marker the fixture asks
 //                 for is noted in extra_json, not judged (a timing workload)
 //   shared_prefix a cold turn, its exact repeat (warm), and kSharedPrefixTurns
@@ -32,9 +32,9 @@
 //                 serialized burst makes the summary row serialized_burst while
 //                 each member keeps its own outcome
 //   cancel        a stream cut after a few tokens, then proof the slot was freed
-//                 (/slots idle where the adapter has it, else a follow-up whose
+//                 (/slots idle where the runtime has it, else a follow-up whose
 //                 first token arrives within the bound), else stale_slot
-//   scrape        /props, /slots, /metrics as the adapter has them, figures in
+//   scrape        /props, /slots, /metrics as the runtime has them, figures in
 //                 extra_json (a route the runtime does not serve is noted, not failed)
 //   embeddings, rerank  the pooling routes
 //
@@ -42,6 +42,10 @@
 // stall on content, response bytes); hitting one is the row's outcome. The API
 // key is read from the environment variable the candidate names when a request
 // is built, sent as a Bearer header, and never stored or logged.
+//
+// What each runtime exposes is its entry's (probes/runtimes/): the engine
+// resolves a candidate's RuntimeKind in EngineOptions::runtimes (the built-in
+// table by default) and hands the entry to every step.
 //
 // Ownership: the caller owns the loop, the HttpClient and the clock; all must
 // outlive the engine. The engine copies each candidate's config into the run.
@@ -68,72 +72,10 @@
 #include "core/config.h"
 #include "core/result.h"
 #include "core/types.h"
-#include "probes/prompts.h"
+#include "probes/probe_types.h"
 #include "probes/transport/http_client.h"
 
 namespace soak::probes {
-
-inline constexpr int kDefaultCancelCutTokens = 4;             // output events before the cancel probe cuts
-inline constexpr int64_t kDefaultSlotFreeBoundMs = 10'000;    // a cut request's slot must be free by then
-inline constexpr int64_t kDefaultSlotPollMs = 100;            // /slots polling interval after a cut
-inline constexpr int kSharedPrefixTurns = 3;                  // turns after the cold one
-inline constexpr int kMaxSizingRounds = 4;                    // /tokenize measurements per fixture size
-inline constexpr int64_t kDefaultVersionCommandTimeoutMs = 10'000;
-// vLLM binds its API port only once its engine is up and refuses connections
-// while it loads: a refusal streak this short reads as loading (health rows).
-inline constexpr int64_t kDefaultVllmStartupGraceMs = 5 * 60'000;
-
-using EnvReader = std::function<std::optional<std::string>(const std::string& name)>;
-// getenv().
-EnvReader process_env();
-
-// The command line of the process serving a candidate that soakd did not
-// launch (found by its port, pid or name: platform/runtime_processes.h), for runtimes
-// whose argv is the only place that says what they serve (MLX-LM's --model).
-// `error` says why it could not be read (not found, another user's process).
-struct RuntimeArgv {
-  std::vector<std::string> argv;
-  std::string source;  // how the process was found, e.g. "pid 4242 listening on port 8080"
-  std::string error;   // non-empty: argv unknown, and why
-};
-using RuntimeArgvReader = std::function<RuntimeArgv(const CandidateConfig& c)>;
-
-struct EngineOptions {
-  // Fresh-prompt nonces. 0: seeded from the clock when the engine is built, so
-  // a restarted daemon never re-sends a nonce a runtime may still have cached.
-  uint64_t nonce_seed = 0;
-  uint64_t fixture_seed = kDefaultFixtureSeed;
-  int cancel_cut_tokens = kDefaultCancelCutTokens;
-  int64_t slot_free_bound_ms = kDefaultSlotFreeBoundMs;
-  int64_t slot_poll_ms = kDefaultSlotPollMs;
-  int64_t version_command_timeout_ms = kDefaultVersionCommandTimeoutMs;
-  int64_t vllm_startup_grace_ms = kDefaultVllmStartupGraceMs;
-  EnvReader env;  // empty: process_env()
-  // The daemon's process discovery (daemon/wiring.cc). Empty: the argv of a
-  // runtime soakd did not launch is unknown, and the row says so.
-  RuntimeArgvReader runtime_argv;
-};
-
-// What a runtime said about itself when asked for its build (read_build()).
-struct BuildIdentity {
-  std::string build;                  // e.g. "b9928-81ff7abe5"
-  std::optional<std::string> model;   // the model it serves, when it says
-  // What it serves with (probes/served_state.h LaunchFingerprint::to_json;
-  // empty: nothing exposed). A change is treated like a build change.
-  std::string fingerprint;
-};
-
-using RunId = uint64_t;
-using RowSink = std::function<void(ProbeResult)>;
-
-struct RunSpec {
-  std::vector<ProbeKind> kinds;     // run one after another, in order
-  std::optional<int64_t> group_id;  // set on every row (bursts group by it when given)
-  // The launch fingerprint's model (file, digest or key) the candidate row was
-  // registered with: the identity probe fails when the runtime now serves
-  // other weights under the same name (probes/served_state.h). Empty: not known.
-  std::string expect_model;
-};
 
 class ProbeEngine {
  public:
@@ -153,7 +95,7 @@ class ProbeEngine {
   size_t in_flight() const;  // runs and build reads whose `done` has not fired
 
   // The candidate's build: per its BuildSpec (fixed string, a version command
-  // run without a shell and bounded in time, or the adapter's HTTP source).
+  // run without a shell and bounded in time, or the runtime's HTTP source).
   void read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done);
 
  private:

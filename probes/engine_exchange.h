@@ -28,7 +28,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/uv_util.h"
-#include "probes/engine.h"
+#include "probes/probe_types.h"
 #include "probes/prompts.h"
 #include "probes/openai_chat.h"
 #include "probes/transport/http_client.h"

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
-#include "probes/adapters.h"
+#include "probes/runtimes/runtime.h"
 #include "probes/text_util.h"
 
 namespace soak::probes {
@@ -92,10 +92,10 @@ Verdict classify_plain(TransportEnd end, const TransferResult& t) {
   return {Outcome::Clean, ""};
 }
 
-Verdict classify_health(RuntimeKind kind, TransportEnd end, const TransferResult& t) {
+Verdict classify_health(const Runtime& runtime, TransportEnd end, const TransferResult& t) {
   const bool answered = t.head.status > 0 && (end == TransportEnd::Completed || end == TransportEnd::ConnectionLost);
   if (!answered) return classify_plain(end, t);
-  HealthVerdict h = interpret_health(kind, t.head.status, t.body);
+  HealthVerdict h = runtime.read_health(t.head.status, t.body);
   switch (h.state) {
     case HealthState::Up: return {Outcome::Clean, ""};
     case HealthState::Loading: return {Outcome::Loading, h.detail};

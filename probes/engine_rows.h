@@ -18,6 +18,8 @@
 
 namespace soak::probes {
 
+struct Runtime;  // probes/runtimes/runtime.h
+
 // Rows keep at most this much of a failing answer (bodies are never stored).
 inline constexpr size_t kExcerptChars = 160;
 
@@ -54,10 +56,10 @@ void fill_transfer(const TransferResult& t, ProbeResult& row);
 // are the caller's, after this answers Clean.
 Verdict classify_plain(TransportEnd end, const TransferResult& t);
 
-// The health route, read per adapter: llama.cpp's 503 "Loading model" ->
-// loading, Rapid-MLX draining -> http_5xx, any answer that is not the
-// runtime's "up" -> its status class.
-Verdict classify_health(RuntimeKind kind, TransportEnd end, const TransferResult& t);
+// The health route, read by the runtime's entry (Runtime::read_health):
+// llama.cpp's 503 "Loading model" -> loading, Rapid-MLX draining -> http_5xx,
+// any answer that is not the runtime's "up" -> its status class.
+Verdict classify_health(const Runtime& runtime, TransportEnd end, const TransferResult& t);
 
 // A short, single-line excerpt of what came back, for a failing row: the
 // error body of a non-2xx answer, else the answer text, reasoning or tool

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "probes/text_util.h"
+
 namespace soak::probes::jsonf {
 
 using json = nlohmann::json;
@@ -22,10 +24,23 @@ inline json parse(std::string_view text) {
   return json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
 }
 
+// A body that should be one JSON object (surrounding whitespace allowed, as
+// oMLX's keep-alive spaces); anything else is null.
+inline json parse_object(std::string_view body) {
+  json j = parse(text::trim(body));
+  return j.is_object() ? j : json();
+}
+
 inline const json* member(const json& j, const char* key) {
   if (!j.is_object()) return nullptr;
   auto it = j.find(key);
   return it == j.end() ? nullptr : &*it;
+}
+
+// The member when it is an array (a list of models, slots, ids); else null.
+inline const json* array_member(const json& j, const char* key) {
+  const json* m = member(j, key);
+  return m && m->is_array() ? m : nullptr;
 }
 
 inline std::optional<std::string> get_string(const json& j, const char* key) {

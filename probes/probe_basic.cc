@@ -27,38 +27,40 @@ class HealthStep final : public Step {
  public:
   using Step::Step;
   void start() override {
-    send(route(env_.traits.health), [this](const ExchangeResult& x) {
+    send(route(env_.runtime.health), [this](const ExchangeResult& x) {
       ProbeResult r = plain_row(ProbeKind::Health, workload_id(ProbeKind::Health), x);
-      set_verdict(r, starting_up(classify_health(env_.cand.runtime, x.end, x.transfer)), x.transfer.body);
+      set_verdict(r, starting_up(classify_health(env_.runtime, x.end, x.transfer)), x.transfer.body);
       emit(std::move(r));
       finish();
     });
   }
 
  private:
-  // vLLM refuses connections while its engine starts: within the grace of the
-  // first refusal of a streak that is loading; past it, refused.
+  // A runtime that refuses connections while it starts (vLLM, until its
+  // engine is up): within the grace of the first refusal of a streak that is
+  // loading; past it, refused.
   Verdict starting_up(Verdict v) {
     std::optional<int64_t>& since = env_.state.refused_since_ns;
     if (v.outcome != Outcome::ConnectRefused) {
       since.reset();
       return v;
     }
-    if (env_.cand.runtime != RuntimeKind::Vllm) return v;
+    if (env_.runtime.refuses_while_starting.empty()) return v;
     const int64_t now = env_.io.clock.mono_ns();
     if (!since) since = now;
     const int64_t streak_ms = (now - *since) / 1'000'000;
-    if (streak_ms >= env_.opts.vllm_startup_grace_ms) return v;
-    return {Outcome::Loading, "connection refused " + std::to_string(streak_ms / 1000) +
-                                  " s into vLLM's startup grace (it listens once its engine is up)"};
+    if (streak_ms >= env_.opts.startup_grace_ms) return v;
+    return {Outcome::Loading, "connection refused " + std::to_string(streak_ms / 1000) + " s into " +
+                                  std::string(env_.runtime.refuses_while_starting)};
   }
 };
 
 // ---------------------------------------------------------------- identity
 // The model list; a short answer that must name (or echo) the model; then what
-// the runtime says it serves (probes/served_state.h: /props, /v1/models,
-// /api/ps, /api/v0/models, /metrics, or MLX-LM's argv, which is judged before
-// any request because a wrong id would make it load other weights). The
+// the runtime says it serves (its entry's served-state routes: /props,
+// /v1/models, /api/ps, /api/v0/models, /metrics; or its argv, MLX-LM's, which
+// is judged before any request because a wrong id would make it load other
+// weights). The
 // answer comes first so a runtime that loads on demand (Ollama, LM Studio)
 // has the model loaded when asked. The row says how identity was proven;
 // "echo only" is identity_unproven, never a pass.
@@ -66,7 +68,7 @@ class IdentityStep final : public Step {
  public:
   using Step::Step;
   void start() override {
-    send(route(env_.traits.models), [this](const ExchangeResult& x) { on_models(x); });
+    send(route(env_.runtime.models), [this](const ExchangeResult& x) { on_models(x); });
   }
 
  private:
@@ -78,8 +80,8 @@ class IdentityStep final : public Step {
       for (size_t i = 0; i < ids.size() && i < kMaxListedModels; ++i) extra_["listed"].push_back(ids[i]);
       set_verdict(r, check_model_list(ids, env_.cand.model), x.transfer.body);
     }
-    if (r.outcome == Outcome::Clean && env_.cand.runtime == RuntimeKind::MlxLm) {
-      served_ = mlx_lm_served(env_.cand, env_.opts.runtime_argv);
+    if (r.outcome == Outcome::Clean && env_.runtime.served_from_argv) {
+      served_ = served_by_argv(env_.runtime, env_.cand, env_.opts.runtime_argv);
       set_verdict(r, judge_served(served_, env_.cand.model, env_.expect_model), "");
       proof_detail_ = r.detail;
       note_served();
@@ -98,9 +100,8 @@ class IdentityStep final : public Step {
     // An answer cut by the server's own cap still named its model: identity is
     // judged on it too (a failure there outranks the cap).
     const bool answered = row_.outcome == Outcome::Clean || row_.outcome == Outcome::ServerTokenCap;
-    if (!answered || env_.cand.runtime == RuntimeKind::MlxLm) return done(std::move(row_));
-    routes_ = served_routes(env_.cand.runtime);
-    if (routes_.empty()) {
+    if (!answered || env_.runtime.served_from_argv) return done(std::move(row_));
+    if (env_.runtime.served.empty()) {
       // A plain OpenAI server: its answer's own model name is the evidence.
       extra_["proof"] = "response model";
       return done(std::move(row_));
@@ -109,7 +110,8 @@ class IdentityStep final : public Step {
   }
 
   void next_served() {
-    if (i_ >= routes_.size()) {
+    const auto routes = env_.runtime.served;
+    if (i_ >= routes.size()) {
       note_served();
       Verdict v = judge_served(served_, env_.cand.model, env_.expect_model);
       if (row_.outcome == Outcome::Clean || v.outcome != Outcome::Clean) set_verdict(row_, v, "");
@@ -119,11 +121,11 @@ class IdentityStep final : public Step {
       set_verdict(row_, {Outcome::CancelledByDaemon, "cancelled by soakd"}, "");
       return done(std::move(row_));
     }
-    send(route(routes_[i_]), [this](const ExchangeResult& x) {
-      const std::string path(routes_[i_++].path);
+    send(route(routes[i_].route), [this, routes](const ExchangeResult& x) {
+      const std::string path(routes[i_++].route.path);
       Verdict v = classify_plain(x.end, x.transfer);
       if (v.outcome == Outcome::Clean) {
-        if (Status st = read_served_answer(env_.cand.runtime, path, x.transfer.body, env_.cand.model, served_); !st.ok())
+        if (Status st = read_served_answer(env_.runtime, path, x.transfer.body, env_.cand.model, served_); !st.ok())
           v = {Outcome::MalformedResponse, st.message()};
       }
       // The first route is the evidence itself. A later one that fails (not
@@ -162,8 +164,7 @@ class IdentityStep final : public Step {
 
   ProbeResult row_;
   ojson extra_ = ojson::object();
-  std::vector<HttpRoute> routes_;
-  size_t i_ = 0;
+  size_t i_ = 0;  // the next of the runtime's served-state routes
   ServedState served_;
   std::string proof_detail_;
 };
@@ -173,7 +174,7 @@ class ScrapeStep final : public Step {
  public:
   using Step::Step;
   void start() override {
-    const RuntimeTraits& t = env_.traits;
+    const Runtime& t = env_.runtime;
     if (t.props) routes_.push_back({"props", *t.props});
     if (t.slots) routes_.push_back({"slots", *t.slots});
     if (t.metrics) routes_.push_back({"metrics", *t.metrics});
@@ -229,8 +230,9 @@ class ScrapeStep final : public Step {
   }
 
   void read(const std::string& name, const std::string& body) {
-    if (name == "props") {
-      auto p = parse_llamacpp_props(body);
+    const Runtime& rt = env_.runtime;
+    if (name == "props" && rt.read_props) {
+      auto p = rt.read_props(body);
       if (!p) {
         extra_[name] = "unreadable: " + p.message();
         return;
@@ -250,8 +252,8 @@ class ScrapeStep final : public Step {
       if (!p->build_info.empty()) j["build_info"] = p->build_info;
       if (p->is_sleeping) j["is_sleeping"] = *p->is_sleeping;
       extra_[name] = j;
-    } else if (name == "slots") {
-      auto s = parse_llamacpp_slots(body);
+    } else if (name == "slots" && rt.read_slots) {
+      auto s = rt.read_slots(body);
       if (!s) {
         extra_[name] = "unreadable: " + s.message();
         return;
@@ -270,16 +272,16 @@ class ScrapeStep final : public Step {
     } else if (name == "metrics") {
       PromText prom = parse_prometheus_text(body);
       ojson m = ojson::object();
-      for (std::string_view key : env_.traits.key_metrics)
+      for (std::string_view key : rt.key_metrics)
         if (auto v = prom.value(key)) m[std::string(key)] = *v;
       extra_[name] = m;
       if (!prom.errors.empty()) extra_["metrics_line_errors"] = prom.errors.size();
-      QueueDepth q = queue_depth_from_metrics(env_.cand.runtime, prom);
+      QueueDepth q = queue_depth_from_metrics(rt.series, prom);
       row_.server_running = q.running;
       row_.server_waiting = q.waiting;
       spec(prom);
-    } else if (name == "status") {
-      auto s = parse_omlx_status(body);
+    } else if (name == "status" && rt.read_status) {
+      auto s = rt.read_status(body);
       if (!s) {
         extra_[name] = "unreadable: " + s.message();
         return;
@@ -299,7 +301,7 @@ class ScrapeStep final : public Step {
   // llama.cpp's per-answer draft_n / draft_n_accepted go to. The first scrape
   // (or one after the runtime restarted: a counter went down) only remembers.
   void spec(const PromText& prom) {
-    SpecCounters now = spec_counters_from_metrics(env_.cand.runtime, prom);
+    SpecCounters now = spec_counters_from_metrics(env_.runtime.series, prom);
     if (!now.drafted || !now.accepted) return;
     std::optional<SpecCounters>& seen = env_.state.spec_seen;
     ojson s{{"drafted_total", *now.drafted}, {"accepted_total", *now.accepted}};
@@ -338,9 +340,9 @@ class PropsStep final : public Step {
  public:
   using Step::Step;
   void start() override {
-    send(route(*env_.traits.props), [this](const ExchangeResult& x) {
-      if (x.end == TransportEnd::Completed && is_2xx(x.transfer.head.status)) {
-        if (auto p = parse_llamacpp_props(x.transfer.body); p && p->total_slots) {
+    send(route(*env_.runtime.props), [this](const ExchangeResult& x) {
+      if (x.end == TransportEnd::Completed && is_2xx(x.transfer.head.status) && env_.runtime.read_props) {
+        if (auto p = env_.runtime.read_props(x.transfer.body); p && p->total_slots) {
           env_.state.runtime_slots = p->total_slots;
           env_.state.props_read = true;
           if (p->n_ctx) {

@@ -6,11 +6,9 @@
 #include <utility>
 
 #include "core/uv_util.h"
-#include "probes/adapters.h"
 #include "probes/engine_rows.h"
 #include "probes/requests.h"
 #include "probes/served_state.h"
-#include "probes/text_util.h"
 
 namespace soak::probes {
 
@@ -21,20 +19,10 @@ constexpr size_t kMaxCommandOutput = 64 * 1024;
 constexpr uint64_t kPipeDrainMs = 500;
 }  // namespace
 
-Result<std::string> build_from_command_output(RuntimeKind kind, std::string_view output) {
-  if (kind == RuntimeKind::LlamaCpp) {
-    auto b = parse_llama_server_version(output);
-    if (b) return b->text();
-  }
-  std::string_view rest = output;
-  while (!rest.empty()) {
-    size_t nl = rest.find('\n');
-    std::string_view line = text::trim(rest.substr(0, nl));
-    if (!line.empty()) return std::string(line);
-    if (nl == std::string_view::npos) break;
-    rest.remove_prefix(nl + 1);
-  }
-  return make_error("the version command printed nothing");
+Result<std::string> build_from_command_output(const Runtime& runtime, std::string_view output) {
+  if (runtime.read_version_output)
+    if (auto b = runtime.read_version_output(output)) return *b;
+  return build_from_first_line(output);
 }
 
 // ---------------------------------------------------------------- CommandRun
@@ -172,8 +160,8 @@ void CommandRun::cancel() {
 
 // ---------------------------------------------------------------- BuildRead
 
-BuildRead::BuildRead(EngineIo& io, const EngineOptions& opts, CandidateConfig cand, Done done)
-    : io_(io), opts_(opts), cand_(std::move(cand)), done_(std::move(done)) {}
+BuildRead::BuildRead(EngineIo& io, const EngineOptions& opts, CandidateConfig cand, const Runtime& runtime, Done done)
+    : io_(io), opts_(opts), cand_(std::move(cand)), rt_(runtime), done_(std::move(done)) {}
 
 BuildRead::~BuildRead() = default;
 
@@ -186,7 +174,7 @@ void BuildRead::start() {
       command_ = std::make_unique<CommandRun>(
           io_.loop, io_.defer, cand_.build.command, opts_.version_command_timeout_ms, [this](Result<std::string> out) {
             if (!out) return finish(out.error());
-            auto b = build_from_command_output(cand_.runtime, *out);
+            auto b = build_from_command_output(rt_, *out);
             if (!b) return finish(b.error());
             with_fingerprint(BuildIdentity{*b, std::nullopt, {}});
           });
@@ -197,17 +185,16 @@ void BuildRead::start() {
 }
 
 void BuildRead::over_http() {
-  const RuntimeTraits& t = runtime_traits(cand_.runtime);
+  const Runtime& t = rt_;
   ExchangeSpec spec;
-  switch (t.build_source) {
-    case BuildSourceKind::None:
+  switch (t.build_ask) {
+    case BuildAsk::None:
       io_.defer.post([this] {
         finish(make_error(std::string(to_string(cand_.runtime)) +
                           " tells no build over HTTP: set build.command or build.fixed"));
       });
       return;
-    case BuildSourceKind::LmStudioRuntime:
-    case BuildSourceKind::SystemFingerprint: {
+    case BuildAsk::ChatAnswer: {
       // These name their build only inside an answer: ask for a short one.
       ChatRequestOptions o;
       o.model = cand_.model;
@@ -218,7 +205,7 @@ void BuildRead::over_http() {
       spec.body = marker_request(o, make_marker(opts_.fixture_seed)).body;
       break;
     }
-    default:
+    case BuildAsk::Route:
       spec.method = std::string(t.build->method);
       spec.path = std::string(t.build->path);
       break;
@@ -226,18 +213,10 @@ void BuildRead::over_http() {
   exchange_ = std::make_unique<Exchange>(io_, cand_, spec, [this, path = spec.path](const ExchangeResult& x) {
     Verdict v = classify_plain(x.end, x.transfer);
     if (v.outcome != Outcome::Clean) return finish(make_error(path + ": " + v.detail));
-    auto b = parse_build(cand_.runtime, x.transfer.body);
+    auto b = parse_build(rt_, x.transfer.body);
     if (!b) return finish(make_error(path + ": " + b.message()));
     BuildIdentity r{*b, std::nullopt, {}};
-    if (runtime_traits(cand_.runtime).build_source == BuildSourceKind::LlamaCppProps) {
-      if (auto p = parse_llamacpp_props(x.transfer.body)) {
-        if (!p->model_alias.empty()) {
-          r.model = p->model_alias;
-        } else if (!p->model_path.empty()) {
-          r.model = p->model_path;
-        }
-      }
-    }
+    if (rt_.build_model) r.model = rt_.build_model(x.transfer.body);
     with_fingerprint(std::move(r));
   });
   exchange_->start();
@@ -245,9 +224,9 @@ void BuildRead::over_http() {
 
 void BuildRead::with_fingerprint(BuildIdentity b) {
   got_ = std::move(b);
-  routes_ = served_routes(cand_.runtime);
-  if (cand_.runtime == RuntimeKind::MlxLm) {
-    served_ = mlx_lm_served(cand_, opts_.runtime_argv);
+  routes_ = rt_.served;
+  if (rt_.served_from_argv) {
+    served_ = served_by_argv(rt_, cand_, opts_.runtime_argv);
     if (served_.proof == IdentityProof::ProcessArgv) got_.fingerprint = served_.fingerprint.to_json();
   }
   next_served();
@@ -260,16 +239,16 @@ void BuildRead::next_served() {
     bool named = false;
     for (const auto& id : served_.loaded) named = named || id == cand_.model;
     if (!routes_.empty() && named) {
-      // llama-server shows its KV cache type and -n nowhere but its argv.
-      if (cand_.runtime == RuntimeKind::LlamaCpp) {
+      // What only the argv says (llama-server's KV cache type and -n).
+      if (rt_.fingerprint_from_argv) {
         if (RuntimeArgv a = runtime_argv_of(cand_, opts_.runtime_argv); a.error.empty())
-          add_llama_argv(a.argv, served_.fingerprint);
+          rt_.fingerprint_from_argv(a.argv, served_.fingerprint);
       }
       got_.fingerprint = served_.fingerprint.to_json();
     }
     return finish(std::move(got_));
   }
-  const HttpRoute r = routes_[served_i_++];
+  const HttpRoute r = routes_[served_i_++].route;
   ExchangeSpec spec;
   spec.method = std::string(r.method);
   spec.path = std::string(r.path);
@@ -277,7 +256,7 @@ void BuildRead::next_served() {
     // The build is known; a served-state route that fails leaves the
     // fingerprint unknown (never a change) rather than failing the read.
     const bool read = classify_plain(x.end, x.transfer).outcome == Outcome::Clean &&
-                      read_served_answer(cand_.runtime, path, x.transfer.body, cand_.model, served_).ok();
+                      read_served_answer(rt_, path, x.transfer.body, cand_.model, served_).ok();
     // The first route names what is served: without it the fingerprint stays
     // unknown. A later one (llama-server --no-slots, a vLLM whose /metrics is
     // off) only leaves its own fields unknown, as in the identity probe.

@@ -1,9 +1,9 @@
-// Reading a candidate's build identity, per its BuildSpec and adapter: a fixed
-// string; a version command (argv run WITHOUT a shell via uv_spawn, output of
-// both streams read, killed at the time bound); or the adapter's HTTP source
-// (llama.cpp /props build_info, /version, /api/version, oMLX /api/status,
-// Rapid-MLX build_info metric, LM Studio's runtime field, mlx-lm's
-// system_fingerprint from a short answer).
+// Reading a candidate's build identity, per its BuildSpec and its runtime's
+// entry: a fixed string; a version command (argv run WITHOUT a shell via
+// uv_spawn, output of both streams read, killed at the time bound); or the
+// entry's HTTP source (llama.cpp /props build_info, /version, /api/version,
+// oMLX /api/status, Rapid-MLX build_info metric, LM Studio's runtime field,
+// mlx-lm's system_fingerprint from a short answer).
 //
 // Ownership: the engine owns each BuildRead until its done fired and the
 // engine's deferred continuation ran. Threading: loop thread only.
@@ -21,16 +21,18 @@
 #include "core/config.h"
 #include "core/result.h"
 #include "core/types.h"
-#include "probes/engine.h"
 #include "probes/engine_exchange.h"
+#include "probes/probe_types.h"
+#include "probes/runtimes/runtime.h"
 #include "probes/served_state.h"
 
 namespace soak::probes {
 
 // The build string in a version command's output (stdout and stderr joined):
-// llama-server's "version: 9928 (81ff7abe5)" becomes "b9928-81ff7abe5";
-// anything else is its first non-empty line, trimmed.
-Result<std::string> build_from_command_output(RuntimeKind kind, std::string_view output);
+// what the runtime's entry reads in it (llama-server's "version: 9928
+// (81ff7abe5)" becomes "b9928-81ff7abe5"), else its first non-empty line,
+// trimmed.
+Result<std::string> build_from_command_output(const Runtime& runtime, std::string_view output);
 
 // Runs argv without a shell; `done` gets stdout+stderr on exit status 0.
 class CommandRun {
@@ -51,7 +53,7 @@ class CommandRun {
 class BuildRead {
  public:
   using Done = std::function<void(Result<BuildIdentity>)>;
-  BuildRead(EngineIo& io, const EngineOptions& opts, CandidateConfig cand, Done done);
+  BuildRead(EngineIo& io, const EngineOptions& opts, CandidateConfig cand, const Runtime& runtime, Done done);
   ~BuildRead();
   void start();
   void cancel();
@@ -66,12 +68,13 @@ class BuildRead {
   EngineIo& io_;
   const EngineOptions& opts_;
   CandidateConfig cand_;
+  const Runtime& rt_;
   Done done_;
   bool done_called_ = false;
   std::unique_ptr<Exchange> exchange_;
   std::unique_ptr<CommandRun> command_;
   BuildIdentity got_;
-  std::vector<HttpRoute> routes_;
+  std::span<const ServedRoute> routes_;
   size_t served_i_ = 0;
   ServedState served_;
   std::vector<std::unique_ptr<Exchange>> served_exchanges_;

@@ -21,10 +21,9 @@ class BurstStep final : public GroupStep {
 
  private:
   void next_size() {
-    if (stop_if_cancelled()) return;
-    const auto& sizes = env_.cand.settings.burst_sizes;
-    if (i_ >= sizes.size()) return finish();
-    const int n = std::max(1, sizes[i_++]);
+    const int* size = take_next(env_.cand.settings.burst_sizes, i_);
+    if (!size) return;
+    const int n = std::max(1, *size);
     const ChatRequestOptions o = chat_options();
     const BuiltRequest plain = burst_request(o, 0, "");  // the prompt without index and nonce
     Group g;

@@ -1,12 +1,13 @@
 // Cancel: a long streamed answer cut after a few output events, then proof
 // that the runtime freed the slot — /slots showing no more busy slots than
 // soakd's other chat requests to this runtime (polled until the bound), or,
-// where the adapter has no /slots (or it is not served), a follow-up request
-// whose first content arrives within the bound. Rapid-MLX counts the aborts
-// it did for a client that left (rapid_mlx_requests_cancelled_via_disconnect_total,
-// vllm_mlx/routes/metrics.py): the counter rising past its value before the
-// request is the direct proof there. Otherwise the row is stale_slot. One
-// row: the cut stream's timings, the proof in extra_json.
+// where the runtime has no /slots (or it is not served), a follow-up request
+// whose first content arrives within the bound. A runtime that counts the
+// aborts it did for a client that left (its entry's
+// PromSeries::client_cancels; Rapid-MLX's, probes/runtimes/rapid_mlx.cc) has
+// the direct proof: the counter rising past its value before the request.
+// Otherwise the row is stale_slot. One row: the cut stream's timings, the
+// proof in extra_json.
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
@@ -22,12 +23,10 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-constexpr std::string_view kDisconnectCancels = "rapid_mlx_requests_cancelled_via_disconnect_total";
-
 // The runtime's own count of requests it aborted because the client left.
-std::optional<double> disconnect_cancels(const ExchangeResult& x) {
+std::optional<double> disconnect_cancels(const ExchangeResult& x, std::string_view series) {
   if (classify_plain(x.end, x.transfer).outcome != Outcome::Clean) return std::nullopt;
-  return parse_prometheus_text(x.transfer.body).value(kDisconnectCancels);
+  return parse_prometheus_text(x.transfer.body).value(series);
 }
 
 class CancelStep final : public Step {
@@ -35,10 +34,10 @@ class CancelStep final : public Step {
   explicit CancelStep(StepEnv env) : Step(std::move(env)), timer_(env_.io.loop) {}
 
   void start() override {
-    if (env_.cand.runtime == RuntimeKind::RapidMlx && env_.traits.metrics) {
+    if (!cancels().empty() && env_.runtime.metrics) {
       // Its count before the request, so the cut's own abort shows as a rise.
-      send(route(*env_.traits.metrics), [this](const ExchangeResult& x) {
-        counter_before_ = disconnect_cancels(x);
+      send(route(*env_.runtime.metrics), [this](const ExchangeResult& x) {
+        counter_before_ = disconnect_cancels(x, cancels());
         if (cancelled()) return finish();
         cut_stream();
       });
@@ -48,6 +47,8 @@ class CancelStep final : public Step {
   }
 
  private:
+  std::string_view cancels() const { return env_.runtime.series.client_cancels; }
+
   void cut_stream() {
     ChatJob j;
     j.req = cancel_request(chat_options(), env_.io.nonces.next());
@@ -75,7 +76,7 @@ class CancelStep final : public Step {
       return finish();
     }
     cut_ns_ = env_.io.clock.mono_ns();
-    if (env_.traits.slots) return poll();
+    if (env_.runtime.slots && env_.runtime.read_slots) return poll();
     if (counter_before_) return poll_counter();
     follow_up();
   }
@@ -83,13 +84,13 @@ class CancelStep final : public Step {
   void poll_counter() {
     waiting_ = false;
     checked_by_ = "disconnect_counter";
-    send(route(*env_.traits.metrics), [this](const ExchangeResult& x) {
+    send(route(*env_.runtime.metrics), [this](const ExchangeResult& x) {
       if (cancelled()) return end_cancelled();
-      std::optional<double> now = disconnect_cancels(x);
+      std::optional<double> now = disconnect_cancels(x, cancels());
       if (!now) return follow_up();  // the metric went away: fall back
       if (*now > *counter_before_) return freed();
       if (elapsed_ms() >= env_.opts.slot_free_bound_ms)
-        return stale(std::string(kDisconnectCancels) + " still " + std::to_string(static_cast<int64_t>(*now)) + " " +
+        return stale(std::string(cancels()) + " still " + std::to_string(static_cast<int64_t>(*now)) + " " +
                      std::to_string(elapsed_ms()) + " ms after the cut: the runtime did not abort the request");
       waiting_ = true;
       timer_.start(static_cast<uint64_t>(env_.opts.slot_poll_ms), 0, [this] { poll_counter(); });
@@ -101,11 +102,11 @@ class CancelStep final : public Step {
   void poll() {
     waiting_ = false;
     checked_by_ = "slots";
-    send(route(*env_.traits.slots), [this](const ExchangeResult& x) {
+    send(route(*env_.runtime.slots), [this](const ExchangeResult& x) {
       if (cancelled()) return end_cancelled();
       std::optional<SlotSummary> sum;
       if (classify_plain(x.end, x.transfer).outcome == Outcome::Clean)
-        if (auto s = parse_llamacpp_slots(x.transfer.body)) sum = summarize_slots(*s);
+        if (auto s = env_.runtime.read_slots(x.transfer.body)) sum = summarize_slots(*s);
       if (!sum) return follow_up();  // /slots not served (e.g. --no-slots): fall back
       const int others = env_.io.live_chat[env_.cand.base_url];
       if (sum->busy <= others) return freed();

@@ -29,9 +29,9 @@ class CapacityStep final : public GroupStep {
 
  private:
   void next_entry() {
-    if (stop_if_cancelled()) return;
-    if (i_ >= entries_.size()) return finish();
-    const CapacityEntry e = entries_[i_++];
+    const CapacityEntry* next = take_next(entries_, i_);
+    if (!next) return;
+    const CapacityEntry e = *next;
     CandidateState::Sized sized =
         recall_sized(env_.state, e.size, env_.opts.fixture_seed)
             .value_or(CandidateState::Sized{long_context_fixture(e.size, env_.opts.fixture_seed), "estimate", std::nullopt});

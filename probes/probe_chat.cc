@@ -90,9 +90,8 @@ class ChatSeriesStep final : public Step {
   }
 
   void next() {
-    if (stop_if_cancelled()) return;
-    if (i_ >= jobs_.size()) return finish();
-    const size_t index = i_++;
+    if (!take_next(jobs_, i_)) return;
+    const size_t index = i_ - 1;
     run_chat(jobs_[index], [this, index](ProbeResult& r, const ExchangeResult&) {
       if (kind_ == ProbeKind::SharedPrefix) note_shared_prefix(index, r);
       emit(std::move(r));

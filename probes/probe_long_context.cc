@@ -1,5 +1,5 @@
 // Long context: per configured size, a fixture sized in tokens with the
-// runtime's /tokenize where the adapter has one (else the word estimate),
+// runtime's /tokenize where it has one (else the word estimate),
 // sent fresh — a nonce first, so no prefix cache can serve it — and then as
 // the exact repeat of the same bytes. The repeat follows only a fresh request
 // whose prompt was read (clean, or cut by a server cap): after a refusal or a
@@ -57,16 +57,15 @@ class LongContextStep final : public Step {
 
  private:
   void next_size() {
-    if (stop_if_cancelled()) return;
-    const auto& sizes = env_.cand.settings.long_context_sizes;
-    if (i_ >= sizes.size()) return finish();
-    size_ = sizes[i_++];
+    const int64_t* size = take_next(env_.cand.settings.long_context_sizes, i_);
+    if (!size) return;
+    size_ = *size;
     if (auto known = recall_sized(env_.state, size_, env_.opts.fixture_seed)) {
       sized_ = std::move(*known);
       return send_fresh();
     }
     PromptFixture f = long_context_fixture(size_, env_.opts.fixture_seed);
-    if (!env_.traits.tokenize) {
+    if (!env_.runtime.tokenize || !env_.runtime.tokenize_body) {
       sized_ = {std::move(f), "estimate", std::nullopt};
       remember_sized(env_.state, size_, sized_);
       return send_fresh();
@@ -75,13 +74,13 @@ class LongContextStep final : public Step {
   }
 
   void measure(PromptFixture f, int round) {
-    std::string body = tokenize_request_body(env_.cand.runtime, env_.cand.model, f.body);
+    std::string body = env_.runtime.tokenize_body(env_.cand.model, f.body);
     auto shared = std::make_shared<PromptFixture>(std::move(f));
-    send(route(*env_.traits.tokenize, std::move(body)), [this, shared, round](const ExchangeResult& x) {
+    send(route(*env_.runtime.tokenize, std::move(body)), [this, shared, round](const ExchangeResult& x) {
       if (stop_if_cancelled()) return;
       std::optional<int64_t> count;
       if (classify_plain(x.end, x.transfer).outcome == Outcome::Clean) {
-        if (auto c = parse_tokenize_count(env_.cand.runtime, x.transfer.body)) count = *c;
+        if (auto c = env_.runtime.tokenize_count(x.transfer.body)) count = *c;
         note_max_model_len(x.transfer.body);
       }
       if (!count) {

@@ -166,10 +166,9 @@ class PoolingBurstStep final : public Step {
 
  private:
   void next_size() {
-    if (stop_if_cancelled()) return;
-    const auto& sizes = env_.cand.settings.burst_sizes;
-    if (i_ >= sizes.size()) return finish();
-    n_ = std::max(1, sizes[i_++]);
+    const int* size = take_next(env_.cand.settings.burst_sizes, i_);
+    if (!size) return;
+    n_ = std::max(1, *size);
     outstanding_ = n_;
     walls_ms_.clear();
     clean_ = 0;

@@ -131,11 +131,7 @@ ChatRequestOptions Step::chat_options(Streaming streaming) const {
   o.model = env_.cand.model;
   o.sampling = env_.cand.settings.sampling;
   o.streaming = streaming;
-  o.tool_choice = env_.traits.tool_choice;
-  o.prefill_reports = env_.traits.prefill_reports;
-  o.thinking_switch = env_.traits.thinking_switch;
-  o.top_k = env_.traits.top_k;
-  o.chat_path = env_.traits.chat_path;
+  o.dialect = env_.runtime.dialect;
   return o;
 }
 
@@ -143,7 +139,7 @@ ChatExpectations Step::expectations(ResponseMode mode) const {
   ChatExpectations e;
   e.mode = mode;
   e.usage = UsagePolicy::Required;  // every chat probe asks for usage (stream_options.include_usage)
-  e.identity = env_.traits.identity;
+  e.identity = env_.runtime.identity;
   e.canonical_model = env_.cand.model;
   e.requested_model = env_.cand.model;
   return e;
@@ -151,7 +147,7 @@ ChatExpectations Step::expectations(ResponseMode mode) const {
 
 ServerCapContext Step::server_cap_context() const {
   ServerCapContext c;
-  c.runtime = env_.cand.runtime;
+  c.lift = env_.runtime.lift_cap;
   c.request_limit = RequestLimit::None;  // no chat builder sends max_tokens (probes/requests.h)
   c.slot_ctx = env_.state.slot_ctx;
   return c;

@@ -21,12 +21,12 @@
 
 #include "core/config.h"
 #include "core/types.h"
-#include "probes/adapters.h"
-#include "probes/engine.h"
 #include "probes/engine_exchange.h"
+#include "probes/probe_types.h"
 #include "probes/prompts.h"
 #include "probes/requests.h"
 #include "probes/runtime_metrics.h"
+#include "probes/runtimes/runtime.h"
 #include "probes/server_cap.h"
 #include "probes/session.h"
 
@@ -74,7 +74,7 @@ struct StepEnv {
   EngineIo& io;
   const EngineOptions& opts;
   const CandidateConfig& cand;
-  const RuntimeTraits& traits;
+  const Runtime& runtime;  // the candidate's entry (probes/runtimes/): routes, readers, dialect
   CandidateState& state;
   std::optional<int64_t> group_id;
   std::string expect_model;  // RunSpec::expect_model
@@ -135,6 +135,18 @@ class Step {
   bool cancelled() const { return cancelled_; }
   // Ends the step if it was cancelled; true when it did.
   bool stop_if_cancelled();
+  // The next of a step's items (its sizes, entries, jobs), `taken` counting
+  // those already taken; nullptr once the step was cancelled or every item
+  // was taken, and then the step has finished.
+  template <class T>
+  const T* take_next(const std::vector<T>& items, size_t& taken) {
+    if (stop_if_cancelled()) return nullptr;
+    if (taken >= items.size()) {
+      finish();
+      return nullptr;
+    }
+    return &items[taken++];
+  }
   int64_t live_requests() const;
 
   StepEnv env_;

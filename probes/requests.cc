@@ -20,16 +20,16 @@ ojson chat_body(const ChatRequestOptions& o, ojson messages) {
   b["messages"] = std::move(messages);
   b["temperature"] = o.sampling.temperature;
   b["top_p"] = o.sampling.top_p;
-  if (o.top_k == TopK::Sent) b["top_k"] = o.sampling.top_k;
+  if (o.dialect.top_k == TopK::Sent) b["top_k"] = o.sampling.top_k;
   if (o.streaming == Streaming::On) {
     b["stream"] = true;
     b["stream_options"]["include_usage"] = true;
-    if (o.prefill_reports == PrefillReports::PromptProgressChunks) b["return_progress"] = true;
+    if (o.dialect.prefill_reports == PrefillReports::PromptProgressChunks) b["return_progress"] = true;
   } else {
     b["stream"] = false;
   }
   if (o.thinking) {
-    if (o.thinking_switch == ThinkingSwitch::ChatTemplateKwargs) {
+    if (o.dialect.thinking_switch == ThinkingSwitch::ChatTemplateKwargs) {
       b["chat_template_kwargs"]["enable_thinking"] = *o.thinking == Thinking::On;
     } else {
       b["reasoning_effort"] = *o.thinking == Thinking::On ? "medium" : "none";
@@ -41,12 +41,12 @@ ojson chat_body(const ChatRequestOptions& o, ojson messages) {
 BuiltRequest built(ProbeKind kind, const ChatRequestOptions& o, const ojson& body) {
   BuiltRequest r;
   r.kind = kind;
-  r.path = std::string(o.chat_path);
+  r.path = std::string(o.dialect.chat_path);
   r.body = body.dump(-1, ' ', false, ojson::error_handler_t::replace);
   r.streaming = o.streaming;
   if (o.thinking) r.thinking = *o.thinking == Thinking::On;
   r.sampling_json = o.sampling.to_json();
-  if (o.top_k == TopK::Dropped) {
+  if (o.dialect.top_k == TopK::Dropped) {
     ojson s = ojson::parse(r.sampling_json, nullptr, false);
     if (s.is_object()) {
       s["not_applied"] = ojson::array({"top_k"});
@@ -142,7 +142,7 @@ BuiltRequest tool_call_request(const ChatRequestOptions& o) {
   tool["function"]["parameters"] = ojson::parse(t.parameters.dump());
   b["tools"] = ojson::array({tool});
   // Ollama's OpenAI layer does not implement tool_choice (docs/DESIGN.md §7.1).
-  if (o.tool_choice == ToolChoice::Supported) b["tool_choice"] = "required";
+  if (o.dialect.tool_choice == ToolChoice::Supported) b["tool_choice"] = "required";
   b["parallel_tool_calls"] = false;
   return built(ProbeKind::ToolCall, o, b);
 }
@@ -173,7 +173,7 @@ BuiltRequest shared_prefix_request(const ChatRequestOptions& o, uint64_t seed, s
 BuiltRequest session_request(const ChatRequestOptions& o, ojson messages, const ojson& tools, bool tool_required) {
   ojson b = chat_body(o, std::move(messages));
   b["tools"] = tools;
-  if (tool_required && o.tool_choice == ToolChoice::Supported) b["tool_choice"] = "required";
+  if (tool_required && o.dialect.tool_choice == ToolChoice::Supported) b["tool_choice"] = "required";
   b["parallel_tool_calls"] = false;
   return built(ProbeKind::Agent, o, b);
 }

@@ -27,7 +27,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/types.h"
-#include "probes/adapters.h"
 #include "probes/prompts.h"
 #include "probes/validators.h"
 
@@ -40,18 +39,43 @@ inline constexpr std::string_view kRerankPath = "/v1/rerank";
 enum class Streaming { On, Off };
 enum class Thinking { On, Off };
 
+// How a runtime takes a chat request: its dialect (each runtime's entry in
+// probes/runtimes/ says which).
+enum class ToolChoice { Supported, Unsupported };
+// How a runtime reports prefill progress on a stream before the first token
+// (probes/prefill_progress.h): the stall clock counts a report that read
+// further as progress (docs/DESIGN.md §2.2).
+enum class PrefillReports {
+  None,
+  KeepaliveComments,     // MLX-LM `: keepalive <processed>/<total>`, unasked
+  PromptProgressChunks,  // llama.cpp `prompt_progress` chunks, when the request sets "return_progress": true
+};
+enum class ThinkingSwitch {
+  ChatTemplateKwargs,  // chat_template_kwargs.enable_thinking (llama.cpp, vLLM, MLX-LM, oMLX, Rapid-MLX, LM Studio)
+  ReasoningEffort,     // reasoning_effort "none" turns it off (Ollama openai/openai.go; no chat_template_kwargs)
+};
+enum class TopK {
+  Sent,
+  Dropped,  // not a field of the runtime's OpenAI request: not sent, recorded as not applied
+};
+
+struct RequestDialect {
+  ToolChoice tool_choice = ToolChoice::Supported;
+  // llama.cpp streams report prefill progress only when asked.
+  PrefillReports prefill_reports = PrefillReports::None;
+  ThinkingSwitch thinking_switch = ThinkingSwitch::ChatTemplateKwargs;
+  TopK top_k = TopK::Sent;
+  // Where chat probes POST: the OpenAI route, or the runtime's own where only
+  // that one reports its figures (LM Studio /api/v0: `stats`).
+  std::string_view chat_path = kChatCompletionsPath;
+};
+
 struct ChatRequestOptions {
   std::string model;              // the request's `model` (the runtime's name for the candidate)
   Sampling sampling;
   Streaming streaming = Streaming::On;
   std::optional<Thinking> thinking;  // sets chat_template_kwargs.enable_thinking when present
-  ToolChoice tool_choice = ToolChoice::Supported;  // from the runtime's traits
-  // From the runtime's traits: llama.cpp streams report prefill progress only when asked.
-  PrefillReports prefill_reports = PrefillReports::None;
-  // From the runtime's traits: its request dialect.
-  ThinkingSwitch thinking_switch = ThinkingSwitch::ChatTemplateKwargs;
-  TopK top_k = TopK::Sent;
-  std::string_view chat_path = kChatCompletionsPath;  // from the runtime's traits
+  RequestDialect dialect;            // from the runtime's entry
 };
 
 struct BuiltRequest {

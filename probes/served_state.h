@@ -5,10 +5,12 @@
 // default (docs/DESIGN.md §7.2). A fingerprint change is treated like a build
 // change: the campaign registers a new candidate row (campaigns/builds.cc).
 //
-// Pure: parse functions over answer bodies; the probe engine does the I/O
-// (probes/probe_build.cc for the build read, probes/probe_basic.cc for the
-// identity probe). Nothing throws; a body that is not the documented shape is
-// an Error naming the route.
+// The generic part: the types, the comparison of two fingerprints, the model
+// list and the identity judgement. Which routes a runtime answers and how
+// each answer is read are its entry's (probes/runtimes/, Runtime::served).
+//
+// Pure: the probe engine does the I/O (probes/probe_build.cc for the build
+// read, probes/probe_basic.cc for the identity probe). Nothing throws.
 #pragma once
 
 #include <cstdint>
@@ -20,9 +22,8 @@
 #include "core/config.h"
 #include "core/result.h"
 #include "core/types.h"
-#include "probes/adapters.h"
-#include "probes/engine.h"
 #include "probes/openai_chat.h"
+#include "probes/probe_types.h"
 
 namespace soak::probes {
 
@@ -50,6 +51,8 @@ struct LaunchFingerprint {
   std::string source;                  // routes (or "argv") it was read from
 
   bool empty() const { return model.empty() && !ctx_per_slot && !slots && kv_cache_type.empty(); }
+  // Notes a route (or "argv") as read: "/props + /slots".
+  void add_source(std::string_view route);
   // Canonical JSON (fixed key order, absent fields left out, no `source`): the
   // value stored with the candidate row and compared for a change.
   std::string to_json() const;
@@ -79,20 +82,11 @@ struct ServedState {
   // Echo only: why nothing better was available (e.g. MLX-LM whose argv could
   // not be read), shown in the row's detail. Empty: the runtime exposes nothing.
   std::string unproven_reason;
+
+  // Adds a model id the runtime names as loaded (once; empty ids are not names).
+  void add_loaded(const std::string& id);
 };
 
-// The routes read for a runtime's served state, in order (empty: none over HTTP).
-std::vector<HttpRoute> served_routes(RuntimeKind kind);
-
-// Folds one route's answer into `into`; `config_model` picks Ollama's entry.
-Status read_served_answer(RuntimeKind kind, std::string_view path, std::string_view body,
-                          std::string_view config_model, ServedState& into);
-
-// MLX-LM serves what its argv says: `--model` (only the request string
-// "default_model" or exactly this id maps to it; any other id is loaded from
-// the cache), `--max-tokens` (default 512), `--draft-model`.
-inline constexpr int64_t kMlxLmDefaultMaxTokens = 512;
-ServedState mlx_lm_served_from_argv(const std::vector<std::string>& argv);
 // A managed candidate's launch argv as the runtime sees it (values taken from
 // soakd's environment are left out: they are secrets, never a model path).
 std::vector<std::string> launch_argv_of(const CandidateConfig& c);
@@ -100,18 +94,14 @@ std::vector<std::string> launch_argv_of(const CandidateConfig& c);
 // launched it, else the discovered process's through `reader`; `error` says
 // why it could not be read (no reader, process not found, argv not visible).
 RuntimeArgv runtime_argv_of(const CandidateConfig& c, const RuntimeArgvReader& reader);
-// What only llama-server's argv says, folded into its fingerprint: the KV
-// cache type (-ctk/--cache-type-k, -ctv/--cache-type-v: "q8_0" when both
-// agree, else "k=q8_0 v=f16") and the server's own cap on tokens when a
-// request sends none (-n/--predict/--n-predict; -1 unlimited). A flag not
-// given is upstream's default (f16, -1), so dropping one is a change of
-// launch; LLAMA_ARG_* environment variables, which could set the same, are
-// not read. An empty argv (not readable) adds nothing.
-void add_llama_argv(const std::vector<std::string>& argv, LaunchFingerprint& f);
-// MLX-LM's served state from the argv it runs with: the launch argv when soakd
-// launched it, else the discovered process's (`reader`; empty: unknown). When
-// the argv cannot be read the state is echo only with the reason.
-ServedState mlx_lm_served(const CandidateConfig& c, const RuntimeArgvReader& reader);
+
+// Model ids from a model list answer: OpenAI `data[].id` (+ llama.cpp `aliases`),
+// Ollama /api/tags `models[].name`, LM Studio /api/v0/models `data[].id`.
+std::vector<std::string> parse_model_ids(std::string_view body);
+
+// The identity probe's judgement of a model list: Clean when the canonical id is
+// listed, IdentityMismatch otherwise (with what was listed).
+Verdict check_model_list(const std::vector<std::string>& ids, std::string_view canonical_model);
 
 // The identity judgement over a served state: Clean when the config model is
 // the one loaded (with the proof named in the detail), IdentityMismatch when

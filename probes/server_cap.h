@@ -4,7 +4,8 @@
 // unless started with more) to every request that sends none; llama-server
 // applies -n / --n-predict (unlimited by default) and stops anyway when the
 // slot's context is full. Such a row is the named failure server_token_cap,
-// and its detail says how to lift the cap on that runtime.
+// and its detail says how to lift the cap on that runtime: the advice is the
+// runtime's entry's (probes/runtimes/, Runtime::lift_cap).
 //
 // Pure and thread-agnostic.
 #pragma once
@@ -23,8 +24,14 @@ namespace soak::probes {
 // server's; the value is here so the rule states what it depends on.
 enum class RequestLimit { None, Sent };
 
+// A runtime's advice on lifting its cap, given what the cut answer showed
+// (its entry's Runtime::lift_cap): "MLX-LM caps answers at 512 tokens: start
+// mlx_lm.server with --max-tokens 32768".
+using LiftCap = std::string (*)(int64_t completion_tokens, std::optional<int64_t> prompt_tokens,
+                                std::optional<int64_t> slot_ctx);
+
 struct ServerCapContext {
-  RuntimeKind runtime = RuntimeKind::OpenAI;
+  LiftCap lift = nullptr;  // the runtime's advice; nullptr: soakd knows none for it
   RequestLimit request_limit = RequestLimit::None;
   std::optional<int64_t> slot_ctx;  // llama.cpp /props default_generation_settings.n_ctx (per slot)
 };
@@ -36,9 +43,8 @@ inline constexpr int64_t kSuggestedServerMaxTokens = 32768;
 // nullopt otherwise (a natural stop, a tool call, a request that set a limit).
 std::optional<Verdict> classify_server_cap(const ChatResult& r, const ServerCapContext& c);
 
-// How to lift the cap on `runtime`, given what the cut answer showed:
-// "MLX-LM caps answers at 512 tokens: start mlx_lm.server with --max-tokens 32768".
-std::string lift_server_cap(RuntimeKind runtime, int64_t completion_tokens, std::optional<int64_t> prompt_tokens,
+// `lift`'s advice, or soakd's generic one when the runtime has none.
+std::string lift_server_cap(LiftCap lift, int64_t completion_tokens, std::optional<int64_t> prompt_tokens,
                             std::optional<int64_t> slot_ctx);
 
 }  // namespace soak::probes

@@ -46,7 +46,7 @@ add_dependencies(integration_daemon_e2e soakd soak-fake-runtime)
 
 # Managed candidates (docs/DESIGN.md §4.8): the launch block, the executable's
 # fingerprint, orphan matching and the runtime log (no process started).
-soak_add_test(unit_launch_config SOURCES unit/launch_config_test.cc LIBS soak_core LABELS unit)
+soak_add_test(unit_launch_config SOURCES unit/launch_config_test.cc LIBS soak_core soak_probes LABELS unit)
 soak_add_test(unit_runtime_identity SOURCES unit/runtime_identity_test.cc LIBS soak_daemon LABELS unit)
 
 # Managed candidates with the fake runtime as soakd's child, on loopback.

@@ -2,17 +2,19 @@
 # the real Linux sampler (integration), and the sampler benchmark.
 soak_add_test(unit_platform_procfs SOURCES unit/platform_procfs_test.cc LIBS soak_platform LABELS unit)
 soak_add_test(unit_platform_darwin SOURCES unit/platform_darwin_test.cc LIBS soak_platform LABELS unit)
-soak_add_test(unit_platform_runtime_processes SOURCES unit/platform_runtime_processes_test.cc LIBS soak_platform LABELS unit)
+# Tests that make a Sampler hand it the real runtime table (daemon/wiring.h): they link soak_daemon.
+soak_add_test(unit_platform_runtime_processes SOURCES unit/platform_runtime_processes_test.cc LIBS soak_platform soak_daemon
+  LABELS unit)
 
 if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
   soak_add_test(unit_platform_allocator SOURCES unit/platform_allocator_test.cc LIBS soak_platform LABELS unit)
   soak_add_test(unit_platform_linux_sampler SOURCES unit/platform_sampler_linux_test.cc
-                LIBS soak_platform LABELS unit)
+                LIBS soak_platform soak_daemon LABELS unit)
   soak_add_test(integration_sampler_linux SOURCES integration/sampler_linux_test.cc
-                LIBS soak_detectors LABELS integration)
+                LIBS soak_detectors soak_daemon LABELS integration)
   soak_add_test(integration_sampler_store SOURCES integration/sampler_store_linux_test.cc
-                LIBS soak_platform soak_storage LABELS integration)
+                LIBS soak_platform soak_storage soak_daemon LABELS integration)
 endif()
 
 add_executable(sampler_bench bench/sampler_bench.cc)
-target_link_libraries(sampler_bench PRIVATE soak_platform)
+target_link_libraries(sampler_bench PRIVATE soak_platform soak_daemon)

@@ -35,3 +35,6 @@ soak_add_test(integration_verdict_fake SOURCES integration/verdict_fake_test.cc
 # Identity, health states and the launch fingerprint per runtime through the fake's flavours.
 soak_add_test(integration_probe_identity SOURCES integration/probe_identity_test.cc
   LIBS soak_probes soak_fake_runtime LABELS integration)
+# An eighth runtime from nothing but its entry and a table line, through the engine's options.
+soak_add_test(integration_probe_new_runtime SOURCES integration/probe_new_runtime_test.cc
+  LIBS soak_daemon soak_fake_runtime LABELS integration)

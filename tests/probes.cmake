@@ -2,7 +2,7 @@
 soak_add_test(unit_probes_chat SOURCES unit/probes_chat_test.cc LIBS soak_probes LABELS unit)
 soak_add_test(unit_probes_prometheus SOURCES unit/probes_prometheus_test.cc LIBS soak_probes LABELS unit)
 soak_add_test(unit_probes_validators SOURCES unit/probes_validators_test.cc LIBS soak_probes LABELS unit)
-soak_add_test(unit_probes_adapters SOURCES unit/probes_adapters_test.cc LIBS soak_probes LABELS unit)
+soak_add_test(unit_probes_runtimes SOURCES unit/probes_runtimes_test.cc LIBS soak_probes LABELS unit)
 soak_add_test(unit_probes_served SOURCES unit/probes_served_test.cc LIBS soak_probes LABELS unit)
 soak_add_test(unit_probes_prompts SOURCES unit/probes_prompts_test.cc LIBS soak_probes LABELS unit)
 soak_add_test(unit_probes_requests SOURCES unit/probes_requests_test.cc LIBS soak_probes LABELS unit)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "platform/sampler.h"
+#include "tests/support/runtime_signatures.h"
 
 using namespace soak;
 
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
   }
   close(hold[0]);
 
-  auto sampler = make_system_sampler();
+  auto sampler = make_system_sampler(test::builtin_signatures());
   int errors = 0;
   // Warm-up: buffers reach their steady size.
   for (int i = 0; i < 10; ++i) {

@@ -405,7 +405,7 @@ TEST_CASE("vllm: refused connections while its engine starts are loading within 
   }
   {
     probes::EngineOptions past_grace;
-    past_grace.vllm_startup_grace_ms = 0;
+    past_grace.startup_grace_ms = 0;
     Harness h(past_grace);
     CHECK(health(h, c).outcome == Outcome::ConnectRefused);
   }

@@ -41,6 +41,7 @@
 #include "tests/integration/probe_harness.h"
 #include "storage/sqlite_store.h"
 #include "tests/support/child_process.h"
+#include "tests/support/runtime_signatures.h"
 #include "tests/support/temp_dir.h"
 
 using namespace soak;
@@ -127,7 +128,7 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   c.settings.capacity = std::vector<CapacityEntry>{};  // its own test below
   // The daemon's own argv reader (daemon/wiring.h): the process listening on
   // the candidate's port, found through the system sampler.
-  const std::unique_ptr<Sampler> sampler = make_system_sampler();
+  const std::unique_ptr<Sampler> sampler = make_system_sampler(test::builtin_signatures());
   Harness h(engine_options(*sampler), kRealRunGuardMs);
   REQUIRE(wait_healthy(h, c));
 

@@ -20,6 +20,7 @@
 #include "detectors/process_watch.h"
 #include "platform/sampler.h"
 #include "tests/catch.h"
+#include "tests/support/runtime_signatures.h"
 
 using namespace soak;
 
@@ -115,7 +116,7 @@ const ProcessInfo* find_pid(const std::vector<ProcessInfo>& v, int pid) {
 }  // namespace
 
 TEST_CASE("real host sample: every Linux figure read, nothing invented") {
-  auto sampler = make_system_sampler();
+  auto sampler = make_system_sampler(test::builtin_signatures());
   HostSample s = sampler->sample_host(1);
   INFO(s.error);
   CHECK(s.error.empty());
@@ -134,7 +135,7 @@ TEST_CASE("real host sample: every Linux figure read, nothing invented") {
 }
 
 TEST_CASE("real process sample: this test process, stable identity") {
-  auto sampler = make_system_sampler();
+  auto sampler = make_system_sampler(test::builtin_signatures());
   ProcessSample a = sampler->sample_process(::getpid(), 1);
   ProcessSample b = sampler->sample_process(::getpid(), 2);
   INFO(a.error);
@@ -149,7 +150,7 @@ TEST_CASE("real process sample: this test process, stable identity") {
 }
 
 TEST_CASE("real listener lookup: a loopback socket of this process, IPv4 and IPv6") {
-  auto sampler = make_system_sampler();
+  auto sampler = make_system_sampler(test::builtin_signatures());
   int fd4 = -1;
   auto port4 = listen_loopback(AF_INET, fd4);
   REQUIRE(port4.has_value());
@@ -174,7 +175,7 @@ TEST_CASE("real listener lookup: a loopback socket of this process, IPv4 and IPv
 }
 
 TEST_CASE("real discovery: engines found by argv, duplicates flagged, a restart seen") {
-  auto sampler = make_system_sampler();
+  auto sampler = make_system_sampler(test::builtin_signatures());
   BlockedChild llama("llama-server", {"-m", "tiny.gguf", "--api-key", "sk-test"});
   BlockedChild mlx("python3", {"-m", "mlx_lm.server", "--port", "18082"});
 
@@ -187,12 +188,12 @@ TEST_CASE("real discovery: engines found by argv, duplicates flagged, a restart 
   CHECK(l->ppid == ::getpid());
   CHECK(l->path == std::filesystem::canonical("/bin/bash").string());  // /proc/PID/exe is resolved
   CHECK(l->argv[0] == "llama-server");
-  CHECK(identify_engine(*l) == RuntimeKind::LlamaCpp);
-  CHECK(identify_engine(*m) == RuntimeKind::MlxLm);
+  CHECK(identify_engine(*l, sampler->runtimes()) == RuntimeKind::LlamaCpp);
+  CHECK(identify_engine(*m, sampler->runtimes()) == RuntimeKind::MlxLm);
 
   // Candidate: the mlx child. The llama child is a duplicate engine, and its
   // API key stays out of the event.
-  DuplicateEngineDetector dup(1, 1);
+  DuplicateEngineDetector dup(1, 1, sampler->runtimes());
   auto ev = dup.observe(*procs, mlx.pid(), 100);
   auto mine = std::find_if(ev.begin(), ev.end(), [&](const Event& e) {
     return e.detail_json.find("\"pid\":" + std::to_string(llama.pid())) != std::string::npos;

@@ -11,6 +11,7 @@
 #include "platform/sampler.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
+#include "tests/support/runtime_signatures.h"
 #include "tests/support/temp_dir.h"
 
 using namespace soak;
@@ -93,7 +94,7 @@ TEST_CASE("a child's memory growth shows in the stored process samples") {
   TempDir dir;
   auto store = SqliteStore::open(dir.path() + "/soak.db", OpenMode::ReadWrite);
   REQUIRE(store);
-  auto sampler = make_system_sampler();
+  auto sampler = make_system_sampler(test::builtin_signatures());
   auto host = sampler->host_info();
   REQUIRE(host);
   auto host_id = (*store)->upsert_host(*host, 1'000);

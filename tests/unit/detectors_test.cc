@@ -8,6 +8,7 @@
 #include "detectors/memory_guard.h"
 #include "detectors/process_watch.h"
 #include "tests/catch.h"
+#include "tests/support/runtime_signatures.h"
 
 using namespace soak;
 
@@ -318,7 +319,7 @@ TEST_CASE("restart: identity comes from a sample only when its start time was re
 }
 
 TEST_CASE("duplicate engines: reported once per process while resident") {
-  DuplicateEngineDetector d(7, 3);
+  DuplicateEngineDetector d(7, 3, test::builtin_signatures());
   std::vector<ProcessInfo> table = {engine(40, 1, {"llama-server", "-m", "a"})};
   CHECK(d.observe(table, 40, kT0).empty());
 

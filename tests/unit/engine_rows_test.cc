@@ -9,6 +9,7 @@
 #include "probes/engine_exchange.h"
 #include "probes/engine_rows.h"
 #include "probes/probe_build.h"
+#include "probes/runtimes/catalog.h"
 #include "tests/catch.h"
 
 using namespace soak;
@@ -79,19 +80,19 @@ TEST_CASE("plain routes: transport failures, status classes, a body cut short") 
 }
 
 TEST_CASE("health answers per adapter") {
-  CHECK(classify_health(RuntimeKind::LlamaCpp, TransportEnd::Completed, answered(200, R"({"status":"ok"})")).outcome ==
+  CHECK(classify_health(builtin_runtime(RuntimeKind::LlamaCpp), TransportEnd::Completed, answered(200, R"({"status":"ok"})")).outcome ==
         Outcome::Clean);
-  CHECK(classify_health(RuntimeKind::LlamaCpp, TransportEnd::Completed,
+  CHECK(classify_health(builtin_runtime(RuntimeKind::LlamaCpp), TransportEnd::Completed,
                         answered(503, R"({"error":{"code":503,"message":"Loading model","type":"unavailable_error"}})"))
             .outcome == Outcome::Loading);
-  CHECK(classify_health(RuntimeKind::RapidMlx, TransportEnd::Completed, answered(503, R"({"detail":"model loading"})"))
+  CHECK(classify_health(builtin_runtime(RuntimeKind::RapidMlx), TransportEnd::Completed, answered(503, R"({"detail":"model loading"})"))
             .outcome == Outcome::Loading);
-  CHECK(classify_health(RuntimeKind::Ollama, TransportEnd::Completed, answered(200, "Ollama is running")).outcome ==
+  CHECK(classify_health(builtin_runtime(RuntimeKind::Ollama), TransportEnd::Completed, answered(200, "Ollama is running")).outcome ==
         Outcome::Clean);
-  CHECK(classify_health(RuntimeKind::Ollama, TransportEnd::Completed, answered(200, "nginx")).outcome ==
+  CHECK(classify_health(builtin_runtime(RuntimeKind::Ollama), TransportEnd::Completed, answered(200, "nginx")).outcome ==
         Outcome::MalformedResponse);
-  CHECK(classify_health(RuntimeKind::Vllm, TransportEnd::Completed, answered(503, "")).outcome == Outcome::Http5xx);
-  CHECK(classify_health(RuntimeKind::LlamaCpp, TransportEnd::ConnectRefused, TransferResult{}).outcome ==
+  CHECK(classify_health(builtin_runtime(RuntimeKind::Vllm), TransportEnd::Completed, answered(503, "")).outcome == Outcome::Http5xx);
+  CHECK(classify_health(builtin_runtime(RuntimeKind::LlamaCpp), TransportEnd::ConnectRefused, TransferResult{}).outcome ==
         Outcome::ConnectRefused);
 }
 
@@ -240,14 +241,14 @@ TEST_CASE("reuse ratio is median(prefix) / cold") {
 }
 
 TEST_CASE("version command output: llama-server's version line, else the first line") {
-  auto l = build_from_command_output(RuntimeKind::LlamaCpp,
+  auto l = build_from_command_output(builtin_runtime(RuntimeKind::LlamaCpp),
                                      "load_backend: loaded CPU backend\nversion: 9928 (81ff7abe5)\nbuilt with cc\n");
   REQUIRE(l.ok());
   CHECK(*l == "b9928-81ff7abe5");
-  auto o = build_from_command_output(RuntimeKind::Ollama, "\n  ollama version is 0.12.6 \n");
+  auto o = build_from_command_output(builtin_runtime(RuntimeKind::Ollama), "\n  ollama version is 0.12.6 \n");
   REQUIRE(o.ok());
   CHECK(*o == "ollama version is 0.12.6");
-  CHECK_FALSE(build_from_command_output(RuntimeKind::OpenAI, " \n\n").ok());
+  CHECK_FALSE(build_from_command_output(builtin_runtime(RuntimeKind::OpenAI), " \n\n").ok());
 }
 
 TEST_CASE("the HTTP request of an exchange carries the candidate's limits and the key as a Bearer header") {

@@ -6,6 +6,7 @@
 #include "core/byte_size.h"
 #include "core/config.h"
 #include "core/launch.h"
+#include "probes/runtimes/catalog.h"
 #include "tests/catch.h"
 
 using namespace soak;
@@ -123,25 +124,26 @@ TEST_CASE("base_url's port must be the port the launch argv gives, naming the fl
                {"memory_budget", "GiB"});
 }
 
+// The warnings are each runtime's entry's (probes/runtimes/), no longer core's.
 TEST_CASE("flags a runtime needs for soak testing are warned about") {
   auto mlx = parse(managed("mlx-lm", "http://127.0.0.1:8080", R"({"argv": ["mlx_lm.server", "--port", "8080"]})"));
   REQUIRE(mlx.ok());
-  auto w = launch_warnings(*mlx->candidates[0].launch, RuntimeKind::MlxLm);
+  auto w = probes::builtin_runtime(RuntimeKind::MlxLm).launch_warnings(*mlx->candidates[0].launch);
   REQUIRE(w.size() == 1);
   CHECK(w[0].find("--max-tokens") != std::string::npos);
   auto mlx_ok = parse(managed("mlx-lm", "http://127.0.0.1:8080",
                               R"({"argv": ["mlx_lm.server", "--port", "8080", "--max-tokens", "32768"]})"));
-  CHECK(launch_warnings(*mlx_ok->candidates[0].launch, RuntimeKind::MlxLm).empty());
+  CHECK(probes::builtin_runtime(RuntimeKind::MlxLm).launch_warnings(*mlx_ok->candidates[0].launch).empty());
 
   auto ls = parse(managed("llama.cpp", "http://127.0.0.1:8080", R"({"argv": ["/opt/bin/llama-server"]})"));
   REQUIRE(ls.ok());
-  auto lw = launch_warnings(*ls->candidates[0].launch, RuntimeKind::LlamaCpp);
+  auto lw = probes::builtin_runtime(RuntimeKind::LlamaCpp).launch_warnings(*ls->candidates[0].launch);
   REQUIRE(lw.size() == 2);
   CHECK(lw[0].find("-n") != std::string::npos);
   CHECK(lw[1].find("-c") != std::string::npos);
   auto ls_ok = parse(managed("llama.cpp", "http://127.0.0.1:8080",
                              R"({"argv": ["llama-server", "-n", "8192", "--ctx-size=65536"]})"));
-  CHECK(launch_warnings(*ls_ok->candidates[0].launch, RuntimeKind::LlamaCpp).empty());
+  CHECK(probes::builtin_runtime(RuntimeKind::LlamaCpp).launch_warnings(*ls_ok->candidates[0].launch).empty());
 }
 
 TEST_CASE("a launch block and a budget change the candidate's config hash; none keeps the old one") {

@@ -6,6 +6,7 @@
 #include "platform/runtime_processes.h"
 #include "platform/sample_report.h"
 #include "tests/catch.h"
+#include "tests/support/runtime_signatures.h"
 
 using namespace soak;
 
@@ -23,11 +24,12 @@ ProcessInfo proc(int pid, int ppid, std::string name, std::vector<std::string> a
 
 std::optional<RuntimeKind> kind_of(std::vector<std::string> argv, std::string name = "", std::string path = "") {
   if (name.empty() && !argv.empty()) name = argv[0].substr(argv[0].rfind('/') + 1);
-  return identify_engine(proc(100, 1, name, std::move(argv), std::move(path)));
+  return identify_engine(proc(100, 1, name, std::move(argv), std::move(path)), test::builtin_signatures());
 }
 
 class FakeSampler final : public Sampler {
  public:
+  FakeSampler() : Sampler(test::builtin_signatures()) {}
   std::vector<ProcessInfo> processes;
   std::map<uint16_t, Result<std::optional<int>>> listeners;
   std::map<int, ProcessSample> samples;
@@ -118,24 +120,24 @@ TEST_CASE("duplicates: engines outside the candidate's process tree") {
       proc(30, 1, "zsh", {"-zsh"}),
       proc(31, 30, "python3", {"python3", "-m", "mlx_lm.server"}),
   };
-  auto all = other_engines(table, std::nullopt);
+  auto all = other_engines(table, std::nullopt, test::builtin_signatures());
   CHECK(all.size() == 4);
 
   // Candidate: the Ollama runner. Its parent `ollama serve` is its own tree.
-  auto dup = other_engines(table, 11);
+  auto dup = other_engines(table, 11, test::builtin_signatures());
   REQUIRE(dup.size() == 2);
   CHECK(dup[0].process.pid == 20);
   CHECK(dup[1].process.pid == 31);
   CHECK(dup[1].kind == RuntimeKind::MlxLm);
 
   // Candidate: `ollama serve`; its runner child is not a duplicate.
-  auto dup2 = other_engines(table, 10);
+  auto dup2 = other_engines(table, 10, test::builtin_signatures());
   REQUIRE(dup2.size() == 2);
   CHECK(dup2[0].process.pid == 20);
 
   // A ppid cycle (pid reuse mid-walk) terminates.
   std::vector<ProcessInfo> cyc = {proc(5, 6, "llama-server", {"llama-server"}), proc(6, 5, "x", {"x"})};
-  CHECK(other_engines(cyc, 99).size() == 1);
+  CHECK(other_engines(cyc, 99, test::builtin_signatures()).size() == 1);
 }
 
 TEST_CASE("display command: bounded, secrets masked") {

@@ -9,6 +9,7 @@
 
 #include "platform/sampler_linux.h"
 #include "tests/catch.h"
+#include "tests/support/runtime_signatures.h"
 #include "tests/support/temp_dir.h"
 
 using namespace soak;
@@ -64,7 +65,7 @@ struct FakeRoots {
 
 TEST_CASE("linux sampler: host figures from meminfo and vmstat; no PSI file is not an error") {
   FakeRoots f;
-  auto sampler = make_linux_sampler(f.roots);
+  auto sampler = make_linux_sampler(f.roots, test::builtin_signatures());
   HostSample s = sampler->sample_host(42);
   CHECK(s.wall_ms == 42);
   CHECK(s.error.empty());
@@ -80,7 +81,7 @@ TEST_CASE("linux sampler: PSI read when present, garbage in it recorded") {
   FakeRoots f;
   write(fs::path(f.roots.proc) / "pressure/memory",
         "some avg10=3.25 avg60=1.00 avg300=0.10 total=4242\nfull avg10=0.50 avg60=0.10 avg300=0.00 total=77\n");
-  auto sampler = make_linux_sampler(f.roots);
+  auto sampler = make_linux_sampler(f.roots, test::builtin_signatures());
   HostSample s = sampler->sample_host(1);
   CHECK(s.psi_some_avg10 == Approx(3.25));
   CHECK(s.psi_full_total_us == 77);
@@ -92,7 +93,7 @@ TEST_CASE("linux sampler: PSI read when present, garbage in it recorded") {
 
 TEST_CASE("linux sampler: host info from hostname, meminfo, DMI and os-release") {
   FakeRoots f;
-  auto info = make_linux_sampler(f.roots)->host_info();
+  auto info = make_linux_sampler(f.roots, test::builtin_signatures())->host_info();
   REQUIRE(info);
   CHECK(info->hostname == "studio-01");
   CHECK(info->mem_bytes == 24683620 * KiB);
@@ -100,14 +101,14 @@ TEST_CASE("linux sampler: host info from hostname, meminfo, DMI and os-release")
   CHECK(info->os_version == "Debian GNU/Linux 12 (bookworm), Linux 6.18.44-fc-v782");
   // No DMI, no device tree, no cpuinfo: "unknown", said as such.
   fs::remove_all(fs::path(f.roots.sys));
-  auto bare = make_linux_sampler(f.roots)->host_info();
+  auto bare = make_linux_sampler(f.roots, test::builtin_signatures())->host_info();
   REQUIRE(bare);
   CHECK(bare->hw_model == "unknown");
 }
 
 TEST_CASE("linux sampler: a process's figures, start time and name") {
   FakeRoots f;
-  auto sampler = make_linux_sampler(f.roots);
+  auto sampler = make_linux_sampler(f.roots, test::builtin_signatures());
   ProcessSample p = sampler->sample_process(kPid, 7);
   CHECK(p.error.empty());
   CHECK(p.pid == kPid);
@@ -124,7 +125,7 @@ TEST_CASE("linux sampler: a process's figures, start time and name") {
 
 TEST_CASE("linux sampler: a missing process or file is an error, never a zero") {
   FakeRoots f;
-  auto sampler = make_linux_sampler(f.roots);
+  auto sampler = make_linux_sampler(f.roots, test::builtin_signatures());
   ProcessSample gone = sampler->sample_process(999, 1);
   CHECK(gone.error == "pid 999: no such process");
   CHECK_FALSE(gone.footprint_bytes.has_value());
@@ -141,7 +142,7 @@ TEST_CASE("linux sampler: a missing process or file is an error, never a zero") 
 TEST_CASE("linux sampler: an empty /proc gives errors for everything and crashes nothing") {
   TempDir empty;
   LinuxRoots roots{empty.path() + "/proc", empty.path() + "/sys", empty.path() + "/etc"};
-  auto sampler = make_linux_sampler(roots);
+  auto sampler = make_linux_sampler(roots, test::builtin_signatures());
   HostSample s = sampler->sample_host(1);
   CHECK_FALSE(s.total_bytes.has_value());
   CHECK_FALSE(s.swapouts.has_value());
@@ -154,7 +155,7 @@ TEST_CASE("linux sampler: an empty /proc gives errors for everything and crashes
 
 TEST_CASE("linux sampler: process list with argv, parent and executable") {
   FakeRoots f;
-  auto procs = make_linux_sampler(f.roots)->list_processes();
+  auto procs = make_linux_sampler(f.roots, test::builtin_signatures())->list_processes();
   REQUIRE(procs);
   REQUIRE(procs->size() == 1);  // "sys", "net", "meminfo" are not processes
   const ProcessInfo& p = procs->front();
@@ -168,7 +169,7 @@ TEST_CASE("linux sampler: process list with argv, parent and executable") {
 
 TEST_CASE("linux sampler: listening port to pid through socket inodes, IPv4 and IPv6") {
   FakeRoots f;
-  auto sampler = make_linux_sampler(f.roots);
+  auto sampler = make_linux_sampler(f.roots, test::builtin_signatures());
   auto v4 = sampler->find_listening_pid(18080);
   REQUIRE(v4);
   CHECK(*v4 == kPid);

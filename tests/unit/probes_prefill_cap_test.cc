@@ -9,6 +9,7 @@
 
 #include "probes/openai_chat.h"
 #include "probes/prefill_progress.h"
+#include "probes/runtimes/catalog.h"
 #include "probes/server_cap.h"
 #include "tests/catch.h"
 #include "tests/unit/probes_capture_local.h"
@@ -187,7 +188,7 @@ TEST_CASE("a stall before the first token says how far the prefill got") {
 TEST_CASE("server cap: the real stream cut by llama-server's -n 8 is server_token_cap with the lift") {
   ChatResult r = replay(kProgressCapture);
   ServerCapContext c;
-  c.runtime = RuntimeKind::LlamaCpp;
+  c.lift = builtin_runtime(RuntimeKind::LlamaCpp).lift_cap;
   c.slot_ctx = 4096;
   auto v = classify_server_cap(r, c);
   REQUIRE(v);
@@ -201,7 +202,7 @@ TEST_CASE("server cap: the real non-stream answer under -n 64 names -n 64; a ful
   ChatResult r = parse_chat_completion(cap.body, kStart);
   REQUIRE(r.finish_reason == "length");
   ServerCapContext c;
-  c.runtime = RuntimeKind::LlamaCpp;
+  c.lift = builtin_runtime(RuntimeKind::LlamaCpp).lift_cap;
   c.slot_ctx = 2048;  // the capture's /props n_ctx
   auto v = classify_server_cap(r, c);
   REQUIRE(v);
@@ -216,7 +217,7 @@ TEST_CASE("server cap: the real non-stream answer under -n 64 names -n 64; a ful
 
 TEST_CASE("server cap: MLX-LM's 512 default and a raised --max-tokens") {
   ServerCapContext c;
-  c.runtime = RuntimeKind::MlxLm;
+  c.lift = builtin_runtime(RuntimeKind::MlxLm).lift_cap;
   auto v = classify_server_cap(feed(mlx_answer("length", 512)), c);
   REQUIRE(v);
   CHECK(v->outcome == Outcome::ServerTokenCap);
@@ -229,7 +230,7 @@ TEST_CASE("server cap: MLX-LM's 512 default and a raised --max-tokens") {
 
 TEST_CASE("server cap: not for a natural stop, a tool call, or a request that set its own limit") {
   ServerCapContext c;
-  c.runtime = RuntimeKind::MlxLm;
+  c.lift = builtin_runtime(RuntimeKind::MlxLm).lift_cap;
   CHECK_FALSE(classify_server_cap(feed(mlx_answer("stop", 40)), c));
   CHECK_FALSE(classify_server_cap(feed(mlx_answer("tool_calls", 40)), c));
   c.request_limit = RequestLimit::Sent;
@@ -240,10 +241,10 @@ TEST_CASE("server cap: every runtime gets advice that names the count") {
   for (RuntimeKind k : {RuntimeKind::LlamaCpp, RuntimeKind::MlxLm, RuntimeKind::Omlx, RuntimeKind::Vllm,
                         RuntimeKind::RapidMlx, RuntimeKind::Ollama, RuntimeKind::LmStudio, RuntimeKind::OpenAI}) {
     INFO(to_string(k));
-    const std::string a = lift_server_cap(k, 777, 100, std::nullopt);
+    const std::string a = lift_server_cap(builtin_runtime(k).lift_cap, 777, 100, std::nullopt);
     CHECK(a.find("777") != std::string::npos);
     CHECK(a.find(": ") != std::string::npos);  // what happened: what to do
   }
-  CHECK(lift_server_cap(RuntimeKind::Omlx, 32768, 10, std::nullopt).find("max_tokens") != std::string::npos);
-  CHECK(lift_server_cap(RuntimeKind::Vllm, 100, 10, std::nullopt).find("--max-model-len") != std::string::npos);
+  CHECK(lift_server_cap(builtin_runtime(RuntimeKind::Omlx).lift_cap, 32768, 10, std::nullopt).find("max_tokens") != std::string::npos);
+  CHECK(lift_server_cap(builtin_runtime(RuntimeKind::Vllm).lift_cap, 100, 10, std::nullopt).find("--max-model-len") != std::string::npos);
 }

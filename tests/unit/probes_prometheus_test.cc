@@ -4,8 +4,9 @@
 #include <limits>
 #include <string>
 
-#include "probes/runtime_metrics.h"
 #include "probes/prometheus.h"
+#include "probes/runtime_metrics.h"
+#include "probes/runtimes/catalog.h"
 #include "tests/catch.h"
 #include "tests/unit/probes_capture_local.h"
 
@@ -152,7 +153,7 @@ TEST_CASE("values are decimal only: hex floats and half exponents are errors") {
 // name); Rapid-MLX vllm_mlx/routes/metrics.py (rapid_mlx_requests_running /
 // _waiting).
 TEST_CASE("queue depth: running and waiting from each runtime's own series") {
-  QueueDepth llama = queue_depth_from_metrics(soak::RuntimeKind::LlamaCpp, capture("get-metrics-while-busy.http"));
+  QueueDepth llama = queue_depth_from_metrics(builtin_runtime(soak::RuntimeKind::LlamaCpp).series, capture("get-metrics-while-busy.http"));
   CHECK(llama.running == 2);
   CHECK(llama.waiting == 1);
 
@@ -162,18 +163,18 @@ TEST_CASE("queue depth: running and waiting from each runtime's own series") {
       "vllm:num_requests_running{engine=\"1\",model_name=\"q\"} 2.0\n"
       "# TYPE vllm:num_requests_waiting gauge\n"
       "vllm:num_requests_waiting{engine=\"0\",model_name=\"q\"} 4.0\n");
-  QueueDepth v = queue_depth_from_metrics(soak::RuntimeKind::Vllm, vllm);
+  QueueDepth v = queue_depth_from_metrics(builtin_runtime(soak::RuntimeKind::Vllm).series, vllm);
   CHECK(v.running == 5);
   CHECK(v.waiting == 4);
 
   PromText rapid = parse_prometheus_text("rapid_mlx_requests_running 1\nrapid_mlx_requests_waiting 0\n");
-  QueueDepth r = queue_depth_from_metrics(soak::RuntimeKind::RapidMlx, rapid);
+  QueueDepth r = queue_depth_from_metrics(builtin_runtime(soak::RuntimeKind::RapidMlx).series, rapid);
   CHECK(r.running == 1);
   CHECK(r.waiting == 0);
 
   // Another runtime's names are not read as this one's.
-  CHECK_FALSE(queue_depth_from_metrics(soak::RuntimeKind::Vllm, rapid).running);
-  CHECK_FALSE(queue_depth_from_metrics(soak::RuntimeKind::Ollama, vllm).running);
+  CHECK_FALSE(queue_depth_from_metrics(builtin_runtime(soak::RuntimeKind::Vllm).series, rapid).running);
+  CHECK_FALSE(queue_depth_from_metrics(builtin_runtime(soak::RuntimeKind::Ollama).series, vllm).running);
 }
 
 // Speculative counters beside llama.cpp's per-answer draft_n: vLLM
@@ -189,7 +190,7 @@ TEST_CASE("speculative counters: vLLM and Rapid-MLX, summed over engines") {
       "vllm:spec_decode_num_draft_tokens_total{engine=\"1\",model_name=\"q\"} 20\n"
       "vllm:spec_decode_num_accepted_tokens_total{engine=\"0\",model_name=\"q\"} 30\n"
       "vllm:spec_decode_num_accepted_tokens_total{engine=\"1\",model_name=\"q\"} 15\n");
-  SpecCounters v = spec_counters_from_metrics(soak::RuntimeKind::Vllm, vllm);
+  SpecCounters v = spec_counters_from_metrics(builtin_runtime(soak::RuntimeKind::Vllm).series, vllm);
   CHECK(v.drafts == 15);
   CHECK(v.drafted == 60);
   CHECK(v.accepted == 45);
@@ -197,10 +198,10 @@ TEST_CASE("speculative counters: vLLM and Rapid-MLX, summed over engines") {
   PromText rapid = parse_prometheus_text(
       "rapid_mlx_spec_decode_attempts_total{family=\"qwen3.5\",method=\"mtp\"} 8\n"
       "rapid_mlx_spec_decode_accepts_total{family=\"qwen3.5\",method=\"mtp\"} 6\n");
-  SpecCounters r = spec_counters_from_metrics(soak::RuntimeKind::RapidMlx, rapid);
+  SpecCounters r = spec_counters_from_metrics(builtin_runtime(soak::RuntimeKind::RapidMlx).series, rapid);
   CHECK(r.drafted == 8);
   CHECK(r.accepted == 6);
   CHECK(r.drafts == 8);
 
-  CHECK_FALSE(spec_counters_from_metrics(soak::RuntimeKind::Vllm, rapid).drafted);  // no speculative decoding
+  CHECK_FALSE(spec_counters_from_metrics(builtin_runtime(soak::RuntimeKind::Vllm).series, rapid).drafted);  // no speculative decoding
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "probes/requests.h"
+#include "probes/runtimes/catalog.h"
 #include "tests/catch.h"
 
 using namespace soak;
@@ -125,7 +126,7 @@ TEST_CASE("tool call: a required object argument, tool_choice only where support
   CHECK(b["parallel_tool_calls"] == false);
 
   ChatRequestOptions ollama = options();
-  ollama.tool_choice = runtime_traits(RuntimeKind::Ollama).tool_choice;
+  ollama.dialect.tool_choice = builtin_runtime(RuntimeKind::Ollama).dialect.tool_choice;
   CHECK_FALSE(json::parse(tool_call_request(ollama).body).contains("tool_choice"));
 
   // The probe's own expectation tells a good call from an empty or flattened one.
@@ -191,8 +192,8 @@ TEST_CASE("dialect: Ollama takes thinking as reasoning_effort and has no top_k; 
   // ollama openai/openai.go ChatCompletionRequest: reasoning_effort ("none" is
   // thinking off); no chat_template_kwargs, no top_k.
   ChatRequestOptions ollama = options();
-  ollama.thinking_switch = runtime_traits(RuntimeKind::Ollama).thinking_switch;
-  ollama.top_k = runtime_traits(RuntimeKind::Ollama).top_k;
+  ollama.dialect.thinking_switch = builtin_runtime(RuntimeKind::Ollama).dialect.thinking_switch;
+  ollama.dialect.top_k = builtin_runtime(RuntimeKind::Ollama).dialect.top_k;
   BuiltRequest off = thinking_request(ollama, Thinking::Off);
   json b = json::parse(off.body);
   CHECK(b["reasoning_effort"] == "none");
@@ -204,8 +205,8 @@ TEST_CASE("dialect: Ollama takes thinking as reasoning_effort and has no top_k; 
 
   // llama.cpp (and the rest) take chat_template_kwargs and top_k.
   ChatRequestOptions llama = options();
-  llama.thinking_switch = runtime_traits(RuntimeKind::LlamaCpp).thinking_switch;
-  llama.top_k = runtime_traits(RuntimeKind::LlamaCpp).top_k;
+  llama.dialect.thinking_switch = builtin_runtime(RuntimeKind::LlamaCpp).dialect.thinking_switch;
+  llama.dialect.top_k = builtin_runtime(RuntimeKind::LlamaCpp).dialect.top_k;
   BuiltRequest l = thinking_request(llama, Thinking::Off);
   json lb = json::parse(l.body);
   CHECK(lb["chat_template_kwargs"]["enable_thinking"] == false);

@@ -1,11 +1,13 @@
-// What each runtime says it serves (probes/served_state.h): the served-state
-// parsers on the llama-server captures and on literal answers shaped like the
-// other runtimes' (each names the upstream file its keys come from), the launch
-// fingerprint's JSON and summary, MLX-LM's argv, and the identity judgement.
+// What each runtime says it serves (probes/served_state.h, and each runtime's
+// served-state readers in probes/runtimes/): the readers on the llama-server
+// captures and on literal answers shaped like the other runtimes' (each names
+// the upstream file its keys come from), the launch fingerprint's JSON and
+// summary, MLX-LM's and llama-server's argv, and the identity judgement.
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "probes/runtimes/catalog.h"
 #include "probes/served_state.h"
 #include "tests/catch.h"
 #include "tests/unit/probes_capture_local.h"
@@ -21,11 +23,19 @@ ServedState read(RuntimeKind k, const std::vector<std::pair<std::string, std::st
                  const std::string& model = "m") {
   ServedState s;
   for (const auto& [path, b] : answers) {
-    Status st = read_served_answer(k, path, b, model, s);
+    Status st = read_served_answer(builtin_runtime(k), path, b, model, s);
     INFO(path << ": " << (st.ok() ? "" : st.message()));
     REQUIRE(st.ok());
   }
   return s;
+}
+
+ServedState mlx_lm_served_from_argv(const std::vector<std::string>& argv) {
+  return builtin_runtime(RuntimeKind::MlxLm).served_from_argv(argv);
+}
+
+void add_llama_argv(const std::vector<std::string>& argv, LaunchFingerprint& f) {
+  builtin_runtime(RuntimeKind::LlamaCpp).fingerprint_from_argv(argv, f);
 }
 
 }  // namespace
@@ -64,7 +74,7 @@ TEST_CASE("served: Ollama /api/ps digest proves the weights; a re-pull under the
   // Not loaded (Ollama loads on demand, unloads after keep_alive): not served.
   ServedState empty = read(RuntimeKind::Ollama, {{"/api/ps", R"({"models":[]})"}}, "qwen3:30b");
   CHECK(judge_served(empty, "qwen3:30b", "").outcome == Outcome::IdentityMismatch);
-  CHECK_FALSE(read_served_answer(RuntimeKind::Ollama, "/api/ps", "{}", "x", empty).ok());
+  CHECK_FALSE(read_served_answer(builtin_runtime(RuntimeKind::Ollama), "/api/ps", "{}", "x", empty).ok());
 }
 
 TEST_CASE("served: LM Studio /api/v0/models state says what is loaded") {

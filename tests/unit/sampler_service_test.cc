@@ -13,6 +13,7 @@
 #include "daemon/sampler_service.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
+#include "tests/support/runtime_signatures.h"
 #include "tests/support/temp_dir.h"
 
 using namespace soak;
@@ -24,6 +25,7 @@ constexpr int kPid = 4242;
 
 class ScriptedSampler final : public Sampler {
  public:
+  ScriptedSampler() : Sampler(test::builtin_signatures()) {}
   std::optional<int> pressure_level = 1;
   std::map<int, ProcessSample> samples;  // pid -> what sample_process returns
   int listener_lookups = 0;
