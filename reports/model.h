@@ -137,7 +137,9 @@ struct CandidateReport {
   std::string baseline_mode;
   std::vector<PerfGroup> perf;        // deciding first: failed, marginal, passed, insufficient
   std::vector<LadderPoint> ladder;
-  std::optional<int64_t> context_reach;  // the largest size answered clean, when some size was refused
+  // The latest judged canary's context reach (judges' judged_context_reach()),
+  // when it falls short of the largest configured size.
+  std::optional<int64_t> context_reach;
   std::vector<BurstPoint> bursts;
   std::vector<ProbeResult> rows;      // cited by a reason, or failures (capped); by id
   std::vector<Event> events;          // every event of the timeline, by id
