@@ -216,6 +216,35 @@ TEST_CASE("soakctl usage errors name the fix") {
   CHECK(err.find("needs --override and --why TEXT") != std::string::npos);
 }
 
+TEST_CASE("every command that looks a candidate up by name says the same when the store has none") {
+  Fixture f;
+  f.add("llama-b9502", "b9502", VerdictState::Rejected);
+  const std::string none = "soakctl: no candidate named \"nope\" in the store (soakctl status lists the candidates)\n";
+  const std::string html = f.tmp.path() + "/x.html";
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"explain", "nope"}, {"history", "nope"}, {"events", "--candidate", "nope"}, {"report", "nope", "--html", html}}) {
+    INFO(args[0]);
+    std::vector<std::string> full{"--db", f.db};
+    full.insert(full.end(), args.begin(), args.end());
+    std::string err;
+    CHECK(f.run(full, nullptr, &err) == kCtlExitStore);
+    CHECK(err == none);
+  }
+  // With --build the same text names the build: a known name at an unknown build.
+  const std::string at_build =
+      "soakctl: no candidate named \"llama-b9502\" at build b1 in the store (soakctl status lists the candidates)\n";
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"explain", "llama-b9502", "--build", "b1"}, {"report", "llama-b9502", "--build", "b1", "--html", html}}) {
+    INFO(args[0]);
+    std::vector<std::string> full{"--db", f.db};
+    full.insert(full.end(), args.begin(), args.end());
+    std::string err;
+    CHECK(f.run(full, nullptr, &err) == kCtlExitStore);
+    CHECK(err == at_build);
+  }
+  CHECK(soakctl::no_candidate_text("nope", std::nullopt) == none);
+}
+
 TEST_CASE("soakctl events --limit takes a whole positive number and shows the latest N") {
   Fixture f;
   {
