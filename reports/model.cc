@@ -31,17 +31,8 @@ Timeline make_timeline(const std::vector<StageRow>& stages, const std::vector<Ev
     t.to_ms = std::max({t.to_ms, sp.end_ms, s.state == StageState::Running ? sp.nominal_end_ms : sp.end_ms});
     t.stages.push_back(std::move(sp));
   }
-  for (const auto& e : events) {
-    EventMark m;
-    m.id = e.id;
-    m.at_ms = e.wall_ms;
-    m.duration_ms = e.duration_ms;
-    m.kind = e.kind;
-    m.detail = e.detail_json;
-    m.host_wide = !e.candidate_id.has_value();
-    t.to_ms = std::max(t.to_ms, e.wall_ms);
-    t.events.push_back(std::move(m));
-  }
+  for (const auto& e : events) t.to_ms = std::max(t.to_ms, e.wall_ms);
+  t.events = events;
   if (t.to_ms <= t.from_ms) t.to_ms = t.from_ms + 1000;
   return t;
 }
@@ -360,16 +351,15 @@ Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow&
       memory(soak_input->input.process_samples, soak_input->input.host_samples, candidate, "soak", w_from, w_to, rep);
       add_trend(*soak_input, soak->second ? *soak->second : VerdictRow{}, rep);
     } else {
-      SampleQuery pq;
+      // The stage's window, of the candidate's processes and of its host.
+      SampleQuery span;
+      span.since_ms = w_from;
+      span.until_ms = w_to;
+      SampleQuery pq = span, hq = span;
       pq.candidate_id = candidate.id;
-      pq.since_ms = w_from;
-      pq.until_ms = w_to;
+      hq.host_id = candidate.host_id;
       auto procs = store.process_samples(pq);
       if (!procs) return procs.error();
-      SampleQuery hq;
-      hq.host_id = candidate.host_id;
-      hq.since_ms = w_from;
-      hq.until_ms = w_to;
       auto hosts = store.host_samples(hq);
       if (!hosts) return hosts.error();
       memory(*procs, *hosts, candidate, std::string(to_string(window->kind)), w_from, w_to, rep);
