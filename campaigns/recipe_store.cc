@@ -107,14 +107,7 @@ Result<StageJudged> judge_stage_from_store(Store& store, const StoredRecipe& r) 
   StageJudged out;
   out.verdict = judge_stage(*in);
   out.verdict.judge_input_json = recipe_to_json(r);
-  const JudgeRecipe& rec = r.recipe;
-  if (rec.stage == StageKind::Canary && !rec.long_context_sizes.empty()) {
-    ContextReach reach = context_reach(in->candidate_rows, rec.long_context_sizes);
-    reach.candidate_id = rec.candidate_id;
-    reach.stage_id = rec.stage_id;
-    reach.wall_ms = rec.now_ms;
-    out.reach = std::move(reach);
-  }
+  out.reach = judged_context_reach(*in);
   return out;
 }
 

@@ -82,6 +82,16 @@ ContextReach context_reach(const std::vector<ProbeResult>& rows, const std::vect
   return out;
 }
 
+std::optional<ContextReach> judged_context_reach(const JudgeInput& in) {
+  const JudgeRecipe& r = in.recipe;
+  if (r.stage != StageKind::Canary || r.long_context_sizes.empty()) return std::nullopt;
+  ContextReach reach = context_reach(in.candidate_rows, r.long_context_sizes);
+  reach.candidate_id = r.candidate_id;
+  reach.stage_id = r.stage_id;
+  reach.wall_ms = r.now_ms;
+  return reach;
+}
+
 namespace judge_detail {
 
 namespace {
@@ -150,9 +160,10 @@ void judge_capacity(const Context& c, Judgement& j) {
 // Canary only; a recipe without configured sizes (stored before this rule)
 // requires nothing.
 void judge_long_context(const Context& c, Judgement& j) {
+  const auto judged = judged_context_reach(c.in);
+  if (!judged) return;
+  const ContextReach& reach = *judged;
   const auto sizes = sorted_sizes(c.in.recipe.long_context_sizes);
-  if (c.in.recipe.stage != StageKind::Canary || sizes.empty()) return;
-  const ContextReach reach = context_reach(c.in.candidate_rows, sizes);
   std::vector<int64_t> beyond;  // sizes the runtime's own context cannot hold
   for (int64_t size : sizes) {
     int64_t fresh = 0, fresh_clean = 0, repeat = 0, repeat_clean = 0;

@@ -152,6 +152,14 @@ struct JudgeInput {
 // as the probes learnt it (the latest row that says). candidate/stage/time are
 // left for the caller.
 ContextReach context_reach(const std::vector<ProbeResult>& rows, const std::vector<int64_t>& sizes);
+// The context reach a judgment stands on: for a canary with configured
+// long-context sizes, context_reach() of its candidate rows at those sizes,
+// with the recipe's candidate, stage and time; nullopt for any other stage and
+// for a recipe stored before the rule (no sizes). The canary's context_reach
+// metric, the store's context_reach row (campaigns/recipe_store.h) and the
+// report's ladder (reports/model.cc) all take it from here, so `soakctl status`
+// and the page cannot show two reaches for one canary.
+std::optional<ContextReach> judged_context_reach(const JudgeInput& in);
 // "32K" for 32768, "131K" for 131072, "512" below a thousand: how the field
 // reports name sizes.
 std::string size_label(int64_t tokens);

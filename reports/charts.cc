@@ -148,15 +148,15 @@ std::string timeline_svg(const Timeline& t, std::string_view id, TimelineSize si
   }
   for (const auto& e : t.events) {
     const std::string kind(to_string(e.kind));
-    std::string tip = kind + " at " + iso_utc(e.at_ms);
+    std::string tip = kind + " at " + iso_utc(e.wall_ms);
     if (e.duration_ms) tip += " (" + duration_text(*e.duration_ms) + ")";
-    if (!e.detail.empty() && e.detail != "{}") tip += ": " + e.detail;
+    if (!e.detail_json.empty() && e.detail_json != "{}") tip += ": " + e.detail_json;
     if (full) svg.begin_link("#" + event_anchor(e.id));
     if (e.kind == EventKind::Gap && e.duration_ms) {
-      const double x1 = x(static_cast<double>(e.at_ms)), x0 = x(static_cast<double>(e.at_ms - *e.duration_ms));
+      const double x1 = x(static_cast<double>(e.wall_ms)), x0 = x(static_cast<double>(e.wall_ms - *e.duration_ms));
       svg.rect(x0, stage_y, std::max(2.0, x1 - x0), stage_h, "gap", tip);
     } else if (full || e.kind == EventKind::GuardTrip || e.kind == EventKind::ProcessRestart) {
-      svg.circle(x(static_cast<double>(e.at_ms)), mark_y, full ? 5 : 3, "ev ev-" + kind, tip);
+      svg.circle(x(static_cast<double>(e.wall_ms)), mark_y, full ? 5 : 3, "ev ev-" + kind, tip);
     }
     if (full) svg.end_link();
   }

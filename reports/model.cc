@@ -31,29 +31,35 @@ Timeline make_timeline(const std::vector<StageRow>& stages, const std::vector<Ev
     t.to_ms = std::max({t.to_ms, sp.end_ms, s.state == StageState::Running ? sp.nominal_end_ms : sp.end_ms});
     t.stages.push_back(std::move(sp));
   }
-  for (const auto& e : events) {
-    EventMark m;
-    m.id = e.id;
-    m.at_ms = e.wall_ms;
-    m.duration_ms = e.duration_ms;
-    m.kind = e.kind;
-    m.detail = e.detail_json;
-    m.host_wide = !e.candidate_id.has_value();
-    t.to_ms = std::max(t.to_ms, e.wall_ms);
-    t.events.push_back(std::move(m));
-  }
+  for (const auto& e : events) t.to_ms = std::max(t.to_ms, e.wall_ms);
+  t.events = events;
   if (t.to_ms <= t.from_ms) t.to_ms = t.from_ms + 1000;
   return t;
 }
 
-// Events of the candidate and host-wide ones over its life. Host-wide events
-// of a busy week (gaps, daemon restarts) are bounded by time, not count.
-Result<std::vector<Event>> life_events(Store& store, const CandidateRow& c, int64_t from_ms, int64_t to_ms) {
+// A candidate's life on a timeline: from its first sighting (or its first
+// stage, if earlier) to its last sighting or the end of its last stage (now,
+// for one still running).
+struct Life {
+  int64_t from_ms = 0, to_ms = 0;
+};
+Life life_of(const CandidateRow& c, const std::vector<StageRow>& stages, int64_t now_ms) {
+  Life l;
+  l.from_ms = stages.empty() ? c.first_seen_ms : std::min(c.first_seen_ms, stages.front().started_ms);
+  l.to_ms = std::max(c.last_seen_ms, l.from_ms);
+  for (const auto& s : stages) l.to_ms = std::max(l.to_ms, s.ended_ms.value_or(now_ms));
+  return l;
+}
+
+// Events of the candidate over its life, and with HostWide::Include the
+// host-wide ones too (the candidate's page); host-wide events of a busy week
+// (gaps, daemon restarts) are bounded by time, not count.
+Result<std::vector<Event>> life_events(Store& store, const CandidateRow& c, const Life& life, HostWide host_wide) {
   EventQuery q;
   q.candidate_id = c.id;
-  q.host_wide = HostWide::Include;
-  q.since_ms = from_ms;
-  q.until_ms = to_ms;
+  q.host_wide = host_wide;
+  q.since_ms = life.from_ms;
+  q.until_ms = life.to_ms;
   return store.events(q);
 }
 
@@ -113,48 +119,45 @@ std::optional<double> ttft_ms(const ProbeResult& r) {
   return static_cast<double>(*r.t_first_token_us) / 1000.0;
 }
 
-void ladder(Store& store, const CandidateRow& c, CandidateReport& rep) {
+// The candidate's rows of one kind over its life, for the ladder and the
+// bursts; a read that fails leaves that chart out and says so.
+std::optional<std::vector<ProbeResult>> rows_of_kind(Store& store, const CandidateRow& c, ProbeKind kind,
+                                                     const char* what, CandidateReport& rep) {
   ProbeQuery q;
   q.candidate_id = c.id;
-  q.kind = ProbeKind::LongContext;
+  q.kind = kind;
   auto rows = store.probe_results(q);
   if (!rows) {
-    rep.notes.push_back("long-context rows unreadable: " + rows.message());
-    return;
+    rep.notes.push_back(std::string(what) + " rows unreadable: " + rows.message());
+    return std::nullopt;
   }
+  return std::move(*rows);
+}
+
+// The ladder draws every long-context row the candidate has; where it marks
+// the reach is the canary judge's (build_candidate_report), not the rows'.
+void ladder(Store& store, const CandidateRow& c, CandidateReport& rep) {
+  auto rows = rows_of_kind(store, c, ProbeKind::LongContext, "long-context", rep);
+  if (!rows) return;
   std::map<std::pair<int64_t, CacheState>, std::pair<std::vector<double>, LadderPoint>> by;
-  std::optional<int64_t> largest_clean, smallest_refused;
   for (const auto& r : *rows) {
     if (!r.size_tokens || category_of(r.outcome) == OutcomeCategory::Harness) continue;
     auto& [vals, p] = by[{*r.size_tokens, r.cache_state}];
     p.size = *r.size_tokens;
     p.cache = r.cache_state;
     ++p.attempts;
-    if (r.outcome == Outcome::ContextExceeded) {
-      ++p.refused;
-      smallest_refused = std::min(smallest_refused.value_or(p.size), p.size);
-    }
-    if (auto v = ttft_ms(r)) {
-      vals.push_back(*v);
-      largest_clean = std::max(largest_clean.value_or(p.size), p.size);
-    }
+    if (r.outcome == Outcome::ContextExceeded) ++p.refused;
+    if (auto v = ttft_ms(r)) vals.push_back(*v);
   }
   for (auto& [key, vp] : by) {
     vp.second.ttft_ms = summarize(std::move(vp.first));
     rep.ladder.push_back(vp.second);
   }
-  if (smallest_refused) rep.context_reach = largest_clean.value_or(0);
 }
 
 void bursts(Store& store, const CandidateRow& c, CandidateReport& rep) {
-  ProbeQuery q;
-  q.candidate_id = c.id;
-  q.kind = ProbeKind::Burst;
-  auto rows = store.probe_results(q);
-  if (!rows) {
-    rep.notes.push_back("burst rows unreadable: " + rows.message());
-    return;
-  }
+  auto rows = rows_of_kind(store, c, ProbeKind::Burst, "burst", rep);
+  if (!rows) return;
   std::map<int, std::vector<double>> ttfts;
   std::map<int, std::vector<double>> peaks;
   std::map<int, BurstPoint> by;
@@ -276,12 +279,10 @@ Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow&
   if (!verdicts) return verdicts.error();
   if (!verdicts->empty()) rep.latest = verdicts->back();
 
-  const int64_t from = stages->empty() ? candidate.first_seen_ms : std::min(candidate.first_seen_ms, stages->front().started_ms);
-  int64_t to = std::max(candidate.last_seen_ms, from);
-  for (const auto& s : *stages) to = std::max(to, s.ended_ms.value_or(now_ms));
-  auto events = life_events(store, candidate, from, to);
+  const Life life = life_of(candidate, *stages, now_ms);
+  auto events = life_events(store, candidate, life, HostWide::Include);
   if (!events) return events.error();
-  rep.timeline = make_timeline(*stages, *events, from, now_ms);
+  rep.timeline = make_timeline(*stages, *events, life.from_ms, now_ms);
   rep.events = *events;
 
   // The latest judged verdict of each stage, newest first.
@@ -328,6 +329,10 @@ Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow&
       rep.perf = perf_groups(*j, *canary->second);
       rep.perf_stage = "canary";
       rep.baseline_mode = std::string(to_string(j->input.recipe.baseline_mode));
+      // The reach the canary was judged on (what soakctl status shows), marked
+      // when it falls short of the largest configured size.
+      if (auto reach = judged_context_reach(j->input); reach && reach->reach_tokens < reach->configured_tokens)
+        rep.context_reach = reach->reach_tokens;
     }
   } else {
     rep.notes.push_back("no judged canary yet: no comparison with the baseline");
@@ -346,16 +351,15 @@ Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow&
       memory(soak_input->input.process_samples, soak_input->input.host_samples, candidate, "soak", w_from, w_to, rep);
       add_trend(*soak_input, soak->second ? *soak->second : VerdictRow{}, rep);
     } else {
-      SampleQuery pq;
+      // The stage's window, of the candidate's processes and of its host.
+      SampleQuery span;
+      span.since_ms = w_from;
+      span.until_ms = w_to;
+      SampleQuery pq = span, hq = span;
       pq.candidate_id = candidate.id;
-      pq.since_ms = w_from;
-      pq.until_ms = w_to;
+      hq.host_id = candidate.host_id;
       auto procs = store.process_samples(pq);
       if (!procs) return procs.error();
-      SampleQuery hq;
-      hq.host_id = candidate.host_id;
-      hq.since_ms = w_from;
-      hq.until_ms = w_to;
       auto hosts = store.host_samples(hq);
       if (!hosts) return hosts.error();
       memory(*procs, *hosts, candidate, std::string(to_string(window->kind)), w_from, w_to, rep);
@@ -412,17 +416,10 @@ Result<IndexReport> build_index(Store& store, int64_t now_ms) {
     IndexEntry e;
     auto stages = store.stages(s.candidate.id);
     if (!stages) return stages.error();
-    const int64_t from =
-        stages->empty() ? s.candidate.first_seen_ms : std::min(s.candidate.first_seen_ms, stages->front().started_ms);
-    int64_t to = std::max(s.candidate.last_seen_ms, from);
-    for (const auto& st : *stages) to = std::max(to, st.ended_ms.value_or(now_ms));
-    EventQuery q;
-    q.candidate_id = s.candidate.id;
-    q.since_ms = from;
-    q.until_ms = to;
-    auto events = store.events(q);
+    const Life life = life_of(s.candidate, *stages, now_ms);
+    auto events = life_events(store, s.candidate, life, HostWide::Exclude);
     if (!events) return events.error();
-    e.timeline = make_timeline(*stages, *events, from, now_ms);
+    e.timeline = make_timeline(*stages, *events, life.from_ms, now_ms);
     e.status = std::move(s);
     idx.entries.push_back(std::move(e));
   }

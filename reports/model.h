@@ -49,19 +49,12 @@ struct StageSpan {
   std::string reason;
 };
 
-struct EventMark {
-  int64_t id = 0;
-  int64_t at_ms = 0;
-  std::optional<int64_t> duration_ms;  // gaps: the time not covered ends at at_ms
-  EventKind kind = EventKind::Gap;
-  std::string detail;  // the event's detail JSON, as stored
-  bool host_wide = false;
-};
-
+// The stages with their times resolved for drawing (StageSpan); the events as
+// stored (a gap's duration_ms ends at its wall_ms).
 struct Timeline {
   int64_t from_ms = 0, to_ms = 0;
   std::vector<StageSpan> stages;
-  std::vector<EventMark> events;
+  std::vector<Event> events;
 };
 
 // The soak judge's footprint trend, drawn from its own fit.
@@ -137,7 +130,9 @@ struct CandidateReport {
   std::string baseline_mode;
   std::vector<PerfGroup> perf;        // deciding first: failed, marginal, passed, insufficient
   std::vector<LadderPoint> ladder;
-  std::optional<int64_t> context_reach;  // the largest size answered clean, when some size was refused
+  // The latest judged canary's context reach (judges' judged_context_reach()),
+  // when it falls short of the largest configured size.
+  std::optional<int64_t> context_reach;
   std::vector<BurstPoint> bursts;
   std::vector<ProbeResult> rows;      // cited by a reason, or failures (capped); by id
   std::vector<Event> events;          // every event of the timeline, by id

@@ -37,6 +37,18 @@ std::optional<CandidateRow> find_candidate(Store& st, const std::string& name, c
   return best;
 }
 
+std::string no_candidate_text(const std::string& name, const std::optional<std::string>& build) {
+  return "soakctl: no candidate named \"" + name + "\"" + (build ? " at build " + *build : std::string()) +
+         " in the store (soakctl status lists the candidates)\n";
+}
+
+std::optional<CandidateRow> lookup_candidate(const Ctl& c, Store& st, const std::string& name,
+                                             const std::optional<std::string>& build) {
+  auto row = find_candidate(st, name, build);
+  if (!row) c.err << no_candidate_text(name, build);
+  return row;
+}
+
 json stage_json(const StageRow& s, int64_t now_ms) {
   json j;
   j["kind"] = to_string(s.kind);

@@ -43,6 +43,14 @@ Result<std::unique_ptr<SqliteStore>> open_store(const Args& a, OpenMode mode);
 
 // Newest row of a config name (or the named build).
 std::optional<CandidateRow> find_candidate(Store& st, const std::string& name, const std::optional<std::string>& build);
+// What a command that looks a candidate up by name says when the store has no
+// row of that name (at that build): one wording for every command, ending in
+// a newline.
+std::string no_candidate_text(const std::string& name, const std::optional<std::string>& build);
+// find_candidate(), or no_candidate_text() on c.err: the caller then exits
+// with kCtlExitStore.
+std::optional<CandidateRow> lookup_candidate(const Ctl& c, Store& st, const std::string& name,
+                                             const std::optional<std::string>& build);
 
 using soak::iso_utc;  // core/duration.h
 json stage_json(const StageRow& s, int64_t now_ms);

@@ -39,11 +39,8 @@ int cmd_events(const Ctl& c, const Args& a, Store& st) {
     limit = *n;
   }
   if (auto name = a.get("candidate")) {
-    auto row = find_candidate(st, *name, std::nullopt);
-    if (!row) {
-      c.err << "soakctl: no candidate named \"" << *name << "\" in the store (soakctl status lists the candidates)\n";
-      return kCtlExitStore;
-    }
+    auto row = lookup_candidate(c, st, *name, std::nullopt);
+    if (!row) return kCtlExitStore;
     q.candidate_id = row->id;
     q.host_wide = HostWide::Include;
   }

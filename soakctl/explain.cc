@@ -51,12 +51,8 @@ json candidate_json(const std::string& name, const CandidateRow& row) {
 
 int cmd_explain(const Ctl& c, const Args& a, Store& st) {
   const std::string& name = a.positionals()[1];
-  auto row = find_candidate(st, name, a.get("build"));
-  if (!row) {
-    c.err << "soakctl: no candidate named \"" << name << "\"" << (a.get("build") ? " at build " + *a.get("build") : "")
-          << " in the store (soakctl status lists the candidates)\n";
-    return kCtlExitStore;
-  }
+  auto row = lookup_candidate(c, st, name, a.get("build"));
+  if (!row) return kCtlExitStore;
   auto all = st.verdicts(row->id);
   if (!all) {
     c.err << "soakctl: " << all.message() << "\n";

@@ -61,7 +61,7 @@ int cmd_history(const Ctl& c, const Args& a, Store& st) {
     }
   }
   if (!any) {
-    c.err << "soakctl: no candidate named \"" << name << "\" in the store (soakctl status lists the candidates)\n";
+    c.err << no_candidate_text(name, std::nullopt);
     return kCtlExitStore;
   }
   if (a.flag("json")) c.out << arr.dump(2) << "\n";

@@ -43,12 +43,8 @@ int cmd_report(const Ctl& c, const Args& a, Store& st) {
   std::string what;
   if (a.positionals().size() > 1) {
     const std::string& name = a.positionals()[1];
-    auto row = find_candidate(st, name, a.get("build"));
-    if (!row) {
-      c.err << "soakctl: no candidate named \"" << name << "\"" << (a.get("build") ? " at build " + *a.get("build") : "")
-            << " in the store (soakctl status lists the candidates)\n";
-      return kCtlExitStore;
-    }
+    auto row = lookup_candidate(c, st, name, a.get("build"));
+    if (!row) return kCtlExitStore;
     auto rep = report::build_candidate_report(st, *row, now, judged_source(st));
     if (!rep) {
       c.err << "soakctl: cannot build the report: " << rep.message() << "\n";

@@ -26,6 +26,29 @@ Where by_candidate(int64_t candidate_id) {
   return w;
 }
 
+// The probe rows a ProbeQuery selects: the rows themselves and their counts
+// must be the same rows.
+Where probe_where(const ProbeQuery& q) {
+  Where w;
+  w.add("candidate_id = ?", q.candidate_id);
+  w.add("stage_id = ?", q.stage_id);
+  w.add("id >= ?", q.min_id);
+  w.add("id <= ?", q.max_id);
+  w.add("started_ms >= ?", q.since_ms);
+  w.add("started_ms <= ?", q.until_ms);
+  w.add("kind = ?", q.kind);
+  return w;
+}
+
+// Samples and events are bounded alike: a time window on ts_ms and an id range.
+void add_window(Where& w, const std::optional<int64_t>& since_ms, const std::optional<int64_t>& until_ms,
+                const std::optional<int64_t>& min_id, const std::optional<int64_t>& max_id) {
+  w.add("ts_ms >= ?", since_ms);
+  w.add("ts_ms <= ?", until_ms);
+  w.add("id >= ?", min_id);
+  w.add("id <= ?", max_id);
+}
+
 }  // namespace
 
 // ============================================================== identities
@@ -73,28 +96,14 @@ Result<std::vector<RuntimeLaunch>> SqliteStore::launches(const LaunchQuery& q) {
 
 // ============================================================== rows
 Result<std::vector<ProbeResult>> SqliteStore::probe_results(const ProbeQuery& q) {
-  Where w;
-  w.add("candidate_id = ?", q.candidate_id);
-  w.add("stage_id = ?", q.stage_id);
-  w.add("id >= ?", q.min_id);
-  w.add("id <= ?", q.max_id);
-  w.add("started_ms >= ?", q.since_ms);
-  w.add("started_ms <= ?", q.until_ms);
-  w.add("kind = ?", q.kind);
+  const Where w = probe_where(q);
   std::string tail = " ORDER BY id";
   if (q.limit > 0) tail += " LIMIT " + std::to_string(q.limit);
   return select_rows<ProbeResult>(cache_.get(), db_, w, tail);
 }
 
 Result<std::vector<ProbeCount>> SqliteStore::probe_counts(const ProbeQuery& q) {
-  Where w;
-  w.add("candidate_id = ?", q.candidate_id);
-  w.add("stage_id = ?", q.stage_id);
-  w.add("id >= ?", q.min_id);
-  w.add("id <= ?", q.max_id);
-  w.add("started_ms >= ?", q.since_ms);
-  w.add("started_ms <= ?", q.until_ms);
-  w.add("kind = ?", q.kind);
+  const Where w = probe_where(q);
   const std::string sql = "SELECT candidate_id, kind, outcome, COUNT(*) FROM probe_results" + w.sql() +
                           " GROUP BY candidate_id, kind, outcome ORDER BY candidate_id, kind, outcome";
   return select_all<ProbeCount>(cache_.get(), db_, sql, w, [](const Stmt& s) -> Result<ProbeCount> {
@@ -115,10 +124,7 @@ Result<std::vector<ProbeCount>> SqliteStore::probe_counts(const ProbeQuery& q) {
 Result<std::vector<HostSample>> SqliteStore::host_samples(const SampleQuery& q) {
   Where w;
   w.add("host_id = ?", q.host_id);
-  w.add("ts_ms >= ?", q.since_ms);
-  w.add("ts_ms <= ?", q.until_ms);
-  w.add("id >= ?", q.min_id);
-  w.add("id <= ?", q.max_id);
+  add_window(w, q.since_ms, q.until_ms, q.min_id, q.max_id);
   return select_rows<HostSample>(cache_.get(), db_, w, " ORDER BY ts_ms, id");
 }
 
@@ -126,10 +132,7 @@ Result<std::vector<ProcessSample>> SqliteStore::process_samples(const SampleQuer
   Where w;
   w.add("host_id = ?", q.host_id);
   w.add("candidate_id = ?", q.candidate_id);
-  w.add("ts_ms >= ?", q.since_ms);
-  w.add("ts_ms <= ?", q.until_ms);
-  w.add("id >= ?", q.min_id);
-  w.add("id <= ?", q.max_id);
+  add_window(w, q.since_ms, q.until_ms, q.min_id, q.max_id);
   return select_rows<ProcessSample>(cache_.get(), db_, w, " ORDER BY ts_ms, id");
 }
 
@@ -141,10 +144,7 @@ Result<std::vector<Event>> SqliteStore::events(const EventQuery& q) {
     w.add("candidate_id = ?", q.candidate_id);
   w.add("host_id = ?", q.host_id);
   w.add("kind = ?", q.kind);
-  w.add("ts_ms >= ?", q.since_ms);
-  w.add("ts_ms <= ?", q.until_ms);
-  w.add("id >= ?", q.min_id);
-  w.add("id <= ?", q.max_id);
+  add_window(w, q.since_ms, q.until_ms, q.min_id, q.max_id);
   return select_rows<Event>(cache_.get(), db_, w, " ORDER BY ts_ms, id");
 }
 

@@ -233,6 +233,39 @@ TEST_CASE("context reach: the latest row that reports the runtime's context wins
   CHECK(size_label(512) == "512");
 }
 
+TEST_CASE("context reach of a judgment: the canary's configured sizes served clean fresh, with its recipe's ids") {
+  Canary c;
+  c.in.recipe.long_context_sizes = {1024, 8192};
+  c.in.recipe.stage_id = 77;
+  long_context(c, 1024, Outcome::Clean, 32768);
+  // 8K: the fresh prompt timed out, only a cache-warm repeat came back clean;
+  // 64K is not a configured size. Neither is reach.
+  long_context(c, 8192, Outcome::Timeout, 32768);
+  ProbeResult& warm = c.cand.perf(ProbeKind::LongContext, "long_context/8192/repeat", Perf{.ttft_ms = 300},
+                                  CacheState::Repeat);
+  warm.size_tokens = 8192;
+  long_context(c, 65536, Outcome::Clean, 131072);
+  auto v = c.judge();
+  auto reach = judged_context_reach(c.in);
+  REQUIRE(reach);
+  CHECK(reach->reach_tokens == 1024);
+  CHECK(reach->configured_tokens == 8192);
+  CHECK(reach->runtime_ctx_tokens == 131072);
+  CHECK(reach->candidate_id == c.in.recipe.candidate_id);
+  CHECK(reach->stage_id == std::optional<int64_t>(77));
+  CHECK(reach->wall_ms == c.in.recipe.now_ms);
+  // The verdict's own metric is the same reach.
+  CHECK(find_metric(v, "context_reach")->estimate == 1024);
+  CHECK(find_metric(v, "context_reach")->threshold == 8192);
+
+  // Only a canary with configured sizes has one.
+  c.in.recipe.long_context_sizes.clear();
+  CHECK(!judged_context_reach(c.in));
+  c.in.recipe.long_context_sizes = {1024, 8192};
+  c.in.recipe.stage = StageKind::Soak;
+  CHECK(!judged_context_reach(c.in));
+}
+
 namespace {
 
 // A gate that passes on its rows: 150 completed agent requests over 24 h.

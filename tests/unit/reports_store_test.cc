@@ -21,6 +21,7 @@
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/demo_store.h"
+#include "tests/support/sim_world.h"
 #include "tests/support/temp_dir.h"
 
 using namespace soak;
@@ -154,6 +155,92 @@ TEST_CASE("report of a leak: the trend line is the soak judge's Theil–Sen fit,
   CHECK(html.find("id=\"pressure\"") != std::string::npos);
   CHECK(html.find("level critical") != std::string::npos);
   CHECK(html.size() < 2'000'000);
+}
+
+namespace {
+
+// The ladder's reach mark against what the judge and soakctl say of the same
+// canary: the report's reach must be judged_context_reach() of the canary it
+// shows, which is also the store's context_reach row (soakctl status).
+void check_reach_is_the_judges(sim::World& w, int64_t expected, const std::string& status_label) {
+  const std::string db = w.tmp.path() + "/s.db";
+  auto st = open_ro(db);
+  const CandidateRow c = row_of(*st, "cand");
+  auto rep = build_candidate_report(*st, c, w.clock.wall_ms(), source(*st));
+  REQUIRE(rep.ok());
+  REQUIRE(rep->context_reach);
+  CHECK(*rep->context_reach == expected);
+  auto stored = st->context_reach(c.id);
+  REQUIRE(stored.ok());
+  REQUIRE(*stored);
+  CHECK((*stored)->reach_tokens == *rep->context_reach);
+  const VerdictRow* canary = nullptr;
+  for (const auto& jv : rep->judged)
+    if (jv.stored.stage == "canary") canary = &jv.stored;
+  REQUIRE(canary);
+  auto judged = source(*st)(*canary);
+  REQUIRE(judged.ok());
+  REQUIRE(*judged);
+  auto reach = judged_context_reach((*judged)->input);
+  REQUIRE(reach);
+  CHECK(reach->reach_tokens == *rep->context_reach);
+  CHECK(render_candidate(*rep).find("context reach: " + std::to_string(expected) + " tokens") != std::string::npos);
+  std::ostringstream out, err;
+  CHECK(soakctl_main({"--db", db, "status"}, out, err, w.clock) == kCtlExitOk);
+  CHECK(out.str().find(status_label) != std::string::npos);
+}
+
+}  // namespace
+
+// The largest size fails with HTTP 500: nothing is refused as too long, yet
+// the canary reached only 1K of 32K (a reach read off refusals drew no mark).
+TEST_CASE("report: the ladder marks the canary judge's reach when the largest size fails with HTTP 500") {
+  sim::World w(sim::candidate("cand", 18432));
+  w.runner->at("cand").behaviour = Behaviour::LargestFails;
+  w.run(10 * kDay);
+  REQUIRE(w.verdict("cand")->stage == "canary");
+  check_reach_is_the_judges(w, 1024, "[reach 1K/32K]");
+}
+
+// A canary that reached 32K, then the runtime relaunched with a smaller
+// context and a second canary that holds at 1K: the candidate's rows still
+// hold the first canary's clean 32K prompts, but the reach is the second
+// canary's (a reach read off all rows said 32K).
+TEST_CASE("report: the ladder marks the latest canary's reach, not the best the candidate's rows ever showed") {
+  sim::World w(sim::candidate("cand", 18432));
+  w.run(kDay, [&] { return w.row("cand") && !w.stages("cand").empty() && w.stages("cand").back().kind == StageKind::Gate; });
+  const std::string db = w.tmp.path() + "/s.db";
+  std::ostringstream out, err;
+  REQUIRE(soakctl_main({"--db", db, "abort", "cand", "--who", "ops", "--why", "relaunch with -c 8192"}, out, err,
+                       w.clock) == kCtlExitOk);
+  w.control_tick();
+  w.runner->at("cand").behaviour = Behaviour::ContextLimit;
+  w.runner->at("cand").runtime_ctx = 8192;
+  REQUIRE(soakctl_main({"--db", db, "start", "cand"}, out, err, w.clock) == kCtlExitOk);
+  w.control_tick();
+  w.run(10 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  CHECK(v->state == VerdictState::Hold);
+  CHECK(v->reason.find("context reach 1K, configured 32K") != std::string::npos);
+  {
+    auto st = open_ro(db);
+    auto rep = build_candidate_report(*st, row_of(*st, "cand"), w.clock.wall_ms(), source(*st));
+    REQUIRE(rep.ok());
+    bool clean_32k = false;
+    for (const auto& p : rep->ladder) clean_32k = clean_32k || (p.size == 32768 && p.ttft_ms.n > 0);
+    CHECK(clean_32k);  // the first canary's rows are on the ladder
+  }
+  check_reach_is_the_judges(w, 1024, "[reach 1K/32K]");
+}
+
+// Every configured size served: no mark.
+TEST_CASE("report: no reach mark when the canary reached every configured size") {
+  auto st = open_ro(demo().demo.path);
+  auto rep = build_candidate_report(*st, row_of(*st, "llama-b9430"), demo().demo.end_ms, source(*st));
+  REQUIRE(rep.ok());
+  CHECK(!rep->context_reach);
+  CHECK(render_candidate(*rep).find("context reach:") == std::string::npos);
 }
 
 TEST_CASE("report of a hung stream: every row the verdict cites is in the rows table, linked") {

@@ -59,7 +59,13 @@ CandidateReport literal_report() {
   r.timeline.stages.push_back(StageSpan{1, StageKind::Smoke, StageState::Failed, r.generated_ms,
                                         r.generated_ms + 900'000, r.generated_ms + 900'000, r.generated_ms + 1'000'000,
                                         "<reason>"});
-  r.timeline.events.push_back(EventMark{9, r.generated_ms + 600'000, 120'000, EventKind::Gap, R"({"cause":"<sleep>"})", true});
+  Event gap;
+  gap.id = 9;
+  gap.wall_ms = r.generated_ms + 600'000;
+  gap.duration_ms = 120'000;
+  gap.kind = EventKind::Gap;
+  gap.detail_json = R"({"cause":"<sleep>"})";
+  r.timeline.events.push_back(gap);
   Event e;
   e.id = 9;
   e.wall_ms = r.generated_ms + 600'000;

@@ -216,6 +216,30 @@ TEST_CASE("soakctl usage errors name the fix") {
   CHECK(err.find("needs --override and --why TEXT") != std::string::npos);
 }
 
+TEST_CASE("every command that looks a candidate up by name says the same when the store has none") {
+  Fixture f;
+  f.add("llama-b9502", "b9502", VerdictState::Rejected);
+  const std::string html = f.tmp.path() + "/x.html";
+  auto says = [&](std::vector<std::string> args, const std::string& expected) {
+    INFO(args[0]);
+    args.insert(args.begin(), {"--db", f.db});
+    std::string err;
+    CHECK(f.run(args, nullptr, &err) == kCtlExitStore);
+    CHECK(err == expected);
+  };
+  const std::string none = "soakctl: no candidate named \"nope\" in the store (soakctl status lists the candidates)\n";
+  says({"explain", "nope"}, none);
+  says({"history", "nope"}, none);
+  says({"events", "--candidate", "nope"}, none);
+  says({"report", "nope", "--html", html}, none);
+  // With --build the same text names the build: a known name at an unknown build.
+  const std::string at_build =
+      "soakctl: no candidate named \"llama-b9502\" at build b1 in the store (soakctl status lists the candidates)\n";
+  says({"explain", "llama-b9502", "--build", "b1"}, at_build);
+  says({"report", "llama-b9502", "--build", "b1", "--html", html}, at_build);
+  CHECK(soakctl::no_candidate_text("nope", std::nullopt) == none);
+}
+
 TEST_CASE("soakctl events --limit takes a whole positive number and shows the latest N") {
   Fixture f;
   {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -111,6 +112,70 @@ TEST_CASE("probe results round-trip every field, including NULLs") {
   CHECK(g.server_prompt_tps == std::optional<double>(336.5));
   CHECK(g.server_draft_accepted == std::optional<int64_t>(9));
   CHECK(g.response_model == "qwen3.6-35b-a3b");
+}
+
+TEST_CASE("probe_counts counts exactly the rows probe_results returns, under every filter") {
+  TempDir tmp;
+  auto st = open_rw(tmp.path() + "/s.db");
+  Ids ids = seed(*st);
+  CandidateRow other;
+  other.host_id = ids.host;
+  other.name = "other";
+  other.model = "m";
+  other.runtime = RuntimeKind::LlamaCpp;
+  other.build = "b1";
+  other.base_url = "http://127.0.0.1:8081";
+  const int64_t other_id = *st->upsert_candidate(other, 1000);
+  StageRow stage;
+  stage.candidate_id = ids.cand;
+  stage.kind = StageKind::Canary;
+  stage.state = StageState::Running;
+  const int64_t stage_id = *st->insert_stage(stage);
+  std::vector<int64_t> row_ids;
+  for (int64_t i = 0; i < 24; ++i) {
+    ProbeResult r = sample_result(ids, i);
+    if (i % 3 == 0) r.candidate_id = other_id;
+    if (i % 2 == 0 && r.candidate_id == ids.cand) r.stage_id = stage_id;
+    r.kind = i % 4 == 0 ? ProbeKind::Burst : i % 4 == 1 ? ProbeKind::Health : ProbeKind::LongContext;
+    row_ids.push_back(*st->insert_probe_result(r));
+  }
+  auto with = [](auto set) {
+    ProbeQuery q;
+    set(q);
+    return q;
+  };
+  const std::vector<ProbeQuery> queries{
+      {},
+      with([&](ProbeQuery& q) { q.candidate_id = ids.cand; }),
+      with([&](ProbeQuery& q) { q.stage_id = stage_id; }),
+      with([&](ProbeQuery& q) {
+        q.min_id = row_ids[5];
+        q.max_id = row_ids[17];
+      }),
+      with([&](ProbeQuery& q) {
+        q.since_ms = 2004;
+        q.until_ms = 2019;
+      }),
+      with([&](ProbeQuery& q) { q.kind = ProbeKind::LongContext; }),
+      with([&](ProbeQuery& q) {
+        q.candidate_id = ids.cand;
+        q.min_id = row_ids[2];
+        q.until_ms = 2020;
+        q.kind = ProbeKind::LongContext;
+      }),
+  };
+  for (size_t k = 0; k < queries.size(); ++k) {
+    INFO("query " << k);
+    auto rows = st->probe_results(queries[k]);
+    auto counts = st->probe_counts(queries[k]);
+    REQUIRE(rows.ok());
+    REQUIRE(counts.ok());
+    CHECK(!rows->empty());
+    std::map<std::tuple<int64_t, ProbeKind, Outcome>, int64_t> from_rows, counted;
+    for (const auto& r : *rows) ++from_rows[{r.candidate_id, r.kind, r.outcome}];
+    for (const auto& c : *counts) counted[{c.candidate_id, c.kind, c.outcome}] += c.n;
+    CHECK(counted == from_rows);
+  }
 }
 
 TEST_CASE("context reach: one row per judged canary, the latest read back per candidate") {
