@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "probes/chat_contract.h"
 #include "probes/runtimes/runtime.h"
 #include "probes/text_util.h"
 

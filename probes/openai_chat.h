@@ -4,7 +4,7 @@
 // Pure: no I/O, no clock. The transport hands each SSE event's data field to a
 // ChatStreamAccumulator together with the monotonic time (ns) it arrived; the
 // probe runner then asks fill_probe_result() for the row fields and
-// classify_chat() for the outcome. Malformed input never throws: it becomes a
+// classify_chat() (probes/chat_contract.h) for the outcome. Malformed input never throws: it becomes a
 // recorded problem (ChatResult::problems) and, where it matters, an outcome.
 //
 // Ownership and threads: an accumulator belongs to one request and is used on
@@ -205,15 +205,5 @@ struct Verdict {
   Outcome outcome = Outcome::HarnessError;
   std::string detail;
 };
-
-// A non-2xx answer: 503 "Loading model" -> Loading, a context-size refusal ->
-// ContextExceeded, else Http4xx / Http5xx.
-Verdict classify_http_error(int http_status, std::string_view body);
-
-// The stream contract (docs/DESIGN.md §2.1) for a chat request. Content checks
-// (marker, strict JSON, tool call, repetition) are the probe's, after this
-// answers Clean. `error_body` is the body of a non-2xx answer (else empty).
-Verdict classify_chat(TransportEnd end, std::optional<int> http_status, std::string_view error_body,
-                      const ChatResult& r, const ChatExpectations& expect);
 
 }  // namespace soak::probes

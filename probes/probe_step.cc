@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/log.h"
+#include "probes/chat_contract.h"
 #include "probes/engine_rows.h"
 
 namespace soak::probes {

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "probes/chat_contract.h"
 #include "probes/openai_chat.h"
 #include "tests/catch.h"
 #include "tests/unit/probes_capture_local.h"

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "probes/chat_contract.h"
 #include "probes/openai_chat.h"
 #include "probes/prefill_progress.h"
 #include "probes/runtimes/catalog.h"
