@@ -19,32 +19,6 @@ namespace {
 constexpr long kReceiveBufferBytes = 64 * 1024;
 constexpr int64_t kNsPerMs = 1'000'000;
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
-    s.remove_suffix(1);
-  return s;
-}
-
-// "HTTP/1.1 200 OK" -> 200; 0 if malformed.
-int parse_status(std::string_view line) {
-  size_t sp = line.find(' ');
-  if (sp == std::string_view::npos || sp + 4 > line.size()) return 0;
-  int status = 0;
-  for (size_t i = sp + 1; i < sp + 4; ++i) {
-    if (line[i] < '0' || line[i] > '9') return 0;
-    status = status * 10 + (line[i] - '0');
-  }
-  return status;
-}
-
-bool has_header(const std::vector<HttpHeader>& headers, std::string_view name) {
-  for (const auto& h : headers) {
-    if (header_name_equals(h.name, name)) return true;
-  }
-  return false;
-}
-
 std::string describe_exception(std::exception_ptr e) {
   try {
     std::rethrow_exception(e);
@@ -232,7 +206,7 @@ struct HttpClient::Impl {
       std::string line = h.name + ": " + h.value;
       t->headers = curl_slist_append(t->headers, line.c_str());
     }
-    if (!r.body.empty() && !has_header(r.headers, "Content-Type")) {
+    if (!r.body.empty() && !find_header(r.headers, "Content-Type")) {
       t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
     }
     // curl waits up to a second for "100 Continue" before sending a large body;
@@ -438,9 +412,9 @@ struct HttpClient::Impl {
       int64_t now = t->impl->clock.mono_ns();
       if (!t->result.times.first_byte_ns) t->result.times.first_byte_ns = now;
       if (t->headers_done) return len;  // chunked trailers
-      std::string_view line = trim(std::string_view(buf, len));
+      std::string_view line = trim_header_line(std::string_view(buf, len));
       if (line.rfind("HTTP/", 0) == 0) {
-        t->pending_status = parse_status(line);
+        t->pending_status = parse_status_line(line);
         t->result.head.headers.clear();  // a new block (after a 1xx) replaces the old one
         return len;
       }
@@ -455,7 +429,7 @@ struct HttpClient::Impl {
       size_t colon = line.find(':');
       if (colon != std::string_view::npos) {
         t->result.head.headers.push_back(
-            HttpHeader{std::string(line.substr(0, colon)), std::string(trim(line.substr(colon + 1)))});
+            HttpHeader{std::string(line.substr(0, colon)), std::string(trim_header_line(line.substr(colon + 1)))});
       }
       return len;
     } catch (...) {

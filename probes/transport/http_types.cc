@@ -13,6 +13,31 @@ bool header_name_equals(std::string_view a, std::string_view b) {
   return true;
 }
 
+std::string_view trim_header_line(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+int parse_status_line(std::string_view line) {
+  size_t sp = line.find(' ');
+  if (sp == std::string_view::npos || sp + 4 > line.size()) return 0;
+  int status = 0;
+  for (size_t i = sp + 1; i < sp + 4; ++i) {
+    if (line[i] < '0' || line[i] > '9') return 0;
+    status = status * 10 + (line[i] - '0');
+  }
+  return status;
+}
+
+bool find_header(const std::vector<HttpHeader>& headers, std::string_view name) {
+  for (const auto& h : headers) {
+    if (header_name_equals(h.name, name)) return true;
+  }
+  return false;
+}
+
 const std::string* ResponseHead::find(std::string_view name) const {
   for (const auto& h : headers) {
     if (header_name_equals(h.name, name)) return &h.value;

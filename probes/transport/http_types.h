@@ -33,6 +33,13 @@ struct HttpHeader {
   bool operator==(const HttpHeader&) const = default;
 };
 
+// HTTP/1 header text as curl hands it over, a line at a time: the line (or a
+// value) without its surrounding blanks and CR LF; the status of a status
+// line ("HTTP/1.1 200 OK" -> 200; 0 if malformed); whether a header is there.
+std::string_view trim_header_line(std::string_view s);
+int parse_status_line(std::string_view line);
+bool find_header(const std::vector<HttpHeader>& headers, std::string_view name);
+
 struct HttpRequest {
   std::string method = "GET";
   std::string url;

@@ -45,3 +45,17 @@ TEST_CASE("response head: header lookup ignores ASCII case and returns the first
   CHECK(header_name_equals("Accept", "aCCEPT"));
   CHECK_FALSE(header_name_equals("Accept", "Accept-Encoding"));
 }
+
+TEST_CASE("header lines: blanks and CR LF trimmed, the status of a status line, a header found by any case") {
+  CHECK(trim_header_line("  Content-Type: text/event-stream\r\n") == "Content-Type: text/event-stream");
+  CHECK(trim_header_line("\t \r\n").empty());
+  CHECK(parse_status_line("HTTP/1.1 200 OK") == 200);
+  CHECK(parse_status_line("HTTP/2 503") == 503);
+  CHECK(parse_status_line("HTTP/1.1 20") == 0);
+  CHECK(parse_status_line("HTTP/1.1 2x0 OK") == 0);
+  CHECK(parse_status_line("garbage") == 0);
+  const std::vector<HttpHeader> hs{{"content-type", "application/json"}, {"X-Other", "1"}};
+  CHECK(find_header(hs, "Content-Type"));
+  CHECK(find_header(hs, "x-other"));
+  CHECK_FALSE(find_header(hs, "Authorization"));
+}
