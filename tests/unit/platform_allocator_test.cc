@@ -75,8 +75,8 @@ TEST_CASE("trimming hands the free heap back even with a live block above it") {
   std::free(pin);
 }
 #else
-// Nothing here can be checked: report skipped (ctest's SKIP_RETURN_CODE, set in
-// tests/platform.cmake) instead of passing on a warning.
+// Nothing here can be checked: report skipped (exit 77, the SKIP_RETURN_CODE
+// of tests/platform.cmake) instead of passing on a warning (docs/DESIGN.md §5.11).
 TEST_CASE("allocator checks need glibc's own allocator") {
   std::printf("skipped: the allocator is not glibc's (an AddressSanitizer build, or not glibc)\n");
   std::fflush(stdout);
