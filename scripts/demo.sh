@@ -1,5 +1,6 @@
 #!/bin/sh
-# The demo: builds soakd, starts two fake runtimes (one healthy llama.cpp
+# The demo: builds soakd, soakctl and the fake runtime (only what it runs, not
+# the test suite), starts two fake runtimes (one healthy llama.cpp
 # build, one overnight update that decodes 10x slower at 95 % draft acceptance),
 # runs the daemon with examples/demo.json, which launches the third itself as a
 # managed candidate (an oMLX server whose stream hangs after HTTP 200), time
@@ -9,7 +10,7 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh"
 export SOAKD_BUILD_DIR=${SOAKD_BUILD_DIR:-$top/build}
-"$top/scripts/build.sh"
+"$top/scripts/build.sh" --target soakd soakctl soak-fake-runtime
 b=$SOAKD_BUILD_DIR
 demo="$b/demo"
 cfg="$top/examples/demo.json"

@@ -1,5 +1,6 @@
 # Tests of the daemon area: campaigns (simulated in virtual time), CLIs, sampler
 # service, daemon lifecycle, launchd files.
+soak_test_binary(daemon_tests)
 add_library(soak_test_sim STATIC support/sim_runner.cc)
 target_link_libraries(soak_test_sim PUBLIC soak_daemon)
 # Weeks of campaigns in virtual time, agent sessions turn by turn: tens of
@@ -24,20 +25,16 @@ set_tests_properties(integration_store_disk_full PROPERTIES SKIP_RETURN_CODE 77)
 soak_add_test(unit_launchd_plist SOURCES unit/launchd_plist_test.cc LIBS soak_daemon soak_test_process LABELS unit)
 
 # Benchmark (prints figures; not a test): a week of a 10-candidate host, soakctl status/explain timings.
-add_executable(store_bench bench/store_bench.cc)
-target_include_directories(store_bench PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(store_bench PRIVATE soak_soakctl soak_test_sim soak_daemon)
+soak_add_bench(store_bench SOURCES bench/store_bench.cc LIBS soak_soakctl soak_test_sim soak_daemon)
 
 # Benchmark (prints figures; not a test): soakd at rest with 4 and 24 candidates
 # against fake runtimes: resident memory, wakeups and CPU between due work.
-add_executable(rest_bench bench/rest_bench.cc)
-target_link_libraries(rest_bench PRIVATE SQLite::SQLite3)
-add_dependencies(rest_bench soakd soak-fake-runtime)
+soak_add_bench(rest_bench SOURCES bench/rest_bench.cc LIBS SQLite::SQLite3 DEPENDS soakd soak-fake-runtime)
+set_target_properties(rest_bench PROPERTIES DISABLE_PRECOMPILE_HEADERS ON)  # links no spdlog: not soak_pch's flags
 # Benchmark: the floor under rest_bench's resident figure, the libraries soakd
 # links brought up the same way in a program with none of soakd's code.
-add_executable(library_floor_bench bench/library_floor_bench.cc)
-target_link_libraries(library_floor_bench PRIVATE CURL::libcurl PkgConfig::UV SQLite::SQLite3 spdlog::spdlog
-  nlohmann_json::nlohmann_json)
+soak_add_bench(library_floor_bench SOURCES bench/library_floor_bench.cc
+  LIBS CURL::libcurl PkgConfig::UV SQLite::SQLite3 spdlog::spdlog nlohmann_json::nlohmann_json)
 
 soak_add_test(integration_daemon_e2e SOURCES integration/daemon_e2e_test.cc
   LIBS soak_soakctl soak_daemon soak_test_process LABELS integration TIMEOUT 300)

@@ -1,4 +1,5 @@
 # Tests of the judges (soak_add_test(...) lines).
+soak_test_binary(judges_tests)
 soak_add_test(unit_stats SOURCES unit/stats_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_compare SOURCES unit/judge_compare_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_hard SOURCES unit/judge_hard_test.cc LIBS soak_judges LABELS unit)
@@ -9,6 +10,4 @@ soak_add_test(unit_judge_soak SOURCES unit/judge_soak_test.cc LIBS soak_judges s
 soak_add_test(unit_judge_verdict SOURCES unit/judge_verdict_test.cc LIBS soak_judges soak_storage LABELS unit)
 
 # Benchmark program (prints figures; not a test).
-add_executable(judge_bench bench/judge_bench.cc)
-target_include_directories(judge_bench PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(judge_bench PRIVATE soak_judges)
+soak_add_bench(judge_bench SOURCES bench/judge_bench.cc LIBS soak_judges)

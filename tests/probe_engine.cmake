@@ -1,4 +1,5 @@
 # Tests of the probe engine (probes/engine*, probes/probe_*, daemon/probe_task_runner, soakd probe).
+soak_test_binary(probe_engine_tests)
 soak_add_test(unit_engine_rows SOURCES unit/engine_rows_test.cc LIBS soak_probes LABELS unit)
 soak_add_test(unit_engine_cli SOURCES unit/engine_cli_test.cc LIBS soak_daemon LABELS unit)
 

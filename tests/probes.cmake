@@ -1,4 +1,5 @@
 # Tests of the probes area (soak_add_test(...) lines).
+soak_test_binary(probes_tests)
 soak_add_test(unit_probes_chat SOURCES unit/probes_chat_test.cc LIBS soak_probes LABELS unit)
 soak_add_test(unit_probes_prometheus SOURCES unit/probes_prometheus_test.cc LIBS soak_probes LABELS unit)
 soak_add_test(unit_probes_validators SOURCES unit/probes_validators_test.cc LIBS soak_probes LABELS unit)

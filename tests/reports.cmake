@@ -1,6 +1,7 @@
 # Tests of the reports area: the HTML and SVG writers on literal inputs, the
 # report model and metrics from a demo-like store, the pages in a real browser,
 # the fleet recipe with promtool, and the Homebrew formula.
+soak_test_binary(reports_tests)
 add_library(soak_test_demo STATIC support/demo_store.cc)
 target_link_libraries(soak_test_demo PUBLIC soak_test_sim soak_daemon)
 
@@ -23,6 +24,4 @@ add_test(NAME homebrew_formula COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/homebrew/c
 set_tests_properties(homebrew_formula PROPERTIES LABELS unit TIMEOUT 60 SKIP_RETURN_CODE 77)
 
 # Benchmark (prints figures; not a test): report time and size for a week-long 10-candidate store.
-add_executable(reports_bench bench/reports_bench.cc)
-target_include_directories(reports_bench PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(reports_bench PRIVATE soak_soakctl soak_daemon)
+soak_add_bench(reports_bench SOURCES bench/reports_bench.cc LIBS soak_soakctl soak_daemon)

@@ -1,5 +1,6 @@
 # Tests of the storage area: the SQLite store, and the fault-injecting Store
 # wrapper that other areas' tests use to make the store fail on demand.
+soak_test_binary(storage_tests)
 soak_add_test(unit_store SOURCES unit/store_test.cc LIBS soak_storage LABELS unit)
 
 # FaultyStore (tests/support/faulty_store.h): wraps any Store, fails chosen calls.

@@ -1,4 +1,5 @@
 # Tests of the transport area (soak_add_test(...) lines).
+soak_test_binary(transport_tests)
 
 # Splits raw `.http` captures into status line, headers and body; shared by every area's tests.
 add_library(soak_test_support STATIC support/http_capture.cc)
