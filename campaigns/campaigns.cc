@@ -29,8 +29,8 @@ Track* Campaigns::track(const std::string& name) {
 
 void Campaigns::insert_event(const Event& e) { d_.outbox.put(e); }
 
-void Campaigns::write_event(EventKind kind, std::optional<int64_t> candidate_id, const std::string& detail,
-                            int64_t now, std::optional<int64_t> duration_ms) {
+void Campaigns::write_event(EventKind kind, std::optional<int64_t> candidate_id, const std::string& detail, int64_t now,
+                            std::optional<int64_t> duration_ms) {
   Event e;
   e.wall_ms = now;
   e.host_id = d_.host_id;
@@ -141,8 +141,8 @@ void Campaigns::check_hard_failures(Track& t, int64_t now) {
   apply(t, stage_judged(t, std::move(**v), cfg_->schedule, utc_offset(now), now), now);
 }
 
-void Campaigns::end_with(Track& t, VerdictState state, const std::string& reason, int64_t now,
-                         const std::string& who, const std::string& why) {
+void Campaigns::end_with(Track& t, VerdictState state, const std::string& reason, int64_t now, const std::string& who,
+                         const std::string& why) {
   apply(t, end_campaign(t, state, reason, now, who, why), now);
 }
 
@@ -186,8 +186,7 @@ void Campaigns::step(Track& t, int64_t now) {
   check_build(t, now);
   switch (t.phase) {
     case Phase::ReadingBuild:
-    case Phase::Done:
-      return;
+    case Phase::Done: return;
     case Phase::WaitingCanary:
       if (now >= t.canary_not_before_ms && canaries_running() < cfg_->schedule.max_concurrent_canaries && !frozen_ &&
           baseline_known(t) && runtime_ready(t)) {
@@ -281,8 +280,10 @@ void Campaigns::check_hard_events(int64_t now) {
     last_event_seen_ = std::max(last_event_seen_, e.id);
     if (e.kind != EventKind::GuardTrip && e.kind != EventKind::ProcessRestart && e.kind != EventKind::MemoryBudget)
       continue;
-    if (e.candidate_id) cand_hit.insert(*e.candidate_id);
-    else host_wide = true;
+    if (e.candidate_id)
+      cand_hit.insert(*e.candidate_id);
+    else
+      host_wide = true;
   }
   for (auto& [name, t] : tracks_)
     if (t.phase == Phase::Staged && t.row && (host_wide || cand_hit.count(t.row->id))) check_hard_failures(t, now);

@@ -34,12 +34,12 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "schedules/campaign_track.h"
 #include "campaigns/recipe_store.h"
 #include "campaigns/runtime_control.h"
 #include "campaigns/task_runner.h"
+#include "core/config.h"
 #include "core/service.h"
+#include "schedules/campaign_track.h"
 #include "storage/outbox.h"
 #include "storage/store.h"
 

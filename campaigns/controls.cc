@@ -41,9 +41,9 @@ void Campaigns::handle_controls(int64_t now) {
       if (t->phase == Phase::Done || !t->row) {
         result = "nothing to abort";
       } else {
-        end_with(*t, VerdictState::Inconclusive, "aborted by " + (c.who.empty() ? "an operator" : c.who) +
-                                                      (c.why.empty() ? "" : ": " + c.why),
-                  now, c.who, c.why);
+        end_with(*t, VerdictState::Inconclusive,
+                 "aborted by " + (c.who.empty() ? "an operator" : c.who) + (c.why.empty() ? "" : ": " + c.why), now,
+                 c.who, c.why);
         result = "aborted";
       }
     } else {  // Promote
@@ -52,8 +52,7 @@ void Campaigns::handle_controls(int64_t now) {
       } else if (!t->row) {
         result = "the build of " + c.candidate + " is not known yet";
       } else {
-        end_with(*t, VerdictState::Promoted, "promoted by override", now, c.who.empty() ? "an operator" : c.who,
-                  c.why);
+        end_with(*t, VerdictState::Promoted, "promoted by override", now, c.who.empty() ? "an operator" : c.who, c.why);
         result = "promoted (override)";
       }
     }

@@ -2,9 +2,9 @@
 // RuntimeControl — when to start one, when to stop it, what its exit means.
 #include <nlohmann/json.hpp>
 
+#include "campaigns/campaigns.h"
 #include "core/duration.h"
 #include "core/log.h"
-#include "campaigns/campaigns.h"
 #include "schedules/plan.h"
 
 namespace soak {
@@ -68,8 +68,8 @@ void Campaigns::settle_runtime(Track& t) {
   if (!managed(t) || m.runtime != RuntimePhase::Up || runtime_needed(t) ||
       t.cfg->launch->keep_running == KeepRunning::Yes)
     return;
-  control_->stop(t.name, "its campaign settled" +
-                             (t.final_state ? ": " + std::string(to_string(*t.final_state)) : std::string()));
+  control_->stop(
+      t.name, "its campaign settled" + (t.final_state ? ": " + std::string(to_string(*t.final_state)) : std::string()));
   m.runtime = RuntimePhase::Down;
   m.pid.reset();
 }
@@ -101,8 +101,9 @@ void Campaigns::on_runtime_ready(const std::string& name, Result<RuntimeUp> up, 
   const bool resumed = std::exchange(t.managed.resumed_stage, false);
   if (resumed && up->origin == RuntimeOrigin::Launched && t.phase == Phase::Staged)
     apply(t,
-          restart_stage(t, "soakd restarted and its managed runtime with it (pid " + std::to_string(up->pid) +
-                               " now); set keep_running to keep a runtime, and its stage, across soakd restarts",
+          restart_stage(t,
+                        "soakd restarted and its managed runtime with it (pid " + std::to_string(up->pid) +
+                            " now); set keep_running to keep a runtime, and its stage, across soakd restarts",
                         now),
           now);
 }
@@ -155,12 +156,8 @@ void Campaigns::on_runtime_exit(const std::string& name, const RuntimeExit& x, i
     case Phase::WaitingCanary:
       end_with(t, VerdictState::Rejected, "the managed runtime ended between stages: " + what, now);
       break;
-    case Phase::ReadingBuild:
-      launch_failed(t, "it ended before its build was read: " + what, now);
-      break;
-    case Phase::Done:
-      d_.log->warn("{}: its runtime {} after its campaign ended", name, what);
-      break;
+    case Phase::ReadingBuild: launch_failed(t, "it ended before its build was read: " + what, now); break;
+    case Phase::Done: d_.log->warn("{}: its runtime {} after its campaign ended", name, what); break;
   }
 }
 
@@ -171,8 +168,9 @@ void Campaigns::restart_for_new_build(Track& t, int64_t now) {
   m.expect_new_build = true;  // first: ending the campaign below must not stop the runtime as "settled"
   if (t.phase == Phase::Staged || t.phase == Phase::WaitingCanary)
     end_with(t, VerdictState::Inconclusive,
-             "the executable changed (" + change + "): the runtime starts again for the new build before this "
-             "campaign finished",
+             "the executable changed (" + change +
+                 "): the runtime starts again for the new build before this "
+                 "campaign finished",
              now);
   if (m.runtime != RuntimePhase::Down) control_->stop(t.name, "the executable changed: " + change);
   m.runtime = RuntimePhase::Down;
@@ -187,14 +185,16 @@ void Campaigns::managed_reload(Track& t, const CandidateConfig* next) {
   const bool running = m.runtime != RuntimePhase::Down;
   if (!next || !next->enabled || !next->launch) {
     if (running)
-      control_->stop(t.name, !next ? "removed from the config" : !next->enabled ? "disabled in the config"
-                                                                                 : "its launch block was removed");
+      control_->stop(t.name, !next            ? "removed from the config"
+                             : !next->enabled ? "disabled in the config"
+                                              : "its launch block was removed");
     m = ManagedState{};
     return;
   }
   if (*next->launch != *t.cfg->launch) {
     m.hold = false;  // a changed launch block may start where the last one did not
-    if (running) d_.log->info("{}: its launch block changed; the running runtime keeps the old one until it starts again", t.name);
+    if (running)
+      d_.log->info("{}: its launch block changed; the running runtime keeps the old one until it starts again", t.name);
   }
 }
 

@@ -35,7 +35,7 @@ struct RuntimeExit {
   std::string exit;                // "killed by SIGKILL (signal 9)", "exited with status 1", ...
   std::optional<int> exit_status;  // when known
   std::optional<int> term_signal;
-  std::string log_tail;            // its last lines
+  std::string log_tail;  // its last lines
 };
 
 class RuntimeControl {

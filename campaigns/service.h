@@ -13,10 +13,10 @@
 #include <functional>
 #include <memory>
 
-#include "core/clock.h"
-#include "core/uv_util.h"
 #include "campaigns/campaigns.h"
+#include "core/clock.h"
 #include "core/service.h"
+#include "core/uv_util.h"
 #include "storage/outbox.h"
 #include "storage/store.h"
 

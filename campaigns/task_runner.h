@@ -31,13 +31,13 @@ namespace soak {
 
 struct TaskRequest {
   int64_t work_id = 0;
-  CandidateSnapshot candidate;                 // keeps its config snapshot alive
-  int64_t candidate_id = 0;                    // store row of candidate x build
+  CandidateSnapshot candidate;  // keeps its config snapshot alive
+  int64_t candidate_id = 0;     // store row of candidate x build
   int64_t host_id = 0;
-  std::optional<int64_t> stage_id;             // nullopt: a baseline run interleaved with another's stage
+  std::optional<int64_t> stage_id;  // nullopt: a baseline run interleaved with another's stage
   StageKind stage = StageKind::Smoke;
   TaskKind task = TaskKind::Scrape;
-  std::optional<int64_t> group_id;             // pairs candidate and interleaved baseline runs
+  std::optional<int64_t> group_id;  // pairs candidate and interleaved baseline runs
   // The candidate row's launch fingerprint model (file, digest or key): the
   // identity probe fails when other weights serve now (probes::RunSpec).
   std::string expect_model;

@@ -12,8 +12,7 @@ Result<Args> Args::parse(const std::vector<std::string>& argv, const ArgSpec& sp
         a.flags_.insert("help");
         continue;
       }
-      if (!only_positionals && s.size() >= 2 && s[0] == '-' && s != "-")
-        return make_error("unknown option " + s);
+      if (!only_positionals && s.size() >= 2 && s[0] == '-' && s != "-") return make_error("unknown option " + s);
       a.positionals_.push_back(s);
       continue;
     }

@@ -42,8 +42,7 @@ class SystemClock final : public Clock {
 
 class VirtualClock final : public Clock {
  public:
-  explicit VirtualClock(int64_t start_wall_ms = 1'767'225'600'000 /* 2026-01-01Z */)
-      : wall_ms_(start_wall_ms) {}
+  explicit VirtualClock(int64_t start_wall_ms = 1'767'225'600'000 /* 2026-01-01Z */) : wall_ms_(start_wall_ms) {}
 
   int64_t wall_ms() const override { return wall_ms_; }
   int64_t mono_ns() const override { return mono_ns_; }

@@ -85,13 +85,14 @@ static nlohmann::ordered_json settings_json(const CampaignSettings& s) {
   nlohmann::ordered_json j;
   j["stages"] = {s.stages.smoke_ms, s.stages.canary_ms, s.stages.gate_ms, s.stages.soak_ms, s.stages.grace_fraction};
   const auto& c = s.cadence;
-  j["cadence"] = {c.functional_ms, c.long_context_ms, c.burst_ms, c.cancel_ms, c.scrape_ms, c.gate_pause_ms,
-                  c.soak_traffic_ms, c.soak_heavy_ms, c.build_poll_ms};
+  j["cadence"] = {c.functional_ms, c.long_context_ms, c.burst_ms,      c.cancel_ms,    c.scrape_ms,
+                  c.gate_pause_ms, c.soak_traffic_ms, c.soak_heavy_ms, c.build_poll_ms};
   j["limits"] = {s.limits.wall_timeout_ms, s.limits.stall_timeout_ms, s.limits.connect_timeout_ms,
                  s.limits.max_response_bytes, s.limits.prefill_floor_tps};
   j["gate"] = {s.gate.min_completed, s.gate.max_failure_ratio, s.gate.min_coverage};
   const auto& r = s.judge;
-  j["judge"] = {r.alpha, r.effect_floor, r.hold_band, r.tail_tolerance, r.min_samples, r.max_invalid_ratio, r.repeated_5xx, r.max_failure_ratio};
+  j["judge"] = {r.alpha,       r.effect_floor,      r.hold_band,    r.tail_tolerance,
+                r.min_samples, r.max_invalid_ratio, r.repeated_5xx, r.max_failure_ratio};
   j["soak"] = {s.soak.max_footprint_growth, s.soak.max_footprint_slope_mb_per_h, s.soak.max_decode_drift};
   j["guard"] = {s.guard.swap_growth_bytes, s.guard.swapouts_growth, s.guard.window_ms, s.guard.pressure_critical_trips};
   j["long_context_sizes"] = s.long_context_sizes;
@@ -103,8 +104,8 @@ static nlohmann::ordered_json settings_json(const CampaignSettings& s) {
   j["sampling"] = s.sampling.to_json();
   if (s.agent != AgentSettings{}) {  // absent when defaulted: earlier hashes stay
     const auto& a = s.agent;
-    j["agent"] = {a.context_ceiling_tokens, a.band_tokens, a.thinking_share, a.preserve_thinking, a.tool_every,
-                  a.min_recovery_ratio};
+    j["agent"] = {a.context_ceiling_tokens, a.band_tokens, a.thinking_share,
+                  a.preserve_thinking,      a.tool_every,  a.min_recovery_ratio};
   }
   return j;
 }
@@ -125,8 +126,11 @@ std::string Config::candidate_hash(const CandidateConfig& c) const {
   if (c.launch) {
     nlohmann::ordered_json env = nlohmann::ordered_json::object();
     for (const auto& [k, v] : c.launch->env) env[k] = v.from_env.empty() ? v.text : "${" + v.from_env + "}";
-    j["launch"] = {{"argv", display_argv(*c.launch)}, {"env", env}, {"cwd", c.launch->cwd},
-                   {"ready_timeout_ms", c.launch->ready_timeout_ms}, {"stop_timeout_ms", c.launch->stop_timeout_ms},
+    j["launch"] = {{"argv", display_argv(*c.launch)},
+                   {"env", env},
+                   {"cwd", c.launch->cwd},
+                   {"ready_timeout_ms", c.launch->ready_timeout_ms},
+                   {"stop_timeout_ms", c.launch->stop_timeout_ms},
                    {"keep_running", c.launch->keep_running == KeepRunning::Yes}};
   }
   return hash_hex(j.dump());
@@ -171,8 +175,7 @@ void check_candidates(schema::ReadContext& ctx, const Config& cfg) {
 
 }  // namespace
 
-Result<Config> parse_config(const std::string& text, const std::string& source_name,
-                            const std::string& base_dir) {
+Result<Config> parse_config(const std::string& text, const std::string& source_name, const std::string& base_dir) {
   json root;
   try {
     root = json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
@@ -194,13 +197,15 @@ Result<Config> parse_config(const std::string& text, const std::string& source_n
   // whatever the key order in the file.
   if (!root.contains("candidates")) {
     ctx.err("candidates", "is required: list the runtimes to test",
-            "\"candidates\": [{\"name\": \"qwen35b-llama\", \"model\": \"qwen3.6-35b-a3b\", \"runtime\": \"llama.cpp\", \"base_url\": \"http://127.0.0.1:8080\"}]");
+            "\"candidates\": [{\"name\": \"qwen35b-llama\", \"model\": \"qwen3.6-35b-a3b\", \"runtime\": "
+            "\"llama.cpp\", \"base_url\": \"http://127.0.0.1:8080\"}]");
   } else if (!root["candidates"].is_array()) {
     ctx.err("candidates", std::string("must be an array, not ") + schema::json_type_name(root["candidates"]),
             "[{...}, {...}]");
   } else if (root["candidates"].empty()) {
     ctx.err("candidates", "is empty: soakd has nothing to test; list at least one runtime",
-            "\"candidates\": [{\"name\": \"qwen35b-llama\", \"model\": \"qwen3.6-35b-a3b\", \"runtime\": \"llama.cpp\", \"base_url\": \"http://127.0.0.1:8080\"}]");
+            "\"candidates\": [{\"name\": \"qwen35b-llama\", \"model\": \"qwen3.6-35b-a3b\", \"runtime\": "
+            "\"llama.cpp\", \"base_url\": \"http://127.0.0.1:8080\"}]");
   } else {
     const auto& arr = root["candidates"];
     for (size_t i = 0; i < arr.size(); ++i) {

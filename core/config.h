@@ -53,7 +53,7 @@ inline const std::vector<int> kDefaultBurstSizes{1, 8, 30, 80};
 // the default capacity entry is this size times the candidate's slots, when it
 // has more than one.
 inline constexpr int64_t kDefaultCapacitySize = 32768;
-inline constexpr int64_t kMaxBurstSize = 128;               // file descriptors: see the config message
+inline constexpr int64_t kMaxBurstSize = 128;                // file descriptors: see the config message
 inline constexpr int64_t kMaxLongContextTokens = 1'048'576;  // memory: see the config message
 
 // ---- sections ---------------------------------------------------------------
@@ -94,19 +94,19 @@ struct Limits {
 };
 
 struct GateRules {
-  int64_t min_completed = 1000;      // completed (clean) agent requests in the gate
-  double max_failure_ratio = 0.01;   // candidate failures / attempts
-  double min_coverage = 0.9;         // fraction of the stage's planned slots actually run
+  int64_t min_completed = 1000;     // completed (clean) agent requests in the gate
+  double max_failure_ratio = 0.01;  // candidate failures / attempts
+  double min_coverage = 0.9;        // fraction of the stage's planned slots actually run
 };
 
 struct JudgeRules {
-  double alpha = 0.01;               // Mann–Whitney / count-test significance
-  double effect_floor = 0.10;        // relative change below this is never a regression
-  double hold_band = 0.05;           // regression within effect_floor + hold_band: hold, not reject
-  double tail_tolerance = 0.25;      // p95/p99 may be this much worse than baseline
-  int min_samples = 5;               // per metric and side, below this: inconclusive
-  double max_invalid_ratio = 0.05;   // invalid JSON / tool call tolerance before hard failure
-  int repeated_5xx = 3;              // this many 5xx in a row is a hard failure
+  double alpha = 0.01;              // Mann–Whitney / count-test significance
+  double effect_floor = 0.10;       // relative change below this is never a regression
+  double hold_band = 0.05;          // regression within effect_floor + hold_band: hold, not reject
+  double tail_tolerance = 0.25;     // p95/p99 may be this much worse than baseline
+  int min_samples = 5;              // per metric and side, below this: inconclusive
+  double max_invalid_ratio = 0.05;  // invalid JSON / tool call tolerance before hard failure
+  int repeated_5xx = 3;             // this many 5xx in a row is a hard failure
   // Canary: pooled completions (functional, long context, burst members) fail
   // when the lower Wilson bound of their failure rate is above this
   // (docs/DESIGN.md §3.9): 1 in 8 with HTTP 500 rejects, one transient does not.
@@ -129,8 +129,8 @@ struct AgentSettings {
   // Rows are compared and tool-call failures counted per band of this width.
   int64_t band_tokens = kDefaultAgentBandTokens;
   double thinking_share = kDefaultAgentThinkingShare;  // share of sessions run with thinking on
-  bool preserve_thinking = false;  // keep the runtime's reasoning in the history it is sent back
-  int tool_every = kDefaultAgentToolEvery;  // every n-th turn requires a tool call
+  bool preserve_thinking = false;                      // keep the runtime's reasoning in the history it is sent back
+  int tool_every = kDefaultAgentToolEvery;             // every n-th turn requires a tool call
   // Turns after a malformed tool call that must come back clean, at least.
   double min_recovery_ratio = kDefaultAgentMinRecovery;
   bool operator==(const AgentSettings&) const = default;
@@ -182,25 +182,25 @@ struct BuildSpec {
 enum class ApiKeyTransport { RequireSecure, AllowInsecure };
 
 struct CandidateConfig {
-  std::string name;                 // unique in the file
-  std::string model;                // canonical model id the runtime must report
+  std::string name;                        // unique in the file
+  std::string model;                       // canonical model id the runtime must report
   WorkloadKind kind = WorkloadKind::Chat;  // chat, or a pooling server (embedding, rerank)
   RuntimeKind runtime = RuntimeKind::OpenAI;
-  std::string base_url;             // scheme://host:port[/prefix], no trailing slash
+  std::string base_url;  // scheme://host:port[/prefix], no trailing slash
   BuildSpec build;
   std::optional<std::string> baseline;     // name of another candidate
   std::optional<std::string> api_key_env;  // NAME of an environment variable, never the key
   ApiKeyTransport api_key_transport = ApiKeyTransport::RequireSecure;
-  std::optional<int> pid;                  // runtime process, if fixed
-  std::optional<std::string> process_name; // else found by listening port, then by name
-  std::optional<int> slots;                // runtime parallel slots, if known
+  std::optional<int> pid;                   // runtime process, if fixed
+  std::optional<std::string> process_name;  // else found by listening port, then by name
+  std::optional<int> slots;                 // runtime parallel slots, if known
   bool enabled = true;
-  std::optional<LaunchSpec> launch;        // managed: soakd starts, watches and stops the runtime
+  std::optional<LaunchSpec> launch;            // managed: soakd starts, watches and stops the runtime
   std::optional<int64_t> memory_budget_bytes;  // footprint above this during a stage is a hard failure
   // Judged while other inference engines are resident (SOLO off): a
   // duplicate_engine event no longer makes a stage inconclusive.
   bool allow_coexisting = false;
-  CampaignSettings settings;               // defaults merged with this candidate's overrides
+  CampaignSettings settings;  // defaults merged with this candidate's overrides
 };
 
 struct SamplerSettings {
@@ -228,15 +228,15 @@ struct StoreOutageSettings {
 };
 
 struct ScheduleSettings {
-  std::string nightly_window = "02:00";    // "HH:MM" local, or "now"
-  bool exclusive_heavy = true;             // long-context prefill and bursts never overlap on a host
-  int max_concurrent_canaries = 1;         // SRE rule: one canary at a time per GPU
+  std::string nightly_window = "02:00";  // "HH:MM" local, or "now"
+  bool exclusive_heavy = true;           // long-context prefill and bursts never overlap on a host
+  int max_concurrent_canaries = 1;       // SRE rule: one canary at a time per GPU
 };
 
 struct Config {
-  std::string source_path;   // file it was read from ("<string>" for tests)
-  std::string store_path;    // absolute
-  std::string log_path;      // absolute
+  std::string source_path;  // file it was read from ("<string>" for tests)
+  std::string store_path;   // absolute
+  std::string log_path;     // absolute
   CampaignSettings defaults;
   SamplerSettings sampler;
   ScheduleSettings schedule;
@@ -264,8 +264,7 @@ inline CandidateSnapshot candidate_snapshot(const ConfigSnapshot& cfg, const Can
 // Parse and validate. `source_name` appears in messages; `base_dir` resolves
 // relative paths (the config file's directory). On failure the Error message
 // holds one line per problem.
-Result<Config> parse_config(const std::string& text, const std::string& source_name,
-                            const std::string& base_dir);
+Result<Config> parse_config(const std::string& text, const std::string& source_name, const std::string& base_dir);
 Result<Config> load_config(const std::string& path);
 
 // Default locations (macOS: ~/Library/...; elsewhere: XDG state dir).

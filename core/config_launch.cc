@@ -25,12 +25,14 @@ std::optional<LaunchValue> read_value(ReadContext& ctx, const json& v, const std
   if (v.is_object()) {
     if (v.size() != 1 || !v.contains("from_env")) {
       report_unknown_keys(ctx, v, p, {"from_env"});
-      if (!v.contains("from_env")) ctx.err(p, "an object here names an environment variable: {\"from_env\": NAME}", kFromEnvExample);
+      if (!v.contains("from_env"))
+        ctx.err(p, "an object here names an environment variable: {\"from_env\": NAME}", kFromEnvExample);
       return std::nullopt;
     }
     const json& n = v["from_env"];
     if (!n.is_string() || !valid_env_name(n.get<std::string>())) {
-      ctx.err(join_path(p, "from_env"), "must be the NAME of an environment variable (A-Z, 0-9, _)", "\"LLAMA_API_KEY\"");
+      ctx.err(join_path(p, "from_env"), "must be the NAME of an environment variable (A-Z, 0-9, _)",
+              "\"LLAMA_API_KEY\"");
       return std::nullopt;
     }
     return LaunchValue{{}, n.get<std::string>()};
@@ -50,13 +52,15 @@ void check_no_literal_secret(ReadContext& ctx, const LaunchSpec& s, const std::s
     if (eq != std::string::npos) {
       // The message never repeats the value: it is the secret.
       ctx.err(index_path(join_path(p, "argv"), i),
-              "writes the value of " + opt + " into the config; pass it as two elements, the value from soakd's "
-              "environment",
+              "writes the value of " + opt +
+                  " into the config; pass it as two elements, the value from soakd's "
+                  "environment",
               "\"" + opt + "\", " + kFromEnvExample);
     } else if (i + 1 < s.argv.size() && s.argv[i + 1].from_env.empty()) {
       ctx.err(index_path(join_path(p, "argv"), i + 1),
-              "is the value of " + opt + ", a secret: never write it in the config; name the environment variable "
-              "that holds it",
+              "is the value of " + opt +
+                  ", a secret: never write it in the config; name the environment variable "
+                  "that holds it",
               kFromEnvExample);
     }
   }
@@ -94,7 +98,9 @@ void read_env(ReadContext& ctx, const json& v, const std::string& p, const std::
     auto val = read_value(ctx, it.value(), ip, "\"99\"");
     if (!val) continue;
     if (val->from_env.empty() && names_a_secret(it.key())) {
-      ctx.err(ip, it.key() + " holds a secret: never write it in the config; name the environment variable that "
+      ctx.err(ip,
+              it.key() +
+                  " holds a secret: never write it in the config; name the environment variable that "
                   "holds it",
               kFromEnvExample);
       continue;
@@ -119,9 +125,10 @@ const Section<LaunchSpec>& launch_section() {
   static const Section<S> s{
       "{\"argv\": [\"llama-server\", \"-m\", \"/models/qwen.gguf\", \"--port\", \"8080\"], \"ready_timeout\": \"10m\"}",
       {
-          required(custom<S>("argv", Kind::List, "[\"llama-server\", \"-m\", \"/models/qwen.gguf\", \"--port\", \"8080\"]",
-                             read_argv)),
-          custom<S>("env", Kind::Object, "{\"LLAMA_ARG_N_GPU_LAYERS\": \"99\", \"HF_TOKEN\": " + std::string(kFromEnvExample) + "}",
+          required(custom<S>("argv", Kind::List,
+                             "[\"llama-server\", \"-m\", \"/models/qwen.gguf\", \"--port\", \"8080\"]", read_argv)),
+          custom<S>("env", Kind::Object,
+                    "{\"LLAMA_ARG_N_GPU_LAYERS\": \"99\", \"HF_TOKEN\": " + std::string(kFromEnvExample) + "}",
                     read_env),
           custom<S>("cwd", Kind::String, "\"~/models\"", read_cwd),
           duration("ready_timeout", &S::ready_timeout_ms, "\"10m\""),
@@ -144,14 +151,19 @@ void read_memory_budget(ReadContext& ctx, const json& v, const std::string& p, c
   auto s = read_string(ctx, v, p, ex);
   if (!s) return;
   auto b = parse_byte_size(*s);
-  if (!b) ctx.err(p, b.message(), ex + " or \"48GB\" or \"512MiB\"");
-  else if (*b <= 0) ctx.err(p, "must be more than zero", ex);
-  else c.memory_budget_bytes = *b;
+  if (!b)
+    ctx.err(p, b.message(), ex + " or \"48GB\" or \"512MiB\"");
+  else if (*b <= 0)
+    ctx.err(p, "must be more than zero", ex);
+  else
+    c.memory_budget_bytes = *b;
 }
 
 void check_launch(ReadContext& ctx, const std::string& path, const CandidateConfig& c) {
   if (!c.launch) return;
-  if (c.pid) ctx.err(join_path(path, "pid"), "a managed candidate (with \"launch\") is sampled by the pid soakd started; drop \"pid\"", "");
+  if (c.pid)
+    ctx.err(join_path(path, "pid"),
+            "a managed candidate (with \"launch\") is sampled by the pid soakd started; drop \"pid\"", "");
   if (c.process_name)
     ctx.err(join_path(path, "process_name"),
             "a managed candidate (with \"launch\") is sampled by the pid soakd started; drop \"process_name\"", "");

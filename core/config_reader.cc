@@ -13,9 +13,7 @@ void ReadContext::err(const std::string& path, const std::string& what, const st
   errors.push_back(std::move(line));
 }
 
-std::string join_path(const std::string& base, const std::string& key) {
-  return base.empty() ? key : base + "." + key;
-}
+std::string join_path(const std::string& base, const std::string& key) { return base.empty() ? key : base + "." + key; }
 
 std::string index_path(const std::string& base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
 
@@ -44,8 +42,8 @@ std::optional<std::string> read_string(ReadContext& ctx, const json& v, const st
   return s;
 }
 
-bool read_duration(ReadContext& ctx, const json& v, const std::string& path, int64_t& out,
-                   const std::string& example, Zero zero) {
+bool read_duration(ReadContext& ctx, const json& v, const std::string& path, int64_t& out, const std::string& example,
+                   Zero zero) {
   if (!v.is_string()) {
     ctx.err(path, std::string("must be a duration string with a unit, not ") + json_type_name(v), example);
     return false;
@@ -63,8 +61,8 @@ bool read_duration(ReadContext& ctx, const json& v, const std::string& path, int
   return true;
 }
 
-bool read_int(ReadContext& ctx, const json& v, const std::string& path, int64_t& out, int64_t min,
-              int64_t max, const std::string& example) {
+bool read_int(ReadContext& ctx, const json& v, const std::string& path, int64_t& out, int64_t min, int64_t max,
+              const std::string& example) {
   if (!v.is_number_integer()) {
     ctx.err(path, std::string("must be an integer, not ") + json_type_name(v), example);
     return false;
@@ -82,8 +80,8 @@ bool read_int(ReadContext& ctx, const json& v, const std::string& path, int64_t&
   return true;
 }
 
-bool read_double(ReadContext& ctx, const json& v, const std::string& path, double& out, double min,
-                 double max, const std::string& example) {
+bool read_double(ReadContext& ctx, const json& v, const std::string& path, double& out, double min, double max,
+                 const std::string& example) {
   if (!v.is_number()) {
     ctx.err(path, std::string("must be a number, not ") + json_type_name(v), example);
     return false;

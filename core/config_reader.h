@@ -43,18 +43,17 @@ enum class Zero { Reject, Allow };  // whether a duration of zero is accepted
 // A non-empty string; nullopt (reported) for anything else.
 std::optional<std::string> read_string(ReadContext& ctx, const json& v, const std::string& path,
                                        const std::string& example);
-bool read_duration(ReadContext& ctx, const json& v, const std::string& path, int64_t& out,
-                   const std::string& example, Zero zero);
-bool read_int(ReadContext& ctx, const json& v, const std::string& path, int64_t& out, int64_t min,
-              int64_t max, const std::string& example);
-bool read_double(ReadContext& ctx, const json& v, const std::string& path, double& out, double min,
-                 double max, const std::string& example);
+bool read_duration(ReadContext& ctx, const json& v, const std::string& path, int64_t& out, const std::string& example,
+                   Zero zero);
+bool read_int(ReadContext& ctx, const json& v, const std::string& path, int64_t& out, int64_t min, int64_t max,
+              const std::string& example);
+bool read_double(ReadContext& ctx, const json& v, const std::string& path, double& out, double min, double max,
+                 const std::string& example);
 bool read_bool(ReadContext& ctx, const json& v, const std::string& path, bool& out);
 // A non-empty array of integers in [1, max]; stops at the first bad element.
 // `why_max`, when given, is said after "must be at most N".
-bool read_positive_list(ReadContext& ctx, const json& v, const std::string& path,
-                        std::vector<int64_t>& out, int64_t max, const std::string& example,
-                        const std::string& why_max = "");
+bool read_positive_list(ReadContext& ctx, const json& v, const std::string& path, std::vector<int64_t>& out,
+                        int64_t max, const std::string& example, const std::string& why_max = "");
 
 // False (and reported) when `v` is not an object.
 bool expect_object(ReadContext& ctx, const json& v, const std::string& path, const std::string& example);
@@ -73,9 +72,9 @@ template <class S>
 struct Field {
   std::string key;
   Kind kind = Kind::String;
-  std::string example;               // after "e.g." in this key's messages
-  double min = -kUnbounded;          // numeric kinds: the accepted closed range
-  double max = kUnbounded;           //   (durations: milliseconds)
+  std::string example;       // after "e.g." in this key's messages
+  double min = -kUnbounded;  // numeric kinds: the accepted closed range
+  double max = kUnbounded;   //   (durations: milliseconds)
   Presence presence = Presence::Optional;
   // Reads the value into the section's struct. Empty: the key is allowed here
   // but read by the caller (the candidates, which must see the defaults first).
@@ -113,8 +112,14 @@ bool read_section(ReadContext& ctx, const json& v, const std::string& path, cons
 
 // ---- building rows: one call per key
 namespace detail {
-template <class T> struct Slot { using type = T; };                    // the integer a member holds
-template <class T> struct Slot<std::optional<T>> { using type = T; };
+template <class T>
+struct Slot {
+  using type = T;
+};  // the integer a member holds
+template <class T>
+struct Slot<std::optional<T>> {
+  using type = T;
+};
 
 template <class S>
 Field<S> row(std::string key, Kind kind, std::string example, double min = -kUnbounded, double max = kUnbounded) {
@@ -143,8 +148,8 @@ template <class S, class T>
 Field<S> integer(std::string key, T S::*m, int64_t min, std::string example) {
   using Held = typename detail::Slot<T>::type;
   const int64_t max = std::numeric_limits<Held>::max();
-  Field<S> f = detail::row<S>(std::move(key), Kind::Int, std::move(example), static_cast<double>(min),
-                              static_cast<double>(max));
+  Field<S> f =
+      detail::row<S>(std::move(key), Kind::Int, std::move(example), static_cast<double>(min), static_cast<double>(max));
   f.read = [m, min, max, ex = f.example](ReadContext& c, const json& v, const std::string& p, S& s) {
     int64_t n = 0;
     if (read_int(c, v, p, n, min, max, ex)) s.*m = static_cast<Held>(n);
@@ -156,8 +161,8 @@ Field<S> integer(std::string key, T S::*m, int64_t min, std::string example) {
 template <class S>
 Field<S> scaled_integer(std::string key, int64_t S::*m, int64_t scale, int64_t min, std::string example) {
   const int64_t max = std::numeric_limits<int64_t>::max() / scale;
-  Field<S> f = detail::row<S>(std::move(key), Kind::Int, std::move(example), static_cast<double>(min),
-                              static_cast<double>(max));
+  Field<S> f =
+      detail::row<S>(std::move(key), Kind::Int, std::move(example), static_cast<double>(min), static_cast<double>(max));
   f.read = [m, scale, min, max, ex = f.example](ReadContext& c, const json& v, const std::string& p, S& s) {
     int64_t n = 0;
     if (read_int(c, v, p, n, min, max, ex)) s.*m = n * scale;
@@ -204,7 +209,7 @@ Field<S> positive_list(std::string key, std::vector<T> S::*m, std::string exampl
   const int64_t max = bound ? bound->max : static_cast<int64_t>(std::numeric_limits<T>::max());
   Field<S> f = detail::row<S>(std::move(key), Kind::List, std::move(example), 1.0, static_cast<double>(max));
   f.read = [m, max, why = bound ? bound->why : std::string(), ex = f.example](ReadContext& c, const json& v,
-                                                                               const std::string& p, S& s) {
+                                                                              const std::string& p, S& s) {
     std::vector<int64_t> xs;
     if (read_positive_list(c, v, p, xs, max, ex, why)) (s.*m).assign(xs.begin(), xs.end());
   };
@@ -223,9 +228,9 @@ Field<S> object(std::string key, T S::*m, const Section<T>& section) {
 
 // A key with rules of its own; `read` gets the row's example so it is written once.
 template <class S>
-Field<S> custom(std::string key, Kind kind, std::string example,
-                std::function<void(ReadContext&, const json&, const std::string& path,
-                                   const std::string& example, S&)> read) {
+Field<S> custom(
+    std::string key, Kind kind, std::string example,
+    std::function<void(ReadContext&, const json&, const std::string& path, const std::string& example, S&)> read) {
   Field<S> f = detail::row<S>(std::move(key), kind, std::move(example));
   f.read = [r = std::move(read), ex = f.example](ReadContext& c, const json& v, const std::string& p, S& s) {
     r(c, v, p, ex, s);

@@ -10,7 +10,7 @@ namespace soak::schema {
 namespace {
 
 inline constexpr int64_t kMaxCapacityConcurrency = 256;  // each is a connection (a file descriptor)
-inline constexpr int64_t kBytesPerMb = 1000 * 1000;  // guard.swap_growth_mb, as docs/DESIGN.md §2.10 counts it
+inline constexpr int64_t kBytesPerMb = 1000 * 1000;      // guard.swap_growth_mb, as docs/DESIGN.md §2.10 counts it
 
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
@@ -29,16 +29,20 @@ void read_runtime(ReadContext& ctx, const json& v, const std::string& p, const s
   auto s = read_string(ctx, v, p, ex);
   if (!s) return;
   auto k = parse_runtime_kind(*s);
-  if (!k) ctx.err(p, "unknown runtime \"" + *s + "\"; one of: " + runtime_kind_names(), ex);
-  else c.runtime = *k;
+  if (!k)
+    ctx.err(p, "unknown runtime \"" + *s + "\"; one of: " + runtime_kind_names(), ex);
+  else
+    c.runtime = *k;
 }
 
 void read_kind(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, CandidateConfig& c) {
   auto s = read_string(ctx, v, p, ex);
   if (!s) return;
   auto k = parse_workload_kind(*s);
-  if (!k) ctx.err(p, "unknown kind \"" + *s + "\"; one of: " + workload_kind_names(), ex);
-  else c.kind = *k;
+  if (!k)
+    ctx.err(p, "unknown kind \"" + *s + "\"; one of: " + workload_kind_names(), ex);
+  else
+    c.kind = *k;
 }
 
 void read_base_url(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, CandidateConfig& c) {
@@ -68,9 +72,10 @@ void read_api_key_env(ReadContext& ctx, const json& v, const std::string& p, con
                       CandidateConfig& c) {
   auto s = read_string(ctx, v, p, ex);
   if (!s) return;
-  bool valid = std::all_of(s->begin(), s->end(), [](char ch) {
-    return std::isupper(static_cast<unsigned char>(ch)) || is_digit(ch) || ch == '_';
-  }) && !is_digit((*s)[0]);
+  bool valid =
+      std::all_of(s->begin(), s->end(),
+                  [](char ch) { return std::isupper(static_cast<unsigned char>(ch)) || is_digit(ch) || ch == '_'; }) &&
+      !is_digit((*s)[0]);
   // The message never repeats the value: it may be the key itself.
   if (!valid) {
     ctx.err(p, "is the NAME of an environment variable holding the key (A-Z, 0-9, _), never the key itself", ex);
@@ -89,8 +94,10 @@ void read_nightly_window(ReadContext& ctx, const json& v, const std::string& p, 
     int h = std::stoi(w->substr(0, 2)), m = std::stoi(w->substr(3, 2));
     ok = h < 24 && m < 60;
   }
-  if (!ok) ctx.err(p, "must be a local time \"HH:MM\" or \"now\"", "\"02:00\"");
-  else s.nightly_window = *w;
+  if (!ok)
+    ctx.err(p, "must be a local time \"HH:MM\" or \"now\"", "\"02:00\"");
+  else
+    s.nightly_window = *w;
 }
 
 void read_allow_insecure_api_key(ReadContext& ctx, const json& v, const std::string& p, const std::string&,
@@ -114,8 +121,7 @@ void read_metrics_textfile(ReadContext& ctx, const json& v, const std::string& p
 }
 
 // ---- capacity: [{"size": 32768, "concurrency": 8}, ...]
-void read_capacity(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex,
-                   CampaignSettings& s) {
+void read_capacity(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, CampaignSettings& s) {
   if (!v.is_array()) {
     ctx.err(p, "must be an array of {\"size\", \"concurrency\"} objects (empty: no capacity check)", ex);
     return;
@@ -139,10 +145,12 @@ void read_capacity(ReadContext& ctx, const json& v, const std::string& p, const 
       ctx.err(join_path(at, "size"), "must be a positive number of prompt tokens", "32768");
       return;
     }
-    if (!conc || !conc->is_number_integer() || conc->get<int64_t>() < 1 || conc->get<int64_t>() > kMaxCapacityConcurrency) {
-      ctx.err(join_path(at, "concurrency"),
-              "must be an integer from 1 to " + std::to_string(kMaxCapacityConcurrency) + " (prompts in flight at once)",
-              "8");
+    if (!conc || !conc->is_number_integer() || conc->get<int64_t>() < 1 ||
+        conc->get<int64_t>() > kMaxCapacityConcurrency) {
+      ctx.err(
+          join_path(at, "concurrency"),
+          "must be an integer from 1 to " + std::to_string(kMaxCapacityConcurrency) + " (prompts in flight at once)",
+          "8");
       return;
     }
     c.size = size->get<int64_t>();
@@ -159,8 +167,7 @@ void read_build_from(ReadContext& ctx, const json& v, const std::string& p, cons
   b.source = BuildSource::Http;
 }
 
-void read_build_command(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex,
-                        BuildSpec& b) {
+void read_build_command(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, BuildSpec& b) {
   b.source = BuildSource::Command;
   if (!v.is_array() || v.empty()) {
     ctx.err(p, "must be a non-empty array of strings (argv, run without a shell)", ex);
@@ -207,134 +214,149 @@ std::string resolve_path(const ReadContext& ctx, const std::string& p) {
 // ============================================================== campaign settings
 const Section<StageDurations>& stages_section() {
   using S = StageDurations;
-  static const Section<S> s{"{\"canary\": \"2h\", \"gate\": \"24h\"}", {
-      duration("smoke", &S::smoke_ms, "\"15m\""),
-      duration("canary", &S::canary_ms, "\"2h\""),
-      duration("gate", &S::gate_ms, "\"24h\""),
-      duration("soak", &S::soak_ms, "\"7d\""),
-      number("grace", &S::grace_fraction, 0, 10, "0.25 (a stage may run 25% past its length to make up gaps)"),
-  }};
+  static const Section<S> s{
+      "{\"canary\": \"2h\", \"gate\": \"24h\"}",
+      {
+          duration("smoke", &S::smoke_ms, "\"15m\""),
+          duration("canary", &S::canary_ms, "\"2h\""),
+          duration("gate", &S::gate_ms, "\"24h\""),
+          duration("soak", &S::soak_ms, "\"7d\""),
+          number("grace", &S::grace_fraction, 0, 10, "0.25 (a stage may run 25% past its length to make up gaps)"),
+      }};
   return s;
 }
 
 const Section<Cadences>& cadence_section() {
   using S = Cadences;
-  static const Section<S> s{"{\"functional\": \"10m\", \"burst\": \"30m\"}", {
-      duration("functional", &S::functional_ms, "\"10m\""),
-      duration("long_context", &S::long_context_ms, "\"1h\""),
-      duration("burst", &S::burst_ms, "\"30m\""),
-      duration("cancel", &S::cancel_ms, "\"30m\""),
-      duration("scrape", &S::scrape_ms, "\"1m\""),
-      duration("gate_pause", &S::gate_pause_ms, "\"2s\"", Zero::Allow),
-      duration("soak_traffic", &S::soak_traffic_ms, "\"1m\""),
-      duration("soak_heavy", &S::soak_heavy_ms, "\"6h\""),
-      duration("build_poll", &S::build_poll_ms, "\"5m\""),
-  }};
+  static const Section<S> s{"{\"functional\": \"10m\", \"burst\": \"30m\"}",
+                            {
+                                duration("functional", &S::functional_ms, "\"10m\""),
+                                duration("long_context", &S::long_context_ms, "\"1h\""),
+                                duration("burst", &S::burst_ms, "\"30m\""),
+                                duration("cancel", &S::cancel_ms, "\"30m\""),
+                                duration("scrape", &S::scrape_ms, "\"1m\""),
+                                duration("gate_pause", &S::gate_pause_ms, "\"2s\"", Zero::Allow),
+                                duration("soak_traffic", &S::soak_traffic_ms, "\"1m\""),
+                                duration("soak_heavy", &S::soak_heavy_ms, "\"6h\""),
+                                duration("build_poll", &S::build_poll_ms, "\"5m\""),
+                            }};
   return s;
 }
 
 const Section<Limits>& limits_section() {
   using S = Limits;
-  static const Section<S> s{"{\"wall_timeout\": \"30m\", \"stall_timeout\": \"2m\"}", {
-      duration("wall_timeout", &S::wall_timeout_ms, "\"30m\""),
-      duration("stall_timeout", &S::stall_timeout_ms, "\"2m\""),
-      duration("connect_timeout", &S::connect_timeout_ms, "\"10s\""),
-      integer("max_response_bytes", &S::max_response_bytes, 1024, "8388608"),
-      number("prefill_floor_tps", &S::prefill_floor_tps, 1, 1e7, "100 (prompt tokens/s; the prefill allowance is tokens / this)"),
-  }};
+  static const Section<S> s{"{\"wall_timeout\": \"30m\", \"stall_timeout\": \"2m\"}",
+                            {
+                                duration("wall_timeout", &S::wall_timeout_ms, "\"30m\""),
+                                duration("stall_timeout", &S::stall_timeout_ms, "\"2m\""),
+                                duration("connect_timeout", &S::connect_timeout_ms, "\"10s\""),
+                                integer("max_response_bytes", &S::max_response_bytes, 1024, "8388608"),
+                                number("prefill_floor_tps", &S::prefill_floor_tps, 1, 1e7,
+                                       "100 (prompt tokens/s; the prefill allowance is tokens / this)"),
+                            }};
   return s;
 }
 
 const Section<GateRules>& gate_section() {
   using S = GateRules;
-  static const Section<S> s{"{\"min_completed\": 1000}", {
-      integer("min_completed", &S::min_completed, 1, "1000"),
-      number("max_failure_ratio", &S::max_failure_ratio, 0, 1, "0.01"),
-      number("min_coverage", &S::min_coverage, 0, 1, "0.9"),
-  }};
+  static const Section<S> s{"{\"min_completed\": 1000}",
+                            {
+                                integer("min_completed", &S::min_completed, 1, "1000"),
+                                number("max_failure_ratio", &S::max_failure_ratio, 0, 1, "0.01"),
+                                number("min_coverage", &S::min_coverage, 0, 1, "0.9"),
+                            }};
   return s;
 }
 
 const Section<JudgeRules>& judge_section() {
   using S = JudgeRules;
-  static const Section<S> s{"{\"alpha\": 0.01, \"effect_floor\": 0.1}", {
-      number("alpha", &S::alpha, 1e-9, 0.5, "0.01"),
-      number("effect_floor", &S::effect_floor, 0, 10, "0.1"),
-      number("hold_band", &S::hold_band, 0, 10, "0.05"),
-      number("tail_tolerance", &S::tail_tolerance, 0, 100, "0.25"),
-      integer("min_samples", &S::min_samples, 2, "5"),
-      number("max_invalid_ratio", &S::max_invalid_ratio, 0, 1, "0.05"),
-      integer("repeated_5xx", &S::repeated_5xx, 1, "3"),
-      number("max_failure_ratio", &S::max_failure_ratio, 0, 1, "0.01"),
-  }};
+  static const Section<S> s{"{\"alpha\": 0.01, \"effect_floor\": 0.1}",
+                            {
+                                number("alpha", &S::alpha, 1e-9, 0.5, "0.01"),
+                                number("effect_floor", &S::effect_floor, 0, 10, "0.1"),
+                                number("hold_band", &S::hold_band, 0, 10, "0.05"),
+                                number("tail_tolerance", &S::tail_tolerance, 0, 100, "0.25"),
+                                integer("min_samples", &S::min_samples, 2, "5"),
+                                number("max_invalid_ratio", &S::max_invalid_ratio, 0, 1, "0.05"),
+                                integer("repeated_5xx", &S::repeated_5xx, 1, "3"),
+                                number("max_failure_ratio", &S::max_failure_ratio, 0, 1, "0.01"),
+                            }};
   return s;
 }
 
 const Section<SoakRules>& soak_section() {
   using S = SoakRules;
-  static const Section<S> s{"{\"max_footprint_growth\": 0.1}", {
-      number("max_footprint_growth", &S::max_footprint_growth, 0, 100, "0.1"),
-      number("max_footprint_slope_mb_per_h", &S::max_footprint_slope_mb_per_h, 0, 1e9, "50"),
-      number("max_decode_drift", &S::max_decode_drift, 0, 1, "0.15"),
-  }};
+  static const Section<S> s{"{\"max_footprint_growth\": 0.1}",
+                            {
+                                number("max_footprint_growth", &S::max_footprint_growth, 0, 100, "0.1"),
+                                number("max_footprint_slope_mb_per_h", &S::max_footprint_slope_mb_per_h, 0, 1e9, "50"),
+                                number("max_decode_drift", &S::max_decode_drift, 0, 1, "0.15"),
+                            }};
   return s;
 }
 
 const Section<AgentSettings>& agent_section() {
   using S = AgentSettings;
-  static const Section<S> s{"{\"context_ceiling\": 50000, \"thinking_share\": 0.5}", {
-      integer("context_ceiling", &S::context_ceiling_tokens, 1024, "50000"),
-      integer("band_tokens", &S::band_tokens, 256, "10000"),
-      number("thinking_share", &S::thinking_share, 0, 1, "0.5"),
-      boolean("preserve_thinking", &S::preserve_thinking),
-      integer("tool_every", &S::tool_every, 1, "2"),
-      number("min_recovery_ratio", &S::min_recovery_ratio, 0, 1, "0.5"),
-  }};
+  static const Section<S> s{"{\"context_ceiling\": 50000, \"thinking_share\": 0.5}",
+                            {
+                                integer("context_ceiling", &S::context_ceiling_tokens, 1024, "50000"),
+                                integer("band_tokens", &S::band_tokens, 256, "10000"),
+                                number("thinking_share", &S::thinking_share, 0, 1, "0.5"),
+                                boolean("preserve_thinking", &S::preserve_thinking),
+                                integer("tool_every", &S::tool_every, 1, "2"),
+                                number("min_recovery_ratio", &S::min_recovery_ratio, 0, 1, "0.5"),
+                            }};
   return s;
 }
 
 const Section<GuardRules>& guard_section() {
   using S = GuardRules;
-  static const Section<S> s{"{\"swap_growth_mb\": 500}", {
-      scaled_integer("swap_growth_mb", &S::swap_growth_bytes, kBytesPerMb, 1, "500"),
-      integer("swapouts_growth", &S::swapouts_growth, 1, "1000"),
-      duration("window", &S::window_ms, "\"10m\""),
-      boolean("pressure_critical_trips", &S::pressure_critical_trips),
-  }};
+  static const Section<S> s{"{\"swap_growth_mb\": 500}",
+                            {
+                                scaled_integer("swap_growth_mb", &S::swap_growth_bytes, kBytesPerMb, 1, "500"),
+                                integer("swapouts_growth", &S::swapouts_growth, 1, "1000"),
+                                duration("window", &S::window_ms, "\"10m\""),
+                                boolean("pressure_critical_trips", &S::pressure_critical_trips),
+                            }};
   return s;
 }
 
 const Section<Sampling>& sampling_section() {
   using S = Sampling;
-  static const Section<S> s{"{\"temperature\": 0.6, \"top_p\": 0.95, \"top_k\": 20}", {
-      number("temperature", &S::temperature, 0, 2, "0.6"),
-      number("top_p", &S::top_p, 0, 1, "0.95"),
-      integer("top_k", &S::top_k, 0, "20"),
-  }};
+  static const Section<S> s{"{\"temperature\": 0.6, \"top_p\": 0.95, \"top_k\": 20}",
+                            {
+                                number("temperature", &S::temperature, 0, 2, "0.6"),
+                                number("top_p", &S::top_p, 0, 1, "0.95"),
+                                integer("top_k", &S::top_k, 0, "20"),
+                            }};
   return s;
 }
 
 const Section<CampaignSettings>& campaign_section() {
   using S = CampaignSettings;
-  static const Section<S> s{"{\"stages\": {\"canary\": \"2h\"}}", {
-      object("stages", &S::stages, stages_section()),
-      object("cadence", &S::cadence, cadence_section()),
-      object("limits", &S::limits, limits_section()),
-      object("gate", &S::gate, gate_section()),
-      object("judge", &S::judge, judge_section()),
-      object("soak", &S::soak, soak_section()),
-      object("guard", &S::guard, guard_section()),
-      object("agent", &S::agent, agent_section()),
-      object("sampling", &S::sampling, sampling_section()),
-      positive_list("long_context_sizes", &S::long_context_sizes, "[1024, 8192, 32768]",
-                    Bound{kMaxLongContextTokens, "a long-context prompt is built and held in memory for its whole "
-                                                 "request, about 4 bytes per token"}),
-      positive_list("burst_sizes", &S::burst_sizes, "[1, 8, 30, 80]",
-                    Bound{kMaxBurstSize, "every member of a burst holds its own connection, a file descriptor; "
-                                         "a launchd job gets 256 by default, shared with the store, the log and "
-                                         "every other candidate"}),
-      custom<S>("capacity", Kind::List, "[{\"size\": 32768, \"concurrency\": 8}]", read_capacity),
-  }};
+  static const Section<S> s{
+      "{\"stages\": {\"canary\": \"2h\"}}",
+      {
+          object("stages", &S::stages, stages_section()),
+          object("cadence", &S::cadence, cadence_section()),
+          object("limits", &S::limits, limits_section()),
+          object("gate", &S::gate, gate_section()),
+          object("judge", &S::judge, judge_section()),
+          object("soak", &S::soak, soak_section()),
+          object("guard", &S::guard, guard_section()),
+          object("agent", &S::agent, agent_section()),
+          object("sampling", &S::sampling, sampling_section()),
+          positive_list("long_context_sizes", &S::long_context_sizes, "[1024, 8192, 32768]",
+                        Bound{kMaxLongContextTokens,
+                              "a long-context prompt is built and held in memory for its whole "
+                              "request, about 4 bytes per token"}),
+          positive_list("burst_sizes", &S::burst_sizes, "[1, 8, 30, 80]",
+                        Bound{kMaxBurstSize,
+                              "every member of a burst holds its own connection, a file descriptor; "
+                              "a launchd job gets 256 by default, shared with the store, the log and "
+                              "every other candidate"}),
+          custom<S>("capacity", Kind::List, "[{\"size\": 32768, \"concurrency\": 8}]", read_capacity),
+      }};
   return s;
 }
 
@@ -367,36 +389,39 @@ void check_campaign(ReadContext& ctx, const std::string& path, const CampaignSet
 const Section<BuildSpec>& build_section() {
   using S = BuildSpec;
   static const Section<S> s{
-      "{\"from\": \"http\"} or {\"command\": [\"llama-server\", \"--version\"]} or {\"fixed\": \"b9430\"}", {
-      custom<S>("from", Kind::String, "\"http\"", read_build_from),
-      custom<S>("command", Kind::List, "[\"llama-server\", \"--version\"]", read_build_command),
-      custom<S>("fixed", Kind::String, "\"b9430\"", read_build_fixed),
-  }};
+      "{\"from\": \"http\"} or {\"command\": [\"llama-server\", \"--version\"]} or {\"fixed\": \"b9430\"}",
+      {
+          custom<S>("from", Kind::String, "\"http\"", read_build_from),
+          custom<S>("command", Kind::List, "[\"llama-server\", \"--version\"]", read_build_command),
+          custom<S>("fixed", Kind::String, "\"b9430\"", read_build_fixed),
+      }};
   return s;
 }
 
 const Section<CandidateConfig>& candidate_section() {
   using S = CandidateConfig;
   static const Section<S> s = [] {
-    Section<S> t{"{\"name\": \"qwen35b-llama\", \"model\": \"qwen3.6-35b-a3b\", \"runtime\": \"llama.cpp\", "
-                 "\"base_url\": \"http://127.0.0.1:8080\"}", {
-        required(custom<S>("name", Kind::String, "\"qwen35b-llama\"", read_name)),
-        required(text("model", &S::model, "\"qwen3.6-35b-a3b\"")),
-        custom<S>("kind", Kind::String, "\"embedding\"", read_kind),
-        required(custom<S>("runtime", Kind::String, "\"llama.cpp\"", read_runtime)),
-        required(custom<S>("base_url", Kind::String, "\"http://127.0.0.1:8080\"", read_base_url)),
-        custom<S>("build", Kind::Object, build_section().example, read_build),
-        text("baseline", &S::baseline, "\"qwen35b-llama-b9430\""),
-        custom<S>("api_key_env", Kind::String, "\"SOAKD_API_KEY\"", read_api_key_env),
-        custom<S>("allow_insecure_api_key", Kind::Bool, "true", read_allow_insecure_api_key),
-        integer("pid", &S::pid, 1, "4242"),
-        text("process_name", &S::process_name, "\"llama-server\""),
-        integer("slots", &S::slots, 1, "2"),
-        boolean("enabled", &S::enabled),
-        custom<S>("launch", Kind::Object, launch_section().example, read_launch),
-        custom<S>("memory_budget", Kind::String, "\"64GiB\"", read_memory_budget),
-        boolean("allow_coexisting", &S::allow_coexisting),
-    }};
+    Section<S> t{
+        "{\"name\": \"qwen35b-llama\", \"model\": \"qwen3.6-35b-a3b\", \"runtime\": \"llama.cpp\", "
+        "\"base_url\": \"http://127.0.0.1:8080\"}",
+        {
+            required(custom<S>("name", Kind::String, "\"qwen35b-llama\"", read_name)),
+            required(text("model", &S::model, "\"qwen3.6-35b-a3b\"")),
+            custom<S>("kind", Kind::String, "\"embedding\"", read_kind),
+            required(custom<S>("runtime", Kind::String, "\"llama.cpp\"", read_runtime)),
+            required(custom<S>("base_url", Kind::String, "\"http://127.0.0.1:8080\"", read_base_url)),
+            custom<S>("build", Kind::Object, build_section().example, read_build),
+            text("baseline", &S::baseline, "\"qwen35b-llama-b9430\""),
+            custom<S>("api_key_env", Kind::String, "\"SOAKD_API_KEY\"", read_api_key_env),
+            custom<S>("allow_insecure_api_key", Kind::Bool, "true", read_allow_insecure_api_key),
+            integer("pid", &S::pid, 1, "4242"),
+            text("process_name", &S::process_name, "\"llama-server\""),
+            integer("slots", &S::slots, 1, "2"),
+            boolean("enabled", &S::enabled),
+            custom<S>("launch", Kind::Object, launch_section().example, read_launch),
+            custom<S>("memory_budget", Kind::String, "\"64GiB\"", read_memory_budget),
+            boolean("allow_coexisting", &S::allow_coexisting),
+        }};
     embed(t.fields, &S::settings, campaign_section());
     return t;
   }();
@@ -406,52 +431,59 @@ const Section<CandidateConfig>& candidate_section() {
 // ============================================================== the rest of the file
 const Section<SamplerSettings>& sampler_section() {
   using S = SamplerSettings;
-  static const Section<S> s{"{\"interval\": \"5s\", \"keep_awake\": true}", {
-      duration("interval", &S::interval_ms, "\"5s\""),
-      boolean("keep_awake", &S::keep_awake),
-  }};
+  static const Section<S> s{"{\"interval\": \"5s\", \"keep_awake\": true}",
+                            {
+                                duration("interval", &S::interval_ms, "\"5s\""),
+                                boolean("keep_awake", &S::keep_awake),
+                            }};
   return s;
 }
 
 const Section<ScheduleSettings>& schedule_section() {
   using S = ScheduleSettings;
-  static const Section<S> s{"{\"nightly_window\": \"02:00\"}", {
-      custom<S>("nightly_window", Kind::String, "\"02:00\" or \"now\"", read_nightly_window),
-      boolean("exclusive_heavy", &S::exclusive_heavy),
-      integer("max_concurrent_canaries", &S::max_concurrent_canaries, 1, "1"),
-  }};
+  static const Section<S> s{"{\"nightly_window\": \"02:00\"}",
+                            {
+                                custom<S>("nightly_window", Kind::String, "\"02:00\" or \"now\"", read_nightly_window),
+                                boolean("exclusive_heavy", &S::exclusive_heavy),
+                                integer("max_concurrent_canaries", &S::max_concurrent_canaries, 1, "1"),
+                            }};
   return s;
 }
 
 const Section<MetricsSettings>& metrics_section() {
   using S = MetricsSettings;
-  static const Section<S> s{"{\"textfile\": \"/opt/homebrew/var/node_exporter/textfile/soakd.prom\"}", {
-      custom<S>("textfile", Kind::String, "\"/opt/homebrew/var/node_exporter/textfile/soakd.prom\"", read_metrics_textfile),
-  }};
+  static const Section<S> s{
+      "{\"textfile\": \"/opt/homebrew/var/node_exporter/textfile/soakd.prom\"}",
+      {
+          custom<S>("textfile", Kind::String, "\"/opt/homebrew/var/node_exporter/textfile/soakd.prom\"",
+                    read_metrics_textfile),
+      }};
   return s;
 }
 
 const Section<StoreOutageSettings>& store_outage_section() {
   using S = StoreOutageSettings;
-  static const Section<S> s{"{\"max_queued_rows\": 10000, \"stop_after\": \"1h\"}", {
-      integer("max_queued_rows", &S::max_queued_rows, 1, "10000"),
-      duration("stop_after", &S::stop_after_ms, "\"1h\""),
-  }};
+  static const Section<S> s{"{\"max_queued_rows\": 10000, \"stop_after\": \"1h\"}",
+                            {
+                                integer("max_queued_rows", &S::max_queued_rows, 1, "10000"),
+                                duration("stop_after", &S::stop_after_ms, "\"1h\""),
+                            }};
   return s;
 }
 
 const Section<Config>& top_section() {
   using S = Config;
-  static const Section<S> s{"{\"candidates\": [ ... ]}", {
-      custom<S>("store", Kind::String, "\"~/Library/Application Support/soakd/soakd.db\"", read_store),
-      custom<S>("log", Kind::String, "\"~/Library/Logs/soakd/soakd.log\"", read_log),
-      custom<S>("defaults", Kind::Object, campaign_section().example, read_defaults),
-      object("sampler", &S::sampler, sampler_section()),
-      object("schedule", &S::schedule, schedule_section()),
-      object("store_outage", &S::store_outage, store_outage_section()),
-      object("metrics", &S::metrics, metrics_section()),
-      read_elsewhere<S>("candidates", Kind::List, "[{...}, {...}]"),  // by parse_config, after "defaults"
-  }};
+  static const Section<S> s{
+      "{\"candidates\": [ ... ]}",
+      {
+          custom<S>("store", Kind::String, "\"~/Library/Application Support/soakd/soakd.db\"", read_store),
+          custom<S>("log", Kind::String, "\"~/Library/Logs/soakd/soakd.log\"", read_log),
+          custom<S>("defaults", Kind::Object, campaign_section().example, read_defaults),
+          object("sampler", &S::sampler, sampler_section()), object("schedule", &S::schedule, schedule_section()),
+          object("store_outage", &S::store_outage, store_outage_section()),
+          object("metrics", &S::metrics, metrics_section()),
+          read_elsewhere<S>("candidates", Kind::List, "[{...}, {...}]"),  // by parse_config, after "defaults"
+      }};
   return s;
 }
 

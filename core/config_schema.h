@@ -27,7 +27,7 @@ const Section<CampaignSettings>& campaign_section();  // all of the above plus t
 
 const Section<BuildSpec>& build_section();            // candidates[i].build
 const Section<CandidateConfig>& candidate_section();  // candidates[i]: its own keys + the campaign keys
-const Section<LaunchSpec>& launch_section();           // candidates[i].launch (core/config_launch.cc)
+const Section<LaunchSpec>& launch_section();          // candidates[i].launch (core/config_launch.cc)
 const Section<SamplerSettings>& sampler_section();    // "sampler"
 const Section<ScheduleSettings>& schedule_section();  // "schedule"
 const Section<MetricsSettings>& metrics_section();    // "metrics"

@@ -23,11 +23,16 @@ Result<int64_t> parse_duration(std::string_view s) {
     while (i < s.size() && std::isalpha(static_cast<unsigned char>(s[i]))) ++i;
     std::string_view unit = s.substr(ustart, i - ustart);
     int64_t mult = 0;
-    if (unit == "ms") mult = 1;
-    else if (unit == "s") mult = kSecond;
-    else if (unit == "m") mult = kMinute;
-    else if (unit == "h") mult = kHour;
-    else if (unit == "d") mult = kDay;
+    if (unit == "ms")
+      mult = 1;
+    else if (unit == "s")
+      mult = kSecond;
+    else if (unit == "m")
+      mult = kMinute;
+    else if (unit == "h")
+      mult = kHour;
+    else if (unit == "d")
+      mult = kDay;
     else if (unit.empty())
       return make_error("missing unit in \"" + std::string(s) + "\" (use ms, s, m, h or d)");
     else
@@ -46,7 +51,10 @@ std::string format_duration(int64_t ms) {
     out = "-";
     ms = -ms;
   }
-  struct U { int64_t ms; const char* name; };
+  struct U {
+    int64_t ms;
+    const char* name;
+  };
   static constexpr U kUnits[] = {{kDay, "d"}, {kHour, "h"}, {kMinute, "m"}, {kSecond, "s"}, {1, "ms"}};
   for (const auto& u : kUnits) {
     if (ms >= u.ms) {

@@ -31,7 +31,8 @@ std::vector<std::string> words(std::string_view name) {
 }
 
 std::optional<uint16_t> to_port(std::string_view s) {
-  if (s.empty() || s.size() > 5 || !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+  if (s.empty() || s.size() > 5 ||
+      !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
     return std::nullopt;
   const int n = std::stoi(std::string(s));
   if (n < 1 || n > 65535) return std::nullopt;
@@ -77,8 +78,10 @@ std::vector<std::string> display_argv(const LaunchSpec& s) {
 std::string argv_json(const LaunchSpec& s) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& a : s.argv) {
-    if (a.from_env.empty()) arr.push_back(a.text);
-    else arr.push_back({{"from_env", a.from_env}});
+    if (a.from_env.empty())
+      arr.push_back(a.text);
+    else
+      arr.push_back({{"from_env", a.from_env}});
   }
   return arr.dump();
 }
@@ -100,8 +103,10 @@ std::vector<ArgvPort> argv_ports(const LaunchSpec& s, RuntimeKind runtime) {
     // port. This one runtime fact stays here, not in its entry
     // (probes/runtimes/llama_cpp.cc): the check runs when the config is read,
     // in core, below the probes that hold the entries.
-    if (opt == "--port" || (opt == "-p" && runtime != RuntimeKind::LlamaCpp)) add(to_port(val), shown);
-    else if (opt == "--host") add(port_of_host(val), shown);
+    if (opt == "--port" || (opt == "-p" && runtime != RuntimeKind::LlamaCpp))
+      add(to_port(val), shown);
+    else if (opt == "--host")
+      add(port_of_host(val), shown);
   }
   for (const char* name : {"LLAMA_ARG_PORT", "OLLAMA_HOST"}) {
     auto it = s.env.find(name);

@@ -56,8 +56,10 @@ std::string log_tail_line(std::string tail, size_t max_chars, std::string_view s
   if (tail.size() > max_chars) tail = "..." + tail.substr(tail.size() - max_chars);
   std::string out;
   for (char c : tail) {
-    if (c == '\n') out += separator;
-    else if (c != '\r') out += c;
+    if (c == '\n')
+      out += separator;
+    else if (c != '\r')
+      out += c;
   }
   return out;
 }

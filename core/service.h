@@ -27,8 +27,8 @@ inline constexpr int64_t kStopGraceMs = 10'000;  // plus the services' stop budg
 inline constexpr int64_t kLaunchdExitTimeOutMs = 60'000;
 
 struct Deps {
-  Store& store;     // reads, and the rows that need their id at once (stages, verdicts, candidates)
-  Outbox& outbox;   // measured rows, samples and events: kept while the store cannot write
+  Store& store;    // reads, and the rows that need their id at once (stages, verdicts, candidates)
+  Outbox& outbox;  // measured rows, samples and events: kept while the store cannot write
   const Clock& clock;
   Logger log;
   uv_loop_t* loop = nullptr;  // nullptr for parts that never touch it (Campaigns under test)

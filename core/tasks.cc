@@ -59,7 +59,7 @@ std::vector<ProbeKind> probe_kinds_for(TaskKind task, WorkloadKind workload) {
   }
   switch (task) {
     case TaskKind::Smoke:
-      return {ProbeKind::Health, ProbeKind::Identity, ProbeKind::Marker,
+      return {ProbeKind::Health, ProbeKind::Identity,   ProbeKind::Marker,
               ProbeKind::Stream, ProbeKind::StrictJson, ProbeKind::ToolCall};
     case TaskKind::Scrape: return {ProbeKind::Health, ProbeKind::Scrape};
     case TaskKind::Functional:

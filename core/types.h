@@ -38,18 +38,18 @@ enum class Outcome {
   MalformedResponse,  // body is not the JSON / SSE shape the API promises
   MissingFinishReason,
   MissingUsage,
-  ServerTokenCap,     // finish_reason "length" though soakd sent no max_tokens: the runtime's own cap cut it
+  ServerTokenCap,  // finish_reason "length" though soakd sent no max_tokens: the runtime's own cap cut it
   // content
-  IdentityMismatch,   // response `model` (or /v1/models) differs from the canonical id
-  IdentityUnproven,   // the runtime only echoes the requested model: nothing proves which weights serve (never a pass)
+  IdentityMismatch,  // response `model` (or /v1/models) differs from the canonical id
+  IdentityUnproven,  // the runtime only echoes the requested model: nothing proves which weights serve (never a pass)
   MissingMarker,
-  InvalidJson,        // strict-JSON probe: not JSON, or JSON violating the schema
-  InvalidToolCall,    // no tool call, wrong name, arguments not valid JSON / schema
-  EmptyToolArgs,      // tool call with `{}` arguments where an object was required
-  MissingToolCall,    // an agent turn that needed a tool got an answer without a call
-  Repetition,         // degenerate looping output
-  StaleSlot,          // after a cancel the runtime did not free the slot in time
-  SerializedBurst,    // burst requests served strictly one after another (FIFO)
+  InvalidJson,      // strict-JSON probe: not JSON, or JSON violating the schema
+  InvalidToolCall,  // no tool call, wrong name, arguments not valid JSON / schema
+  EmptyToolArgs,    // tool call with `{}` arguments where an object was required
+  MissingToolCall,  // an agent turn that needed a tool got an answer without a call
+  Repetition,       // degenerate looping output
+  StaleSlot,        // after a cancel the runtime did not free the slot in time
+  SerializedBurst,  // burst requests served strictly one after another (FIFO)
   // soakd's own (never count against the candidate)
   CancelledByDaemon,
   HarnessError,
@@ -63,8 +63,23 @@ OutcomeCategory category_of(Outcome o);
 
 // ---------------------------------------------------------------- probes
 enum class ProbeKind {
-  Health, Identity, Marker, Stream, StrictJson, ToolCall, LongContext, SharedPrefix,
-  Burst, Cancel, Thinking, Repetition, Embeddings, Rerank, Scrape, Agent, Build,
+  Health,
+  Identity,
+  Marker,
+  Stream,
+  StrictJson,
+  ToolCall,
+  LongContext,
+  SharedPrefix,
+  Burst,
+  Cancel,
+  Thinking,
+  Repetition,
+  Embeddings,
+  Rerank,
+  Scrape,
+  Agent,
+  Build,
   Capacity,  // N long prompts of one size at once (docs/DESIGN.md §3.9)
 };
 std::string_view to_string(ProbeKind k);
@@ -89,8 +104,7 @@ enum class StageKind { Smoke, Canary, Gate, Soak };
 std::string_view to_string(StageKind k);
 std::optional<StageKind> parse_stage_kind(std::string_view s);
 std::string stage_kind_names();
-inline constexpr StageKind kAllStages[] = {StageKind::Smoke, StageKind::Canary, StageKind::Gate,
-                                           StageKind::Soak};
+inline constexpr StageKind kAllStages[] = {StageKind::Smoke, StageKind::Canary, StageKind::Gate, StageKind::Soak};
 
 enum class StageState { Pending, Running, Passed, Failed, Hold, Inconclusive, Aborted, Blocked };
 std::string_view to_string(StageState s);
@@ -105,7 +119,7 @@ std::string verdict_state_names();
 // ---------------------------------------------------------------- locators
 struct HostInfo {
   std::string hostname;
-  std::string hw_model;   // e.g. "Mac15,14" or the Linux DMI product name
+  std::string hw_model;  // e.g. "Mac15,14" or the Linux DMI product name
   int64_t mem_bytes = 0;
   std::string os_version;
 };
@@ -121,43 +135,42 @@ struct Sampling {
 // One probe attempt, as stored. Times are microseconds from request start
 // (client side, monotonic clock); nullopt = the point was never reached.
 struct ProbeResult {
-  int64_t id = 0;              // assigned by the store
+  int64_t id = 0;  // assigned by the store
   int64_t candidate_id = 0;
   int64_t host_id = 0;
   std::optional<int64_t> stage_id;
   int64_t started_wall_ms = 0;
   ProbeKind kind = ProbeKind::Health;
-  std::string task;            // scheduled task that ran it ("functional", "agent", ...; "" for one-off probes)
-  std::string workload_id;     // e.g. "long_context/32768/fresh"; never pools different workloads
-  std::string fixture_hash;    // hash of the prompt fixture (not the prompt)
+  std::string task;                    // scheduled task that ran it ("functional", "agent", ...; "" for one-off probes)
+  std::string workload_id;             // e.g. "long_context/32768/fresh"; never pools different workloads
+  std::string fixture_hash;            // hash of the prompt fixture (not the prompt)
   std::optional<int64_t> size_tokens;  // target prompt size for sized workloads
   CacheState cache_state = CacheState::None;
   std::string sampling_json;
-  std::optional<bool> thinking;        // enable_thinking as sent (nullopt: not sent)
-  int client_concurrency = 1;          // requests in flight from soakd for this workload
-  std::optional<int> runtime_slots;    // runtime's parallel slots (config or /props)
-  std::optional<int64_t> group_id;     // burst / A-B slot grouping
+  std::optional<bool> thinking;      // enable_thinking as sent (nullopt: not sent)
+  int client_concurrency = 1;        // requests in flight from soakd for this workload
+  std::optional<int> runtime_slots;  // runtime's parallel slots (config or /props)
+  std::optional<int64_t> group_id;   // burst / A-B slot grouping
 
   Outcome outcome = Outcome::HarnessError;
   std::optional<int> http_status;
-  std::string detail;                  // short human-readable reason for non-clean outcomes
+  std::string detail;  // short human-readable reason for non-clean outcomes
 
   // client timings (µs from request start)
-  std::optional<int64_t> t_connect_us, t_first_byte_us, t_first_event_us, t_first_token_us,
-      t_last_token_us, t_terminal_us, t_done_us;
+  std::optional<int64_t> t_connect_us, t_first_byte_us, t_first_event_us, t_first_token_us, t_last_token_us,
+      t_terminal_us, t_done_us;
   std::optional<int64_t> itl_p50_us, itl_p95_us, itl_max_us;
   std::optional<double> client_decode_tps;  // (tokens-1) / (last - first token)
   bool timing_artifact = false;             // first output and finish implausibly close
 
   // tokens
   std::optional<int64_t> prompt_tokens, completion_tokens, reasoning_tokens;
-  int64_t content_events = 0;        // content-bearing SSE events seen
+  int64_t content_events = 0;  // content-bearing SSE events seen
   int64_t reasoning_events = 0;
 
   // server-reported (llama.cpp `timings`, oMLX usage extras, ...)
   std::optional<int64_t> server_prompt_n, server_cache_n, server_predicted_n;
-  std::optional<double> server_prompt_ms, server_prompt_tps, server_predicted_ms,
-      server_predicted_tps, server_ttft_ms;
+  std::optional<double> server_prompt_ms, server_prompt_tps, server_predicted_ms, server_predicted_tps, server_ttft_ms;
   std::optional<int64_t> server_draft_n, server_draft_accepted;
   // oMLX usage.model_load_duration: the request waited for a cold model load
   // (its own column, and the row is kept out of TTFT and prefill comparisons).
@@ -180,15 +193,15 @@ struct HostSample {
   int64_t id = 0;
   int64_t host_id = 0;
   int64_t wall_ms = 0;
-  std::optional<int64_t> free_bytes, active_bytes, inactive_bytes, wired_bytes,
-      compressed_bytes, available_bytes, total_bytes;
+  std::optional<int64_t> free_bytes, active_bytes, inactive_bytes, wired_bytes, compressed_bytes, available_bytes,
+      total_bytes;
   std::optional<int64_t> swap_used_bytes, swap_total_bytes;
   std::optional<int64_t> pageins, pageouts, swapins, swapouts;  // cumulative counters
-  std::optional<int> pressure_level;    // macOS 1/2/4 normal/warn/critical
-  std::optional<int> memorystatus_level;  // macOS percent free
-  std::optional<double> psi_some_avg10, psi_full_avg10;  // Linux PSI
+  std::optional<int> pressure_level;                            // macOS 1/2/4 normal/warn/critical
+  std::optional<int> memorystatus_level;                        // macOS percent free
+  std::optional<double> psi_some_avg10, psi_full_avg10;         // Linux PSI
   std::optional<int64_t> psi_some_total_us, psi_full_total_us;
-  std::string error;                    // sampling error(s); empty when all calls succeeded
+  std::string error;  // sampling error(s); empty when all calls succeeded
 };
 
 struct ProcessSample {
@@ -198,7 +211,7 @@ struct ProcessSample {
   int64_t wall_ms = 0;
   int pid = 0;
   std::string name;
-  std::optional<int64_t> start_time;   // process start (for restart detection)
+  std::optional<int64_t> start_time;  // process start (for restart detection)
   std::optional<int64_t> footprint_bytes, resident_bytes, swap_bytes, pss_bytes;
   std::string error;
 };
@@ -206,12 +219,19 @@ struct ProcessSample {
 // What an event row records. A closed vocabulary: a stored kind that does not
 // parse is an error when read, never a default.
 enum class EventKind {
-  DaemonStart, DaemonStop, ConfigReload,  // the daemon's own life
-  BuildChange, Control, StageExtended,    // campaigns
-  Gap, ClockStep,                         // time not covered (sleep, stall, downtime), wall clock steps
-  GuardTrip,                              // memory guard
-  ProcessRestart, ProcessGone, DuplicateEngine,  // the candidate's process
-  MemoryBudget,                           // the candidate's footprint went above its memory_budget
+  DaemonStart,
+  DaemonStop,
+  ConfigReload,  // the daemon's own life
+  BuildChange,
+  Control,
+  StageExtended,  // campaigns
+  Gap,
+  ClockStep,  // time not covered (sleep, stall, downtime), wall clock steps
+  GuardTrip,  // memory guard
+  ProcessRestart,
+  ProcessGone,
+  DuplicateEngine,  // the candidate's process
+  MemoryBudget,     // the candidate's footprint went above its memory_budget
 };
 std::string_view to_string(EventKind k);
 std::optional<EventKind> parse_event_kind(std::string_view s);
@@ -223,10 +243,9 @@ struct Event {
   std::optional<int64_t> host_id;
   std::optional<int64_t> candidate_id;
   EventKind kind = EventKind::Gap;
-  std::string detail_json;   // object; never contains secrets
+  std::string detail_json;  // object; never contains secrets
   std::optional<int64_t> duration_ms;
 };
-
 
 // The build of a candidate whose runtime would not say (registered so that its
 // rows have a candidate to belong to; a later readable build is a new row).
@@ -236,10 +255,10 @@ inline constexpr std::string_view kUnknownBuild = "unknown";
 struct CandidateRow {
   int64_t id = 0;
   int64_t host_id = 0;
-  std::string name;       // config name; a new build keeps the name, gets a new row
-  std::string model;      // canonical model id
+  std::string name;   // config name; a new build keeps the name, gets a new row
+  std::string model;  // canonical model id
   RuntimeKind runtime = RuntimeKind::OpenAI;
-  std::string build;      // e.g. "b9928-81ff7abe5"; kUnknownBuild until read
+  std::string build;  // e.g. "b9928-81ff7abe5"; kUnknownBuild until read
   std::string base_url;
   int64_t first_seen_ms = 0;
   int64_t last_seen_ms = 0;
@@ -260,7 +279,8 @@ struct ContextReach {
   int64_t reach_tokens = 0;       // largest configured size served clean fresh (0: none)
   int64_t configured_tokens = 0;  // largest configured size
   std::optional<int64_t> runtime_ctx_tokens;
-  std::string runtime_ctx_source;  // "/props n_ctx", "/slots n_ctx", "/tokenize max_model_len", "error n_ctx", "error text"
+  std::string
+      runtime_ctx_source;  // "/props n_ctx", "/slots n_ctx", "/tokenize max_model_len", "error n_ctx", "error text"
 };
 
 struct StageRow {
@@ -283,12 +303,12 @@ std::string metric_result_names();
 
 // Per-metric evidence inside a verdict (docs/DESIGN.md §3.8).
 struct MetricEvidence {
-  std::string metric;       // e.g. "ttft_ms/long_context/32768/fresh"
-  int64_t n = 0;            // candidate sample size
+  std::string metric;  // e.g. "ttft_ms/long_context/32768/fresh"
+  int64_t n = 0;       // candidate sample size
   int64_t n_baseline = 0;
-  double estimate = 0;      // candidate statistic (median, ratio, slope, ...)
+  double estimate = 0;  // candidate statistic (median, ratio, slope, ...)
   double baseline = 0;
-  double lo = 0, hi = 0;    // interval for the estimate or effect
+  double lo = 0, hi = 0;  // interval for the estimate or effect
   double threshold = 0;
   double p_value = 1;
   MetricResult result = MetricResult::Insufficient;
@@ -307,18 +327,18 @@ struct VerdictRow {
   std::optional<int64_t> stage_id;
   int64_t wall_ms = 0;
   VerdictState state = VerdictState::Running;
-  std::string stage;            // stage kind name the verdict concerns
+  std::string stage;  // stage kind name the verdict concerns
   std::string reason;
   std::string judge_version;
   std::string config_hash;
   int64_t evidence_first_id = 0;  // probe_results id range judged
   int64_t evidence_last_id = 0;
   std::optional<int64_t> baseline_id;
-  std::string baseline_mode;    // "interleaved" | "history" | "none"
+  std::string baseline_mode;  // "interleaved" | "history" | "none"
   std::vector<MetricEvidence> metrics;
   std::string judge_input_json;  // what the judge was given besides rows (rules, window, coverage): for recompute
   bool is_override = false;
-  std::string who, why;         // for overrides
+  std::string who, why;  // for overrides
 };
 
 enum class ControlAction { Start, Abort, Promote };
@@ -345,30 +365,30 @@ std::string launch_state_names();
 struct RuntimeLaunch {
   int64_t id = 0;
   int64_t host_id = 0;
-  std::string name;                      // candidate config name
-  std::optional<int64_t> candidate_id;   // the build it served, once read
+  std::string name;                     // candidate config name
+  std::optional<int64_t> candidate_id;  // the build it served, once read
   int pid = 0;
-  std::optional<int64_t> start_time;     // the process's start time as the sampler reads it
-  std::string executable;                // resolved path (symlinks followed)
+  std::optional<int64_t> start_time;  // the process's start time as the sampler reads it
+  std::string executable;             // resolved path (symlinks followed)
   int64_t exe_size = 0;
   int64_t exe_mtime_ms = 0;
-  std::string exe_hash;                  // content hash of the executable
-  std::string argv_json;                 // argv, secrets as {"from_env": NAME}
+  std::string exe_hash;   // content hash of the executable
+  std::string argv_json;  // argv, secrets as {"from_env": NAME}
   int64_t started_ms = 0;
-  std::optional<int64_t> ready_ms;       // health answered ready
+  std::optional<int64_t> ready_ms;  // health answered ready
   LaunchState state = LaunchState::Running;
   std::optional<int64_t> ended_ms;
-  std::optional<int> exit_status;        // exited on its own with this status
-  std::optional<int> term_signal;        // ... or by this signal
-  std::string log_tail;                  // last lines of its log when it ended
-  std::string detail;                    // why it was stopped, how it was found, ...
+  std::optional<int> exit_status;  // exited on its own with this status
+  std::optional<int> term_signal;  // ... or by this signal
+  std::string log_tail;            // last lines of its log when it ended
+  std::string detail;              // why it was stopped, how it was found, ...
 };
 
 // A request from soakctl to the daemon, passed through the store (no socket).
 struct ControlRequest {
   int64_t id = 0;
   int64_t wall_ms = 0;
-  std::string candidate;        // config name
+  std::string candidate;  // config name
   std::optional<int64_t> candidate_id;
   ControlAction action = ControlAction::Start;
   bool is_override = false;

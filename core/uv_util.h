@@ -51,7 +51,8 @@ class Timer {
   // Fires `cb` after `timeout_ms`, then every `repeat_ms` (0 = once).
   void start(uint64_t timeout_ms, uint64_t repeat_ms, std::function<void()> cb) {
     cb_ = std::move(cb);
-    uv_timer_start(t_.get(), [](uv_timer_t* h) { static_cast<Timer*>(h->data)->cb_(); }, timeout_ms, repeat_ms);
+    uv_timer_start(
+        t_.get(), [](uv_timer_t* h) { static_cast<Timer*>(h->data)->cb_(); }, timeout_ms, repeat_ms);
   }
   void stop() { uv_timer_stop(t_.get()); }
   void close() { t_.close(); }

@@ -66,8 +66,8 @@ Status Daemon::start() {
   install(sighup_, SIGHUP);
   install(sigusr1_, SIGUSR1);
 
-  d_.log->info("soakd {} started: pid {}, {} candidate(s), store {}", opts_.version, ::getpid(), cfg_->candidates.size(),
-             cfg_->store_path);
+  d_.log->info("soakd {} started: pid {}, {} candidate(s), store {}", opts_.version, ::getpid(),
+               cfg_->candidates.size(), cfg_->store_path);
   for (auto& s : services_) s->start();
   check_settled();
   return {};
@@ -166,8 +166,7 @@ void Daemon::finish() {
   d["reason"] = stop_reason_;
   d["clean"] = services_pending_stop_ == 0;
   write_event(EventKind::DaemonStop, d.dump());
-  if (!d_.outbox.flush())
-    d_.log->error("{}: these rows are lost with this stop", d_.outbox.describe());
+  if (!d_.outbox.flush()) d_.log->error("{}: these rows are lost with this stop", d_.outbox.describe());
   d_.log->info("stopped ({})", stop_reason_);
   if (stop_deadline_) stop_deadline_->stop();
   sigterm_.close();

@@ -20,8 +20,8 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "core/uv_util.h"
 #include "core/service.h"
+#include "core/uv_util.h"
 #include "daemon/wiring.h"
 #include "storage/store.h"
 
@@ -33,7 +33,7 @@ inline constexpr int kStoreUnwritableExit = 75;  // EX_TEMPFAIL: try again later
 enum class ExitPolicy { RunForever, ExitWhenSettled };
 
 struct DaemonOptions {
-  std::string config_path;        // re-read on SIGHUP
+  std::string config_path;  // re-read on SIGHUP
   ExitPolicy exit_policy = ExitPolicy::RunForever;
   int64_t stop_grace_ms = kStopGraceMs;
   std::string version;

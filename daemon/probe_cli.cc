@@ -250,8 +250,8 @@ int cmd_probe(const Args& a) {
         build = b->build;
         fingerprint = b->fingerprint;
       } else {
-        std::fprintf(stderr, "soakd probe: cannot read the build (registering it as \"%s\"): %s\n", std::string(kUnknownBuild).c_str(),
-                     b.message().c_str());
+        std::fprintf(stderr, "soakd probe: cannot read the build (registering it as \"%s\"): %s\n",
+                     std::string(kUnknownBuild).c_str(), b.message().c_str());
       }
       start_probes();
     });

@@ -51,9 +51,7 @@ void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)
     // Nothing to probe; still answer on a later pass, as the contract says.
     CandidateConfig none;
     none.name = "(none)";
-    engine_.run(none, probes::RunSpec{}, nullptr, [this, done] {
-      done(TaskReport{{}, {}, {}, "no candidate given"});
-    });
+    engine_.run(none, probes::RunSpec{}, nullptr, [this, done] { done(TaskReport{{}, {}, {}, "no candidate given"}); });
     return;
   }
   const int64_t work_id = req.work_id;
@@ -80,8 +78,10 @@ void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)
         done(std::move(st->report));
         // What the task's requests and answers took goes back to the system,
         // not kept until the heap's next shrink (docs/DESIGN.md §4.10).
-        if (trim_) trim_->soon();
-        else trim_free_memory();
+        if (trim_)
+          trim_->soon();
+        else
+          trim_free_memory();
       });
 }
 

@@ -26,9 +26,9 @@
 
 #include "core/uv_util.h"
 
-#include "storage/outbox.h"
 #include "campaigns/task_runner.h"
 #include "probes/engine.h"
+#include "storage/outbox.h"
 
 namespace soak {
 

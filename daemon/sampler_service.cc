@@ -83,8 +83,10 @@ void SamplerService::tick() {
   if (scan_due) {
     last_scan_ms_ = now.wall_ms;
     auto list = sampler_.list_processes();
-    if (list) processes = std::move(*list);
-    else log_->warn("cannot list processes: {}", list.message());
+    if (list)
+      processes = std::move(*list);
+    else
+      log_->warn("cannot list processes: {}", list.message());
   }
   std::vector<int> candidate_pids;
   std::set<int64_t> seen;
@@ -92,15 +94,19 @@ void SamplerService::tick() {
     seen.insert(a.candidate_id);
     auto it = watched_.find(a.candidate_id);
     if (it == watched_.end())
-      it = watched_.emplace(a.candidate_id, Watched{std::nullopt, 0, RestartDetector(a.candidate_id, host_id_),
-                                                    DuplicateEngineDetector(a.candidate_id, host_id_, sampler_.runtimes()), false}).first;
+      it = watched_
+               .emplace(a.candidate_id,
+                        Watched{std::nullopt, 0, RestartDetector(a.candidate_id, host_id_),
+                                DuplicateEngineDetector(a.candidate_id, host_id_, sampler_.runtimes()), false})
+               .first;
     if (it->second.pid) candidate_pids.push_back(*it->second.pid);
   }
   for (const auto& a : active)
     sample_candidate(a, watched_.at(a.candidate_id), now.wall_ms, scan_due, processes ? &*processes : nullptr,
                      candidate_pids);
   // Candidates whose campaign ended are no longer watched.
-  for (auto it = watched_.begin(); it != watched_.end();) it = seen.count(it->first) ? std::next(it) : watched_.erase(it);
+  for (auto it = watched_.begin(); it != watched_.end();)
+    it = seen.count(it->first) ? std::next(it) : watched_.erase(it);
   if (!metrics_path_.empty()) write_metrics(now.wall_ms);
 }
 

@@ -24,14 +24,14 @@
 #include <memory>
 #include <optional>
 
+#include "campaigns/campaigns.h"
 #include "core/clock.h"
 #include "core/uv_util.h"
-#include "campaigns/campaigns.h"
 #include "daemon/daemon.h"
 #include "detectors/gap_detector.h"
-#include "platform/keep_awake.h"
 #include "detectors/memory_guard.h"
 #include "detectors/process_watch.h"
+#include "platform/keep_awake.h"
 #include "platform/sampler.h"
 #include "reports/textfile.h"
 

@@ -14,26 +14,26 @@
 #include <iostream>
 #include <thread>
 
+#include "campaigns/service.h"
 #include "core/args.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "campaigns/service.h"
+#include "core/version.h"
 #include "daemon/daemon.h"
+#include "daemon/probe_cli.h"
+#include "daemon/probe_task_runner.h"
+#include "daemon/sampler_service.h"
+#include "daemon/wiring.h"
 #include "managed/launch_check.h"
 #include "managed/supervisor.h"
 #include "platform/allocator.h"
 #include "platform/keep_awake.h"
 #include "platform/sample_report.h"
 #include "platform/sampler.h"
-#include "daemon/probe_task_runner.h"
-#include "daemon/sampler_service.h"
-#include "daemon/probe_cli.h"
-#include "core/version.h"
-#include "daemon/wiring.h"
 #include "storage/lock.h"
-#include "storage/write_fault.h"
 #include "storage/sqlite_store.h"
+#include "storage/write_fault.h"
 
 namespace soak {
 
@@ -205,22 +205,23 @@ int cmd_run(const Args& a) {
     ProbeTaskRunner runner((*wiring)->engine(), deps.outbox, &trim);
     Daemon d(snapshot, opts, deps);
     // Managed runtimes first: stopped last, after the probes against them were cancelled.
-    auto runtimes = std::make_unique<RuntimeSupervisor>(snapshot, deps, *sampler,
-                                                        engine_ready_check((*wiring)->engine()));
+    auto runtimes =
+        std::make_unique<RuntimeSupervisor>(snapshot, deps, *sampler, engine_ready_check((*wiring)->engine()));
     RuntimeSupervisor& control = *runtimes;
     d.add_service(std::move(runtimes));
-    auto campaigns = std::make_unique<CampaignService>(snapshot, deps, runner, [&d] { d.check_settled(); }, &control);
+    auto campaigns = std::make_unique<CampaignService>(
+        snapshot, deps, runner, [&d] { d.check_settled(); }, &control);
     const Campaigns& view = campaigns->campaigns();
     d.add_service(std::move(campaigns));
-    d.add_service(std::make_unique<SamplerService>(snapshot, deps, *sampler, [&view] { return view.active(); },
-                                                   make_system_power_assertion(deps.log)));
+    d.add_service(std::make_unique<SamplerService>(
+        snapshot, deps, *sampler, [&view] { return view.active(); }, make_system_power_assertion(deps.log)));
     if (auto st = d.start(); !st) {
       (*log)->error("{}", st.message());
       return kExitFailure;
     }
     code = d.run();
     (*wiring)->end_transfers();
-  }  // the daemon and the runner go here
+  }                    // the daemon and the runner go here
   (*wiring)->close();  // then the engine and the client, and the loop
   return code;
 }

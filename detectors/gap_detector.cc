@@ -14,8 +14,7 @@ constexpr int64_t kNsPerMs = 1'000'000;
 GapDetector::GapDetector(int64_t interval_ms, std::optional<int64_t> host_id)
     : interval_ms_(interval_ms > 0 ? interval_ms : 1), host_id_(host_id) {}
 
-Event GapDetector::gap_event(const char* cause, int64_t from_ms, int64_t to_ms, int64_t length_ms,
-                             int64_t slept_ms) {
+Event GapDetector::gap_event(const char* cause, int64_t from_ms, int64_t to_ms, int64_t length_ms, int64_t slept_ms) {
   // Slots that should have had a sample strictly between the two samples.
   int64_t missed = length_ms / interval_ms_ - 1;
   if (missed < 1) missed = 1;
@@ -68,7 +67,8 @@ std::vector<Event> GapDetector::tick(const Instant& now) {
     e.wall_ms = now.wall_ms;
     e.host_id = host_id_;
     e.kind = EventKind::ClockStep;
-    e.detail_json = nlohmann::json{{"step_ms", step_ms}, {"wall_elapsed_ms", wall_ms}, {"elapsed_ms", elapsed_ms}}.dump();
+    e.detail_json =
+        nlohmann::json{{"step_ms", step_ms}, {"wall_elapsed_ms", wall_ms}, {"elapsed_ms", elapsed_ms}}.dump();
     out.push_back(std::move(e));
   }
   return out;

@@ -76,16 +76,19 @@ std::vector<Event> MemoryGuard::observe(const HostSample& s) {
     bool& active = active_[static_cast<size_t>(rule)];
     bool now = g && g->amount > threshold;
     if (now && !active) {
-      nlohmann::json d{{"growth", g->amount},   {"threshold", threshold}, {"unit", unit},
-                       {"window_ms", rules_.window_ms}, {"since_ms", g->since_ms}};
+      nlohmann::json d{{"growth", g->amount},
+                       {"threshold", threshold},
+                       {"unit", unit},
+                       {"window_ms", rules_.window_ms},
+                       {"since_ms", g->since_ms}};
       out.push_back(trip_event(s, rule, std::move(d), s.wall_ms - g->since_ms));
     }
     active = now;
   };
-  check(GuardRule::SwapGrowth, growth(window_, [](const Point& p) { return p.swap_used; }),
-        rules_.swap_growth_bytes, "bytes");
-  check(GuardRule::SwapoutsGrowth, growth(window_, [](const Point& p) { return p.swapouts; }),
-        rules_.swapouts_growth, "pages");
+  check(GuardRule::SwapGrowth, growth(window_, [](const Point& p) { return p.swap_used; }), rules_.swap_growth_bytes,
+        "bytes");
+  check(GuardRule::SwapoutsGrowth, growth(window_, [](const Point& p) { return p.swapouts; }), rules_.swapouts_growth,
+        "pages");
 
   bool& critical = active_[static_cast<size_t>(GuardRule::PressureCritical)];
   bool now_critical = rules_.pressure_critical_trips && s.pressure_level == darwin::kPressureCritical;

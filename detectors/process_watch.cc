@@ -8,8 +8,8 @@ namespace {
 // Detail rows stay small; long argv tails (paths, prompts) add nothing to "which engine is this".
 constexpr size_t kEventCommandChars = 300;
 
-Event make_event(std::optional<int64_t> candidate_id, std::optional<int64_t> host_id, int64_t wall_ms,
-                 EventKind kind, const nlohmann::json& detail) {
+Event make_event(std::optional<int64_t> candidate_id, std::optional<int64_t> host_id, int64_t wall_ms, EventKind kind,
+                 const nlohmann::json& detail) {
   Event e;
   e.wall_ms = wall_ms;
   e.candidate_id = candidate_id;
@@ -56,7 +56,8 @@ std::vector<Event> DuplicateEngineDetector::observe(const std::vector<ProcessInf
   for (const auto& e : current_) {
     present.insert(e.process.pid);
     if (reported_.count(e.process.pid)) continue;
-    nlohmann::json d{{"pid", e.process.pid}, {"runtime", std::string(to_string(e.kind))},
+    nlohmann::json d{{"pid", e.process.pid},
+                     {"runtime", std::string(to_string(e.kind))},
                      {"command", display_command(e.process, kEventCommandChars)}};
     if (candidate_pid) d["candidate_pid"] = *candidate_pid;
     out.push_back(make_event(candidate_id_, host_id_, wall_ms, EventKind::DuplicateEngine, d));

@@ -108,22 +108,23 @@ class PoolJudge {
     } else {
       verdict = "no significant change";
     }
-    if (result != MetricResult::Pass && pm.figure != Figure::Ttft && !acceptance_.empty()) verdict += " despite " + acceptance_;
+    if (result != MetricResult::Pass && pm.figure != Figure::Ttft && !acceptance_.empty())
+      verdict += " despite " + acceptance_;
 
-    std::string reason = format("median %s vs %s baseline, shift %s [%s, %s], %s (%s), %s; source %s",
-                                num(cm).c_str(), num(bm).c_str(), pct(mw.shift / scale).c_str(),
-                                pct(mw.shift_lo / scale).c_str(), pct(mw.shift_hi / scale).c_str(),
-                                pval(mw.p_value).c_str(), mw.exact ? "exact" : "normal", sizes(n_c, n_b).c_str(),
-                                std::string(source).c_str());
+    std::string reason = format("median %s vs %s baseline, shift %s [%s, %s], %s (%s), %s; source %s", num(cm).c_str(),
+                                num(bm).c_str(), pct(mw.shift / scale).c_str(), pct(mw.shift_lo / scale).c_str(),
+                                pct(mw.shift_hi / scale).c_str(), pval(mw.p_value).c_str(),
+                                mw.exact ? "exact" : "normal", sizes(n_c, n_b).c_str(), std::string(source).c_str());
     auto m = metric(name(pm.name), result, verdict + ": " + reason);
     m.n = n_c;
     m.n_baseline = n_b;
     set_numbers(m, cm, bm, mw.shift_lo / scale, mw.shift_hi / scale, rules.effect_floor, mw.p_value);
     // The verdict's reason gets the short form; the metric row keeps it all.
-    std::string brief = format("%s %s %s vs baseline (median %s vs %s)", std::string(pm.name).c_str(),
-                               short_workload().c_str(), pct(mw.shift / scale).c_str(), num(cm).c_str(),
-                               num(bm).c_str());
-    if (result != MetricResult::Pass && pm.figure != Figure::Ttft && !acceptance_.empty()) brief += " despite " + acceptance_;
+    std::string brief =
+        format("%s %s %s vs baseline (median %s vs %s)", std::string(pm.name).c_str(), short_workload().c_str(),
+               pct(mw.shift / scale).c_str(), num(cm).c_str(), num(bm).c_str());
+    if (result != MetricResult::Pass && pm.figure != Figure::Ttft && !acceptance_.empty())
+      brief += " despite " + acceptance_;
     if (result == MetricResult::Fail) j_.find(Severity::Failure, brief);
     if (result == MetricResult::Marginal) j_.find(Severity::Hold, "marginal: " + brief);
     j_.add(std::move(m));
@@ -157,24 +158,27 @@ class PoolJudge {
       return;
     }
     auto beyond = [&](const std::vector<double>& s) {
-      return static_cast<int64_t>(std::count_if(s.begin(), s.end(), [&](double x) { return high_bad ? x > bq : x < bq; }));
+      return static_cast<int64_t>(
+          std::count_if(s.begin(), s.end(), [&](double x) { return high_bad ? x > bq : x < bq; }));
     };
     const int64_t k_c = beyond(v.cand), k_b = beyond(v.base);
     const double p = stats::fisher_exact(k_c, n_c - k_c, k_b, n_b - k_b, stats::Alternative::Greater);
     const double worse = (high_bad ? 1.0 : -1.0) * stats::relative_change(cq, bq);
     const auto ci = stats::wilson_interval(k_c, n_c, c_.confidence());
     const bool regression = bq != 0 && worse > rules.tail_tolerance && p < rules.alpha;
-    std::string reason = format("%s vs %s baseline (%s worse, tolerance %s); beyond the baseline's quantile: %lld of "
-                                "%lld candidate vs %lld of %lld baseline, %s",
-                                num(cq).c_str(), num(bq).c_str(), pct(worse).c_str(), pct(rules.tail_tolerance).c_str(),
-                                static_cast<long long>(k_c), static_cast<long long>(n_c), static_cast<long long>(k_b),
-                                static_cast<long long>(n_b), pval(p).c_str());
+    std::string reason = format(
+        "%s vs %s baseline (%s worse, tolerance %s); beyond the baseline's quantile: %lld of "
+        "%lld candidate vs %lld of %lld baseline, %s",
+        num(cq).c_str(), num(bq).c_str(), pct(worse).c_str(), pct(rules.tail_tolerance).c_str(),
+        static_cast<long long>(k_c), static_cast<long long>(n_c), static_cast<long long>(k_b),
+        static_cast<long long>(n_b), pval(p).c_str());
     m.result = (regression ? MetricResult::Marginal : MetricResult::Pass);
     m.reason = (regression ? "tail regression: " : "") + reason;
     set_numbers(m, cq, bq, ci.lo, ci.hi, rules.tail_tolerance, p);
     if (regression)
-      j_.find(Severity::Hold, format("tail: %s %s %s worse than baseline (%s vs %s)", m.metric.substr(0, m.metric.find('/')).c_str(),
-                                     short_workload().c_str(), pct(worse).c_str(), num(cq).c_str(), num(bq).c_str()));
+      j_.find(Severity::Hold,
+              format("tail: %s %s %s worse than baseline (%s vs %s)", m.metric.substr(0, m.metric.find('/')).c_str(),
+                     short_workload().c_str(), pct(worse).c_str(), num(cq).c_str(), num(bq).c_str()));
     j_.add(std::move(m));
   }
 
@@ -275,8 +279,9 @@ void judge_compare(const Context& c, Judgement& j) {
     // The first build of its kind: nothing was ever promoted to compare with.
     // The canary stands on the absolute rules (hard failures, memory guard,
     // coverage) and says so; every later build is compared with this one.
-    j.add(metric("baseline", MetricResult::Pass, "no baseline exists yet (first build of this candidate): judged on the "
-                                          "absolute rules only"));
+    j.add(metric("baseline", MetricResult::Pass,
+                 "no baseline exists yet (first build of this candidate): judged on the "
+                 "absolute rules only"));
     return;
   }
   if (c.in.recipe.baseline_mode == BaselineMode::None) {
@@ -284,8 +289,8 @@ void judge_compare(const Context& c, Judgement& j) {
     return;
   }
   if (c.base.empty()) {
-    j.find(Severity::Inconclusive,
-           format("no baseline data (%s baseline had no rows)", std::string(to_string(c.in.recipe.baseline_mode)).c_str()));
+    j.find(Severity::Inconclusive, format("no baseline data (%s baseline had no rows)",
+                                          std::string(to_string(c.in.recipe.baseline_mode)).c_str()));
     return;
   }
   const Pools cand = pool_rows(c.cand), base = pool_rows(c.base);

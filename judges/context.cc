@@ -132,14 +132,16 @@ void judge_capacity(const Context& c, Judgement& j) {
     ++g.n;
     if (is_clean(*r)) ++g.clean;
     if (!counts_against(*r)) continue;
-    if (beyond_reach(*r, stage_ctx)) g.out_of_reach = true;
-    else if (!g.failed) g.failed = r;
+    if (beyond_reach(*r, stage_ctx))
+      g.out_of_reach = true;
+    else if (!g.failed)
+      g.failed = r;
   }
   for (const auto& [key, g] : groups) {
     const std::string label = size_label(key.first) + " x " + std::to_string(key.second);
-    auto m = metric(format("capacity/%lldx%d", static_cast<long long>(key.first), key.second), MetricResult::Pass,
-                    format("%lld of %lld concurrent prompts clean", static_cast<long long>(g.clean),
-                           static_cast<long long>(g.n)));
+    auto m = metric(
+        format("capacity/%lldx%d", static_cast<long long>(key.first), key.second), MetricResult::Pass,
+        format("%lld of %lld concurrent prompts clean", static_cast<long long>(g.clean), static_cast<long long>(g.n)));
     m.n = g.n;
     set_numbers(m, static_cast<double>(g.clean), 0, 0, 0, static_cast<double>(g.n), 1);
     if (g.failed) {
@@ -175,13 +177,15 @@ void judge_long_context(const Context& c, Judgement& j) {
       (is_fresh ? fresh : repeat) += 1;
       if (is_clean(*r)) (is_fresh ? fresh_clean : repeat_clean) += 1;
       if (!counts_against(*r)) continue;
-      if (beyond_reach(*r, reach.runtime_ctx_tokens)) out_of_reach = true;
-      else if (!failed) failed = r;
+      if (beyond_reach(*r, reach.runtime_ctx_tokens))
+        out_of_reach = true;
+      else if (!failed)
+        failed = r;
     }
     const std::string name = "long_context/" + std::to_string(size);
-    const std::string counts = format("fresh %lld of %lld clean, repeat %lld of %lld clean",
-                                      static_cast<long long>(fresh_clean), static_cast<long long>(fresh),
-                                      static_cast<long long>(repeat_clean), static_cast<long long>(repeat));
+    const std::string counts =
+        format("fresh %lld of %lld clean, repeat %lld of %lld clean", static_cast<long long>(fresh_clean),
+               static_cast<long long>(fresh), static_cast<long long>(repeat_clean), static_cast<long long>(repeat));
     auto m = metric(name, MetricResult::Pass, counts);
     m.n = fresh + repeat;
     set_numbers(m, static_cast<double>(fresh_clean + repeat_clean), 0, 0, 0, static_cast<double>(fresh + repeat), 1);
@@ -204,14 +208,14 @@ void judge_long_context(const Context& c, Judgement& j) {
     j.add(std::move(m));
   }
 
-  const std::string text = "context reach " + size_label(reach.reach_tokens) + ", configured " +
-                           size_label(reach.configured_tokens);
-  auto m = metric("context_reach", reach.reach_tokens >= reach.configured_tokens ? MetricResult::Pass
-                                                                                  : MetricResult::Marginal,
+  const std::string text =
+      "context reach " + size_label(reach.reach_tokens) + ", configured " + size_label(reach.configured_tokens);
+  auto m = metric("context_reach",
+                  reach.reach_tokens >= reach.configured_tokens ? MetricResult::Pass : MetricResult::Marginal,
                   text + " (" + runtime_ctx_text(reach) + ")");
   m.n = static_cast<int64_t>(sizes.size());
-  set_numbers(m, static_cast<double>(reach.reach_tokens), static_cast<double>(reach.runtime_ctx_tokens.value_or(0)),
-              0, 0, static_cast<double>(reach.configured_tokens), 1);
+  set_numbers(m, static_cast<double>(reach.reach_tokens), static_cast<double>(reach.runtime_ctx_tokens.value_or(0)), 0,
+              0, static_cast<double>(reach.configured_tokens), 1);
   j.add(std::move(m));
   if (!beyond.empty()) {
     std::string sizes_text;

@@ -72,7 +72,9 @@ bool asks_structured_output(ProbeKind k) {
   return k == ProbeKind::StrictJson || k == ProbeKind::ToolCall || k == ProbeKind::Agent;
 }
 
-bool in_class(const RowClass& c, Outcome o) { return std::find(c.outcomes.begin(), c.outcomes.end(), o) != c.outcomes.end(); }
+bool in_class(const RowClass& c, Outcome o) {
+  return std::find(c.outcomes.begin(), c.outcomes.end(), o) != c.outcomes.end();
+}
 
 std::string hard_name(std::string_view cls) { return "hard/" + std::string(cls); }
 
@@ -91,9 +93,8 @@ void row_class(const Context& c, const RowClass& cls, Judgement& j) {
     j.add(std::move(m));
     return;
   }
-  std::string reason = format("%lld row(s) (%s), first %s at probe %s", static_cast<long long>(n),
-                              id_list(ids).c_str(), std::string(to_string(first->outcome)).c_str(),
-                              first->workload_id.c_str()) +
+  std::string reason = format("%lld row(s) (%s), first %s at probe %s", static_cast<long long>(n), id_list(ids).c_str(),
+                              std::string(to_string(first->outcome)).c_str(), first->workload_id.c_str()) +
                        quoted(first->detail);
   const bool held = cls.severity == Severity::Hold;
   auto m = metric(hard_name(cls.name), held ? MetricResult::Marginal : MetricResult::Fail, reason);
@@ -121,9 +122,9 @@ void ratio_class(const Context& c, const RowClass& cls, Judgement& j) {
   const double ratio = attempts ? static_cast<double>(bad) / static_cast<double>(attempts) : 0.0;
   const double tolerance = c.in.recipe.judge.max_invalid_ratio;
   const bool fail = bad > 0 && ratio > tolerance;
-  std::string reason = format("%lld of %lld structured-output rows (%.1f%%), tolerance %.1f%%",
-                              static_cast<long long>(bad), static_cast<long long>(attempts), ratio * 100,
-                              tolerance * 100);
+  std::string reason =
+      format("%lld of %lld structured-output rows (%.1f%%), tolerance %.1f%%", static_cast<long long>(bad),
+             static_cast<long long>(attempts), ratio * 100, tolerance * 100);
   if (first) reason += "; rows " + id_list(ids) + quoted(first->detail);
   auto m = metric(hard_name(cls.name), fail ? MetricResult::Fail : MetricResult::Pass, reason);
   m.n = attempts;
@@ -173,8 +174,8 @@ std::vector<int64_t> sampled_restarts(const Context& c) {
   std::map<std::string, std::map<Identity, Life>> by_name;
   for (const auto& s : c.in.process_samples) {
     if (!s.candidate_id || *s.candidate_id != c.in.recipe.candidate_id || s.pid <= 0) continue;
-    auto [it, fresh] = by_name[s.name].try_emplace(Identity{s.pid, s.start_time.value_or(-1)},
-                                                   Life{s.wall_ms, s.id, s.wall_ms});
+    auto [it, fresh] =
+        by_name[s.name].try_emplace(Identity{s.pid, s.start_time.value_or(-1)}, Life{s.wall_ms, s.id, s.wall_ms});
     Life& life = it->second;
     if (fresh) continue;
     if (s.wall_ms < life.first_ms || (s.wall_ms == life.first_ms && s.id < life.first_id))
@@ -201,8 +202,8 @@ void restarts(const Context& c, Judgement& j) {
   const auto n = static_cast<int64_t>(event_ids.size() + sampled.size());
   std::string reason;
   if (n == 0) {
-    reason = format("no restart event, no pid or start-time change in %zu process samples",
-                    c.in.process_samples.size());
+    reason =
+        format("no restart event, no pid or start-time change in %zu process samples", c.in.process_samples.size());
   } else {
     std::vector<std::string> parts;
     if (!events.empty())

@@ -46,9 +46,9 @@ struct Context {
 // printf-style formatting into a std::string (the "C" numeric locale: soakd
 // never changes it).
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string pct(double fraction);          // "+12.3%"
-std::string num(double v);                 // 4 significant digits
-std::string pval(double p);                // "p=0.0031"
+std::string pct(double fraction);                      // "+12.3%"
+std::string num(double v);                             // 4 significant digits
+std::string pval(double p);                            // "p=0.0031"
 std::string id_list(const std::vector<int64_t>& ids);  // "12, 15, 19 and 4 more"
 
 // Metric row with the numeric fields sanitised: NaN/inf never reach storage
@@ -115,8 +115,8 @@ struct PerfMetric {
   Figure figure;
   std::string_view name;
   Better better;
-  bool fresh_only;       // prompt throughput means nothing on a cache hit
-  bool rate;             // a rate: timing-artifact rows are excluded
+  bool fresh_only;  // prompt throughput means nothing on a cache hit
+  bool rate;        // a rate: timing-artifact rows are excluded
 };
 inline constexpr PerfMetric kTtft{Figure::Ttft, "ttft_ms", Better::Lower, false, false};
 inline constexpr PerfMetric kPromptTps{Figure::PromptTps, "prompt_tps", Better::Higher, true, true};
@@ -130,7 +130,7 @@ inline constexpr const PerfMetric* kPerfMetrics[] = {&kTtft, &kPromptTps, &kDeco
 // differently. `source` says which was used.
 struct Extracted {
   std::vector<std::vector<double>> values;  // one per input set
-  std::string_view source;                   // "client" | "server"
+  std::string_view source;                  // "client" | "server"
 };
 Extracted extract(const PerfMetric& m, const std::vector<const std::vector<const ProbeResult*>*>& sets);
 
@@ -148,10 +148,10 @@ std::vector<TrendPoint> footprint_series(const JudgeInput& in, std::string_view&
 void block_medians(const std::vector<TrendPoint>& s, std::vector<double>& x, std::vector<double>& y);
 
 // ---- the judges' parts (one translation unit each) ------------------------------
-void judge_hard(const Context& c, Judgement& j);       // judges/hard.cc
-void judge_runtime(const Context& c, Judgement& j);    // judges/managed.cc (called by judge_hard)
-void judge_compare(const Context& c, Judgement& j);    // judges/compare.cc
-void judge_trends(const Context& c, Judgement& j);     // judges/trends.cc
+void judge_hard(const Context& c, Judgement& j);          // judges/hard.cc
+void judge_runtime(const Context& c, Judgement& j);       // judges/managed.cc (called by judge_hard)
+void judge_compare(const Context& c, Judgement& j);       // judges/compare.cc
+void judge_trends(const Context& c, Judgement& j);        // judges/trends.cc
 void judge_long_context(const Context& c, Judgement& j);  // judges/context.cc
 void judge_capacity(const Context& c, Judgement& j);      // judges/context.cc
 // An agent-session turn (probes/session.h): its tool calls are judged per

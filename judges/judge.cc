@@ -89,7 +89,9 @@ void stage_end(const Context& c, Judgement& j) {
   switch (c.in.recipe.end) {
     case StageEnd::Completed: return;
     case StageEnd::Stopped: j.find(Severity::Inconclusive, "the stage was stopped before its end"); return;
-    case StageEnd::TimedOut: j.find(Severity::Inconclusive, "the stage reached its deadline without completing"); return;
+    case StageEnd::TimedOut:
+      j.find(Severity::Inconclusive, "the stage reached its deadline without completing");
+      return;
   }
 }
 
@@ -97,9 +99,10 @@ void coverage(const Context& c, Judgement& j) {
   const double cov = coverage_of(c.in);
   const double min = c.in.recipe.gate.min_coverage;
   const bool enough = c.in.recipe.slots_planned > 0 && cov >= min;
-  auto m = metric("coverage", enough ? MetricResult::Pass : MetricResult::Insufficient,
-                  format("%lld of %lld planned slots ran (%.1f%%), need %.1f%%", static_cast<long long>(c.in.recipe.slots_run),
-                         static_cast<long long>(c.in.recipe.slots_planned), cov * 100, min * 100));
+  auto m = metric(
+      "coverage", enough ? MetricResult::Pass : MetricResult::Insufficient,
+      format("%lld of %lld planned slots ran (%.1f%%), need %.1f%%", static_cast<long long>(c.in.recipe.slots_run),
+             static_cast<long long>(c.in.recipe.slots_planned), cov * 100, min * 100));
   m.n = c.in.recipe.slots_run;
   set_numbers(m, cov, 0, 0, 0, min, 1);
   if (!enough) j.find(Severity::Inconclusive, "coverage gap: " + m.reason);
@@ -114,23 +117,24 @@ void smoke(const Context& c, Judgement& j) {
   for (const ProbeResult* r : c.cand) by_kind[r->kind].push_back(r);
   for (const auto& [kind, rows] : by_kind) {
     const Counts k = count(rows);
-    const bool required = std::find(c.in.smoke_required.begin(), c.in.smoke_required.end(), kind) !=
-                          c.in.smoke_required.end();
+    const bool required =
+        std::find(c.in.smoke_required.begin(), c.in.smoke_required.end(), kind) != c.in.smoke_required.end();
     const std::string name = "smoke/" + std::string(to_string(kind));
     auto m = metric(name, MetricResult::Pass, "");
     m.n = k.attempts;
     set_numbers(m, static_cast<double>(k.clean), 0, 0, 0, static_cast<double>(k.attempts), 1);
     if (k.failures > 0) {
-      const auto first = std::find_if(rows.begin(), rows.end(), [](const ProbeResult* r) { return counts_against(*r); });
+      const auto first =
+          std::find_if(rows.begin(), rows.end(), [](const ProbeResult* r) { return counts_against(*r); });
       m.result = MetricResult::Fail;
       m.reason = format("%lld of %lld not clean, first %s (row %lld)", static_cast<long long>(k.failures),
                         static_cast<long long>(k.attempts), std::string(to_string((*first)->outcome)).c_str(),
                         static_cast<long long>((*first)->id));
       if (!(*first)->detail.empty()) m.reason += ": " + (*first)->detail;
       j.find(Severity::Failure, name + ": " + m.reason);
-    } else if (const auto unproven = std::count_if(rows.begin(), rows.end(), [](const ProbeResult* r) {
-                 return r->outcome == Outcome::IdentityUnproven;
-               });
+    } else if (const auto unproven =
+                   std::count_if(rows.begin(), rows.end(),
+                                 [](const ProbeResult* r) { return r->outcome == Outcome::IdentityUnproven; });
                unproven > 0) {
       // Ran, and nothing proves which weights serve: a hold (judges/hard.cc).
       m.result = MetricResult::Marginal;
@@ -170,10 +174,11 @@ void ratio_metric(const Context& c, Judgement& j, const Counts& k, const std::st
     m.reason = format("%lld of %lld completions failed (%.2f%%), must stay under %.2f%%",
                       static_cast<long long>(k.failures), static_cast<long long>(k.attempts), ratio * 100, max * 100);
   else
-    m.reason = format("%lld of %lld functional, long-context, burst and capacity completions failed (%.2f%%, %.0f%% "
-                      "interval %.2f%%..%.2f%%); fails when the lower bound is above %.2f%%",
-                      static_cast<long long>(k.failures), static_cast<long long>(k.attempts), ratio * 100,
-                      c.confidence() * 100, ci.lo * 100, ci.hi * 100, max * 100);
+    m.reason = format(
+        "%lld of %lld functional, long-context, burst and capacity completions failed (%.2f%%, %.0f%% "
+        "interval %.2f%%..%.2f%%); fails when the lower bound is above %.2f%%",
+        static_cast<long long>(k.failures), static_cast<long long>(k.attempts), ratio * 100, c.confidence() * 100,
+        ci.lo * 100, ci.hi * 100, max * 100);
   set_numbers(m, ratio, 0, ci.lo, ci.hi, max, 1);
   if (fail) j.find(Severity::Failure, "failure ratio: " + m.reason);
   j.add(std::move(m));
@@ -298,9 +303,10 @@ void solo(const Context& c, Judgement& j) {
                       named.c_str(), id_list(ids).c_str());
   } else if (!dups.empty()) {
     d.result = MetricResult::Insufficient;
-    d.reason = format("another inference engine was resident during the stage (%s; events %s): not a SOLO run; "
-                      "set allow_coexisting: true on the candidate to judge it beside others",
-                      named.c_str(), id_list(ids).c_str());
+    d.reason = format(
+        "another inference engine was resident during the stage (%s; events %s): not a SOLO run; "
+        "set allow_coexisting: true on the candidate to judge it beside others",
+        named.c_str(), id_list(ids).c_str());
     j.find(Severity::Inconclusive, "solo: " + d.reason);
   }
   j.add(std::move(d));
@@ -317,8 +323,8 @@ void reports(const Context& c, Judgement& j) {
   std::string by_class;
   for (const auto& [o, n] : harness) {
     total += n;
-    by_class += format("%s%s %lld", by_class.empty() ? "" : ", ", std::string(to_string(o)).c_str(),
-                       static_cast<long long>(n));
+    by_class +=
+        format("%s%s %lld", by_class.empty() ? "" : ", ", std::string(to_string(o)).c_str(), static_cast<long long>(n));
   }
   auto h = metric("harness_errors", MetricResult::Pass,
                   total ? "not counted against the candidate: " + by_class : std::string("none"));

@@ -63,8 +63,8 @@
 #include <vector>
 
 #include "core/config.h"
-#include "core/types.h"
 #include "core/tasks.h"
+#include "core/types.h"
 
 namespace soak {
 
@@ -97,17 +97,17 @@ struct JudgeRecipe {
   StageKind stage = StageKind::Smoke;
   StageEnd end = StageEnd::Completed;
   int64_t candidate_id = 0;
-  int64_t host_id = 0;                 // the candidate's host (host samples, host-wide events)
+  int64_t host_id = 0;  // the candidate's host (host samples, host-wide events)
   std::optional<int64_t> stage_id;
-  int64_t now_ms = 0;                  // wall time written into the verdict
-  std::string config_hash;             // Config::candidate_hash of the effective settings
+  int64_t now_ms = 0;       // wall time written into the verdict
+  std::string config_hash;  // Config::candidate_hash of the effective settings
 
   JudgeRules judge;
   GateRules gate;
   SoakRules soak;
   GuardRules guard;
 
-  int64_t slots_planned = 0;           // coverage = slots_run / slots_planned
+  int64_t slots_planned = 0;  // coverage = slots_run / slots_planned
   int64_t slots_run = 0;
 
   BaselineMode baseline_mode = BaselineMode::None;

@@ -57,12 +57,11 @@ void memory_budget(const Context& c, Judgement& j) {
     if (*s.footprint_bytes > budget) over.push_back(s.id);
   }
   const auto n = static_cast<int64_t>(over.size());
-  std::string reason =
-      n ? format("%lld of %lld samples above the budget %s (samples %s), peak %s at sample %lld", static_cast<long long>(n),
-                 static_cast<long long>(seen), format_bytes(budget).c_str(), id_list(over).c_str(),
-                 format_bytes(peak).c_str(), static_cast<long long>(peak_id))
-        : format("peak %s in %lld samples, budget %s", format_bytes(peak).c_str(), static_cast<long long>(seen),
-                 format_bytes(budget).c_str());
+  std::string reason = n ? format("%lld of %lld samples above the budget %s (samples %s), peak %s at sample %lld",
+                                  static_cast<long long>(n), static_cast<long long>(seen), format_bytes(budget).c_str(),
+                                  id_list(over).c_str(), format_bytes(peak).c_str(), static_cast<long long>(peak_id))
+                         : format("peak %s in %lld samples, budget %s", format_bytes(peak).c_str(),
+                                  static_cast<long long>(seen), format_bytes(budget).c_str());
   auto m = metric("hard/memory_budget", n ? MetricResult::Fail : MetricResult::Pass, reason);
   m.n = seen;
   set_numbers(m, static_cast<double>(peak), 0, 0, 0, static_cast<double>(budget), 1);

@@ -35,7 +35,6 @@ std::optional<T> opt_from(const json& j, const char* key) {
   return j[key].get<T>();
 }
 
-
 }  // namespace
 
 std::string recipe_to_json(const StoredRecipe& stored) {
@@ -82,9 +81,12 @@ std::string recipe_to_json(const StoredRecipe& stored) {
   if (r.workload != WorkloadKind::Chat) j["workload"] = to_string(r.workload);
   if (r.agent != AgentSettings{}) {
     const AgentSettings& a = r.agent;
-    j["agent"] = {{"context_ceiling", a.context_ceiling_tokens}, {"band_tokens", a.band_tokens},
-                  {"thinking_share", a.thinking_share}, {"preserve_thinking", a.preserve_thinking},
-                  {"tool_every", a.tool_every}, {"min_recovery_ratio", a.min_recovery_ratio}};
+    j["agent"] = {{"context_ceiling", a.context_ceiling_tokens},
+                  {"band_tokens", a.band_tokens},
+                  {"thinking_share", a.thinking_share},
+                  {"preserve_thinking", a.preserve_thinking},
+                  {"tool_every", a.tool_every},
+                  {"min_recovery_ratio", a.min_recovery_ratio}};
   }
   j["since_ms"] = rows.since_ms;
   j["until_ms"] = rows.until_ms;

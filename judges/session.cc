@@ -133,7 +133,7 @@ void tool_bands(const Context& c, const std::vector<TurnRow>& turns, Judgement& 
     // A band is judged from min_samples tool turns on: the first turn or two
     // of a new band say little alone.
     const bool fail = b.bad > 0 && ratio > tol && b.attempts >= need;
-    const MetricResult result = fail ? MetricResult::Fail
+    const MetricResult result = fail                       ? MetricResult::Fail
                                 : b.bad > 0 && ratio > tol ? MetricResult::Insufficient
                                                            : MetricResult::Pass;
     auto m = metric("session/tool_calls/" + b.band, result,
@@ -159,9 +159,9 @@ void tool_bands(const Context& c, const std::vector<TurnRow>& turns, Judgement& 
     reason += format("%s%s %lld of %lld (%s)", i ? ", " : "", failing[i]->band.c_str(),
                      static_cast<long long>(failing[i]->bad), static_cast<long long>(failing[i]->attempts),
                      classes_text(*failing[i]).c_str());
-  reason += below ? format("; below it %lld of %lld failed", static_cast<long long>(below_bad),
-                           static_cast<long long>(below))
-                  : std::string("; no shallower band was tried");
+  reason +=
+      below ? format("; below it %lld of %lld failed", static_cast<long long>(below_bad), static_cast<long long>(below))
+            : std::string("; no shallower band was tried");
   j.find(Severity::HardFailure, reason);
 }
 
@@ -249,10 +249,10 @@ void sessions_summary(const std::vector<TurnRow>& turns, Judgement& j) {
       band = t.band;
     }
   }
-  auto m = metric("session/context", MetricResult::Pass,
-                  format("%zu session(s), %zu turns, deepest context %lld tokens (band %s); thinking on in %zu",
-                         sessions.size(), turns.size(), static_cast<long long>(deepest), band.c_str(),
-                         thinking.size()));
+  auto m =
+      metric("session/context", MetricResult::Pass,
+             format("%zu session(s), %zu turns, deepest context %lld tokens (band %s); thinking on in %zu",
+                    sessions.size(), turns.size(), static_cast<long long>(deepest), band.c_str(), thinking.size()));
   m.n = static_cast<int64_t>(turns.size());
   set_numbers(m, static_cast<double>(deepest), 0, 0, 0, 0, 1);
   j.add(std::move(m));
@@ -341,7 +341,8 @@ void judge_pooling_rps(const Context& c, Judgement& j) {
     const double change = bl > 0 ? est / bl - 1 : 0;
     set_numbers(m, est, bl, change, change, rules.effect_floor, 1);
     m.reason = format("median %s requests/s over %zu bursts", num(est).c_str(), cand.size());
-    if (static_cast<int64_t>(cand.size()) < rules.min_samples || static_cast<int64_t>(base.size()) < rules.min_samples) {
+    if (static_cast<int64_t>(cand.size()) < rules.min_samples ||
+        static_cast<int64_t>(base.size()) < rules.min_samples) {
       m.result = MetricResult::Insufficient;
       m.reason += format("; baseline %zu bursts, need %d a side", base.size(), rules.min_samples);
     } else {

@@ -35,8 +35,7 @@ double normal_quantile(double p);
 // materialising the |x||y| differences: value bisection with two-pointer
 // counting until few candidates remain, then a selection among them. x and y
 // must be sorted ascending and non-empty. O((|x|+|y|) log range) time.
-double kth_pairwise_difference(std::span<const double> x_sorted, std::span<const double> y_sorted,
-                               int64_t k);
+double kth_pairwise_difference(std::span<const double> x_sorted, std::span<const double> y_sorted, int64_t k);
 
 // ---- Mann–Whitney U -----------------------------------------------------------
 // Two-sided test of "x and y come from the same distribution" against a shift.
@@ -50,11 +49,11 @@ inline constexpr int kExactMaxN = 20;
 
 struct MannWhitney {
   int64_t n_x = 0, n_y = 0;
-  double u_x = 0;        // U statistic of x: pairs with x_i > y_j, ties counting 1/2
-  double z = 0;          // normal score (0 when the exact distribution was used)
-  double p_value = 1;    // two-sided
+  double u_x = 0;      // U statistic of x: pairs with x_i > y_j, ties counting 1/2
+  double z = 0;        // normal score (0 when the exact distribution was used)
+  double p_value = 1;  // two-sided
   bool exact = false;
-  double shift = 0;      // Hodges–Lehmann estimate of x - y
+  double shift = 0;  // Hodges–Lehmann estimate of x - y
   double shift_lo = 0, shift_hi = 0;
 };
 // Empty x or y gives p = 1 and a zero shift.

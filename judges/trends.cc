@@ -118,9 +118,9 @@ void growth_row(const Context& c, Judgement& j, const Series& s, std::string nam
   auto show = [&](double g) {
     return unit == GrowthUnit::Relative ? pct(g) : format("%s%s MB", g < 0 ? "" : "+", num(g).c_str());
   };
-  std::string reason = format("%s %s MB initially; final tenth %s (p25 %s, p75 %s), limit %s", std::string(what).c_str(),
-                              num(initial).c_str(), show(mid).c_str(), show(sustained).c_str(), show(high).c_str(),
-                              std::string(limit_text).c_str());
+  std::string reason = format("%s %s MB initially; final tenth %s (p25 %s, p75 %s), limit %s",
+                              std::string(what).c_str(), num(initial).c_str(), show(mid).c_str(),
+                              show(sustained).c_str(), show(high).c_str(), std::string(limit_text).c_str());
   if (sustained > threshold) {
     m.result = MetricResult::Fail;
     reason = "sustained growth: " + reason;
@@ -220,8 +220,8 @@ void stage_swapouts(const Context& c, Judgement& j) {
     m.result = MetricResult::Insufficient;
     m.reason = "fewer than two host samples with a swapout counter";
   } else {
-    m.reason = format("%lld swapouts since the stage start over %lld samples, limit %lld", static_cast<long long>(total),
-                      static_cast<long long>(n), static_cast<long long>(limit));
+    m.reason = format("%lld swapouts since the stage start over %lld samples, limit %lld",
+                      static_cast<long long>(total), static_cast<long long>(n), static_cast<long long>(limit));
     if (total > limit) {
       m.result = MetricResult::Fail;
       j.find(Severity::Failure, "stage_swapouts: " + m.reason);
@@ -268,9 +268,8 @@ void decode_drift(const Context& c, Judgement& j, const Quarters& q) {
     const bool fail = mw.p_value < c.in.recipe.judge.alpha && drift > rules.max_decode_drift;
     std::string reason = format("last quarter %s tok/s vs first %s, shift %s [%s, %s], %s, limit %s; source %s",
                                 num(lm).c_str(), num(fm).c_str(), pct(mw.shift / fm).c_str(),
-                                pct(mw.shift_lo / fm).c_str(), pct(mw.shift_hi / fm).c_str(),
-                                pval(mw.p_value).c_str(), pct(-rules.max_decode_drift).c_str(),
-                                std::string(ex.source).c_str());
+                                pct(mw.shift_lo / fm).c_str(), pct(mw.shift_hi / fm).c_str(), pval(mw.p_value).c_str(),
+                                pct(-rules.max_decode_drift).c_str(), std::string(ex.source).c_str());
     m.result = (fail ? MetricResult::Fail : MetricResult::Pass);
     m.reason = (fail ? "decode rate drifted down: " : "") + reason;
     set_numbers(m, lm, fm, mw.shift_lo / fm, mw.shift_hi / fm, rules.max_decode_drift, mw.p_value);
@@ -296,10 +295,11 @@ void completion_rate(const Context& c, Judgement& j, const Quarters& q) {
   const double rl = n_l ? static_cast<double>(ok_l) / static_cast<double>(n_l) : 0;
   const double rf = n_f ? static_cast<double>(ok_f) / static_cast<double>(n_f) : 0;
   const auto ci = stats::wilson_interval(ok_l, n_l, c.confidence());
-  std::string counts = format("%lld of %lld completed in the last quarter vs %lld of %lld in the first; %s completed/h "
-                              "over the stage",
-                              static_cast<long long>(ok_l), static_cast<long long>(n_l), static_cast<long long>(ok_f),
-                              static_cast<long long>(n_f), num(static_cast<double>(ok_all) / hours).c_str());
+  std::string counts = format(
+      "%lld of %lld completed in the last quarter vs %lld of %lld in the first; %s completed/h "
+      "over the stage",
+      static_cast<long long>(ok_l), static_cast<long long>(n_l), static_cast<long long>(ok_f),
+      static_cast<long long>(n_f), num(static_cast<double>(ok_all) / hours).c_str());
   const int min_n = c.in.recipe.judge.min_samples;
   if (n_f < min_n || n_l < min_n) {
     m.result = MetricResult::Insufficient;

@@ -33,12 +33,12 @@ LaunchFindings check_launches(const Config& cfg, const probes::EnvReader& env) {
   }
   // What soakd's stop may take with its runtimes: as the supervisor counts it.
   if (largest_stop > 0 && kStopGraceMs + runtime_stop_budget_ms(largest_stop) >= kLaunchdExitTimeOutMs)
-    f.warnings.push_back(cfg.source_path + ": warning: the largest launch.stop_timeout (" + format_duration(largest_stop) +
-                         ") plus " + format_duration(kAfterKillWaitMs) + " after SIGKILL plus soakd's " +
-                         format_duration(kStopGraceMs) + " graceful stop reaches launchd's ExitTimeOut (" +
-                         format_duration(kLaunchdExitTimeOutMs) +
-                         "): under launchd soakd may be killed before its runtimes stopped (the next start stops them); "
-                         "raise ExitTimeOut in the plist or lower stop_timeout");
+    f.warnings.push_back(
+        cfg.source_path + ": warning: the largest launch.stop_timeout (" + format_duration(largest_stop) + ") plus " +
+        format_duration(kAfterKillWaitMs) + " after SIGKILL plus soakd's " + format_duration(kStopGraceMs) +
+        " graceful stop reaches launchd's ExitTimeOut (" + format_duration(kLaunchdExitTimeOutMs) +
+        "): under launchd soakd may be killed before its runtimes stopped (the next start stops them); "
+        "raise ExitTimeOut in the plist or lower stop_timeout");
   return f;
 }
 

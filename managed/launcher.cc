@@ -102,8 +102,10 @@ void Launcher::on_child_exit(uv_process_t* p, int64_t exit_status, int term_sign
   std::unique_ptr<Child> c = std::move(it->second);
   self->children_.erase(it);
   ChildExit e;
-  if (term_signal != 0) e.term_signal = term_signal;
-  else e.exit_status = static_cast<int>(exit_status);
+  if (term_signal != 0)
+    e.term_signal = term_signal;
+  else
+    e.exit_status = static_cast<int>(exit_status);
   auto cb = std::move(c->on_exit);
   c.reset();  // closes the handle and the kill timer
   if (cb) cb(e);
@@ -154,7 +156,9 @@ void Launcher::foreign_tick(uint64_t id) {
   Foreign& f = *it->second;
   const int64_t elapsed = f.ticks++ * kForeignPollMs;
   if (!f.still_same()) {
-    finish_foreign(id, f.killed ? ForeignStop::Killed : f.signalled ? ForeignStop::Terminated : ForeignStop::AlreadyGone);
+    finish_foreign(id, f.killed      ? ForeignStop::Killed
+                       : f.signalled ? ForeignStop::Terminated
+                                     : ForeignStop::AlreadyGone);
     return;
   }
   if (!f.killed && elapsed >= f.timeout_ms) {

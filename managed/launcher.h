@@ -37,8 +37,8 @@
 
 namespace soak {
 
-inline constexpr int64_t kForeignPollMs = 100;         // how often a foreign process is checked while stopping it
-inline constexpr int64_t kAfterKillWaitMs = 5'000;     // how long a SIGKILLed foreign process may take to go
+inline constexpr int64_t kForeignPollMs = 100;      // how often a foreign process is checked while stopping it
+inline constexpr int64_t kAfterKillWaitMs = 5'000;  // how long a SIGKILLed foreign process may take to go
 
 // How long stopping managed runtimes may take: the largest stop_timeout, then
 // the wait after SIGKILL (0 when nothing is managed).

@@ -119,7 +119,8 @@ void RuntimeSupervisor::adopt(const RuntimeLaunch& rec, const CandidateSnapshot&
 void RuntimeSupervisor::check_adopted() {
   std::vector<std::string> gone;
   for (const auto& [name, r] : runtimes_)
-    if (r->origin == RuntimeOrigin::Adopted && r->state == State::Up && !same_process(r->record.pid, r->record.start_time))
+    if (r->origin == RuntimeOrigin::Adopted && r->state == State::Up &&
+        !same_process(r->record.pid, r->record.start_time))
       gone.push_back(name);
   for (const auto& name : gone) {
     auto it = runtimes_.find(name);

@@ -88,7 +88,8 @@ Result<ExeFingerprint> fingerprint_executable(const std::string& argv0, const st
 #else
   f.mtime_ms = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
 #endif
-  if (known && known->path == f.path && known->size == f.size && known->mtime_ms == f.mtime_ms && !known->hash.empty()) {
+  if (known && known->path == f.path && known->size == f.size && known->mtime_ms == f.mtime_ms &&
+      !known->hash.empty()) {
     f.hash = known->hash;
     return f;
   }
@@ -123,7 +124,8 @@ OrphanDecision match_orphan(const RuntimeLaunch& rec, const std::optional<LivePr
   if (live->argv.empty()) return {OrphanMatch::NotOurs, who + ": its arguments cannot be read, so it is left alone"};
   // The recorded literal arguments, in order, among the live argv.
   const auto recorded = nlohmann::json::parse(rec.argv_json, nullptr, false);
-  if (!recorded.is_array() || recorded.empty()) return {OrphanMatch::NotOurs, who + ": no recorded arguments to compare"};
+  if (!recorded.is_array() || recorded.empty())
+    return {OrphanMatch::NotOurs, who + ": no recorded arguments to compare"};
   std::vector<std::string> want;
   for (size_t i = 1; i < recorded.size(); ++i)
     if (recorded[i].is_string()) want.push_back(recorded[i].get<std::string>());

@@ -24,7 +24,8 @@ std::string read_end(const std::string& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return {};
   const std::streamoff size = in.tellg();
-  const std::streamoff from = size > static_cast<std::streamoff>(max_bytes) ? size - static_cast<std::streamoff>(max_bytes) : 0;
+  const std::streamoff from =
+      size > static_cast<std::streamoff>(max_bytes) ? size - static_cast<std::streamoff>(max_bytes) : 0;
   in.seekg(from);
   std::string out(static_cast<size_t>(size - from), '\0');
   in.read(out.data(), static_cast<std::streamsize>(out.size()));

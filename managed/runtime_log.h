@@ -24,7 +24,7 @@ namespace soak {
 
 inline constexpr int64_t kRuntimeLogCapBytes = 8LL * 1024 * 1024;
 inline constexpr int64_t kRuntimeLogCheckEveryMs = 2'000;
-inline constexpr size_t kLogTailLines = 20;      // what an exit event and a blocked reason quote
+inline constexpr size_t kLogTailLines = 20;  // what an exit event and a blocked reason quote
 inline constexpr size_t kLogTailBytes = 2'000;
 
 class RuntimeLog {

@@ -29,19 +29,19 @@ std::string joined(const std::vector<std::string>& v) {
   return out;
 }
 
-
 }  // namespace
 
 ReadyCheck engine_ready_check(probes::ProbeEngine& engine) {
   return [&engine](const CandidateConfig& c, std::function<void(bool, std::string)> done) {
     auto row = std::make_shared<std::optional<ProbeResult>>();
-    engine.run(c, probes::RunSpec{{ProbeKind::Health}, std::nullopt}, [row](ProbeResult r) { *row = std::move(r); },
-               [row, done = std::move(done)] {
-                 if (!*row) return done(false, "no answer");
-                 const ProbeResult& r = **row;
-                 if (r.outcome == Outcome::Clean) return done(true, "");
-                 done(false, std::string(to_string(r.outcome)) + (r.detail.empty() ? "" : ": " + r.detail));
-               });
+    engine.run(
+        c, probes::RunSpec{{ProbeKind::Health}, std::nullopt}, [row](ProbeResult r) { *row = std::move(r); },
+        [row, done = std::move(done)] {
+          if (!*row) return done(false, "no answer");
+          const ProbeResult& r = **row;
+          if (r.outcome == Outcome::Clean) return done(true, "");
+          done(false, std::string(to_string(r.outcome)) + (r.detail.empty() ? "" : ": " + r.detail));
+        });
   };
 }
 
@@ -73,7 +73,8 @@ void RuntimeSupervisor::later(std::function<void()> f) {
 
 void RuntimeSupervisor::save(const RuntimeLaunch& rec) {
   if (rec.id == 0) return;
-  if (auto st = d_.store.update_launch(rec); !st) d_.log->error("{}: cannot record its runtime: {}", rec.name, st.message());
+  if (auto st = d_.store.update_launch(rec); !st)
+    d_.log->error("{}: cannot record its runtime: {}", rec.name, st.message());
 }
 
 bool RuntimeSupervisor::same_process(int pid, std::optional<int64_t> start_time) {
@@ -172,8 +173,8 @@ void RuntimeSupervisor::launch(const CandidateSnapshot& c, std::function<void(Re
     auto it = runtimes_.find(name);
     if (it == runtimes_.end() || it->second->gen != gen || it->second->state != State::Starting) return;
     Runtime& r = *it->second;
-    fail_start(r, "not ready within " + format_duration(r.cfg->launch->ready_timeout_ms) + " (health: " +
-                      (r.last_health.empty() ? std::string("no answer yet") : r.last_health) + ")");
+    fail_start(r, "not ready within " + format_duration(r.cfg->launch->ready_timeout_ms) +
+                      " (health: " + (r.last_health.empty() ? std::string("no answer yet") : r.last_health) + ")");
   });
 }
 
@@ -210,8 +211,9 @@ Result<int> RuntimeSupervisor::spawn(Runtime& r, const CandidateConfig& c) {
       continue;
     }
     auto v = env_(a.from_env);
-    if (!v) return make_error("launch.argv[" + std::to_string(i) + "] comes from " + a.from_env +
-                              ", which soakd's environment does not have");
+    if (!v)
+      return make_error("launch.argv[" + std::to_string(i) + "] comes from " + a.from_env +
+                        ", which soakd's environment does not have");
     argv.push_back(*v);
   }
   for (const auto& [k, v] : s.env) {
@@ -220,7 +222,8 @@ Result<int> RuntimeSupervisor::spawn(Runtime& r, const CandidateConfig& c) {
       continue;
     }
     auto value = env_(v.from_env);
-    if (!value) return make_error("launch.env." + k + " comes from " + v.from_env + ", which soakd's environment does not have");
+    if (!value)
+      return make_error("launch.env." + k + " comes from " + v.from_env + ", which soakd's environment does not have");
     env.push_back(k + "=" + *value);
   }
   for (std::string_view n : kInheritedEnv) {
@@ -252,8 +255,10 @@ Result<int> RuntimeSupervisor::spawn(Runtime& r, const CandidateConfig& c) {
   rec.argv_json = argv_json(s);
   rec.started_ms = now;
   rec.state = LaunchState::Running;
-  if (auto id = d_.store.insert_launch(rec)) rec.id = *id;
-  else d_.log->error("{}: cannot record its launch: {}", c.name, id.message());
+  if (auto id = d_.store.insert_launch(rec))
+    rec.id = *id;
+  else
+    d_.log->error("{}: cannot record its launch: {}", c.name, id.message());
   last_fp_[c.name] = *fp;
   disk_fp_[c.name] = *fp;
   d_.log->info("{}: started pid {}: {} (output to {})", c.name, *pid, joined(display_argv(s)), r.log->path());
@@ -273,8 +278,10 @@ void RuntimeSupervisor::poll_health(const std::string& name, uint64_t gen) {
     Runtime& r = *it->second;
     r.check_in_flight = false;
     if (r.state != State::Starting) return;
-    if (ok) became_ready(r);
-    else r.last_health = std::move(detail);
+    if (ok)
+      became_ready(r);
+    else
+      r.last_health = std::move(detail);
   });
 }
 
@@ -334,8 +341,10 @@ void RuntimeSupervisor::ended(std::unique_ptr<Runtime> r, LaunchState state, con
   rec.log_tail = r->log->tail();
   rec.detail = detail;
   save(rec);
-  if (state == LaunchState::Exited) d_.log->warn("{}: runtime pid {} {}", r->name, rec.pid, e.describe());
-  else d_.log->info("{}: runtime pid {} stopped ({}): {}", r->name, rec.pid, detail, e.describe());
+  if (state == LaunchState::Exited)
+    d_.log->warn("{}: runtime pid {} {}", r->name, rec.pid, e.describe());
+  else
+    d_.log->info("{}: runtime pid {} stopped ({}): {}", r->name, rec.pid, detail, e.describe());
 }
 
 void RuntimeSupervisor::stop(const std::string& name, const std::string& why) {
@@ -403,8 +412,7 @@ std::string RuntimeSupervisor::executable_change(const CandidateConfig& c) {
   const ExeFingerprint* known = disk != disk_fp_.end() ? &disk->second : &*last;
   auto now = fingerprint_executable(c.launch->argv.front().text, path_env(*c.launch), known);
   if (!now) {
-    if (fp_errors_[c.name] != now.message())
-      d_.log->warn("{}: cannot check its executable: {}", c.name, now.message());
+    if (fp_errors_[c.name] != now.message()) d_.log->warn("{}: cannot check its executable: {}", c.name, now.message());
     fp_errors_[c.name] = now.message();
     return "";
   }
@@ -412,6 +420,5 @@ std::string RuntimeSupervisor::executable_change(const CandidateConfig& c) {
   disk_fp_[c.name] = *now;
   return describe_change(*last, *now);
 }
-
 
 }  // namespace soak

@@ -40,16 +40,16 @@
 #include <string>
 #include <vector>
 
-#include "core/uv_util.h"
-#include "core/service.h"
-#include "storage/outbox.h"
-#include "storage/store.h"
-#include "managed/launcher.h"
 #include "campaigns/runtime_control.h"
+#include "core/service.h"
+#include "core/uv_util.h"
+#include "managed/launcher.h"
 #include "managed/runtime_identity.h"
 #include "managed/runtime_log.h"
 #include "platform/sampler.h"
 #include "probes/engine.h"
+#include "storage/outbox.h"
+#include "storage/store.h"
 
 namespace soak {
 
@@ -79,7 +79,6 @@ class RuntimeSupervisor final : public Service, public RuntimeControl {
   void link(const std::string& name, int64_t candidate_id) override;
   std::string executable_change(const CandidateConfig& c) override;
 
-
  private:
   enum class State { Starting, Up, Stopping };
   struct Runtime {
@@ -87,7 +86,7 @@ class RuntimeSupervisor final : public Service, public RuntimeControl {
     CandidateSnapshot cfg;
     State state = State::Starting;
     RuntimeOrigin origin = RuntimeOrigin::Launched;
-    uint64_t gen = 0;   // this start of it: callbacks of an earlier one are ignored
+    uint64_t gen = 0;  // this start of it: callbacks of an earlier one are ignored
     RuntimeLaunch record;
     std::unique_ptr<RuntimeLog> log;
     std::unique_ptr<Timer> poll;      // health while starting

@@ -56,8 +56,10 @@ void apply_vm(const VmRaw& vm, HostSample& s) {
 void apply_swap(const SwapRaw& sw, HostSample& s) {
   s.swap_total_bytes = as_int64(sw.total);
   s.swap_used_bytes = as_int64(sw.used);
-  if (!s.swap_total_bytes || !s.swap_used_bytes) append_error(s.error, "vm.swapusage: out of range");
-  else if (*s.swap_used_bytes > *s.swap_total_bytes) append_error(s.error, "vm.swapusage: used exceeds total");
+  if (!s.swap_total_bytes || !s.swap_used_bytes)
+    append_error(s.error, "vm.swapusage: out of range");
+  else if (*s.swap_used_bytes > *s.swap_total_bytes)
+    append_error(s.error, "vm.swapusage: used exceeds total");
 }
 
 void apply_pressure_level(int64_t raw, HostSample& s) {

@@ -56,7 +56,7 @@ std::optional<int64_t> abstime_to_ms(uint64_t abstime, Timebase tb);
 
 // Fields of struct rusage_info_v4 (<sys/resource.h>) from proc_pid_rusage.
 struct RusageRaw {
-  uint64_t phys_footprint = 0;   // what Activity Monitor calls Memory: dirty + compressed + swapped
+  uint64_t phys_footprint = 0;  // what Activity Monitor calls Memory: dirty + compressed + swapped
   uint64_t resident_size = 0;
   uint64_t proc_start_abstime = 0;
 };

@@ -151,8 +151,8 @@ std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
 MemInfo parse_meminfo(std::string_view text) {
   MemInfo m;
   const KeyTarget targets[] = {
-      {"MemTotal", &m.mem_total}, {"MemFree", &m.mem_free},   {"MemAvailable", &m.mem_available},
-      {"Active", &m.active},      {"Inactive", &m.inactive},  {"Mlocked", &m.mlocked},
+      {"MemTotal", &m.mem_total},   {"MemFree", &m.mem_free},   {"MemAvailable", &m.mem_available},
+      {"Active", &m.active},        {"Inactive", &m.inactive},  {"Mlocked", &m.mlocked},
       {"SwapTotal", &m.swap_total}, {"SwapFree", &m.swap_free}, {"Zswap", &m.zswap},
   };
   parse_kb_table("meminfo", text, targets, m.error);
@@ -186,9 +186,10 @@ void apply_meminfo(std::string_view text, HostSample& s) {
 // ---------------------------------------------------------------- vmstat
 VmStat parse_vmstat(std::string_view text) {
   VmStat v;
-  const KeyTarget targets[] = {{"pgpgin", &v.pgpgin}, {"pgpgout", &v.pgpgout}, {"pswpin", &v.pswpin},
-                               {"pswpout", &v.pswpout}};
-  parse_table("vmstat", text, ' ', targets, [](std::string_view value) { return parse_count(trim(value)); }, v.error);
+  const KeyTarget targets[] = {
+      {"pgpgin", &v.pgpgin}, {"pgpgout", &v.pgpgout}, {"pswpin", &v.pswpin}, {"pswpout", &v.pswpout}};
+  parse_table(
+      "vmstat", text, ' ', targets, [](std::string_view value) { return parse_count(trim(value)); }, v.error);
   return v;
 }
 
@@ -217,18 +218,24 @@ Pressure parse_pressure(std::string_view text) {
     std::string_view which;
     for_each_token(line, [&](size_t i, std::string_view tok) {
       if (i == 0) {
-        if (tok == "some") target = &p.some;
-        else if (tok == "full") target = &p.full;
+        if (tok == "some")
+          target = &p.some;
+        else if (tok == "full")
+          target = &p.full;
         which = tok;
         return target != nullptr;
       }
       size_t eq = tok.find('=');
       std::string_view k = tok.substr(0, eq);
       std::string_view val = eq == std::string_view::npos ? std::string_view{} : tok.substr(eq + 1);
-      if (k == "avg10") target->avg10 = parse_decimal(val);
-      else if (k == "avg60") target->avg60 = parse_decimal(val);
-      else if (k == "avg300") target->avg300 = parse_decimal(val);
-      else if (k == "total") target->total_us = parse_count(val);
+      if (k == "avg10")
+        target->avg10 = parse_decimal(val);
+      else if (k == "avg60")
+        target->avg60 = parse_decimal(val);
+      else if (k == "avg300")
+        target->avg300 = parse_decimal(val);
+      else if (k == "total")
+        target->total_us = parse_count(val);
       return true;
     });
     if (!target) {

@@ -35,8 +35,7 @@ std::optional<int64_t> checked_mul(int64_t a, int64_t b);
 
 // ---- /proc/meminfo ----------------------------------------------------------
 struct MemInfo {  // bytes
-  std::optional<int64_t> mem_total, mem_free, mem_available, active, inactive, mlocked,
-      swap_total, swap_free, zswap;
+  std::optional<int64_t> mem_total, mem_free, mem_available, active, inactive, mlocked, swap_total, swap_free, zswap;
   std::string error;  // malformed values of known keys
 };
 MemInfo parse_meminfo(std::string_view text);
@@ -45,7 +44,7 @@ MemInfo parse_meminfo(std::string_view text);
 void apply_meminfo(std::string_view text, HostSample& s);
 
 // ---- /proc/vmstat -----------------------------------------------------------
-struct VmStat {  // cumulative counters since boot
+struct VmStat {                            // cumulative counters since boot
   std::optional<int64_t> pgpgin, pgpgout;  // KiB paged in/out
   std::optional<int64_t> pswpin, pswpout;  // pages swapped in/out
   std::string error;
@@ -87,7 +86,7 @@ void apply_smaps_rollup(std::string_view text, ProcessSample& s);
 // ---- /proc/<pid>/stat ---------------------------------------------------------
 struct ProcStat {
   int pid = 0;
-  std::string comm;       // between the first '(' and the LAST ')': comm may hold both
+  std::string comm;  // between the first '(' and the LAST ')': comm may hold both
   char state = '?';
   int ppid = 0;
   int64_t start_ticks = 0;  // field 22: clock ticks after boot

@@ -325,8 +325,10 @@ CandidateArgv read_candidate_argv(Sampler& sampler, const CandidateConfig& c) {
   }
   for (auto& pi : *procs) {
     if (pi.pid != *p.pid) continue;
-    if (pi.argv.empty()) out.error = "pid " + std::to_string(pi.pid) + "'s argv is not visible to this user";
-    else out.argv = std::move(pi.argv);
+    if (pi.argv.empty())
+      out.error = "pid " + std::to_string(pi.pid) + "'s argv is not visible to this user";
+    else
+      out.argv = std::move(pi.argv);
     return out;
   }
   out.error = "pid " + std::to_string(*p.pid) + " is not in the process list (exited?)";

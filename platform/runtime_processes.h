@@ -48,8 +48,8 @@ std::vector<EngineProcess> find_engines(const std::vector<ProcessInfo>& processe
 // serve`, LM Studio's helpers). These are the duplicates the memory guard
 // flags: a second engine on the same GPU collapses both. With no candidate
 // pid, every engine counts.
-std::vector<EngineProcess> other_engines(const std::vector<ProcessInfo>& processes,
-                                         std::optional<int> candidate_pid, RuntimeSignatures runtimes);
+std::vector<EngineProcess> other_engines(const std::vector<ProcessInfo>& processes, std::optional<int> candidate_pid,
+                                         RuntimeSignatures runtimes);
 
 // A process's command line for display and event details: at most
 // `max_chars` (then "..."), with the values of secret-looking options

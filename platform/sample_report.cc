@@ -38,8 +38,10 @@ std::string format_bytes(std::optional<int64_t> bytes) { return bytes ? format_b
 SampleReport collect_sample_report(Sampler& sampler, const Config& cfg, int64_t wall_ms) {
   SampleReport r;
   auto host = sampler.host_info();
-  if (host) r.host = *host;
-  else r.host_error = host.message();
+  if (host)
+    r.host = *host;
+  else
+    r.host_error = host.message();
   r.host_sample = sampler.sample_host(wall_ms);
   for (const auto& c : cfg.candidates) {
     if (!c.enabled) continue;
@@ -51,8 +53,10 @@ SampleReport collect_sample_report(Sampler& sampler, const Config& cfg, int64_t 
     r.candidates.push_back(std::move(cr));
   }
   auto procs = sampler.list_processes();
-  if (procs) r.engines = find_engines(*procs, sampler.runtimes());
-  else r.engines_error = procs.message();
+  if (procs)
+    r.engines = find_engines(*procs, sampler.runtimes());
+  else
+    r.engines_error = procs.message();
   return r;
 }
 
@@ -62,28 +66,28 @@ std::string render_sample_text(const SampleReport& r) {
   auto line = [&](std::string_view label, const std::string& text) { out += fmt::format("{:<11}{}\n", label, text); };
 
   if (r.host_error.empty()) {
-    line("host", fmt::format("{} — {}, {} memory, {}", r.host.hostname, r.host.hw_model,
-                             format_bytes(r.host.mem_bytes), r.host.os_version));
+    line("host", fmt::format("{} — {}, {} memory, {}", r.host.hostname, r.host.hw_model, format_bytes(r.host.mem_bytes),
+                             r.host.os_version));
   } else {
     line("host", "unknown (" + r.host_error + ")");
   }
   line("sampled", iso_utc(s.wall_ms));
   line("memory", fmt::format("total {}  available {}  free {}  active {}  inactive {}  wired {}  compressed {}",
-                             format_bytes(s.total_bytes), format_bytes(s.available_bytes),
-                             format_bytes(s.free_bytes), format_bytes(s.active_bytes),
-                             format_bytes(s.inactive_bytes), format_bytes(s.wired_bytes),
+                             format_bytes(s.total_bytes), format_bytes(s.available_bytes), format_bytes(s.free_bytes),
+                             format_bytes(s.active_bytes), format_bytes(s.inactive_bytes), format_bytes(s.wired_bytes),
                              format_bytes(s.compressed_bytes)));
   line("swap", fmt::format("used {} of {}  swapins {}  swapouts {}  pageins {}  pageouts {}",
                            format_bytes(s.swap_used_bytes), format_bytes(s.swap_total_bytes), opt_int(s.swapins),
                            opt_int(s.swapouts), opt_int(s.pageins), opt_int(s.pageouts)));
   std::string memstatus = s.memorystatus_level ? std::to_string(*s.memorystatus_level) + "% free" : "-";
-  line("pressure", fmt::format("level {}  memorystatus {}  PSI some avg10 {}  full avg10 {}",
-                               pressure_text(s.pressure_level), memstatus, opt_psi(s.psi_some_avg10),
-                               opt_psi(s.psi_full_avg10)));
+  line("pressure",
+       fmt::format("level {}  memorystatus {}  PSI some avg10 {}  full avg10 {}", pressure_text(s.pressure_level),
+                   memstatus, opt_psi(s.psi_some_avg10), opt_psi(s.psi_full_avg10)));
   line("errors", s.error.empty() ? "none" : s.error);
 
   out += "\ncandidates\n";
-  if (r.candidates.empty()) out += "  (none enabled in the config)\n";
+  if (r.candidates.empty())
+    out += "  (none enabled in the config)\n";
   else {
     out += fmt::format("  {:<20} {:<10} {:>7} {:<8} {:>10} {:>10} {:>10} {:>10}  {}\n", "NAME", "RUNTIME", "PID",
                        "FOUND BY", "FOOTPRINT", "RESIDENT", "SWAP", "PSS", "NOTE");
@@ -92,17 +96,16 @@ std::string render_sample_text(const SampleReport& r) {
     const ProcessSample* p = c.sample ? &*c.sample : nullptr;
     std::string note = c.located.detail;
     if (p && !p->error.empty()) note += " [" + p->error + "]";
-    out += fmt::format("  {:<20} {:<10} {:>7} {:<8} {:>10} {:>10} {:>10} {:>10}  {}\n", c.candidate, c.runtime,
-                       c.located.pid ? std::to_string(*c.located.pid) : "-",
-                       c.located.pid ? std::string(to_string(c.located.source)) : "-",
-                       format_bytes(p ? p->footprint_bytes : std::nullopt),
-                       format_bytes(p ? p->resident_bytes : std::nullopt),
-                       format_bytes(p ? p->swap_bytes : std::nullopt), format_bytes(p ? p->pss_bytes : std::nullopt),
-                       note);
+    out += fmt::format(
+        "  {:<20} {:<10} {:>7} {:<8} {:>10} {:>10} {:>10} {:>10}  {}\n", c.candidate, c.runtime,
+        c.located.pid ? std::to_string(*c.located.pid) : "-",
+        c.located.pid ? std::string(to_string(c.located.source)) : "-",
+        format_bytes(p ? p->footprint_bytes : std::nullopt), format_bytes(p ? p->resident_bytes : std::nullopt),
+        format_bytes(p ? p->swap_bytes : std::nullopt), format_bytes(p ? p->pss_bytes : std::nullopt), note);
   }
 
-  out += fmt::format("\nengines running: {}\n", r.engines_error.empty() ? std::to_string(r.engines.size())
-                                                                         : "unknown (" + r.engines_error + ")");
+  out += fmt::format("\nengines running: {}\n",
+                     r.engines_error.empty() ? std::to_string(r.engines.size()) : "unknown (" + r.engines_error + ")");
   for (const auto& e : r.engines) {
     out += fmt::format("  {:>7} {:<10} {}\n", e.process.pid, to_string(e.kind),
                        display_command(e.process, kReportCommandChars));
@@ -114,10 +117,11 @@ std::string render_sample_text(const SampleReport& r) {
 std::string render_sample_json(const SampleReport& r) {
   const HostSample& s = r.host_sample;
   nlohmann::json j;
-  j["host"] = r.host_error.empty()
-                  ? nlohmann::json{{"hostname", r.host.hostname}, {"hw_model", r.host.hw_model},
-                                   {"mem_bytes", r.host.mem_bytes}, {"os_version", r.host.os_version}}
-                  : nlohmann::json{{"error", r.host_error}};
+  j["host"] = r.host_error.empty() ? nlohmann::json{{"hostname", r.host.hostname},
+                                                    {"hw_model", r.host.hw_model},
+                                                    {"mem_bytes", r.host.mem_bytes},
+                                                    {"os_version", r.host.os_version}}
+                                   : nlohmann::json{{"error", r.host_error}};
   j["sample"] = {{"wall_ms", s.wall_ms},
                  {"total_bytes", opt_json(s.total_bytes)},
                  {"available_bytes", opt_json(s.available_bytes)},

@@ -21,8 +21,8 @@
 namespace soak {
 
 struct CandidateProcessReport {
-  std::string candidate;   // config name
-  std::string runtime;     // RuntimeKind name
+  std::string candidate;  // config name
+  std::string runtime;    // RuntimeKind name
   LocatedProcess located;
   std::optional<ProcessSample> sample;  // when a pid was found
 };

@@ -32,10 +32,10 @@ namespace soak {
 
 struct ProcessInfo {
   int pid = 0;
-  int ppid = 0;                    // 0 when unknown
-  std::string name;                // kernel's short name (Linux comm, macOS p_comm / p_name)
-  std::string path;                // executable path; empty when not visible to this user
-  std::vector<std::string> argv;   // empty when not visible (another user's process, zombie)
+  int ppid = 0;                   // 0 when unknown
+  std::string name;               // kernel's short name (Linux comm, macOS p_comm / p_name)
+  std::string path;               // executable path; empty when not visible to this user
+  std::vector<std::string> argv;  // empty when not visible (another user's process, zombie)
 };
 
 // How one runtime's server processes show in a process list: its programs

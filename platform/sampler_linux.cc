@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "platform/runtime_processes.h"
 #include "platform/procfs.h"
+#include "platform/runtime_processes.h"
 
 namespace soak {
 namespace {
@@ -80,8 +80,7 @@ class LinuxSampler final : public Sampler {
     ProcessSample s = begin_process_sample(pid, wall_ms);
     if (!s.error.empty()) return s;
     if (int err = read(path("%s/%d/stat", roots_.proc.c_str(), pid))) {
-      append_error(s.error, err == ENOENT ? no_such_process(pid)
-                                          : "stat: " + std::string(std::strerror(err)));
+      append_error(s.error, err == ENOENT ? no_such_process(pid) : "stat: " + std::string(std::strerror(err)));
       return s;
     }
     procfs::apply_stat(text_, clk_tck_, s);
@@ -198,7 +197,8 @@ class LinuxSampler final : public Sampler {
     if (n <= 0) return {};  // kernel threads, other users' processes
     std::string_view target(link_, static_cast<size_t>(n));
     // An upgraded binary still running shows as "<path> (deleted)".
-    if (target.size() > kDeletedSuffix.size() && target.substr(target.size() - kDeletedSuffix.size()) == kDeletedSuffix) {
+    if (target.size() > kDeletedSuffix.size() &&
+        target.substr(target.size() - kDeletedSuffix.size()) == kDeletedSuffix) {
       target.remove_suffix(kDeletedSuffix.size());
     }
     return std::string(target);
@@ -234,8 +234,8 @@ class LinuxSampler final : public Sampler {
   }
 
   std::string hardware_model() {
-    std::string m = first_readable({roots_.sys + "/class/dmi/id/product_name",
-                                    roots_.sys + "/firmware/devicetree/base/model"});
+    std::string m =
+        first_readable({roots_.sys + "/class/dmi/id/product_name", roots_.sys + "/firmware/devicetree/base/model"});
     if (m.empty() && read(roots_.proc + "/cpuinfo") == 0) m = procfs::cpuinfo_model(text_);
     return m.empty() ? "unknown" : m;
   }

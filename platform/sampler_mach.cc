@@ -50,8 +50,8 @@
 #include <vector>
 
 #include "platform/darwin_figures.h"
-#include "platform/runtime_processes.h"
 #include "platform/procfs.h"
+#include "platform/runtime_processes.h"
 #include "platform/sampler.h"
 
 namespace soak {
@@ -197,7 +197,8 @@ class MachSampler final : public Sampler {
     }
 
     struct xsw_usage sw {};
-    if (swapusage_.read_struct(sw, s.error)) darwin::apply_swap(darwin::SwapRaw{sw.xsu_total, sw.xsu_avail, sw.xsu_used}, s);
+    if (swapusage_.read_struct(sw, s.error))
+      darwin::apply_swap(darwin::SwapRaw{sw.xsu_total, sw.xsu_avail, sw.xsu_used}, s);
     int64_t v = 0;
     if (pressure_.read_int(v, s.error)) darwin::apply_pressure_level(v, s);
     if (memstatus_level_.read_int(v, s.error)) darwin::apply_memorystatus_level(v, s);
@@ -211,15 +212,16 @@ class MachSampler final : public Sampler {
     rusage_info_v4 ri{};
     // No task port needed: works for the user's own processes, and for all as root.
     if (::proc_pid_rusage(pid, RUSAGE_INFO_V4, reinterpret_cast<rusage_info_t*>(&ri)) != 0) {
-      append_error(s.error, errno == ESRCH ? no_such_process(pid)
-                                           : errno_text("proc_pid_rusage"));
+      append_error(s.error, errno == ESRCH ? no_such_process(pid) : errno_text("proc_pid_rusage"));
       return s;
     }
     darwin::apply_rusage(darwin::RusageRaw{ri.ri_phys_footprint, ri.ri_resident_size, ri.ri_proc_start_abstime},
                          timebase_, s);
     char name[2 * MAXCOMLEN + 1] = {};
-    if (::proc_name(pid, name, sizeof name) > 0) s.name = darwin::bounded_string(name, sizeof name);
-    else append_error(s.error, errno_text("proc_name"));
+    if (::proc_name(pid, name, sizeof name) > 0)
+      s.name = darwin::bounded_string(name, sizeof name);
+    else
+      append_error(s.error, errno_text("proc_name"));
     return s;
   }
 

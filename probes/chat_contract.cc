@@ -10,8 +10,11 @@ namespace {
 // available context size", vLLM "maximum context length", oMLX "Prompt too
 // long: N tokens exceeds max context window".
 constexpr std::string_view kContextPhrases[] = {
-    "exceeds the available context size", "maximum context length", "context window",
-    "context length exceeded", "prompt too long",
+    "exceeds the available context size",
+    "maximum context length",
+    "context window",
+    "context length exceeded",
+    "prompt too long",
 };
 
 std::string status_detail(int status, const ApiError& e) {
@@ -73,15 +76,14 @@ Verdict classify_chat(TransportEnd end, std::optional<int> http_status, std::str
   const bool lost = end == TransportEnd::ConnectionLost;
   const int64_t real_events = r.data_events - r.keepalive_events - r.progress_events;
   if (real_events == 0) {
-    return {Outcome::NoBody, r.keepalive_events + r.progress_events > 0
-                                 ? "HTTP 200 and only keep-alives or prefill progress, no event"
-                                 : (r.mode == ResponseMode::Stream ? "HTTP 200 and no SSE event"
-                                                                   : "HTTP 200 and an empty body")};
+    return {Outcome::NoBody,
+            r.keepalive_events + r.progress_events > 0
+                ? "HTTP 200 and only keep-alives or prefill progress, no event"
+                : (r.mode == ResponseMode::Stream ? "HTTP 200 and no SSE event" : "HTTP 200 and an empty body")};
   }
   if (r.mode == ResponseMode::Stream && !r.saw_done) {
-    return {Outcome::NoTerminal, std::string("stream ended without data: [DONE]") +
-                                     (lost ? " (connection lost)" : "") + " after " +
-                                     std::to_string(r.data_events) + " events"};
+    return {Outcome::NoTerminal, std::string("stream ended without data: [DONE]") + (lost ? " (connection lost)" : "") +
+                                     " after " + std::to_string(r.data_events) + " events"};
   }
   if (r.mode == ResponseMode::NonStream && !r.terminal_ns) {
     if (lost) return {Outcome::NoTerminal, "connection lost before the body was complete"};
@@ -99,9 +101,9 @@ Verdict classify_chat(TransportEnd end, std::optional<int> http_status, std::str
   }
   if (expect.identity == IdentityEvidence::ResponseModel) {
     if (r.model != expect.canonical_model) {
-      return {Outcome::IdentityMismatch,
-              "response model '" + text::excerpt(r.model, 100) + "' is not the canonical id '" +
-                  text::excerpt(expect.canonical_model, 100) + "'"};
+      return {Outcome::IdentityMismatch, "response model '" + text::excerpt(r.model, 100) +
+                                             "' is not the canonical id '" +
+                                             text::excerpt(expect.canonical_model, 100) + "'"};
     }
   } else if (!r.model.empty() && r.model != expect.requested_model) {
     return {Outcome::IdentityMismatch, "response model '" + text::excerpt(r.model, 100) +

@@ -11,10 +11,9 @@
 namespace soak::probes {
 
 std::vector<ProbeKind> all_probe_kinds() {
-  return {ProbeKind::Health,      ProbeKind::Identity, ProbeKind::Marker,       ProbeKind::Stream,
-          ProbeKind::StrictJson,  ProbeKind::ToolCall, ProbeKind::Thinking,     ProbeKind::Repetition,
-          ProbeKind::Scrape,      ProbeKind::SharedPrefix, ProbeKind::Agent,    ProbeKind::Cancel,
-          ProbeKind::LongContext, ProbeKind::Burst,    ProbeKind::Capacity};
+  return {ProbeKind::Health,   ProbeKind::Identity, ProbeKind::Marker,      ProbeKind::Stream, ProbeKind::StrictJson,
+          ProbeKind::ToolCall, ProbeKind::Thinking, ProbeKind::Repetition,  ProbeKind::Scrape, ProbeKind::SharedPrefix,
+          ProbeKind::Agent,    ProbeKind::Cancel,   ProbeKind::LongContext, ProbeKind::Burst,  ProbeKind::Capacity};
 }
 
 bool engine_runs(ProbeKind k) { return k != ProbeKind::Build; }
@@ -64,9 +63,7 @@ struct ProbeEngine::Impl {
                    [this, id] { io.defer.post([this, id] { advance(id); }); }};
   }
 
-  bool needs_props(const Run& r) {
-    return runtime_for(r.cand).props && !r.cand.slots && !state_for(r.cand).props_read;
-  }
+  bool needs_props(const Run& r) { return runtime_for(r.cand).props && !r.cand.slots && !state_for(r.cand).props_read; }
 
   // Always entered from the deferrer: never inside run(), cancel() or a step's own callback.
   void advance(RunId id) {
@@ -136,13 +133,14 @@ size_t ProbeEngine::in_flight() const { return impl_->runs.size() + impl_->build
 void ProbeEngine::read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) {
   Impl* impl = impl_.get();
   const uint64_t id = impl->next_id++;
-  auto b = std::make_unique<BuildRead>(impl->io, impl->opts, c, impl->runtime_for(c), [impl, id, done = std::move(done)](Result<BuildIdentity> r) {
-    // Out of the reader's own callback before it is destroyed.
-    impl->io.defer.post([impl, id, done, r = std::move(r)]() mutable {
-      impl->builds.erase(id);
-      if (done) done(std::move(r));
-    });
-  });
+  auto b = std::make_unique<BuildRead>(impl->io, impl->opts, c, impl->runtime_for(c),
+                                       [impl, id, done = std::move(done)](Result<BuildIdentity> r) {
+                                         // Out of the reader's own callback before it is destroyed.
+                                         impl->io.defer.post([impl, id, done, r = std::move(r)]() mutable {
+                                           impl->builds.erase(id);
+                                           if (done) done(std::move(r));
+                                         });
+                                       });
   BuildRead& ref = *b;
   impl->builds.emplace(id, std::move(b));
   ref.start();

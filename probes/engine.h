@@ -91,7 +91,7 @@ class ProbeEngine {
   // rows, kinds not started yet are dropped; `done` still fires. Unknown ids
   // are ignored.
   void cancel(RunId id);
-  void cancel_all();  // every run and build read
+  void cancel_all();         // every run and build read
   size_t in_flight() const;  // runs and build reads whose `done` has not fired
 
   // The candidate's build: per its BuildSpec (fixed string, a version command

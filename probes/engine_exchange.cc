@@ -44,9 +44,15 @@ void Deferrer::on_timer(uv_timer_t* t) {
 // ---------------------------------------------------------------- EngineIo
 
 EngineIo::EngineIo(uv_loop_t* l, HttpClient& h, const Clock& c, const EngineOptions& opts)
-    : loop(l), http(h), sse(h), clock(c), defer(l), env(opts.env ? opts.env : process_env()),
+    : loop(l),
+      http(h),
+      sse(h),
+      clock(c),
+      defer(l),
+      env(opts.env ? opts.env : process_env()),
       nonces(opts.nonce_seed ? opts.nonce_seed
-                             : static_cast<uint64_t>(c.wall_ms()) * 1'000'003ULL ^ static_cast<uint64_t>(c.mono_ns())) {}
+                             : static_cast<uint64_t>(c.wall_ms()) * 1'000'003ULL ^ static_cast<uint64_t>(c.mono_ns())) {
+}
 
 // ---------------------------------------------------------------- requests
 

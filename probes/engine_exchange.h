@@ -28,9 +28,9 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/uv_util.h"
+#include "probes/openai_chat.h"
 #include "probes/probe_types.h"
 #include "probes/prompts.h"
-#include "probes/openai_chat.h"
 #include "probes/transport/http_client.h"
 #include "probes/transport/sse_client.h"
 
@@ -81,16 +81,16 @@ struct ExchangeSpec {
   // The prompt's size in tokens, when the probe knows it: the stall clock
   // allows it prompt_tokens / limits.prefill_floor_tps of prefill (core/limits.h).
   std::optional<int64_t> prompt_tokens;
-  int cut_after_tokens = 0;                 // ChatStream: cut the stream after this many output events
+  int cut_after_tokens = 0;  // ChatStream: cut the stream after this many output events
 };
 
 struct ExchangeResult {
-  TransferResult transfer;   // body: Plain / ChatBuffered / a non-stream answer to a stream request
+  TransferResult transfer;  // body: Plain / ChatBuffered / a non-stream answer to a stream request
   TransportEnd end = TransportEnd::LocalError;
-  bool cut = false;          // the probe cut the stream itself (cut_after_tokens reached)
+  bool cut = false;  // the probe cut the stream itself (cut_after_tokens reached)
   int64_t started_wall_ms = 0;
-  ChatResult chat;           // chat kinds
-  std::string body_hash;     // hash of the body, or of the SSE data fields in order
+  ChatResult chat;        // chat kinds
+  std::string body_hash;  // hash of the body, or of the SSE data fields in order
 };
 
 class Exchange final : public SseHandler, public TransferHandler {

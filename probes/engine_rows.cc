@@ -108,9 +108,7 @@ Verdict classify_health(const Runtime& runtime, TransportEnd end, const Transfer
   return {Outcome::MalformedResponse, h.detail};
 }
 
-std::string failure_excerpt(std::string_view body) {
-  return text::excerpt(redact(text::trim(body)), kExcerptChars);
-}
+std::string failure_excerpt(std::string_view body) { return text::excerpt(redact(text::trim(body)), kExcerptChars); }
 
 std::string failure_excerpt(const ChatResult& r, std::string_view error_body) {
   if (!text::trim(error_body).empty()) return failure_excerpt(error_body);
@@ -211,8 +209,8 @@ BurstSummary summarize_burst(const std::vector<BurstMember>& members) {
     if (s.n >= 2 && *s.service_ms > 0)
       s.queue_ratio = *s.queue_span_ms / (static_cast<double>(s.n - 1) * *s.service_ms);
   }
-  s.serialized = s.n >= kMinSerializedMembers && all_answered && s.queue_ratio && *s.queue_ratio >= kSerializedQueueRatio &&
-                 s.peak_decoding <= 1;
+  s.serialized = s.n >= kMinSerializedMembers && all_answered && s.queue_ratio &&
+                 *s.queue_ratio >= kSerializedQueueRatio && s.peak_decoding <= 1;
   return s;
 }
 

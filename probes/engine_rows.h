@@ -73,7 +73,7 @@ std::string failure_excerpt(std::string_view body);
 struct BurstMember {
   Outcome outcome = Outcome::HarnessError;
   int64_t start_ns = 0;
-  std::optional<int64_t> sent_ns;         // connection ready, request about to leave
+  std::optional<int64_t> sent_ns;  // connection ready, request about to leave
   std::optional<int64_t> first_token_ns;
   std::optional<int64_t> last_token_ns;
   int64_t done_ns = 0;

@@ -77,8 +77,6 @@ inline std::optional<bool> get_bool(const json& j, const char* key) {
 }
 
 // dump() throws on invalid UTF-8 unless told to replace; bodies are untrusted.
-inline std::string dump(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+inline std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace soak::probes::jsonf

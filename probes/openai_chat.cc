@@ -34,7 +34,8 @@ Usage parse_usage(const json& u) {
   x.prompt_tokens = jsonf::get_int(u, "prompt_tokens");
   x.completion_tokens = jsonf::get_int(u, "completion_tokens");
   x.total_tokens = jsonf::get_int(u, "total_tokens");
-  if (const json* d = jsonf::member(u, "completion_tokens_details")) x.reasoning_tokens = jsonf::get_int(*d, "reasoning_tokens");
+  if (const json* d = jsonf::member(u, "completion_tokens_details"))
+    x.reasoning_tokens = jsonf::get_int(*d, "reasoning_tokens");
   if (const json* d = jsonf::member(u, "prompt_tokens_details")) x.cached_tokens = jsonf::get_int(*d, "cached_tokens");
   if (!x.cached_tokens) x.cached_tokens = jsonf::get_int(u, "cached_tokens");
   x.server_ttft_s = jsonf::get_number(u, "time_to_first_token");
@@ -77,8 +78,7 @@ std::string reasoning_of(const json& delta) {
 ToolCall& tool_slot(std::vector<ToolCall>& calls, int index) {
   for (auto& c : calls)
     if (c.index == index) return c;
-  auto it = std::lower_bound(calls.begin(), calls.end(), index,
-                             [](const ToolCall& c, int i) { return c.index < i; });
+  auto it = std::lower_bound(calls.begin(), calls.end(), index, [](const ToolCall& c, int i) { return c.index < i; });
   ToolCall fresh;
   fresh.index = index;
   return *calls.insert(it, std::move(fresh));
@@ -152,7 +152,8 @@ void apply_top_level(ChatResult& r, const json& j, std::vector<std::string>& not
                       text::excerpt(*model, 60) + "'");
     }
   }
-  if (auto fp = jsonf::get_string(j, "system_fingerprint"); fp && r.system_fingerprint.empty()) r.system_fingerprint = *fp;
+  if (auto fp = jsonf::get_string(j, "system_fingerprint"); fp && r.system_fingerprint.empty())
+    r.system_fingerprint = *fp;
   if (const json* u = jsonf::member(j, "usage"); u && u->is_object()) r.usage = parse_usage(*u);
   if (const json* t = jsonf::member(j, "timings"); t && t->is_object()) r.timings = parse_timings(*t);
   // LM Studio's /api/v0 answers carry server figures in `stats` (seconds, tok/s).
@@ -262,8 +263,8 @@ ChatResult parse_chat_completion(std::string_view body, int64_t arrival_ns) {
   json j = jsonf::parse(b);
   if (j.is_discarded() || !j.is_object()) {
     r.malformed_events = 1;
-    add_problem(r, std::string(j.is_discarded() ? "body is not JSON: " : "body is not a JSON object: ") +
-                       text::excerpt(b, 80));
+    add_problem(
+        r, std::string(j.is_discarded() ? "body is not JSON: " : "body is not a JSON object: ") + text::excerpt(b, 80));
     return r;
   }
   r.first_event_ns = arrival_ns;
@@ -369,7 +370,7 @@ void fill_probe_result(const ChatResult& r, const RequestClock& clock, ProbeResu
 
   if (r.mode == ResponseMode::Stream) {
     int64_t tokens = (r.usage && r.usage->completion_tokens) ? *r.usage->completion_tokens
-                                                               : static_cast<int64_t>(r.token_arrivals_ns.size());
+                                                             : static_cast<int64_t>(r.token_arrivals_ns.size());
     DecodeRate rate = client_decode_rate(tokens, r.token_arrivals_ns);
     out.client_decode_tps = rate.tokens_per_s;
     out.timing_artifact = rate.timing_artifact;

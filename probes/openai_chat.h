@@ -39,7 +39,7 @@ struct Usage {
   // Server-side figures some runtimes add to usage (oMLX omlx/server.py
   // stream_chat_completion: seconds and tokens/s), or LM Studio /api/v0 `stats`.
   std::optional<double> server_ttft_s, server_prompt_tps, server_generation_tps;
-  std::optional<double> server_load_s;  // oMLX model_load_duration: a cold load the request waited for
+  std::optional<double> server_load_s;        // oMLX model_load_duration: a cold load the request waited for
   std::optional<double> server_generation_s;  // LM Studio stats.generation_time
 };
 
@@ -72,8 +72,8 @@ struct ChatResult {
   std::optional<int64_t> first_token_ns;    // first output of any kind
   std::optional<int64_t> first_content_ns;  // first answer content (not reasoning)
   std::optional<int64_t> last_token_ns;
-  std::optional<int64_t> terminal_ns;       // `data: [DONE]` (stream) / parsed body (non-stream)
-  std::vector<int64_t> token_arrivals_ns;   // every output-bearing event, in order (ITL)
+  std::optional<int64_t> terminal_ns;      // `data: [DONE]` (stream) / parsed body (non-stream)
+  std::vector<int64_t> token_arrivals_ns;  // every output-bearing event, in order (ITL)
 
   bool saw_done = false;
   int64_t data_events = 0;       // every data event, keep-alives included
@@ -91,10 +91,10 @@ struct ChatResult {
   std::string finish_reason;
   std::optional<Usage> usage;
   std::optional<ServerTimings> timings;
-  std::string model;               // response `model`; keep-alive chunks never set it
+  std::string model;  // response `model`; keep-alive chunks never set it
   std::string system_fingerprint;
-  std::optional<ApiError> error;   // `{"error": ...}` inside the stream or body
-  int64_t malformed_events = 0;    // data that is not a JSON object (or a body that is not)
+  std::optional<ApiError> error;      // `{"error": ...}` inside the stream or body
+  int64_t malformed_events = 0;       // data that is not a JSON object (or a body that is not)
   std::vector<std::string> problems;  // what was odd, first kMaxRecordedProblems only
   int64_t problems_dropped = 0;       // problems beyond that cap
 };
@@ -174,8 +174,8 @@ void fill_probe_result(const ChatResult& r, const RequestClock& clock, ProbeResu
 // How the transfer ended, as the transport saw it (the probe runner maps the
 // transport's own status onto this).
 enum class TransportEnd {
-  Completed,          // the body ended normally (server finished or closed)
-  ConnectionLost,     // the connection broke mid-transfer
+  Completed,       // the body ended normally (server finished or closed)
+  ConnectionLost,  // the connection broke mid-transfer
   ConnectRefused,
   ConnectTimeout,
   WallTimeout,
@@ -189,8 +189,8 @@ enum class UsagePolicy { Required, NotRequired };
 
 // Where the truth about "which model answered" lives for a runtime.
 enum class IdentityEvidence {
-  ResponseModel,   // response `model` is the runtime's own name for what it served
-  EchoesRequest,   // response `model` echoes the request; identity comes from the model list
+  ResponseModel,  // response `model` is the runtime's own name for what it served
+  EchoesRequest,  // response `model` echoes the request; identity comes from the model list
 };
 
 struct ChatExpectations {

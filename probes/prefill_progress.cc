@@ -58,8 +58,7 @@ bool carries_only_progress(const nlohmann::json& j) {
     if (!delta) continue;
     for (const char* key : {"content", "reasoning_content", "reasoning"})
       if (non_empty(*delta, key)) return false;
-    if (const jsonf::json* tc = jsonf::member(*delta, "tool_calls"); tc && tc->is_array() && !tc->empty())
-      return false;
+    if (const jsonf::json* tc = jsonf::member(*delta, "tool_calls"); tc && tc->is_array() && !tc->empty()) return false;
   }
   return true;
 }

@@ -86,7 +86,8 @@ class IdentityStep final : public Step {
       proof_detail_ = r.detail;
       note_served();
     }
-    if (r.outcome == Outcome::Clean && cancelled()) set_verdict(r, {Outcome::CancelledByDaemon, "cancelled by soakd"}, "");
+    if (r.outcome == Outcome::Clean && cancelled())
+      set_verdict(r, {Outcome::CancelledByDaemon, "cancelled by soakd"}, "");
     if (r.outcome != Outcome::Clean) return done(std::move(r));
     ChatJob job;
     job.req = marker_request(chat_options(Streaming::Off), make_marker(fnv1a64(env_.io.nonces.next())));
@@ -133,9 +134,10 @@ class IdentityStep final : public Step {
       // only passes /v1) only leaves its own fields unknown, as in the build
       // read; the row says which and why.
       if (i_ > 1 && v.outcome != Outcome::Clean) {
-        extra_["unavailable"].push_back(path + ": " + (x.end == TransportEnd::Completed && unserved(x.transfer.head.status)
-                                                          ? std::string("not served")
-                                                          : v.detail));
+        extra_["unavailable"].push_back(path + ": " +
+                                        (x.end == TransportEnd::Completed && unserved(x.transfer.head.status)
+                                             ? std::string("not served")
+                                             : v.detail));
         return next_served();
       }
       if (v.outcome != Outcome::Clean) {

@@ -171,13 +171,13 @@ void BuildRead::start() {
       io_.defer.post([this] { with_fingerprint(BuildIdentity{cand_.build.fixed, std::nullopt, {}}); });
       return;
     case BuildSource::Command:
-      command_ = std::make_unique<CommandRun>(
-          io_.loop, io_.defer, cand_.build.command, opts_.version_command_timeout_ms, [this](Result<std::string> out) {
-            if (!out) return finish(out.error());
-            auto b = build_from_command_output(rt_, *out);
-            if (!b) return finish(b.error());
-            with_fingerprint(BuildIdentity{*b, std::nullopt, {}});
-          });
+      command_ = std::make_unique<CommandRun>(io_.loop, io_.defer, cand_.build.command,
+                                              opts_.version_command_timeout_ms, [this](Result<std::string> out) {
+                                                if (!out) return finish(out.error());
+                                                auto b = build_from_command_output(rt_, *out);
+                                                if (!b) return finish(b.error());
+                                                with_fingerprint(BuildIdentity{*b, std::nullopt, {}});
+                                              });
       command_->start();
       return;
     case BuildSource::Http: over_http(); return;
@@ -252,20 +252,21 @@ void BuildRead::next_served() {
   ExchangeSpec spec;
   spec.method = std::string(r.method);
   spec.path = std::string(r.path);
-  served_exchanges_.push_back(std::make_unique<Exchange>(io_, cand_, spec, [this, path = spec.path](const ExchangeResult& x) {
-    // The build is known; a served-state route that fails leaves the
-    // fingerprint unknown (never a change) rather than failing the read.
-    const bool read = classify_plain(x.end, x.transfer).outcome == Outcome::Clean &&
-                      read_served_answer(rt_, path, x.transfer.body, cand_.model, served_).ok();
-    // The first route names what is served: without it the fingerprint stays
-    // unknown. A later one (llama-server --no-slots, a vLLM whose /metrics is
-    // off) only leaves its own fields unknown, as in the identity probe.
-    if (!read && served_i_ == 1) {
-      served_.loaded.clear();
-      served_i_ = routes_.size();
-    }
-    next_served();
-  }));
+  served_exchanges_.push_back(
+      std::make_unique<Exchange>(io_, cand_, spec, [this, path = spec.path](const ExchangeResult& x) {
+        // The build is known; a served-state route that fails leaves the
+        // fingerprint unknown (never a change) rather than failing the read.
+        const bool read = classify_plain(x.end, x.transfer).outcome == Outcome::Clean &&
+                          read_served_answer(rt_, path, x.transfer.body, cand_.model, served_).ok();
+        // The first route names what is served: without it the fingerprint stays
+        // unknown. A later one (llama-server --no-slots, a vLLM whose /metrics is
+        // off) only leaves its own fields unknown, as in the identity probe.
+        if (!read && served_i_ == 1) {
+          served_.loaded.clear();
+          served_i_ = routes_.size();
+        }
+        next_served();
+      }));
   served_exchanges_.back()->start();
 }
 

@@ -36,7 +36,8 @@ class BurstStep final : public GroupStep {
       j.req = burst_request(o, k, env_.io.nonces.next());
       g.jobs.push_back(std::move(j));
     }
-    release(std::move(g), [this](BurstSummary& s, ProbeResult& r) { judge_fifo(s, r); }, [this] { next_size(); });
+    release(
+        std::move(g), [this](BurstSummary& s, ProbeResult& r) { judge_fifo(s, r); }, [this] { next_size(); });
   }
 
   void judge_fifo(BurstSummary& s, ProbeResult& r) const {

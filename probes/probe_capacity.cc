@@ -34,7 +34,8 @@ class CapacityStep final : public GroupStep {
     const CapacityEntry e = *next;
     CandidateState::Sized sized =
         recall_sized(env_.state, e.size, env_.opts.fixture_seed)
-            .value_or(CandidateState::Sized{long_context_fixture(e.size, env_.opts.fixture_seed), "estimate", std::nullopt});
+            .value_or(
+                CandidateState::Sized{long_context_fixture(e.size, env_.opts.fixture_seed), "estimate", std::nullopt});
     const ChatRequestOptions o = chat_options();
     Group g;
     g.kind = ProbeKind::Capacity;
@@ -64,8 +65,9 @@ class CapacityStep final : public GroupStep {
       j.extra = [extra_json](const ChatResult&) { return extra_json; };
       g.jobs.push_back(std::move(j));
     }
-    release(std::move(g), [this](BurstSummary& s, ProbeResult&) { s.runtime_slots = runtime_slots(); },
-            [this] { next_entry(); });
+    release(
+        std::move(g), [this](BurstSummary& s, ProbeResult&) { s.runtime_slots = runtime_slots(); },
+        [this] { next_entry(); });
   }
 
   std::vector<CapacityEntry> entries_;

@@ -57,7 +57,8 @@ class ChatSeriesStep final : public Step {
         break;
       case ProbeKind::Thinking:
         for (Thinking t : {Thinking::On, Thinking::Off}) {
-          add(thinking_request(o, t), workload_id(kind_, std::nullopt, CacheState::None, t == Thinking::On ? "on" : "off"))
+          add(thinking_request(o, t),
+              workload_id(kind_, std::nullopt, CacheState::None, t == Thinking::On ? "on" : "off"))
               .extra = [](const ChatResult& r) {
             return ojson{{"reasoning_chars", r.reasoning.size()},
                          {"answer_has_expected", r.content.find(kThinkingExpectedAnswer) != std::string::npos}}
@@ -74,7 +75,7 @@ class ChatSeriesStep final : public Step {
         // change the user turn under the same system prompt.
         const std::string nonce = env_.io.nonces.next();
         for (int turn = -1; turn <= kSharedPrefixTurns; ++turn) {
-          const CacheState cache = turn == -1 ? CacheState::Fresh
+          const CacheState cache = turn == -1  ? CacheState::Fresh
                                    : turn == 0 ? CacheState::Repeat
                                                : CacheState::SharedPrefix;
           ChatJob& j = add(shared_prefix_request(o, env_.opts.fixture_seed, nonce, std::max(turn, 0)),

@@ -26,9 +26,9 @@ class GroupStep : public Step {
  protected:
   struct Group {
     ProbeKind kind = ProbeKind::Burst;
-    std::string workload;        // the members'; the summary's is workload + "/summary"
-    std::vector<ChatJob> jobs;   // released together; each gets workload, concurrency and a fresh connection
-    std::string fixture_hash;    // of the prompt without index and nonce
+    std::string workload;       // the members'; the summary's is workload + "/summary"
+    std::vector<ChatJob> jobs;  // released together; each gets workload, concurrency and a fresh connection
+    std::string fixture_hash;   // of the prompt without index and nonce
     std::string sampling_json;
     std::optional<int64_t> size;
   };
@@ -41,9 +41,7 @@ class GroupStep : public Step {
   void release(Group g, Finalize finalize, std::function<void()> then);
 
   // The runtime's parallel slots as known: configured, else as it reports.
-  std::optional<int> runtime_slots() const {
-    return env_.cand.slots ? env_.cand.slots : env_.state.runtime_slots;
-  }
+  std::optional<int> runtime_slots() const { return env_.cand.slots ? env_.cand.slots : env_.state.runtime_slots; }
 
  private:
   void on_member(ProbeResult& r, const ExchangeResult& x);

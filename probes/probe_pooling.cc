@@ -69,7 +69,8 @@ std::vector<int64_t> order_of(std::string_view body) {
   json j = json::parse(body, nullptr, false);
   if (!j.is_object() || !j.contains("results") || !j["results"].is_array()) return out;
   for (const auto& r : j["results"])
-    if (r.is_object() && r.contains("index") && r["index"].is_number_integer()) out.push_back(r["index"].get<int64_t>());
+    if (r.is_object() && r.contains("index") && r["index"].is_number_integer())
+      out.push_back(r["index"].get<int64_t>());
   return out;
 }
 
@@ -141,15 +142,18 @@ class PoolingStep final : public Step {
     }
     for (size_t i = 0; i < vs.size() && i < first_vectors_.size(); ++i) {
       if (vs[i].size() != first_vectors_[i].size())
-        return set_verdict(r, {Outcome::MalformedResponse, "input " + std::to_string(i) + " came back with dimension " +
-                                                               std::to_string(vs[i].size()) + ", first " +
-                                                               std::to_string(first_vectors_[i].size())},
+        return set_verdict(r,
+                           {Outcome::MalformedResponse, "input " + std::to_string(i) + " came back with dimension " +
+                                                            std::to_string(vs[i].size()) + ", first " +
+                                                            std::to_string(first_vectors_[i].size())},
                            body);
       const double c = cosine(vs[i], first_vectors_[i]);
       if (c < kSameVectorCosine)
-        return set_verdict(r, {Outcome::MalformedResponse, "the same input " + std::to_string(i) +
-                                                               " gave a different vector (cosine " + std::to_string(c) + ")"},
-                           body);
+        return set_verdict(
+            r,
+            {Outcome::MalformedResponse,
+             "the same input " + std::to_string(i) + " gave a different vector (cosine " + std::to_string(c) + ")"},
+            body);
     }
   }
 
@@ -161,7 +165,8 @@ class PoolingStep final : public Step {
 class PoolingBurstStep final : public Step {
  public:
   explicit PoolingBurstStep(StepEnv env)
-      : Step(std::move(env)), kind_(env_.cand.kind == WorkloadKind::Rerank ? ProbeKind::Rerank : ProbeKind::Embeddings) {}
+      : Step(std::move(env)),
+        kind_(env_.cand.kind == WorkloadKind::Rerank ? ProbeKind::Rerank : ProbeKind::Embeddings) {}
   void start() override { next_size(); }
 
  private:
@@ -188,8 +193,9 @@ class PoolingBurstStep final : public Step {
         r.client_concurrency = n_;
         r.fixture_hash = hash;
         if (r.outcome == Outcome::Clean) {
-          const Verdict v = kind_ == ProbeKind::Embeddings ? check_embeddings(x.transfer.body, embedding_inputs().size())
-                                                          : check_rerank(x.transfer.body, rerank_documents().size());
+          const Verdict v = kind_ == ProbeKind::Embeddings
+                                ? check_embeddings(x.transfer.body, embedding_inputs().size())
+                                : check_rerank(x.transfer.body, rerank_documents().size());
           set_verdict(r, v, x.transfer.body);
         }
         note(r);

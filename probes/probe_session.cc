@@ -39,8 +39,8 @@ class SessionStep final : public Step {
   void start() override {
     CandidateState& st = env_.state;
     if (!st.agent_session)
-      st.agent_session = std::make_shared<AgentSession>(env_.opts.fixture_seed, env_.cand.settings.agent,
-                                                        ceiling_for(env_.cand, st));
+      st.agent_session =
+          std::make_shared<AgentSession>(env_.opts.fixture_seed, env_.cand.settings.agent, ceiling_for(env_.cand, st));
     session_ = st.agent_session;
     const std::string nonce = session_->session_open() ? std::string() : env_.io.nonces.next();
     auto turn = std::make_shared<SessionTurn>(session_->next_turn(nonce));

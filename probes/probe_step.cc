@@ -103,7 +103,8 @@ ProbeResult Step::chat_row(const ChatJob& job, const ExchangeResult& x) const {
     if (content.outcome != Outcome::Repetition) {
       if (auto cap = classify_server_cap(x.chat, server_cap_context())) {
         v = *cap;
-        if (content.outcome != Outcome::Clean) v.detail += "; the cut answer was also " + std::string(to_string(content.outcome));
+        if (content.outcome != Outcome::Clean)
+          v.detail += "; the cut answer was also " + std::string(to_string(content.outcome));
       }
     }
   }

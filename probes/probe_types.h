@@ -34,11 +34,11 @@ struct HttpRoute {
 struct Runtime;
 using RuntimeTable = std::span<const Runtime* const>;
 
-inline constexpr int kDefaultCancelCutTokens = 4;             // output events before the cancel probe cuts
-inline constexpr int64_t kDefaultSlotFreeBoundMs = 10'000;    // a cut request's slot must be free by then
-inline constexpr int64_t kDefaultSlotPollMs = 100;            // /slots polling interval after a cut
-inline constexpr int kSharedPrefixTurns = 3;                  // turns after the cold one
-inline constexpr int kMaxSizingRounds = 4;                    // /tokenize measurements per fixture size
+inline constexpr int kDefaultCancelCutTokens = 4;           // output events before the cancel probe cuts
+inline constexpr int64_t kDefaultSlotFreeBoundMs = 10'000;  // a cut request's slot must be free by then
+inline constexpr int64_t kDefaultSlotPollMs = 100;          // /slots polling interval after a cut
+inline constexpr int kSharedPrefixTurns = 3;                // turns after the cold one
+inline constexpr int kMaxSizingRounds = 4;                  // /tokenize measurements per fixture size
 inline constexpr int64_t kDefaultVersionCommandTimeoutMs = 10'000;
 // A runtime that refuses connections while it starts (vLLM binds its API
 // port only once its engine is up, Runtime::refuses_while_starting): a
@@ -81,8 +81,8 @@ struct EngineOptions {
 
 // What a runtime said about itself when asked for its build (read_build()).
 struct BuildIdentity {
-  std::string build;                  // e.g. "b9928-81ff7abe5"
-  std::optional<std::string> model;   // the model it serves, when it says
+  std::string build;                 // e.g. "b9928-81ff7abe5"
+  std::optional<std::string> model;  // the model it serves, when it says
   // What it serves with (probes/served_state.h LaunchFingerprint::to_json;
   // empty: nothing exposed). A change is treated like a build change.
   std::string fingerprint;

@@ -102,9 +102,12 @@ std::optional<std::string> quoted(Cursor& c, std::string& error) {
     }
     if (c.done()) break;
     char e = c.s[c.i++];
-    if (e == '\\') out += '\\';
-    else if (e == '"') out += '"';
-    else if (e == 'n') out += '\n';
+    if (e == '\\')
+      out += '\\';
+    else if (e == '"')
+      out += '"';
+    else if (e == 'n')
+      out += '\n';
     else {
       error = std::string("unknown escape \\") + e + " in label value";
       return std::nullopt;

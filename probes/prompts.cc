@@ -13,32 +13,38 @@ namespace {
 // Plain, common English words; public and fixed. Changing this list changes
 // every fixture: bump kFixtureGeneratorVersion with it.
 constexpr std::array<std::string_view, 256> kWords{
-    "time",    "year",    "people",  "way",     "day",     "man",     "thing",   "woman",   "life",    "child",
-    "world",   "school",  "state",   "family",  "student", "group",   "country", "problem", "hand",    "part",
-    "place",   "case",    "week",    "company", "system",  "program", "question", "work",   "government", "number",
-    "night",   "point",   "home",    "water",   "room",    "mother",  "area",    "money",   "story",   "fact",
-    "month",   "lot",     "right",   "study",   "book",    "eye",     "job",     "word",    "business", "issue",
-    "side",    "kind",    "head",    "house",   "service", "friend",  "father",  "power",   "hour",    "game",
-    "line",    "end",     "member",  "law",     "car",     "city",    "name",    "team",    "minute",  "idea",
-    "kid",     "body",    "back",    "parent",  "face",    "others",  "level",   "office",  "door",    "health",
-    "person",  "art",     "war",     "history", "party",   "result",  "change",  "morning", "reason",  "research",
-    "girl",    "guy",     "moment",  "air",     "teacher", "force",   "education", "foot",  "boy",     "age",
-    "policy",  "music",   "market",  "sense",   "nation",  "plan",    "college", "interest", "death",  "experience",
-    "effect",  "use",     "class",   "control", "care",    "field",   "development", "role", "effort", "rate",
-    "heart",   "drug",    "show",    "leader",  "light",   "voice",   "wife",    "police",  "mind",    "price",
-    "report",  "decision", "son",    "view",    "relationship", "town", "road",   "arm",     "difference", "value",
-    "building", "action", "model",   "season",  "society", "tax",     "director", "position", "player", "record",
-    "paper",   "space",   "ground",  "form",    "event",   "official", "matter", "center",  "couple",  "site",
-    "project", "activity", "star",   "table",   "need",    "court",   "oil",     "situation", "cost",  "industry",
-    "figure",  "street",  "image",   "phone",   "data",    "picture", "practice", "piece",  "land",    "product",
-    "doctor",  "wall",    "patient", "worker",  "news",    "test",    "movie",   "north",   "love",    "support",
-    "technology", "step", "baby",    "computer", "type",   "attention", "film",  "tree",    "source",  "organization",
-    "hair",    "window",  "evidence", "population", "harvest", "river",  "bridge",  "garden",  "stone",   "letter",
-    "animal",  "island",  "engine",  "machine", "signal",  "harbor",  "valley",  "forest",  "mountain", "lake",
-    "kitchen", "station", "library", "village", "winter",  "summer",  "autumn",  "spring",  "sunrise", "evening",
-    "careful", "quiet",   "bright",  "simple",  "early",   "small",   "large",   "green",   "warm",    "steady",
-    "often",   "never",   "always",  "slowly",  "together", "around", "between", "under",   "across",  "within",
-    "builds",  "carries", "follows", "measures", "returns", "writes",
+    "time",      "year",     "people",     "way",        "day",         "man",        "thing",        "woman",
+    "life",      "child",    "world",      "school",     "state",       "family",     "student",      "group",
+    "country",   "problem",  "hand",       "part",       "place",       "case",       "week",         "company",
+    "system",    "program",  "question",   "work",       "government",  "number",     "night",        "point",
+    "home",      "water",    "room",       "mother",     "area",        "money",      "story",        "fact",
+    "month",     "lot",      "right",      "study",      "book",        "eye",        "job",          "word",
+    "business",  "issue",    "side",       "kind",       "head",        "house",      "service",      "friend",
+    "father",    "power",    "hour",       "game",       "line",        "end",        "member",       "law",
+    "car",       "city",     "name",       "team",       "minute",      "idea",       "kid",          "body",
+    "back",      "parent",   "face",       "others",     "level",       "office",     "door",         "health",
+    "person",    "art",      "war",        "history",    "party",       "result",     "change",       "morning",
+    "reason",    "research", "girl",       "guy",        "moment",      "air",        "teacher",      "force",
+    "education", "foot",     "boy",        "age",        "policy",      "music",      "market",       "sense",
+    "nation",    "plan",     "college",    "interest",   "death",       "experience", "effect",       "use",
+    "class",     "control",  "care",       "field",      "development", "role",       "effort",       "rate",
+    "heart",     "drug",     "show",       "leader",     "light",       "voice",      "wife",         "police",
+    "mind",      "price",    "report",     "decision",   "son",         "view",       "relationship", "town",
+    "road",      "arm",      "difference", "value",      "building",    "action",     "model",        "season",
+    "society",   "tax",      "director",   "position",   "player",      "record",     "paper",        "space",
+    "ground",    "form",     "event",      "official",   "matter",      "center",     "couple",       "site",
+    "project",   "activity", "star",       "table",      "need",        "court",      "oil",          "situation",
+    "cost",      "industry", "figure",     "street",     "image",       "phone",      "data",         "picture",
+    "practice",  "piece",    "land",       "product",    "doctor",      "wall",       "patient",      "worker",
+    "news",      "test",     "movie",      "north",      "love",        "support",    "technology",   "step",
+    "baby",      "computer", "type",       "attention",  "film",        "tree",       "source",       "organization",
+    "hair",      "window",   "evidence",   "population", "harvest",     "river",      "bridge",       "garden",
+    "stone",     "letter",   "animal",     "island",     "engine",      "machine",    "signal",       "harbor",
+    "valley",    "forest",   "mountain",   "lake",       "kitchen",     "station",    "library",      "village",
+    "winter",    "summer",   "autumn",     "spring",     "sunrise",     "evening",    "careful",      "quiet",
+    "bright",    "simple",   "early",      "small",      "large",       "green",      "warm",         "steady",
+    "often",     "never",    "always",     "slowly",     "together",    "around",     "between",      "under",
+    "across",    "within",   "builds",     "carries",    "follows",     "measures",   "returns",      "writes",
 };
 
 constexpr bool words_are_distinct_and_nonempty() {
@@ -159,8 +165,8 @@ int64_t estimated_tokens(const PromptFixture& f) {
 }
 
 bool within_size_tolerance(int64_t target_tokens, int64_t measured_tokens) {
-  int64_t tol = std::max<int64_t>(kSizeToleranceMinTokens,
-                                  std::llround(kSizeTolerance * static_cast<double>(target_tokens)));
+  int64_t tol =
+      std::max<int64_t>(kSizeToleranceMinTokens, std::llround(kSizeTolerance * static_cast<double>(target_tokens)));
   return std::llabs(measured_tokens - target_tokens) <= tol;
 }
 
@@ -177,8 +183,8 @@ PromptFixture adjust_to_measured(const PromptFixture& f, int64_t measured_tokens
   // Scale the filler by the measured tokens-per-word; the fixed instruction
   // makes this slightly conservative, and the next measurement corrects it.
   double per_word = static_cast<double>(measured_tokens) / static_cast<double>(f.words);
-  int64_t words = std::llround(static_cast<double>(f.words) +
-                               static_cast<double>(f.target_tokens - measured_tokens) / per_word);
+  int64_t words =
+      std::llround(static_cast<double>(f.words) + static_cast<double>(f.target_tokens - measured_tokens) / per_word);
   if (words == f.words) words += measured_tokens > f.target_tokens ? -1 : 1;
   return build_long_context(f.target_tokens, f.seed, words);
 }

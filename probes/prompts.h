@@ -26,12 +26,12 @@
 
 namespace soak::probes {
 
-inline constexpr int kFixtureGeneratorVersion = 1;  // bump when generated text changes
+inline constexpr int kFixtureGeneratorVersion = 1;                // bump when generated text changes
 inline constexpr uint64_t kDefaultFixtureSeed = 0x736f616b64ULL;  // "soakd"
 // Common English words average a little over one BPE token each once
 // punctuation is counted; /tokenize corrects the rest.
 inline constexpr double kTokensPerWordEstimate = 1.3;
-inline constexpr double kSizeTolerance = 0.02;        // within 2 % of the target...
+inline constexpr double kSizeTolerance = 0.02;          // within 2 % of the target...
 inline constexpr int64_t kSizeToleranceMinTokens = 16;  // ...or 16 tokens, whichever is larger
 inline constexpr size_t kSharedSystemPromptBytes = 7 * 1024;
 
@@ -44,12 +44,12 @@ uint64_t splitmix64(uint64_t& state);
 std::string filler_text(uint64_t seed, int64_t words);
 
 struct PromptFixture {
-  std::string name;           // e.g. "long_context/32768"
+  std::string name;  // e.g. "long_context/32768"
   uint64_t seed = kDefaultFixtureSeed;
   int64_t target_tokens = 0;
-  int64_t words = 0;          // filler words in the body
-  std::string body;           // the prompt without its nonce line
-  std::string hash;           // hash of `body` (core/hash.h); identifies the fixture
+  int64_t words = 0;  // filler words in the body
+  std::string body;   // the prompt without its nonce line
+  std::string hash;   // hash of `body` (core/hash.h); identifies the fixture
 };
 
 // A long-context fixture of about `target_tokens` tokens: filler, then one
@@ -107,7 +107,7 @@ std::string user_turn(uint64_t seed, int64_t turn);
 
 // "<kind>[/<size>][/<cache_state>][/<variant>]", e.g. "long_context/32768/fresh",
 // "burst/8", "thinking/on". Rows of different workload ids are never pooled.
-std::string workload_id(ProbeKind kind, std::optional<int64_t> size = std::nullopt,
-                        CacheState cache = CacheState::None, std::string_view variant = {});
+std::string workload_id(ProbeKind kind, std::optional<int64_t> size = std::nullopt, CacheState cache = CacheState::None,
+                        std::string_view variant = {});
 
 }  // namespace soak::probes

@@ -71,7 +71,7 @@ struct RequestDialect {
 };
 
 struct ChatRequestOptions {
-  std::string model;              // the request's `model` (the runtime's name for the candidate)
+  std::string model;  // the request's `model` (the runtime's name for the candidate)
   Sampling sampling;
   Streaming streaming = Streaming::On;
   std::optional<Thinking> thinking;  // sets chat_template_kwargs.enable_thinking when present
@@ -80,8 +80,8 @@ struct ChatRequestOptions {
 
 struct BuiltRequest {
   ProbeKind kind = ProbeKind::Marker;
-  std::string path;              // e.g. "/v1/chat/completions"
-  std::string body;              // JSON, exactly as sent
+  std::string path;  // e.g. "/v1/chat/completions"
+  std::string body;  // JSON, exactly as sent
   Streaming streaming = Streaming::Off;
   std::optional<bool> thinking;  // enable_thinking as sent (ProbeResult::thinking)
   // Sampling::to_json() (ProbeResult::sampling_json), plus "not_applied": the

@@ -72,8 +72,9 @@ std::string LaunchFingerprint::summary() const {
   if (slots) add(std::to_string(*slots) + " slot" + (*slots == 1 ? "" : "s"));
   if (!kv_cache_type.empty()) add("kv " + kv_cache_type);
   if (speculative) add(*speculative ? "speculative" : "no draft");
-  if (max_tokens_default) add("max_tokens default " + (*max_tokens_default < 0 ? std::string("unlimited")
-                                                                               : std::to_string(*max_tokens_default)));
+  if (max_tokens_default)
+    add("max_tokens default " +
+        (*max_tokens_default < 0 ? std::string("unlimited") : std::to_string(*max_tokens_default)));
   if (!model.empty()) add("model " + text::excerpt(model, 80));
   return out.empty() ? "not exposed" : out;
 }
@@ -121,8 +122,10 @@ RuntimeArgv runtime_argv_of(const CandidateConfig& c, const RuntimeArgvReader& r
     a.argv = launch_argv_of(c);
     return a;
   }
-  if (reader) a = reader(c);
-  else a.error = "this soakd cannot discover runtime processes";
+  if (reader)
+    a = reader(c);
+  else
+    a.error = "this soakd cannot discover runtime processes";
   if (a.error.empty() && a.argv.empty()) a.error = "its process's argv is empty (not visible to this user?)";
   return a;
 }
@@ -143,14 +146,16 @@ Verdict judge_served(const ServedState& s, std::string_view config_model, std::s
   bool found = false;
   for (const auto& id : s.loaded) found = found || id == config_model;
   if (s.proof == IdentityProof::ProcessArgv && !found) {
-    return {Outcome::IdentityMismatch,
-            "config model '" + text::excerpt(config_model, 100) + "' is not the runtime's --model '" +
-                text::excerpt(s.fingerprint.model, 100) +
-                "': MLX-LM would load other weights for that request string; set the config model to the --model value"};
+    return {
+        Outcome::IdentityMismatch,
+        "config model '" + text::excerpt(config_model, 100) + "' is not the runtime's --model '" +
+            text::excerpt(s.fingerprint.model, 100) +
+            "': MLX-LM would load other weights for that request string; set the config model to the --model value"};
   }
   if (!found) {
     return {Outcome::IdentityMismatch, "'" + text::excerpt(config_model, 100) + "' is not what the runtime serves (" +
-                                           how + " from " + s.fingerprint.source + "; loaded: " + listed(s.loaded) + ")"};
+                                           how + " from " + s.fingerprint.source + "; loaded: " + listed(s.loaded) +
+                                           ")"};
   }
   if (!expected_model.empty() && s.fingerprint.model != expected_model) {
     return {Outcome::IdentityMismatch, "weights changed since this build was registered: " + how + " was '" +
@@ -192,7 +197,8 @@ Verdict check_model_list(const std::vector<std::string>& ids, std::string_view c
   for (const auto& id : ids)
     if (id == canonical_model) return {Outcome::Clean, ""};
   return {Outcome::IdentityMismatch, "canonical id '" + text::excerpt(canonical_model, 100) +
-                                         "' is not in the model list" + (ids.empty() ? " (empty)" : ": " + joined_ids(ids, 60))};
+                                         "' is not in the model list" +
+                                         (ids.empty() ? " (empty)" : ": " + joined_ids(ids, 60))};
 }
 
 }  // namespace soak::probes

@@ -35,7 +35,8 @@ enum class IdentityProof {
   LoadedState,   // the runtime lists the model as loaded (LM Studio /api/v0/models state, Rapid-MLX build_info model,
                  // oMLX /api/status loaded_models)
   ProcessArgv,   // the runtime's own --model argument, and requests send exactly that id (MLX-LM)
-  EchoOnly,      // answers echo the request; nothing says what is loaded (oMLX without loaded_models; MLX-LM without its argv)
+  EchoOnly,  // answers echo the request; nothing says what is loaded (oMLX without loaded_models; MLX-LM without its
+             // argv)
 };
 std::string_view to_string(IdentityProof p);
 
@@ -45,10 +46,10 @@ struct LaunchFingerprint {
   std::optional<int64_t> ctx_per_slot;
   std::optional<int64_t> ctx_total;
   std::optional<int64_t> slots;
-  std::string kv_cache_type;           // e.g. "bf16", "q8_0"; empty: not exposed
-  std::optional<bool> speculative;     // draft model / speculative decoding on
+  std::string kv_cache_type;                  // e.g. "bf16", "q8_0"; empty: not exposed
+  std::optional<bool> speculative;            // draft model / speculative decoding on
   std::optional<int64_t> max_tokens_default;  // cap when a request sends none (-1: unlimited)
-  std::string source;                  // routes (or "argv") it was read from
+  std::string source;                         // routes (or "argv") it was read from
 
   bool empty() const { return model.empty() && !ctx_per_slot && !slots && kv_cache_type.empty(); }
   // Notes a route (or "argv") as read: "/props + /slots".

@@ -13,8 +13,8 @@ using ojson = nlohmann::ordered_json;
 
 // Cities the tool turns ask about: public, fixed, and each a valid call.
 constexpr std::pair<std::string_view, std::string_view> kPlaces[] = {
-    {"Lima", "Peru"}, {"Oslo", "Norway"}, {"Porto", "Portugal"}, {"Quito", "Ecuador"},
-    {"Cork", "Ireland"}, {"Perth", "Australia"}, {"Kyoto", "Japan"}, {"Tunis", "Tunisia"},
+    {"Lima", "Peru"},    {"Oslo", "Norway"},     {"Porto", "Portugal"}, {"Quito", "Ecuador"},
+    {"Cork", "Ireland"}, {"Perth", "Australia"}, {"Kyoto", "Japan"},    {"Tunis", "Tunisia"},
 };
 
 uint64_t turn_seed(uint64_t seed, int64_t session, int64_t turn) {
@@ -41,7 +41,8 @@ constexpr int64_t kMessageOverheadChars = 32;
 int64_t chars_of(const ojson& m) {
   int64_t n = kMessageOverheadChars;
   for (const char* key : {"content", "reasoning_content", "tool_call_id"})
-    if (auto it = m.find(key); it != m.end() && it->is_string()) n += static_cast<int64_t>(it->get_ref<const std::string&>().size());
+    if (auto it = m.find(key); it != m.end() && it->is_string())
+      n += static_cast<int64_t>(it->get_ref<const std::string&>().size());
   if (auto calls = m.find("tool_calls"); calls != m.end() && calls->is_array())
     for (const auto& c : *calls) {
       n += kMessageOverheadChars;

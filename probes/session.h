@@ -31,7 +31,7 @@
 
 namespace soak::probes {
 
-inline constexpr int kSessionMaxFailedTurns = 3;     // answerless turns in a row before an agent gives up
+inline constexpr int kSessionMaxFailedTurns = 3;  // answerless turns in a row before an agent gives up
 inline constexpr int64_t kSessionUserTurnMinTokens = 150;
 inline constexpr int64_t kSessionUserTurnMaxTokens = 200;
 inline constexpr int64_t kSessionToolResultWords = 300;
@@ -49,12 +49,12 @@ struct SessionToolCall {
 
 // The turn to send.
 struct SessionTurn {
-  int64_t session = 0;          // sessions started by this object, from 0
-  int64_t turn = 1;             // 1 = the session's first turn
-  bool thinking = false;        // enable_thinking sent on
-  bool tool_required = false;   // tool_choice required, the user turn asks for the tool
-  bool recovery = false;        // the previous turn's tool call was malformed and the runtime was told
-  int64_t context_estimate = 0; // tokens carried, estimated from the characters sent
+  int64_t session = 0;           // sessions started by this object, from 0
+  int64_t turn = 1;              // 1 = the session's first turn
+  bool thinking = false;         // enable_thinking sent on
+  bool tool_required = false;    // tool_choice required, the user turn asks for the tool
+  bool recovery = false;         // the previous turn's tool call was malformed and the runtime was told
+  int64_t context_estimate = 0;  // tokens carried, estimated from the characters sent
   // What this turn adds to the history (the user turn; nothing on a recovery
   // turn, whose last message is already the tool error).
   std::optional<nlohmann::ordered_json> user_message;
@@ -110,7 +110,7 @@ class AgentSession {
   bool thinking_ = false;
   bool recovery_due_ = false;
   int failed_in_a_row_ = 0;
-  int64_t context_tokens_ = 0;  // what the last answered turn carried, plus its answer
+  int64_t context_tokens_ = 0;      // what the last answered turn carried, plus its answer
   nlohmann::ordered_json history_;  // system prompt and everything answered since
   int64_t history_chars_ = 0;       // serialized size of history_, kept as it grows
 };

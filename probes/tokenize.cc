@@ -81,7 +81,6 @@ std::optional<TokenizeAnswer> parse_tokenize_answer(std::string_view body) {
   return sax.out;
 }
 
-
 namespace {
 Result<int64_t> neither(std::string_view body) {
   return make_error("tokenize answer has neither count nor tokens: " + text::excerpt(text::trim(body), 80));

@@ -103,7 +103,8 @@ std::optional<std::string> violation(const json& v, const json& schema, const st
   if (const json* en = jsonf::member(schema, "enum"); en && en->is_array()) {
     bool found = false;
     for (const auto& option : *en) found = found || option == v;
-    if (!found) return path + ": " + text::excerpt(jsonf::dump(v), 60) + " is not one of " + text::excerpt(jsonf::dump(*en), 120);
+    if (!found)
+      return path + ": " + text::excerpt(jsonf::dump(v), 60) + " is not one of " + text::excerpt(jsonf::dump(*en), 120);
   }
   if (v.is_string()) {
     size_t n = utf8_code_points(v.get_ref<const std::string&>());
@@ -118,8 +119,10 @@ std::optional<std::string> violation(const json& v, const json& schema, const st
     if (auto mn = jsonf::get_number(schema, "minimum"); mn && d < *mn) return path + ": below minimum";
   }
   if (v.is_array()) {
-    if (auto mx = jsonf::get_int(schema, "maxItems"); mx && static_cast<int64_t>(v.size()) > *mx) return path + ": more than maxItems";
-    if (auto mn = jsonf::get_int(schema, "minItems"); mn && static_cast<int64_t>(v.size()) < *mn) return path + ": fewer than minItems";
+    if (auto mx = jsonf::get_int(schema, "maxItems"); mx && static_cast<int64_t>(v.size()) > *mx)
+      return path + ": more than maxItems";
+    if (auto mn = jsonf::get_int(schema, "minItems"); mn && static_cast<int64_t>(v.size()) < *mn)
+      return path + ": fewer than minItems";
     if (const json* items = jsonf::member(schema, "items"); items && items->is_object()) {
       for (size_t i = 0; i < v.size(); ++i) {
         if (auto e = violation(v[i], *items, path + "[" + std::to_string(i) + "]")) return e;

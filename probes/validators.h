@@ -37,8 +37,8 @@ Verdict check_strict_json(std::string_view content, const nlohmann::json& schema
 // ---------------------------------------------------------------- tool calls
 
 struct ToolExpectation {
-  std::string name;               // function the probe's tool_choice asks for
-  nlohmann::json parameters;      // the tool's parameter schema (an object schema)
+  std::string name;           // function the probe's tool_choice asks for
+  nlohmann::json parameters;  // the tool's parameter schema (an object schema)
 };
 
 // Every call must name the expected function and carry arguments that parse as

@@ -117,9 +117,12 @@ std::string time_label(int64_t ms, int64_t span_ms) {
   tm v{};
   gmtime_r(&t, &v);
   char buf[32];
-  if (span_ms > 2 * 86'400'000LL) strftime(buf, sizeof buf, "%m-%d %H:%M", &v);
-  else if (span_ms > 120'000) strftime(buf, sizeof buf, "%H:%M", &v);
-  else strftime(buf, sizeof buf, "%H:%M:%S", &v);
+  if (span_ms > 2 * 86'400'000LL)
+    strftime(buf, sizeof buf, "%m-%d %H:%M", &v);
+  else if (span_ms > 120'000)
+    strftime(buf, sizeof buf, "%H:%M", &v);
+  else
+    strftime(buf, sizeof buf, "%H:%M:%S", &v);
   return buf;
 }
 
@@ -127,7 +130,8 @@ std::string timeline_svg(const Timeline& t, std::string_view id, TimelineSize si
   const bool full = size == TimelineSize::Full;
   const double w = full ? kWidth : 300, h = full ? 120 : 30;
   Svg svg(w, h, id, full ? "chart timeline" : "chart timeline mini", "stage timeline");
-  const Scale x{static_cast<double>(t.from_ms), static_cast<double>(t.to_ms), full ? kLeft : 2, w - (full ? kRight : 2)};
+  const Scale x{static_cast<double>(t.from_ms), static_cast<double>(t.to_ms), full ? kLeft : 2,
+                w - (full ? kRight : 2)};
   const double stage_y = full ? 20 : 4, stage_h = full ? 30 : 14, mark_y = full ? 66 : 24;
   if (full) {
     svg.text(4, stage_y + 19, "stages", "lane");
@@ -137,8 +141,7 @@ std::string timeline_svg(const Timeline& t, std::string_view id, TimelineSize si
     const double x0 = x(static_cast<double>(s.start_ms)), x1 = x(static_cast<double>(s.end_ms));
     svg.rect(x0, stage_y, std::max(1.5, x1 - x0), stage_h, "stage state-" + std::string(to_string(s.state)),
              stage_tooltip(s));
-    if (full && x1 - x0 > 44)
-      svg.text(x0 + 4, stage_y + 19, to_string(s.kind), "stage-label");
+    if (full && x1 - x0 > 44) svg.text(x0 + 4, stage_y + 19, to_string(s.kind), "stage-label");
     if (full && s.state == StageState::Running) {
       svg.line(x(static_cast<double>(s.nominal_end_ms)), stage_y - 4, x(static_cast<double>(s.nominal_end_ms)),
                stage_y + stage_h + 4, "nominal-end");
@@ -163,8 +166,12 @@ std::string timeline_svg(const Timeline& t, std::string_view id, TimelineSize si
   if (full) {
     time_axis(svg, x, t.from_ms, t.to_ms, 84);
     legend(svg, kLeft, 116,
-           {{"ev-gap", "gap"}, {"ev-process_restart", "restart"}, {"ev-guard_trip", "guard trip"},
-            {"ev-build_change", "build change"}, {"ev-control", "control"}, {"ev-other", "other"}});
+           {{"ev-gap", "gap"},
+            {"ev-process_restart", "restart"},
+            {"ev-guard_trip", "guard trip"},
+            {"ev-build_change", "build change"},
+            {"ev-control", "control"},
+            {"ev-other", "other"}});
   }
   return svg.str();
 }
@@ -194,13 +201,13 @@ std::string memory_svg(const MemoryChart& m) {
     const double xm = xs[xs.size() / 2], ym = t.intercept + t.slope * xm;
     auto at = [&](double slope, int64_t ms) { return ym + slope * (hours(ms) - xm); };
     const int64_t a = std::max(m.from_ms, t.t0_ms), b = m.to_ms;
-    svg.polygon({{x(static_cast<double>(a)), y(at(t.lo, a))},
-                 {x(static_cast<double>(b)), y(at(t.lo, b))},
-                 {x(static_cast<double>(b)), y(at(t.hi, b))},
-                 {x(static_cast<double>(a)), y(at(t.hi, a))}},
-                "trend-interval",
-                "Sen's interval of the slope: [" + num(t.lo) + ", " + num(t.hi) + "] MB/h at " +
-                    num(t.confidence * 100) + "%");
+    svg.polygon(
+        {{x(static_cast<double>(a)), y(at(t.lo, a))},
+         {x(static_cast<double>(b)), y(at(t.lo, b))},
+         {x(static_cast<double>(b)), y(at(t.hi, b))},
+         {x(static_cast<double>(a)), y(at(t.hi, a))}},
+        "trend-interval",
+        "Sen's interval of the slope: [" + num(t.lo) + ", " + num(t.hi) + "] MB/h at " + num(t.confidence * 100) + "%");
     svg.polyline({{x(static_cast<double>(a)), y(at(t.slope, a))}, {x(static_cast<double>(b)), y(at(t.slope, b))}},
                  "trend line");
     for (size_t i = 0; i < t.block_x_h.size(); ++i)
@@ -222,8 +229,12 @@ std::string memory_svg(const MemoryChart& m) {
   band(svg, x, ys, m.swap, kMB, "swap", true);
   time_axis(svg, x, m.from_ms, m.to_ms, 280);
   legend(svg, kLeft, 322,
-         {{"footprint", "footprint (median, min–max)"}, {"resident", "resident"}, {"trend", "Theil–Sen"},
-          {"trend-interval", "Sen's interval"}, {"swap", "process swap"}, {"host-swap", "host swap"}});
+         {{"footprint", "footprint (median, min–max)"},
+          {"resident", "resident"},
+          {"trend", "Theil–Sen"},
+          {"trend-interval", "Sen's interval"},
+          {"swap", "process swap"},
+          {"host-swap", "host swap"}});
   return svg.str();
 }
 
@@ -244,8 +255,9 @@ std::string pressure_svg(const PressureChart& p) {
     if (i + 1 < p.level.size()) end = std::min(end, p.level[i + 1].t0_ms);
     end = std::min(end, p.to_ms);
     const char* cls = b.max >= 4 ? "level critical" : b.max >= 2 ? "level warn" : "level normal";
-    svg.rect(x(static_cast<double>(b.t0_ms)), 12, std::max(1.0, x(static_cast<double>(end)) - x(static_cast<double>(b.t0_ms))),
-             20, cls, std::string(cls + 6) + " at " + iso_utc(b.t0_ms));
+    svg.rect(x(static_cast<double>(b.t0_ms)), 12,
+             std::max(1.0, x(static_cast<double>(end)) - x(static_cast<double>(b.t0_ms))), 20, cls,
+             std::string(cls + 6) + " at " + iso_utc(b.t0_ms));
   }
   const bool psi = p.free_pct.empty() && !p.psi_some.empty();
   const Scale y{0, 100, 140, 44};
@@ -253,7 +265,9 @@ std::string pressure_svg(const PressureChart& p) {
   band(svg, x, y, psi ? p.psi_some : p.free_pct, 1, psi ? "psi" : "free", true);
   time_axis(svg, x, p.from_ms, p.to_ms, 150);
   legend(svg, kLeft, 184,
-         {{"level normal", "normal"}, {"level warn", "warn"}, {"level critical", "critical"},
+         {{"level normal", "normal"},
+          {"level warn", "warn"},
+          {"level critical", "critical"},
           {psi ? "psi" : "free", psi ? "PSI some avg10" : "memory free"}});
   return svg.str();
 }
@@ -330,9 +344,10 @@ std::string ladder_svg(const std::vector<LadderPoint>& points, const std::option
                  Svg::Anchor::Middle);
     }
   }
-  legend(svg, kLeft, 256,
-         {{"fresh", "fresh (new prefix)"}, {"repeat", "exact repeat (cache)"}} );
-  if (reach) svg.text(kWidth - kRight, 256, "context reach: " + std::to_string(*reach) + " tokens", "reach-label", Svg::Anchor::End);
+  legend(svg, kLeft, 256, {{"fresh", "fresh (new prefix)"}, {"repeat", "exact repeat (cache)"}});
+  if (reach)
+    svg.text(kWidth - kRight, 256, "context reach: " + std::to_string(*reach) + " tokens", "reach-label",
+             Svg::Anchor::End);
   return svg.str();
 }
 

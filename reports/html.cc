@@ -20,8 +20,10 @@ std::string escape(std::string_view text) {
       case '\'': out += "&#39;"; break;
       default: {
         const auto u = static_cast<unsigned char>(ch);
-        if ((u < 0x20 && ch != '\n' && ch != '\t') || u == 0x7f) out += "\xEF\xBF\xBD";
-        else out += ch;
+        if ((u < 0x20 && ch != '\n' && ch != '\t') || u == 0x7f)
+          out += "\xEF\xBF\xBD";
+        else
+          out += ch;
       }
     }
   }
@@ -110,8 +112,10 @@ CitedIds cited_ids(std::string_view reason) {
 std::string num(double v) {
   if (!std::isfinite(v)) v = 0;
   char buf[64];
-  if (std::fabs(v) >= 1e4 && std::fabs(v) < 1e15) std::snprintf(buf, sizeof buf, "%.0f", v);
-  else std::snprintf(buf, sizeof buf, "%.4g", v);
+  if (std::fabs(v) >= 1e4 && std::fabs(v) < 1e15)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
 }
 
@@ -128,10 +132,14 @@ std::string duration_text(int64_t ms) {
   if (ms < 0) ms = 0;
   char buf[64];
   const int64_t s = ms / 1000, m = s / 60, h = m / 60, d = h / 24;
-  if (d > 0) std::snprintf(buf, sizeof buf, "%lldd %02lldh", static_cast<long long>(d), static_cast<long long>(h % 24));
-  else if (h > 0) std::snprintf(buf, sizeof buf, "%lldh %02lldm", static_cast<long long>(h), static_cast<long long>(m % 60));
-  else if (m > 0) std::snprintf(buf, sizeof buf, "%lldm %02llds", static_cast<long long>(m), static_cast<long long>(s % 60));
-  else std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000);
+  if (d > 0)
+    std::snprintf(buf, sizeof buf, "%lldd %02lldh", static_cast<long long>(d), static_cast<long long>(h % 24));
+  else if (h > 0)
+    std::snprintf(buf, sizeof buf, "%lldh %02lldm", static_cast<long long>(h), static_cast<long long>(m % 60));
+  else if (m > 0)
+    std::snprintf(buf, sizeof buf, "%lldm %02llds", static_cast<long long>(m), static_cast<long long>(s % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000);
   return buf;
 }
 

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reports/html.h"
 #include "judges/views.h"
+#include "reports/html.h"
 
 namespace soak::report {
 
@@ -165,7 +165,8 @@ void bursts(Store& store, const CandidateRow& c, CandidateReport& rep) {
     const int n = r.client_concurrency;
     BurstPoint& p = by[n];
     p.n = n;
-    const bool summary = r.workload_id.size() >= 8 && r.workload_id.compare(r.workload_id.size() - 8, 8, "/summary") == 0;
+    const bool summary =
+        r.workload_id.size() >= 8 && r.workload_id.compare(r.workload_id.size() - 8, 8, "/summary") == 0;
     if (summary) {
       ++p.summaries;
       if (r.outcome == Outcome::SerializedBurst) ++p.serialized;
@@ -212,10 +213,11 @@ void memory(const std::vector<ProcessSample>& procs, const std::vector<HostSampl
   m.footprint = downsample(series(procs, c.id, &ProcessSample::footprint_bytes), from, to, kTimeBuckets);
   m.resident = downsample(series(procs, c.id, &ProcessSample::resident_bytes), from, to, kTimeBuckets);
   m.swap = downsample(series(procs, c.id, &ProcessSample::swap_bytes), from, to, kTimeBuckets);
-  m.host_swap = downsample(host_series(hosts, [&](const HostSample& h) -> std::optional<double> {
-                             if (h.host_id != c.host_id || !h.swap_used_bytes) return std::nullopt;
-                             return static_cast<double>(*h.swap_used_bytes);
-                           }),
+  m.host_swap = downsample(host_series(hosts,
+                                       [&](const HostSample& h) -> std::optional<double> {
+                                         if (h.host_id != c.host_id || !h.swap_used_bytes) return std::nullopt;
+                                         return static_cast<double>(*h.swap_used_bytes);
+                                       }),
                            from, to, kTimeBuckets);
   rep.memory = std::move(m);
 
@@ -223,10 +225,11 @@ void memory(const std::vector<ProcessSample>& procs, const std::vector<HostSampl
   p.from_ms = from;
   p.to_ms = to;
   auto of = [&](auto get) {
-    return downsample(host_series(hosts, [&](const HostSample& h) -> std::optional<double> {
-                        if (h.host_id != c.host_id) return std::nullopt;
-                        return get(h);
-                      }),
+    return downsample(host_series(hosts,
+                                  [&](const HostSample& h) -> std::optional<double> {
+                                    if (h.host_id != c.host_id) return std::nullopt;
+                                    return get(h);
+                                  }),
                       from, to, kTimeBuckets);
   };
   p.level = of([](const HostSample& h) -> std::optional<double> {
@@ -315,8 +318,7 @@ Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow&
     if (v == latest_judged) {
       if (const JudgedStage* j = input_of(v)) {
         jv.identical = j->identical;
-        if (!j->identical)
-          jv.recomputed = std::string(to_string(j->recomputed.state)) + " — " + j->recomputed.reason;
+        if (!j->identical) jv.recomputed = std::string(to_string(j->recomputed.state)) + " — " + j->recomputed.reason;
       }
     }
     rep.judged.push_back(std::move(jv));

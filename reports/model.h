@@ -18,15 +18,15 @@
 
 #include "core/result.h"
 #include "core/types.h"
-#include "reports/series.h"
 #include "judges/judge.h"
+#include "reports/series.h"
 #include "storage/store.h"
 
 namespace soak::report {
 
 // How big the reduced series are: enough for a chart ~1000 px wide.
 inline constexpr int kTimeBuckets = 360;
-inline constexpr size_t kStripPoints = 120;   // points per side in a strip plot
+inline constexpr size_t kStripPoints = 120;    // points per side in a strip plot
 inline constexpr size_t kMaxFailureRows = 60;  // failure rows listed besides those a reason cites
 
 // A judged verdict as the judge saw it again: its input rebuilt from the
@@ -80,16 +80,16 @@ struct MemoryChart {
 
 struct PressureChart {
   int64_t from_ms = 0, to_ms = 0;
-  std::vector<Bucket> level;     // macOS pressure level (1 normal, 2 warn, 4 critical)
-  std::vector<Bucket> free_pct;  // macOS memorystatus level (% free)
-  std::vector<Bucket> psi_some;  // Linux PSI some avg10 (%)
-  std::vector<Bucket> swap_used; // bytes
+  std::vector<Bucket> level;      // macOS pressure level (1 normal, 2 warn, 4 critical)
+  std::vector<Bucket> free_pct;   // macOS memorystatus level (% free)
+  std::vector<Bucket> psi_some;   // Linux PSI some avg10 (%)
+  std::vector<Bucket> swap_used;  // bytes
 };
 
 // One figure of one locator: the candidate beside its baseline.
 struct PerfGroup {
-  std::string metric;    // the verdict row's name
-  std::string figure;    // ttft_ms | decode_tps | wall_ms
+  std::string metric;  // the verdict row's name
+  std::string figure;  // ttft_ms | decode_tps | wall_ms
   std::string workload;
   std::string source;
   Summary cand, base;
@@ -121,23 +121,23 @@ struct CandidateReport {
   CandidateRow candidate;
   std::optional<CandidateRow> baseline;
   int64_t generated_ms = 0;
-  std::optional<VerdictRow> latest;   // the newest verdict row (may be running or an override)
-  std::vector<JudgedView> judged;     // newest first: the latest judged verdict of each stage
+  std::optional<VerdictRow> latest;  // the newest verdict row (may be running or an override)
+  std::vector<JudgedView> judged;    // newest first: the latest judged verdict of each stage
   Timeline timeline;
   std::optional<MemoryChart> memory;
   std::optional<PressureChart> pressure;
-  std::string perf_stage;             // whose rows the perf groups are ("canary")
+  std::string perf_stage;  // whose rows the perf groups are ("canary")
   std::string baseline_mode;
-  std::vector<PerfGroup> perf;        // deciding first: failed, marginal, passed, insufficient
+  std::vector<PerfGroup> perf;  // deciding first: failed, marginal, passed, insufficient
   std::vector<LadderPoint> ladder;
   // The latest judged canary's context reach (judges' judged_context_reach()),
   // when it falls short of the largest configured size.
   std::optional<int64_t> context_reach;
   std::vector<BurstPoint> bursts;
-  std::vector<ProbeResult> rows;      // cited by a reason, or failures (capped); by id
-  std::vector<Event> events;          // every event of the timeline, by id
+  std::vector<ProbeResult> rows;         // cited by a reason, or failures (capped); by id
+  std::vector<Event> events;             // every event of the timeline, by id
   std::set<int64_t> row_ids, event_ids;  // what the tables have anchors for
-  std::vector<std::string> notes;     // what could not be shown, and why
+  std::vector<std::string> notes;        // what could not be shown, and why
 };
 
 Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow& candidate, int64_t now_ms,

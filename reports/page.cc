@@ -56,7 +56,8 @@ svg.chart{display:block;margin:6px 0;font-size:11px}svg text{fill:#3a444e}svg .t
 std::string head(const std::string& title) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-         "<title>" + escape(title) + "</title><style>" + kStyle + "</style></head><body>\n";
+         "<title>" +
+         escape(title) + "</title><style>" + kStyle + "</style></head><body>\n";
 }
 
 std::string badge(std::string_view state) {
@@ -94,8 +95,9 @@ std::string metrics_table(const VerdictRow& v, const CandidateReport& r) {
   std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return rank(*a) < rank(*b); });
   // Nine columns of figures, and the judge's reason on a line of its own under
   // them: a reason is a sentence, too long for a column beside the numbers.
-  std::string s = "<table class=\"metrics\"><tr><th>result</th><th>metric</th><th>n</th><th>n base</th><th>estimate</th>"
-                  "<th>baseline</th><th>interval</th><th>threshold</th><th>p</th></tr>\n";
+  std::string s =
+      "<table class=\"metrics\"><tr><th>result</th><th>metric</th><th>n</th><th>n base</th><th>estimate</th>"
+      "<th>baseline</th><th>interval</th><th>threshold</th><th>p</th></tr>\n";
   for (const MetricEvidence* m : order) {
     const MetricText t = metric_text(*m);
     const std::string res(to_string(m->result));
@@ -123,7 +125,8 @@ std::string verdict_section(const CandidateReport& r) {
              ? "<p class=\"recomputed ok\">Recomputed from the stored rows: identical.</p>\n"
              : "<p class=\"recomputed differs\"><b>Recomputed from the stored rows: DIFFERENT</b> — " +
                    escape(r.judged.front().recomputed) + "</p>\n";
-  if (!r.judged.empty()) s += "<p class=\"sub\">Every metric of every judged stage: <a href=\"#argument\">the argument</a>.</p>\n";
+  if (!r.judged.empty())
+    s += "<p class=\"sub\">Every metric of every judged stage: <a href=\"#argument\">the argument</a>.</p>\n";
   return s + "</section>\n";
 }
 
@@ -156,10 +159,12 @@ std::string argument_section(const CandidateReport& r) {
 std::string perf_section(const CandidateReport& r) {
   std::string s = "<section id=\"perf\"><h2>Candidate beside baseline</h2>\n";
   if (r.perf.empty()) return s + "<p>No comparison: no judged canary with performance rows.</p></section>\n";
-  s += "<p class=\"sub\">The " + escape(r.perf_stage) + "'s rows as its judge compared them (baseline: " +
-       escape(r.baseline_mode) + (r.baseline ? ", " + escape(r.baseline->name) + " at " + escape(r.baseline->build) : "") +
+  s += "<p class=\"sub\">The " + escape(r.perf_stage) +
+       "'s rows as its judge compared them (baseline: " + escape(r.baseline_mode) +
+       (r.baseline ? ", " + escape(r.baseline->name) + " at " + escape(r.baseline->build) : "") +
        "), one locator per line, deciding metrics first. Boxes: p25–p75 with the median; whiskers p5–p95; dots: the "
-       "rows (thinned to " + std::to_string(kStripPoints) + " per side).</p>\n";
+       "rows (thinned to " +
+       std::to_string(kStripPoints) + " per side).</p>\n";
   // Figures in the order of their most deciding locator (r.perf is sorted so:
   // failed, marginal, passed, insufficient), so what decided comes first.
   std::vector<std::string> figures;
@@ -178,16 +183,18 @@ std::string perf_section(const CandidateReport& r) {
 std::string rows_table(const CandidateReport& r) {
   std::string s = "<section id=\"rows\"><h2>Rows</h2>\n";
   if (r.rows.empty()) return s + "<p>No failure rows and none cited.</p></section>\n";
-  s += "<table class=\"rows\"><tr><th>id</th><th>started</th><th>kind</th><th>workload</th><th>outcome</th><th>HTTP</th>"
-       "<th>TTFT ms</th><th>decode tok/s</th><th>detail</th></tr>\n";
+  s +=
+      "<table class=\"rows\"><tr><th>id</th><th>started</th><th>kind</th><th>workload</th><th>outcome</th><th>HTTP</th>"
+      "<th>TTFT ms</th><th>decode tok/s</th><th>detail</th></tr>\n";
   for (const auto& row : r.rows) {
-    s += "<tr id=\"" + row_anchor(row.id) + "\"><td class=\"n\">" + std::to_string(row.id) + "</td><td class=\"mono\">" +
-         iso_utc(row.started_wall_ms) + "</td><td>" + escape(to_string(row.kind)) + "</td><td class=\"mono metric\">" +
-         escape(row.workload_id) + "</td><td>" + escape(to_string(row.outcome)) + "</td><td class=\"n\">" +
-         (row.http_status ? std::to_string(*row.http_status) : "") + "</td><td class=\"n\">" +
-         (row.t_first_token_us ? num(static_cast<double>(*row.t_first_token_us) / 1000) : "") + "</td><td class=\"n\">" +
-         (row.client_decode_tps ? num(*row.client_decode_tps) : "") + "</td><td>" + escape(row.detail) +
-         (row.excerpt.empty() ? "" : " <span class=\"mono\">" + escape(row.excerpt) + "</span>") + "</td></tr>\n";
+    s += "<tr id=\"" + row_anchor(row.id) + "\"><td class=\"n\">" + std::to_string(row.id) +
+         "</td><td class=\"mono\">" + iso_utc(row.started_wall_ms) + "</td><td>" + escape(to_string(row.kind)) +
+         "</td><td class=\"mono metric\">" + escape(row.workload_id) + "</td><td>" + escape(to_string(row.outcome)) +
+         "</td><td class=\"n\">" + (row.http_status ? std::to_string(*row.http_status) : "") + "</td><td class=\"n\">" +
+         (row.t_first_token_us ? num(static_cast<double>(*row.t_first_token_us) / 1000) : "") +
+         "</td><td class=\"n\">" + (row.client_decode_tps ? num(*row.client_decode_tps) : "") + "</td><td>" +
+         escape(row.detail) + (row.excerpt.empty() ? "" : " <span class=\"mono\">" + escape(row.excerpt) + "</span>") +
+         "</td></tr>\n";
   }
   return s + "</table></section>\n";
 }
@@ -195,13 +202,14 @@ std::string rows_table(const CandidateReport& r) {
 std::string events_table(const CandidateReport& r) {
   std::string s = "<section id=\"events\"><h2>Events</h2>\n";
   if (r.events.empty()) return s + "<p>No events.</p></section>\n";
-  s += "<table class=\"events\"><tr><th>id</th><th>at</th><th>kind</th><th>scope</th><th>duration</th><th>detail</th></tr>\n";
+  s += "<table "
+       "class=\"events\"><tr><th>id</th><th>at</th><th>kind</th><th>scope</th><th>duration</th><th>detail</th></tr>\n";
   for (const auto& e : r.events)
     s += "<tr id=\"" + event_anchor(e.id) + "\"><td class=\"n\">" + std::to_string(e.id) + "</td><td class=\"mono\">" +
          iso_utc(e.wall_ms) + "</td><td>" + escape(to_string(e.kind)) + "</td><td>" +
          (e.candidate_id ? "candidate" : "host") + "</td><td class=\"n\">" +
-         (e.duration_ms ? duration_text(*e.duration_ms) : "") + "</td><td class=\"mono detail\">" + escape(e.detail_json) +
-         "</td></tr>\n";
+         (e.duration_ms ? duration_text(*e.duration_ms) : "") + "</td><td class=\"mono detail\">" +
+         escape(e.detail_json) + "</td></tr>\n";
   return s + "</table></section>\n";
 }
 
@@ -258,28 +266,33 @@ MetricText metric_text(const MetricEvidence& m) {
 std::string render_candidate(const CandidateReport& r) {
   const CandidateRow& c = r.candidate;
   std::string s = head("soakd: " + c.name + " at " + c.build);
-  s += "<header><h1>" + escape(c.name) + " " + (r.latest ? badge(to_string(r.latest->state)) : badge("none")) + "</h1>\n";
-  s += "<p class=\"sub\">" + escape(c.model) + " on " + escape(to_string(c.runtime)) + " at build <b>" + escape(c.build) +
-       "</b> · " + escape(c.base_url) + " · candidate row " + std::to_string(c.id);
+  s += "<header><h1>" + escape(c.name) + " " + (r.latest ? badge(to_string(r.latest->state)) : badge("none")) +
+       "</h1>\n";
+  s += "<p class=\"sub\">" + escape(c.model) + " on " + escape(to_string(c.runtime)) + " at build <b>" +
+       escape(c.build) + "</b> · " + escape(c.base_url) + " · candidate row " + std::to_string(c.id);
   if (r.baseline) s += " · baseline " + escape(r.baseline->name) + " at " + escape(r.baseline->build);
   s += "<br>report written " + iso_utc(r.generated_ms) + " by soakctl report</p></header>\n";
-  s += "<nav class=\"sub\"><a href=\"#verdict\">verdict</a> · <a href=\"#timeline\">timeline</a> · <a href=\"#memory\">memory</a> · "
+  s += "<nav class=\"sub\"><a href=\"#verdict\">verdict</a> · <a href=\"#timeline\">timeline</a> · <a "
+       "href=\"#memory\">memory</a> · "
        "<a href=\"#pressure\">pressure</a> · <a href=\"#perf\">candidate vs baseline</a> · <a href=\"#ladder\">long "
-       "context</a> · <a href=\"#bursts\">bursts</a> · <a href=\"#argument\">argument</a> · <a href=\"#rows\">rows</a> · <a href=\"#events\">events</a></nav>\n";
+       "context</a> · <a href=\"#bursts\">bursts</a> · <a href=\"#argument\">argument</a> · <a href=\"#rows\">rows</a> "
+       "· <a href=\"#events\">events</a></nav>\n";
   s += verdict_section(r);
   s += "<section id=\"timeline-section\"><h2 id=\"timeline\">Stage timeline</h2>\n" +
        timeline_svg(r.timeline, "timeline-chart", TimelineSize::Full) + "\n";
-  s += "<table class=\"stages\"><tr><th>stage</th><th>state</th><th>started</th><th>ended</th><th>length</th><th>reason</th></tr>\n";
+  s += "<table "
+       "class=\"stages\"><tr><th>stage</th><th>state</th><th>started</th><th>ended</th><th>length</th><th>reason</th></"
+       "tr>\n";
   for (const auto& st : r.timeline.stages)
-    s += "<tr><td>" + escape(to_string(st.kind)) + "</td><td>" + escape(to_string(st.state)) + "</td><td class=\"mono\">" +
-         iso_utc(st.start_ms) + "</td><td class=\"mono\">" +
+    s += "<tr><td>" + escape(to_string(st.kind)) + "</td><td>" + escape(to_string(st.state)) +
+         "</td><td class=\"mono\">" + iso_utc(st.start_ms) + "</td><td class=\"mono\">" +
          (st.state == StageState::Running ? std::string("running") : iso_utc(st.end_ms)) + "</td><td class=\"n\">" +
          duration_text(st.end_ms - st.start_ms) + "</td><td>" + escape(st.reason) + "</td></tr>\n";
   s += "</table></section>\n";
   s += "<section id=\"memory-section\"><h2 id=\"memory-h\">Memory</h2>\n";
   s += r.memory ? "<p class=\"sub\">Over the " + escape(r.memory->stage) + ": " + iso_utc(r.memory->from_ms) + " to " +
-                      iso_utc(r.memory->to_ms) + "; " + std::to_string(kTimeBuckets) + " buckets, each min–max and median.</p>\n" +
-                      memory_svg(*r.memory)
+                      iso_utc(r.memory->to_ms) + "; " + std::to_string(kTimeBuckets) +
+                      " buckets, each min–max and median.</p>\n" + memory_svg(*r.memory)
                 : std::string("<p>No stage has run yet.</p>");
   s += "</section>\n<section id=\"pressure-section\"><h2 id=\"pressure-h\">Host memory pressure</h2>\n";
   s += r.pressure ? pressure_svg(*r.pressure) : std::string("<p>No host samples.</p>");
@@ -302,7 +315,8 @@ std::string render_index(const IndexReport& idx) {
   std::string s = head("soakd: every candidate");
   s += "<header><h1>soakd candidates</h1><p class=\"sub\">report written " + iso_utc(idx.generated_ms) + " · " +
        std::to_string(idx.entries.size()) + " candidate row(s)</p></header>\n";
-  s += "<div class=\"wide\"><table class=\"index\"><tr><th>candidate</th><th>model · runtime · build</th><th>stage</th><th>verdict</th>"
+  s += "<div class=\"wide\"><table class=\"index\"><tr><th>candidate</th><th>model · runtime · "
+       "build</th><th>stage</th><th>verdict</th>"
        "<th>timeline</th></tr>\n";
   int i = 0;
   for (const auto& e : idx.entries) {
@@ -311,18 +325,23 @@ std::string render_index(const IndexReport& idx) {
     if (e.status.stage) {
       stage = std::string(to_string(e.status.stage->kind)) + " " + std::string(to_string(e.status.stage->state));
       if (e.status.stage->state == StageState::Running && e.status.stage->length_ms > 0)
-        stage += " " + std::to_string(static_cast<int>(std::clamp(
-                           static_cast<double>(idx.generated_ms - e.status.stage->started_ms) /
-                               static_cast<double>(e.status.stage->length_ms), 0.0, 1.0) * 100)) + "%";
+        stage += " " +
+                 std::to_string(
+                     static_cast<int>(std::clamp(static_cast<double>(idx.generated_ms - e.status.stage->started_ms) /
+                                                     static_cast<double>(e.status.stage->length_ms),
+                                                 0.0, 1.0) *
+                                      100)) +
+                 "%";
     }
     const auto& v = e.status.verdict;
-    s += "<tr class=\"candidate\"><td><b>" + escape(c.name) + "</b><div class=\"sub mono\">soakctl report " + escape(c.name) +
-         " --build " + escape(c.build) + " --html FILE</div></td><td>" + escape(c.model) + " · " +
+    s += "<tr class=\"candidate\"><td><b>" + escape(c.name) + "</b><div class=\"sub mono\">soakctl report " +
+         escape(c.name) + " --build " + escape(c.build) + " --html FILE</div></td><td>" + escape(c.model) + " · " +
          escape(to_string(c.runtime)) + " · " + escape(c.build) + "</td><td>" + escape(stage) + "</td><td>" +
          (v ? badge(to_string(v->state)) + "<div class=\"reason\">" + escape(v->reason) + "</div>" : std::string("-")) +
          "</td><td>" + timeline_svg(e.timeline, "mini-" + std::to_string(i++), TimelineSize::Mini) + "</td></tr>\n";
   }
-  s += "</table></div>\n<footer>soakd report · static file: no script, nothing fetched · times in UTC</footer>\n</body></html>\n";
+  s += "</table></div>\n<footer>soakd report · static file: no script, nothing fetched · times in "
+       "UTC</footer>\n</body></html>\n";
   return s;
 }
 

@@ -83,14 +83,16 @@ std::string coord(double v) {
 
 Svg::Svg(double width, double height, std::string_view id, std::string_view cls, std::string_view label)
     : w_(width), h_(height) {
-  head_ = "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"" + escape(id) + "\" class=\"" + escape(cls) +
-          "\" width=\"" + coord(width) + "\" height=\"" + coord(height) + "\" viewBox=\"0 0 " + coord(width) + " " +
-          coord(height) + "\" role=\"img\" aria-label=\"" + escape(label) + "\">";
+  head_ = "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"" + escape(id) + "\" class=\"" + escape(cls) + "\" width=\"" +
+          coord(width) + "\" height=\"" + coord(height) + "\" viewBox=\"0 0 " + coord(width) + " " + coord(height) +
+          "\" role=\"img\" aria-label=\"" + escape(label) + "\">";
 }
 
 void Svg::shape_end(std::string_view element, std::string_view tooltip) {
-  if (tooltip.empty()) body_ += "/>";
-  else body_ += "><title>" + escape(tooltip) + "</title></" + std::string(element) + ">";
+  if (tooltip.empty())
+    body_ += "/>";
+  else
+    body_ += "><title>" + escape(tooltip) + "</title></" + std::string(element) + ">";
 }
 
 void Svg::rect(double x, double y, double w, double h, std::string_view cls, std::string_view tooltip) {
@@ -136,7 +138,8 @@ void Svg::polygon(const Points& pts, std::string_view cls, std::string_view tool
 }
 
 void Svg::circle(double x, double y, double r, std::string_view cls, std::string_view tooltip) {
-  body_ += "<circle cx=\"" + coord(x) + "\" cy=\"" + coord(y) + "\" r=\"" + coord(r) + "\" class=\"" + escape(cls) + "\"";
+  body_ +=
+      "<circle cx=\"" + coord(x) + "\" cy=\"" + coord(y) + "\" r=\"" + coord(r) + "\" class=\"" + escape(cls) + "\"";
   shape_end("circle", tooltip);
 }
 

@@ -49,8 +49,8 @@ std::string label(std::string_view k, std::string_view v) { return std::string(k
 std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : b.empty() ? a : a + "," + b; }
 
 std::string candidate_labels(const CandidateRow& c) {
-  return label("candidate", c.name) + "," + label("model", c.model) + "," + label("runtime", to_string(c.runtime)) + "," +
-         label("build", c.build);
+  return label("candidate", c.name) + "," + label("model", c.model) + "," + label("runtime", to_string(c.runtime)) +
+         "," + label("build", c.build);
 }
 
 bool perf_row(const ProbeResult& r) {
@@ -63,8 +63,8 @@ void state_set(Text& t, const char* name, const std::string& labels, const char*
   for (E e : all) t.sample(name, join(labels, label(key, to_string(e))), e == current ? "1" : "0");
 }
 
-constexpr StageState kStageStates[] = {StageState::Pending, StageState::Running,      StageState::Passed,
-                                       StageState::Failed,  StageState::Hold,         StageState::Inconclusive,
+constexpr StageState kStageStates[] = {StageState::Pending, StageState::Running, StageState::Passed,
+                                       StageState::Failed,  StageState::Hold,    StageState::Inconclusive,
                                        StageState::Aborted, StageState::Blocked};
 constexpr VerdictState kVerdictStates[] = {VerdictState::Running, VerdictState::Promoted,     VerdictState::Rejected,
                                            VerdictState::Hold,    VerdictState::Inconclusive, VerdictState::Blocked};
@@ -83,10 +83,14 @@ void summary(Text& t, const char* name, const std::string& labels, const std::ve
 std::string label_value(std::string_view v) {
   std::string out;
   for (char ch : v) {
-    if (ch == '\\') out += "\\\\";
-    else if (ch == '"') out += "\\\"";
-    else if (ch == '\n') out += "\\n";
-    else out += ch;
+    if (ch == '\\')
+      out += "\\\\";
+    else if (ch == '"')
+      out += "\\\"";
+    else if (ch == '\n')
+      out += "\\n";
+    else
+      out += ch;
   }
   return out;
 }
@@ -166,7 +170,8 @@ Status TextfileCollector::refresh(Store& store, int64_t now_ms) {
     if (!events) return events.error();
     for (const auto& e : *events) {
       ++events_[e.kind];
-      if (e.kind == EventKind::GuardTrip) last_guard_trip_ms_ = std::max(last_guard_trip_ms_.value_or(e.wall_ms), e.wall_ms);
+      if (e.kind == EventKind::GuardTrip)
+        last_guard_trip_ms_ = std::max(last_guard_trip_ms_.value_or(e.wall_ms), e.wall_ms);
     }
     events_to_ = max->event;
   }
@@ -182,7 +187,8 @@ std::string TextfileCollector::render(int64_t now_ms) const {
 
   t.family("soakd_candidate_stage", "gauge", "The candidate's latest stage (state set: 1 for the current one).");
   for (const auto& s : status_)
-    if (s.stage) state_set(t, "soakd_candidate_stage", candidate_labels(s.candidate), "stage", kAllStages, s.stage->kind);
+    if (s.stage)
+      state_set(t, "soakd_candidate_stage", candidate_labels(s.candidate), "stage", kAllStages, s.stage->kind);
   t.family("soakd_candidate_stage_state", "gauge", "The latest stage's state (state set).");
   for (const auto& s : status_)
     if (s.stage)
@@ -193,22 +199,30 @@ std::string TextfileCollector::render(int64_t now_ms) const {
     if (!s.stage) continue;
     double p = 1;
     if (s.stage->state == StageState::Running && s.stage->length_ms > 0)
-      p = std::clamp(static_cast<double>(now_ms - s.stage->started_ms) / static_cast<double>(s.stage->length_ms), 0.0, 1.0);
+      p = std::clamp(static_cast<double>(now_ms - s.stage->started_ms) / static_cast<double>(s.stage->length_ms), 0.0,
+                     1.0);
     t.sample("soakd_candidate_stage_progress_ratio", candidate_labels(s.candidate), value(p));
   }
   t.family("soakd_candidate_stage_started_timestamp_seconds", "gauge", "When the latest stage started (Unix time).");
   for (const auto& s : status_)
-    if (s.stage) t.sample("soakd_candidate_stage_started_timestamp_seconds", candidate_labels(s.candidate), seconds(s.stage->started_ms));
+    if (s.stage)
+      t.sample("soakd_candidate_stage_started_timestamp_seconds", candidate_labels(s.candidate),
+               seconds(s.stage->started_ms));
   t.family("soakd_candidate_stage_deadline_timestamp_seconds", "gauge",
            "When the latest stage must end at the latest, grace included (Unix time).");
   for (const auto& s : status_)
-    if (s.stage) t.sample("soakd_candidate_stage_deadline_timestamp_seconds", candidate_labels(s.candidate), seconds(s.stage->deadline_ms));
+    if (s.stage)
+      t.sample("soakd_candidate_stage_deadline_timestamp_seconds", candidate_labels(s.candidate),
+               seconds(s.stage->deadline_ms));
   t.family("soakd_candidate_verdict", "gauge", "The candidate's latest verdict (state set: 1 for the current one).");
   for (const auto& s : status_)
-    if (s.verdict) state_set(t, "soakd_candidate_verdict", candidate_labels(s.candidate), "verdict", kVerdictStates, s.verdict->state);
+    if (s.verdict)
+      state_set(t, "soakd_candidate_verdict", candidate_labels(s.candidate), "verdict", kVerdictStates,
+                s.verdict->state);
   t.family("soakd_candidate_verdict_timestamp_seconds", "gauge", "When the latest verdict was reached (Unix time).");
   for (const auto& s : status_)
-    if (s.verdict) t.sample("soakd_candidate_verdict_timestamp_seconds", candidate_labels(s.candidate), seconds(s.verdict->wall_ms));
+    if (s.verdict)
+      t.sample("soakd_candidate_verdict_timestamp_seconds", candidate_labels(s.candidate), seconds(s.verdict->wall_ms));
 
   t.family("soakd_probe_results_total", "counter", "Probe results stored, by probe kind and outcome.");
   for (const auto& s : status_) {
@@ -273,7 +287,8 @@ std::string TextfileCollector::render(int64_t now_ms) const {
     t.family(g.name, "gauge", g.help);
     for (const auto& s : status_) {
       auto it = process_.find(s.candidate.id);
-      if (it != process_.end() && (it->second.*g.field)) t.sample(g.name, candidate_labels(s.candidate), value(*(it->second.*g.field)));
+      if (it != process_.end() && (it->second.*g.field))
+        t.sample(g.name, candidate_labels(s.candidate), value(*(it->second.*g.field)));
     }
   }
 
@@ -296,10 +311,14 @@ std::string TextfileCollector::render(int64_t now_ms) const {
          return x.memorystatus_level ? std::optional<double>(*x.memorystatus_level / 100.0) : std::nullopt;
        });
   host("soakd_host_memory_psi_some_ratio", "gauge", "Share of time some task stalled on memory over 10 s, Linux PSI.",
-       [](const HostSample& x) { return x.psi_some_avg10 ? std::optional<double>(*x.psi_some_avg10 / 100.0) : std::nullopt; });
+       [](const HostSample& x) {
+         return x.psi_some_avg10 ? std::optional<double>(*x.psi_some_avg10 / 100.0) : std::nullopt;
+       });
   host("soakd_host_swap_used_bytes", "gauge", "Swap in use.", [](const HostSample& x) { return x.swap_used_bytes; });
-  host("soakd_host_swap_total_bytes", "gauge", "Swap configured.", [](const HostSample& x) { return x.swap_total_bytes; });
-  host("soakd_host_swapouts_total", "counter", "Pages swapped out since boot.", [](const HostSample& x) { return x.swapouts; });
+  host("soakd_host_swap_total_bytes", "gauge", "Swap configured.",
+       [](const HostSample& x) { return x.swap_total_bytes; });
+  host("soakd_host_swapouts_total", "counter", "Pages swapped out since boot.",
+       [](const HostSample& x) { return x.swapouts; });
 
   Text& g = t;
   g.family("soakd_guard_tripped", "gauge", "1 when the memory guard tripped within its window.");

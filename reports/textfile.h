@@ -57,7 +57,7 @@ class TextfileCollector {
  private:
   struct StageFigures {
     int64_t stage_id = 0;
-    int64_t read_to = 0;  // rows of the stage up to this id are in
+    int64_t read_to = 0;                                            // rows of the stage up to this id are in
     std::map<std::string, std::vector<double>> ttft_s, decode_tps;  // by workload, sorted
     // The runtime's own queue (running / waiting) at the newest row of the
     // stage that read it (scrape and identity rows), and when.
@@ -65,14 +65,14 @@ class TextfileCollector {
     int64_t queue_ms = 0;
   };
   MetricsOptions opt_;
-  int64_t counted_to_ = 0;  // probe rows counted up to this id
-  int64_t events_to_ = 0;   // events read up to this id
+  int64_t counted_to_ = 0;                                                      // probe rows counted up to this id
+  int64_t events_to_ = 0;                                                       // events read up to this id
   std::map<int64_t, std::map<std::pair<ProbeKind, Outcome>, int64_t>> counts_;  // by candidate row
   std::vector<StatusRow> status_;
-  std::map<int64_t, StageFigures> figures_;            // by candidate row
-  std::map<int64_t, ProcessSample> process_;           // newest current sample by candidate row
-  std::optional<HostSample> host_;                     // newest current host sample
-  std::map<EventKind, int64_t> events_;                // every event by kind
+  std::map<int64_t, StageFigures> figures_;   // by candidate row
+  std::map<int64_t, ProcessSample> process_;  // newest current sample by candidate row
+  std::optional<HostSample> host_;            // newest current host sample
+  std::map<EventKind, int64_t> events_;       // every event by kind
   std::optional<int64_t> last_guard_trip_ms_;
 };
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <set>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/fmt/fmt.h>
+#include <nlohmann/json.hpp>
 
 #include "core/duration.h"
 
@@ -50,8 +50,10 @@ void due_now(Track& t, const StepInputs& in, int64_t now, Transition& tr) {
 // Out of time: what is still running is cut first (recorded as cancelled by the
 // daemon); the stage is judged on what it saw once nothing is in flight.
 void at_end(const StepInputs& in, StageEnd end, Transition& tr) {
-  if (in.busy) tr.cancel = true;
-  else tr.judge = end;
+  if (in.busy)
+    tr.cancel = true;
+  else
+    tr.judge = end;
 }
 
 }  // namespace
@@ -144,9 +146,7 @@ Transition step_stage(Track& t, const StepInputs& in, int64_t now) {
   const double cov = coverage(t.plan, t.tasks, st.length_ms);
   const double min_cov = t.cfg->settings.gate.min_coverage;
   switch (stage_clock(st, cov, min_cov, now)) {
-    case StageClock::Running:
-      due_now(t, in, now, tr);
-      break;
+    case StageClock::Running: due_now(t, in, now, tr); break;
     case StageClock::Extended:
       if (!t.extension_noted) {
         t.extension_noted = true;
@@ -165,9 +165,7 @@ Transition step_stage(Track& t, const StepInputs& in, int64_t now) {
     case StageClock::Complete:
       if (!in.busy) tr.judge = StageEnd::Completed;
       break;
-    case StageClock::DeadlineHit:
-      at_end(in, StageEnd::TimedOut, tr);
-      break;
+    case StageClock::DeadlineHit: at_end(in, StageEnd::TimedOut, tr); break;
   }
   return tr;
 }
@@ -194,8 +192,7 @@ Transition task_finished(Track& t, size_t task, const TaskReport& report, int64_
 }
 
 // ============================================================== stage end
-Transition stage_judged(Track& t, VerdictRow v, const ScheduleSettings& schedule, int utc_offset_minutes,
-                        int64_t now) {
+Transition stage_judged(Track& t, VerdictRow v, const ScheduleSettings& schedule, int utc_offset_minutes, int64_t now) {
   Transition tr;
   StageRow st = *t.stage;
   st.state = stage_state_for(v.state);
@@ -268,7 +265,8 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
   r.supervision = t.cfg->launch ? Supervision::Managed : Supervision::Unmanaged;
   r.memory_budget_bytes = t.cfg->memory_budget_bytes;
   // A pooling server serves no long-context prompt: nothing to require.
-  if (t.stage->kind == StageKind::Canary && t.cfg->kind == WorkloadKind::Chat) r.long_context_sizes = s.long_context_sizes;
+  if (t.stage->kind == StageKind::Canary && t.cfg->kind == WorkloadKind::Chat)
+    r.long_context_sizes = s.long_context_sizes;
   r.allow_coexisting = t.cfg->allow_coexisting;
   r.workload = t.cfg->kind;
   r.agent = s.agent;

@@ -43,9 +43,9 @@ struct Track {
   std::optional<CandidateRow> row;  // the candidate x build being judged
   bool from_build_change = false;   // replaced a judged build: its canary waits for the nightly window
   std::optional<int64_t> baseline_id;
-  std::optional<StageRow> stage;    // the running stage, or the last one
+  std::optional<StageRow> stage;  // the running stage, or the last one
   StagePlan plan;
-  std::vector<TaskState> tasks;     // one per plan.tasks
+  std::vector<TaskState> tasks;  // one per plan.tasks
   int64_t canary_not_before_ms = 0;
   std::optional<int64_t> smoke_retry_at_ms;
   bool extension_noted = false;
@@ -86,8 +86,8 @@ bool interleaves(TaskKind k);
 
 // The verdict row of the track's current stage (none yet: no stage), with its
 // bookkeeping filled; `who` non-empty makes it an override.
-VerdictRow verdict_for(const Track& t, VerdictState state, std::string reason, int64_t now,
-                       const std::string& who = "", const std::string& why = "");
+VerdictRow verdict_for(const Track& t, VerdictState state, std::string reason, int64_t now, const std::string& who = "",
+                       const std::string& why = "");
 
 // Stage start: the row to store (no id yet), then the stored row entered.
 StageRow open_stage(const Track& t, StageKind kind, int64_t now);
@@ -114,8 +114,7 @@ Transition task_finished(Track& t, size_t task, const TaskReport& report, int64_
 // The judge's verdict on the running stage: close the stage, write the verdict
 // (state "running" while the campaign goes on), then the next stage — the
 // canary waits for the nightly window after a build change — or the end.
-Transition stage_judged(Track& t, VerdictRow v, const ScheduleSettings& schedule, int utc_offset_minutes,
-                        int64_t now);
+Transition stage_judged(Track& t, VerdictRow v, const ScheduleSettings& schedule, int utc_offset_minutes, int64_t now);
 
 // An end the judge did not decide (abort, override, build replaced, removed
 // from the config, unreachable): a running stage is closed (passed when

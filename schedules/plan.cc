@@ -18,9 +18,7 @@ StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind work
   StagePlan p;
   p.stage = stage;
   switch (stage) {
-    case StageKind::Smoke:
-      p.tasks = {TaskSpec{TaskKind::Smoke, Repeat::Once, 0, 0, Weight::Light}};
-      break;
+    case StageKind::Smoke: p.tasks = {TaskSpec{TaskKind::Smoke, Repeat::Once, 0, 0, Weight::Light}}; break;
     case StageKind::Canary:
       p.tasks = {periodic(TaskKind::Scrape, c.scrape_ms), periodic(TaskKind::Functional, c.functional_ms),
                  periodic(TaskKind::LongContext, c.long_context_ms, Weight::Heavy),
@@ -52,8 +50,8 @@ StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind work
   return p;
 }
 
-DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int64_t stage_started_ms,
-                int64_t now_ms, HeavyGate heavy) {
+DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int64_t stage_started_ms, int64_t now_ms,
+                HeavyGate heavy) {
   DueSet out;
   auto wake = [&](int64_t t) {
     if (!out.next_wake_ms || t < *out.next_wake_ms) out.next_wake_ms = t;
@@ -131,14 +129,15 @@ int64_t stage_deadline(int64_t started_ms, int64_t length_ms, double grace_fract
 
 int64_t next_window_start(int64_t now_ms, const std::string& window, int utc_offset_minutes) {
   if (window == "now" || window.size() != 5) return now_ms;
-  const int64_t minute_of_day = (window[0] - '0') * 600 + (window[1] - '0') * 60 + (window[3] - '0') * 10 + (window[4] - '0');
+  const int64_t minute_of_day =
+      (window[0] - '0') * 600 + (window[1] - '0') * 60 + (window[3] - '0') * 10 + (window[4] - '0');
   const int64_t offset_ms = static_cast<int64_t>(utc_offset_minutes) * kMinute;
   const int64_t local = now_ms + offset_ms;
   const int64_t day_start = floor_div(local, kDay) * kDay;
   int64_t candidate = day_start + minute_of_day * kMinute;
-  if (candidate > local) candidate -= kDay;                          // the latest window start <= now
-  if (local < candidate + kNightlyWindowLengthMs) return now_ms;     // inside it: go
-  return candidate + kDay - offset_ms;                               // else the next one
+  if (candidate > local) candidate -= kDay;                       // the latest window start <= now
+  if (local < candidate + kNightlyWindowLengthMs) return now_ms;  // inside it: go
+  return candidate + kDay - offset_ms;                            // else the next one
 }
 
 }  // namespace soak

@@ -24,10 +24,10 @@ namespace soak {
 // What one run of a task reported back (campaigns/task_runner.h runs it):
 // the rows it wrote and their outcomes, which the campaign track reads.
 struct TaskReport {
-  std::vector<int64_t> row_ids;       // probe_results rows written (ascending)
-  std::vector<Outcome> outcomes;      // one per row, same order
-  std::vector<ProbeKind> kinds;       // one per row, same order
-  std::string detail;                 // short summary for the log
+  std::vector<int64_t> row_ids;   // probe_results rows written (ascending)
+  std::vector<Outcome> outcomes;  // one per row, same order
+  std::vector<ProbeKind> kinds;   // one per row, same order
+  std::string detail;             // short summary for the log
 };
 
 // Heavy tasks (long prefill, bursts) never overlap on one host.
@@ -76,8 +76,8 @@ enum class HeavyGate { Free, Busy };
 // Pure: which tasks are due at `now`. A heavy task that is due while the host's
 // heavy gate is busy is left out (it stays due and runs when the gate frees,
 // still serving its slot unless that slot has passed).
-DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int64_t stage_started_ms,
-                int64_t now_ms, HeavyGate heavy);
+DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int64_t stage_started_ms, int64_t now_ms,
+                HeavyGate heavy);
 
 // Marks a task started / finished in `states` (keeps the slot bookkeeping in one place).
 void mark_started(std::vector<TaskState>& states, const Due& d);

@@ -26,7 +26,8 @@ Result<std::unique_ptr<SqliteStore>> open_store(const Args& a, OpenMode mode) {
   return SqliteStore::open(*path, mode);
 }
 
-std::optional<CandidateRow> find_candidate(Store& st, const std::string& name, const std::optional<std::string>& build) {
+std::optional<CandidateRow> find_candidate(Store& st, const std::string& name,
+                                           const std::optional<std::string>& build) {
   auto rows = st.candidates();
   if (!rows) return std::nullopt;
   std::optional<CandidateRow> best;
@@ -80,12 +81,13 @@ json verdict_json(const VerdictRow& v) {
 }
 
 bool same_verdict(const VerdictRow& stored, const VerdictRow& again) {
-  const bool state_ok = stored.state == again.state ||
-                        (stored.state == VerdictState::Running && again.state == VerdictState::Promoted &&
-                         stored.stage != "soak");
+  const bool state_ok =
+      stored.state == again.state ||
+      (stored.state == VerdictState::Running && again.state == VerdictState::Promoted && stored.stage != "soak");
   return state_ok && stored.reason == again.reason && stored.judge_version == again.judge_version &&
          stored.evidence_first_id == again.evidence_first_id && stored.evidence_last_id == again.evidence_last_id &&
-         stored.baseline_mode == again.baseline_mode && metrics_to_json(stored.metrics) == metrics_to_json(again.metrics);
+         stored.baseline_mode == again.baseline_mode &&
+         metrics_to_json(stored.metrics) == metrics_to_json(again.metrics);
 }
 
 json reach_json(const ContextReach& r) {

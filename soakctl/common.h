@@ -14,11 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/args.h"
 #include "core/clock.h"
 #include "core/duration.h"
 #include "core/result.h"
 #include "core/types.h"
-#include "core/args.h"
 #include "soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 #include "storage/store.h"
@@ -85,7 +85,7 @@ enum class Operand { None, Candidate, OptionalCandidate };
 struct Command {
   std::string_view name;
   Operand operand = Operand::None;
-  ArgSpec args;  // the command's own flags and options; --db and --config come on top
+  ArgSpec args;                        // the command's own flags and options; --db and --config come on top
   OpenMode mode = OpenMode::ReadOnly;  // queries read; start/abort/promote queue a request
   int (*run)(const Ctl& c, const Args& a, Store& st) = nullptr;  // returns the exit code (soakctl.h)
 };

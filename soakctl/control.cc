@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "storage/store.h"
 #include "storage/lock.h"
+#include "storage/store.h"
 
 namespace soak::soakctl {
 
@@ -75,7 +75,7 @@ int cmd_promote(const Ctl& c, const Args& a, Store& st) { return cmd_control(c, 
 
 const Command kStartCommand{"start", Operand::Candidate, {{"json"}, {"who", "why"}}, OpenMode::Control, cmd_start};
 const Command kAbortCommand{"abort", Operand::Candidate, {{"json"}, {"who", "why"}}, OpenMode::Control, cmd_abort};
-const Command kPromoteCommand{"promote", Operand::Candidate, {{"json", "override"}, {"who", "why"}}, OpenMode::Control,
-                              cmd_promote};
+const Command kPromoteCommand{
+    "promote", Operand::Candidate, {{"json", "override"}, {"who", "why"}}, OpenMode::Control, cmd_promote};
 
 }  // namespace soak::soakctl

@@ -75,7 +75,7 @@ int cmd_events(const Ctl& c, const Args& a, Store& st) {
 
 }  // namespace
 
-const Command kEventsCommand{"events", Operand::None, {{"json"}, {"candidate", "kind", "limit"}}, OpenMode::ReadOnly,
-                               cmd_events};
+const Command kEventsCommand{
+    "events", Operand::None, {{"json"}, {"candidate", "kind", "limit"}}, OpenMode::ReadOnly, cmd_events};
 
 }  // namespace soak::soakctl

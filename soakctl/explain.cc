@@ -120,9 +120,9 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     c.out << "launch: " << fp->summary() << "\n";
   c.out << "verdict: " << to_string(judged->state) << " (" << judged->stage << ")"
         << (judged->reason.empty() ? "" : " — " + judged->reason) << "\n";
-  c.out << "judged " << iso_utc(judged->wall_ms) << " by " << judged->judge_version << ", config " << judged->config_hash
-        << ", evidence probe rows " << judged->evidence_first_id << ".." << judged->evidence_last_id << ", baseline "
-        << judged->baseline_mode
+  c.out << "judged " << iso_utc(judged->wall_ms) << " by " << judged->judge_version << ", config "
+        << judged->config_hash << ", evidence probe rows " << judged->evidence_first_id << ".."
+        << judged->evidence_last_id << ", baseline " << judged->baseline_mode
         << (judged->baseline_id ? " (candidate row " + std::to_string(*judged->baseline_id) + ")" : "") << "\n";
   if (latest && latest != judged)
     c.out << "now: " << to_string(latest->state) << (latest->reason.empty() ? "" : " — " + latest->reason) << "\n";
@@ -153,10 +153,10 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
   for (const MetricEvidence* mp : order) {
     const MetricEvidence& m = *mp;
     std::string interval = "[" + fmt_num(m.lo) + ", " + fmt_num(m.hi) + "]";
-    std::snprintf(line, sizeof line, "%-8s %7lld %7lld %11s %11s %23s %9s %9s  ", std::string(to_string(m.result)).c_str(),
-                  static_cast<long long>(m.n), static_cast<long long>(m.n_baseline), fmt_num(m.estimate).c_str(),
-                  fmt_num(m.baseline).c_str(), interval.c_str(), fmt_num(m.threshold).c_str(),
-                  fmt_num(m.p_value).c_str());
+    std::snprintf(line, sizeof line, "%-8s %7lld %7lld %11s %11s %23s %9s %9s  ",
+                  std::string(to_string(m.result)).c_str(), static_cast<long long>(m.n),
+                  static_cast<long long>(m.n_baseline), fmt_num(m.estimate).c_str(), fmt_num(m.baseline).c_str(),
+                  interval.c_str(), fmt_num(m.threshold).c_str(), fmt_num(m.p_value).c_str());
     c.out << line << m.metric << "\n";
     if (!m.reason.empty()) c.out << "         " << m.reason << "\n";
   }

@@ -49,7 +49,8 @@ int cmd_history(const Ctl& c, const Args& a, Store& st) {
     print_launches(c.out, *launches, "  ");
     for (const auto& s : *stages) {
       c.out << "  stage " << to_string(s.kind) << ": " << to_string(s.state) << ", " << iso_utc(s.started_ms);
-      if (s.ended_ms) c.out << " -> " << iso_utc(*s.ended_ms) << " (" << format_duration(*s.ended_ms - s.started_ms) << ")";
+      if (s.ended_ms)
+        c.out << " -> " << iso_utc(*s.ended_ms) << " (" << format_duration(*s.ended_ms - s.started_ms) << ")";
       if (!s.reason.empty()) c.out << " — " << s.reason;
       c.out << "\n";
     }

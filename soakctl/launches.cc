@@ -16,7 +16,8 @@ std::vector<std::string> argv_shown(const std::string& argv_json) {
   const auto a = nlohmann::json::parse(argv_json, nullptr, false);
   if (!a.is_array()) return out;
   for (const auto& v : a) {
-    if (v.is_string()) out.push_back(v.get<std::string>());
+    if (v.is_string())
+      out.push_back(v.get<std::string>());
     else if (v.is_object() && v.contains("from_env") && v["from_env"].is_string())
       out.push_back("${" + v["from_env"].get<std::string>() + "}");
   }
@@ -25,8 +26,10 @@ std::vector<std::string> argv_shown(const std::string& argv_json) {
 
 std::string how_it_ended(const RuntimeLaunch& l) {
   std::string s(to_string(l.state));
-  if (l.term_signal) s += ", signal " + std::to_string(*l.term_signal);
-  else if (l.exit_status) s += ", exit status " + std::to_string(*l.exit_status);
+  if (l.term_signal)
+    s += ", signal " + std::to_string(*l.term_signal);
+  else if (l.exit_status)
+    s += ", exit status " + std::to_string(*l.exit_status);
   if (!l.detail.empty()) s += " — " + l.detail;
   return s;
 }
@@ -69,9 +72,12 @@ void print_launches(std::ostream& out, const std::vector<RuntimeLaunch>& ls, con
     out << indent << "  executable " << l.executable << " (" << format_bytes(l.exe_size) << ", content " << l.exe_hash
         << ")\n";
     out << indent << "  ";
-    if (l.ready_ms) out << "ready after " << format_duration(*l.ready_ms - l.started_ms) << "; ";
-    else out << "never ready; ";
-    if (l.ended_ms) out << "ended " << iso_utc(*l.ended_ms) << " after " << format_duration(*l.ended_ms - l.started_ms) << ": ";
+    if (l.ready_ms)
+      out << "ready after " << format_duration(*l.ready_ms - l.started_ms) << "; ";
+    else
+      out << "never ready; ";
+    if (l.ended_ms)
+      out << "ended " << iso_utc(*l.ended_ms) << " after " << format_duration(*l.ended_ms - l.started_ms) << ": ";
     out << how_it_ended(l) << "\n";
     if (!l.log_tail.empty() && l.state == LaunchState::Exited) {
       std::string tail = l.log_tail;

@@ -16,8 +16,10 @@ soak::Terminal terminal() {
   const char* no_color = std::getenv("NO_COLOR");
   t.no_color = no_color && *no_color;
   winsize ws{};
-  if (t.is_tty && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) t.columns = ws.ws_col;
-  else if (const char* cols = std::getenv("COLUMNS"); t.is_tty && cols) t.columns = std::atoi(cols);
+  if (t.is_tty && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    t.columns = ws.ws_col;
+  else if (const char* cols = std::getenv("COLUMNS"); t.is_tty && cols)
+    t.columns = std::atoi(cols);
   return t;
 }
 

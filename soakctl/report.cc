@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "core/files.h"
 #include "campaigns/recipe_store.h"
+#include "core/files.h"
 #include "reports/page.h"
 
 namespace soak::soakctl {
@@ -79,7 +79,7 @@ int cmd_report(const Ctl& c, const Args& a, Store& st) {
 
 }  // namespace
 
-const Command kReportCommand{"report", Operand::OptionalCandidate, {{"json"}, {"build", "html"}}, OpenMode::ReadOnly,
-                             cmd_report};
+const Command kReportCommand{
+    "report", Operand::OptionalCandidate, {{"json"}, {"build", "html"}}, OpenMode::ReadOnly, cmd_report};
 
 }  // namespace soak::soakctl

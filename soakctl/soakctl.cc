@@ -8,18 +8,17 @@
 #include <string>
 #include <vector>
 
-#include "soakctl/common.h"
 #include "core/version.h"
+#include "soakctl/common.h"
 
 namespace soak {
 
 namespace soakctl {
 
 const std::vector<const Command*>& commands() {
-  static const std::vector<const Command*> kCommands{&kStatusCommand,  &kVerdictCommand, &kExplainCommand,
-                                                     &kHistoryCommand, &kEventsCommand,  &kReportCommand,
-                                                     &kMetricsCommand, &kStartCommand,   &kAbortCommand,
-                                                     &kPromoteCommand};
+  static const std::vector<const Command*> kCommands{
+      &kStatusCommand, &kVerdictCommand, &kExplainCommand, &kHistoryCommand, &kEventsCommand,
+      &kReportCommand, &kMetricsCommand, &kStartCommand,   &kAbortCommand,   &kPromoteCommand};
   return kCommands;
 }
 
@@ -77,8 +76,8 @@ std::string misuse(const Command& cmd, const Args& a) {
   for (const auto& o : names) {
     const bool used = a.flag(o) || a.get(o).has_value();
     if (used && !own.flags.count(o) && !own.options.count(o))
-      return "soakctl " + name + ": --" + o + " does not apply to " + name + " (its options: " +
-             option_list(cmd.args) + "; " + see + ")";
+      return "soakctl " + name + ": --" + o + " does not apply to " + name + " (its options: " + option_list(cmd.args) +
+             "; " + see + ")";
   }
   return {};
 }

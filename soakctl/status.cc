@@ -6,9 +6,9 @@
 #include "soakctl/common.h"
 #include "storage/lock.h"
 
-#include "probes/served_state.h"
-#include "probes/engine_rows.h"
 #include "judges/judge.h"
+#include "probes/engine_rows.h"
+#include "probes/served_state.h"
 
 #include <algorithm>
 #include <cmath>
@@ -181,10 +181,11 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
   }
   const Colours col{c.terminal.is_tty && !c.terminal.no_color};
   const int width = c.terminal.is_tty && c.terminal.columns >= kMinColumns ? c.terminal.columns : kDefaultColumns;
-  const size_t build_cols = static_cast<size_t>(width - kNameColumns - kStageColumns - kProgressColumns - kVerdictColumns - 4);
+  const size_t build_cols =
+      static_cast<size_t>(width - kNameColumns - kStageColumns - kProgressColumns - kVerdictColumns - 4);
   const size_t reason_cols = static_cast<size_t>(width - 4);
-  c.out << pad("CANDIDATE", kNameColumns) << " " << pad("STAGE", kStageColumns) << " " << pad("PROGRESS", kProgressColumns)
-        << " " << pad("VERDICT", kVerdictColumns) << " BUILD\n";
+  c.out << pad("CANDIDATE", kNameColumns) << " " << pad("STAGE", kStageColumns) << " "
+        << pad("PROGRESS", kProgressColumns) << " " << pad("VERDICT", kVerdictColumns) << " BUILD\n";
   for (const auto& r : *rows) {
     const std::string stage = r.stage ? std::string(to_string(r.stage->kind)) : "-";
     // Padding is counted on the plain text, so escape codes never shift a column.
@@ -200,8 +201,9 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     }
     const std::string verdict = r.verdict ? std::string(to_string(r.verdict->state)) : "-";
     const size_t progress_text = columns_of(plain);
-    c.out << pad(fit(r.candidate.name, kNameColumns), kNameColumns) << " " << pad(stage, kStageColumns) << " " << progress
-          << std::string(kProgressColumns > progress_text ? kProgressColumns - progress_text : 0, ' ') << " "
+    c.out << pad(fit(r.candidate.name, kNameColumns), kNameColumns) << " " << pad(stage, kStageColumns) << " "
+          << progress << std::string(kProgressColumns > progress_text ? kProgressColumns - progress_text : 0, ' ')
+          << " "
           << (r.verdict ? col.paint(pad(verdict, kVerdictColumns), verdict_colour(r.verdict->state))
                         : pad(verdict, kVerdictColumns))
           << " " << fit(r.candidate.build, build_cols) << "\n";
@@ -221,7 +223,8 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     for (const auto& line : wrap(about, reason_cols, kReasonLines)) c.out << "    " << line << "\n";
     // What the runtime serves with: a change of it is a new row, like a build.
     if (auto fp = probes::parse_fingerprint_json(r.candidate.fingerprint); fp && !r.candidate.fingerprint.empty())
-      for (const auto& line : wrap("launch: " + fp->summary(), reason_cols, kReasonLines)) c.out << "    " << line << "\n";
+      for (const auto& line : wrap("launch: " + fp->summary(), reason_cols, kReasonLines))
+        c.out << "    " << line << "\n";
   }
   return kCtlExitOk;
 }

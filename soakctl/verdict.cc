@@ -56,7 +56,8 @@ int cmd_verdict(const Ctl& c, const Args& a, Store& st) {
     j["exit_code"] = code;
     c.out << j.dump(2) << "\n";
   } else {
-    c.out << best->candidate.model << " on " << to_string(best->candidate.runtime) << " at " << best->candidate.build << ": ";
+    c.out << best->candidate.model << " on " << to_string(best->candidate.runtime) << " at " << best->candidate.build
+          << ": ";
     if (best->verdict) {
       c.out << to_string(best->verdict->state);
       if (!best->verdict->stage.empty()) c.out << " (" << best->verdict->stage << ")";
@@ -72,7 +73,7 @@ int cmd_verdict(const Ctl& c, const Args& a, Store& st) {
 
 }  // namespace
 
-const Command kVerdictCommand{"verdict", Operand::None, {{"json"}, {"model", "runtime", "build"}}, OpenMode::ReadOnly,
-                              cmd_verdict};
+const Command kVerdictCommand{
+    "verdict", Operand::None, {{"json"}, {"model", "runtime", "build"}}, OpenMode::ReadOnly, cmd_verdict};
 
 }  // namespace soak::soakctl

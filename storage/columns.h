@@ -15,43 +15,53 @@
 namespace soak {
 
 // ---- the stored enums and their names (core/types.h) -------------------------
-template <> struct Vocabulary<RuntimeKind> {
+template <>
+struct Vocabulary<RuntimeKind> {
   static constexpr auto parse = &parse_runtime_kind;
   static constexpr auto names = &runtime_kind_names;
 };
-template <> struct Vocabulary<ProbeKind> {
+template <>
+struct Vocabulary<ProbeKind> {
   static constexpr auto parse = &parse_probe_kind;
   static constexpr auto names = &probe_kind_names;
 };
-template <> struct Vocabulary<CacheState> {
+template <>
+struct Vocabulary<CacheState> {
   static constexpr auto parse = &parse_cache_state;
   static constexpr auto names = &cache_state_names;
 };
-template <> struct Vocabulary<Outcome> {
+template <>
+struct Vocabulary<Outcome> {
   static constexpr auto parse = &parse_outcome;
   static constexpr auto names = &outcome_names;
 };
-template <> struct Vocabulary<StageKind> {
+template <>
+struct Vocabulary<StageKind> {
   static constexpr auto parse = &parse_stage_kind;
   static constexpr auto names = &stage_kind_names;
 };
-template <> struct Vocabulary<StageState> {
+template <>
+struct Vocabulary<StageState> {
   static constexpr auto parse = &parse_stage_state;
   static constexpr auto names = &stage_state_names;
 };
-template <> struct Vocabulary<VerdictState> {
+template <>
+struct Vocabulary<VerdictState> {
   static constexpr auto parse = &parse_verdict_state;
   static constexpr auto names = &verdict_state_names;
 };
-template <> struct Vocabulary<EventKind> {
+template <>
+struct Vocabulary<EventKind> {
   static constexpr auto parse = &parse_event_kind;
   static constexpr auto names = &event_kind_names;
 };
-template <> struct Vocabulary<LaunchState> {
+template <>
+struct Vocabulary<LaunchState> {
   static constexpr auto parse = &parse_launch_state;
   static constexpr auto names = &launch_state_names;
 };
-template <> struct Vocabulary<ControlAction> {
+template <>
+struct Vocabulary<ControlAction> {
   static constexpr auto parse = &parse_control_action;
   static constexpr auto names = &control_action_names;
 };
@@ -67,7 +77,8 @@ inline constexpr std::string_view kEmptyObject = "{}";
 inline constexpr std::string_view kNoBaseline = "none";
 
 // ---- candidates --------------------------------------------------------------
-template <> struct Table<CandidateRow> {
+template <>
+struct Table<CandidateRow> {
   using R = CandidateRow;
   static constexpr std::string_view name = "candidates";
   static constexpr Column<R> columns[] = {
@@ -97,7 +108,8 @@ inline std::string_view stored_category(Outcome o) {
   return "harness";
 }
 
-template <> struct Table<ProbeResult> {
+template <>
+struct Table<ProbeResult> {
   using R = ProbeResult;
   static constexpr std::string_view name = "probe_results";
   static constexpr Column<R> columns[] = {
@@ -118,8 +130,8 @@ template <> struct Table<ProbeResult> {
       col<&R::runtime_slots>("runtime_slots"),
       col<&R::group_id>("group_id"),
       col<&R::outcome>("outcome"),
-      {"outcome_category", ColumnUse::WriteOnly,
-       [](Stmt& s, const R& r) { s.bind(stored_category(r.outcome)); }, nullptr},
+      {"outcome_category", ColumnUse::WriteOnly, [](Stmt& s, const R& r) { s.bind(stored_category(r.outcome)); },
+       nullptr},
       col<&R::http_status>("http_status"),
       col<&R::detail>("detail"),
       col<&R::t_connect_us>("t_connect_us"),
@@ -162,7 +174,8 @@ template <> struct Table<ProbeResult> {
 };
 
 // ---- samples -----------------------------------------------------------------
-template <> struct Table<HostSample> {
+template <>
+struct Table<HostSample> {
   using R = HostSample;
   static constexpr std::string_view name = "host_samples";
   static constexpr Column<R> columns[] = {
@@ -192,7 +205,8 @@ template <> struct Table<HostSample> {
   };
 };
 
-template <> struct Table<ProcessSample> {
+template <>
+struct Table<ProcessSample> {
   using R = ProcessSample;
   static constexpr std::string_view name = "process_samples";
   static constexpr Column<R> columns[] = {
@@ -212,7 +226,8 @@ template <> struct Table<ProcessSample> {
 };
 
 // ---- events ------------------------------------------------------------------
-template <> struct Table<Event> {
+template <>
+struct Table<Event> {
   using R = Event;
   static constexpr std::string_view name = "events";
   static constexpr Column<R> columns[] = {
@@ -227,7 +242,8 @@ template <> struct Table<Event> {
 };
 
 // ---- stages: update_stage rewrites the Mutable columns ------------------------
-template <> struct Table<StageRow> {
+template <>
+struct Table<StageRow> {
   using R = StageRow;
   static constexpr std::string_view name = "stages";
   static constexpr Column<R> columns[] = {
@@ -252,7 +268,8 @@ inline std::optional<std::string> read_metrics(const Stmt& s, int c, VerdictRow&
   return std::nullopt;
 }
 
-template <> struct Table<VerdictRow> {
+template <>
+struct Table<VerdictRow> {
   using R = VerdictRow;
   static constexpr std::string_view name = "verdicts";
   static constexpr Column<R> columns[] = {
@@ -281,7 +298,8 @@ template <> struct Table<VerdictRow> {
 };
 
 // ---- context reach: one row per judged canary -----------------------------------
-template <> struct Table<ContextReach> {
+template <>
+struct Table<ContextReach> {
   using R = ContextReach;
   static constexpr std::string_view name = "context_reach";
   static constexpr Column<R> columns[] = {
@@ -297,7 +315,8 @@ template <> struct Table<ContextReach> {
 };
 
 // ---- control requests: handled_ms and result are set by mark_control_handled --
-template <> struct Table<ControlRequest> {
+template <>
+struct Table<ControlRequest> {
   using R = ControlRequest;
   static constexpr std::string_view name = "control_requests";
   static constexpr Column<R> columns[] = {
@@ -315,7 +334,8 @@ template <> struct Table<ControlRequest> {
 };
 
 // ---- runtime launches: update_launch rewrites the Mutable columns -------------
-template <> struct Table<RuntimeLaunch> {
+template <>
+struct Table<RuntimeLaunch> {
   using R = RuntimeLaunch;
   static constexpr std::string_view name = "runtime_launches";
   static constexpr Column<R> columns[] = {

@@ -48,7 +48,8 @@ Result<std::vector<MetricEvidence>> metrics_from_json(const std::string& s) {
       return make_error("verdict metric \"" + m.metric + "\" does not read: " + e.what());
     }
     std::string result;
-    if (j.contains("result")) result = j.at("result").is_string() ? j.at("result").get<std::string>() : j.at("result").dump();
+    if (j.contains("result"))
+      result = j.at("result").is_string() ? j.at("result").get<std::string>() : j.at("result").dump();
     auto parsed = parse_metric_result(result);
     if (!parsed)
       return make_error("verdict metric \"" + m.metric + "\" has result \"" + result + "\", which is not one of " +

@@ -31,13 +31,20 @@ Result<int64_t> Outbox::write(const QueuedRow& row) {
   return std::visit(
       [this](const auto& r) -> Result<int64_t> {
         using T = std::decay_t<decltype(r)>;
-        if constexpr (std::is_same_v<T, ProbeResult>) return store_.insert_probe_result(r);
-        else if constexpr (std::is_same_v<T, HostSample>) return store_.insert_host_sample(r);
-        else if constexpr (std::is_same_v<T, ProcessSample>) return store_.insert_process_sample(r);
-        else if constexpr (std::is_same_v<T, Event>) return store_.insert_event(r);
-        else if constexpr (std::is_same_v<T, VerdictRow>) return store_.insert_verdict(r);
-        else if (auto st = store_.update_stage(r.stage); !st) return st.error();
-        else return r.stage.id;
+        if constexpr (std::is_same_v<T, ProbeResult>)
+          return store_.insert_probe_result(r);
+        else if constexpr (std::is_same_v<T, HostSample>)
+          return store_.insert_host_sample(r);
+        else if constexpr (std::is_same_v<T, ProcessSample>)
+          return store_.insert_process_sample(r);
+        else if constexpr (std::is_same_v<T, Event>)
+          return store_.insert_event(r);
+        else if constexpr (std::is_same_v<T, VerdictRow>)
+          return store_.insert_verdict(r);
+        else if (auto st = store_.update_stage(r.stage); !st)
+          return st.error();
+        else
+          return r.stage.id;
       },
       row);
 }
@@ -90,8 +97,7 @@ void Outbox::pause(const std::string& reason, int64_t now_ms) {
 
 void Outbox::announce() {
   tell();  // the note first: whoever reads the log line can read the note too
-  log_->error("store not writable since {}: {}; pausing new probe work until it writes", iso_utc(*since_ms_),
-              reason_);
+  log_->error("store not writable since {}: {}; pausing new probe work until it writes", iso_utc(*since_ms_), reason_);
 }
 
 bool Outbox::retry() {
@@ -127,9 +133,10 @@ void Outbox::resume(int64_t now_ms) {
   e.host_id = host_id_;
   e.kind = EventKind::Gap;
   e.duration_ms = now_ms - from;
-  e.detail_json = nlohmann::json{{"cause", "store_unwritable"}, {"reason", reason_},   {"from_ms", from},
-                                 {"to_ms", now_ms},             {"rows_waited", waited_}, {"rows_dropped", dropped_}}
-                      .dump();
+  e.detail_json =
+      nlohmann::json{{"cause", "store_unwritable"}, {"reason", reason_},       {"from_ms", from}, {"to_ms", now_ms},
+                     {"rows_waited", waited_},      {"rows_dropped", dropped_}}
+          .dump();
   if (auto id = store_.insert_event(e); !id) {
     // It wrote the queue a moment ago; try again at the next retry with the gap still owed.
     reason_ = id.message();

@@ -98,9 +98,9 @@ class Outbox {
   std::string reason_;
   int64_t next_try_ms_ = 0;
   int64_t backoff_ms_ = kOutboxRetryFirstMs;
-  size_t waited_ = 0;       // rows queued during this pause
-  uint64_t dropped_ = 0;    // rows dropped at the bound, this pause
-  uint64_t lost_ = 0;       // rows refused for good, since start
+  size_t waited_ = 0;     // rows queued during this pause
+  uint64_t dropped_ = 0;  // rows dropped at the bound, this pause
+  uint64_t lost_ = 0;     // rows refused for good, since start
   std::function<void(const std::string&)> on_state_;
   void tell() {
     if (on_state_) on_state_(describe());

@@ -80,8 +80,7 @@ inline std::optional<std::string> read_field(const Stmt& s, int c, std::string& 
   return std::nullopt;
 }
 template <class E>
-  requires std::is_enum_v<E>
-std::optional<std::string> read_field(const Stmt& s, int c, E& v) {
+requires std::is_enum_v<E> std::optional<std::string> read_field(const Stmt& s, int c, E& v) {
   std::string stored = s.text(c);
   auto parsed = Vocabulary<E>::parse(stored);
   if (!parsed) return "\"" + stored + "\" is not one of " + Vocabulary<E>::names();
@@ -173,7 +172,8 @@ const TableSql& sql_of() {
       if (c.use == ColumnUse::Mutable) sets.append(sets.empty() ? "" : ", ").append(c.name).append(" = ?");
     }
     t.insert = "INSERT INTO " + table + " (" + names + ") VALUES (" + marks + ")";
-    if (!sets.empty()) t.update = "UPDATE " + table + " SET " + sets + " WHERE " + std::string(Table<Row>::columns[0].name) + " = ?";
+    if (!sets.empty())
+      t.update = "UPDATE " + table + " SET " + sets + " WHERE " + std::string(Table<Row>::columns[0].name) + " = ?";
     return t;
   }();
   return sql;

@@ -16,10 +16,10 @@ inline constexpr int32_t kSoakdApplicationId = 0x736f616b;
 // The schema that added each later table (the position of its step in
 // migrations(), kept beside it): an older store opened read-only has none,
 // and reading it reads as empty.
-inline constexpr int kLaunchesSchema = 2;       // runtime_launches (managed runtimes)
-inline constexpr int kContextReachSchema = 3;   // context_reach
-inline constexpr int kFingerprintSchema = 4;    // candidates.fingerprint, probe_results.server_load_ms
-inline constexpr int kQueueSchema = 5;          // probe_results.server_running, server_waiting
+inline constexpr int kLaunchesSchema = 2;      // runtime_launches (managed runtimes)
+inline constexpr int kContextReachSchema = 3;  // context_reach
+inline constexpr int kFingerprintSchema = 4;   // candidates.fingerprint, probe_results.server_load_ms
+inline constexpr int kQueueSchema = 5;         // probe_results.server_running, server_waiting
 
 // For an older store opened read-only (never migrated): TEMP views that shadow
 // the tables whose columns it lacks (SQLite looks in TEMP first), so every

@@ -77,7 +77,8 @@ Result<std::vector<VerdictRow>> SqliteStore::verdicts(int64_t candidate_id) {
 
 Result<std::optional<ContextReach>> SqliteStore::context_reach(int64_t candidate_id) {
   if (version_ < kContextReachSchema) return std::optional<ContextReach>{};  // an older store read as it is: none
-  return first_of(select_rows<ContextReach>(cache_.get(), db_, by_candidate(candidate_id), " ORDER BY id DESC LIMIT 1"));
+  return first_of(
+      select_rows<ContextReach>(cache_.get(), db_, by_candidate(candidate_id), " ORDER BY id DESC LIMIT 1"));
 }
 
 Result<std::vector<ControlRequest>> SqliteStore::pending_controls() {

@@ -32,8 +32,8 @@ class StmtCache {
   StmtCache(const StmtCache&) = delete;
   StmtCache& operator=(const StmtCache&) = delete;
 
-  sqlite3_stmt* take(const std::string& sql);       // nullptr when none is idle
-  void put(std::string sql, sqlite3_stmt* st);      // reset, unbound, kept for the next take
+  sqlite3_stmt* take(const std::string& sql);   // nullptr when none is idle
+  void put(std::string sql, sqlite3_stmt* st);  // reset, unbound, kept for the next take
 
  private:
   std::unordered_map<std::string, sqlite3_stmt*> idle_;
@@ -61,10 +61,11 @@ class Stmt {
   Stmt& bind_null();
   // Closed vocabularies are stored by their names (core/types.h).
   template <class E>
-    requires std::is_enum_v<E>
-  Stmt& bind(E e) { return bind(to_string(e)); }
+  requires std::is_enum_v<E> Stmt& bind(E e) { return bind(to_string(e)); }
   template <class T>
-  Stmt& bind(const std::optional<T>& v) { return v ? bind(*v) : bind_null(); }
+  Stmt& bind(const std::optional<T>& v) {
+    return v ? bind(*v) : bind_null();
+  }
 
   enum class Step { Row, Done, Failed };  // Failed: error() says why
   Step step();

@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 // ============================================================== open
 Status SqliteStore::check_location(const std::string& path) {
   const std::string fix = "; point \"store\" at a file in a writable folder";
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode))
       return make_error("store " + path + " is a directory; \"store\" names a file, e.g. \"" + path + "/soakd.db\"");
@@ -35,7 +35,7 @@ Status SqliteStore::check_location(const std::string& path) {
   std::error_code ec;
   while (!dir.empty() && !fs::exists(dir, ec) && dir != dir.parent_path()) dir = dir.parent_path();
   if (dir.empty()) dir = ".";
-  struct statvfs vfs{};
+  struct statvfs vfs {};
   if (::statvfs(dir.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY))
     return make_error("store " + path + " is on a read-only file system (" + dir.string() + ")" + fix);
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
@@ -77,16 +77,21 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
 
   // Identify before writing anything.
   auto app_id = query_int(db, "PRAGMA application_id");
-  if (!app_id) return fail(path + " is not a soakd store (not an SQLite database: " + app_id.message() + "); refusing to touch it");
+  if (!app_id)
+    return fail(path + " is not a soakd store (not an SQLite database: " + app_id.message() +
+                "); refusing to touch it");
   auto version = query_int(db, "PRAGMA user_version");
   auto tables = query_int(db, "SELECT count(*) FROM sqlite_master");
   if (!version || !tables) return fail("cannot read " + path + ": " + sqlite3_errmsg(db));
   const bool empty = *tables == 0 && *version == 0 && *app_id == 0;
   if (!empty && *app_id != kSoakdApplicationId)
-    return fail(path + " is not a soakd store (it holds other data); refusing to touch it. Point --db or \"store\" at another file.");
+    return fail(
+        path +
+        " is not a soakd store (it holds other data); refusing to touch it. Point --db or \"store\" at another file.");
   if (*version > schema_version())
-    return fail(path + " was written by a newer soakd (schema " + std::to_string(*version) + ", this soakd knows up to " +
-                std::to_string(schema_version()) + "); upgrade soakd/soakctl. The store was not modified.");
+    return fail(path + " was written by a newer soakd (schema " + std::to_string(*version) +
+                ", this soakd knows up to " + std::to_string(schema_version()) +
+                "); upgrade soakd/soakctl. The store was not modified.");
 
   if (existing_only) {
     if (empty) return fail(path + " is an empty file, not a soakd store yet (start soakd once to create it)");

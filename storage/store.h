@@ -27,10 +27,10 @@ struct StatusRow {  // one line of `soakctl status`
 struct ProbeQuery {
   std::optional<int64_t> candidate_id;
   std::optional<int64_t> stage_id;
-  std::optional<int64_t> min_id, max_id;       // inclusive id range
-  std::optional<int64_t> since_ms, until_ms;   // started_wall_ms range, inclusive
+  std::optional<int64_t> min_id, max_id;      // inclusive id range
+  std::optional<int64_t> since_ms, until_ms;  // started_wall_ms range, inclusive
   std::optional<ProbeKind> kind;
-  int64_t limit = 0;                           // 0 = no limit
+  int64_t limit = 0;  // 0 = no limit
 };
 
 // Probe rows counted by candidate, kind and outcome: counters without reading
@@ -47,7 +47,7 @@ struct SampleQuery {
   std::optional<int64_t> candidate_id;  // process samples only
   std::optional<int64_t> since_ms, until_ms;
   std::optional<int64_t> min_id;
-  std::optional<int64_t> max_id;        // snapshot bound: rows written after a judgment are left out
+  std::optional<int64_t> max_id;  // snapshot bound: rows written after a judgment are left out
 };
 
 enum class HostWide { Exclude, Include };

@@ -163,8 +163,10 @@ void fingerprint_from_argv(const std::vector<std::string>& given, LaunchFingerpr
   // (not shown): unknown.
   const std::string kk = k.value_or("f16"), vv = v.value_or("f16");
   if (!kk.empty() && !vv.empty()) f.kv_cache_type = kk == vv ? kk : "k=" + kk + " v=" + vv;
-  if (!n) f.max_tokens_default = -1;
-  else if (auto x = argv::to_int(*n)) f.max_tokens_default = *x;
+  if (!n)
+    f.max_tokens_default = -1;
+  else if (auto x = argv::to_int(*n))
+    f.max_tokens_default = *x;
   f.add_source("argv");
 }
 
@@ -177,9 +179,14 @@ void fingerprint_from_argv(const std::vector<std::string>& given, LaunchFingerpr
 constexpr std::string_view kRunning = "llamacpp:requests_processing";
 constexpr std::string_view kWaiting = "llamacpp:requests_deferred";
 constexpr std::string_view kKeyMetrics[] = {
-    "llamacpp:prompt_tokens_total",   "llamacpp:prompt_seconds_total", "llamacpp:tokens_predicted_total",
-    "llamacpp:tokens_predicted_seconds_total", "llamacpp:n_decode_total", kRunning,
-    kWaiting,                         "llamacpp:n_busy_slots_per_decode",
+    "llamacpp:prompt_tokens_total",
+    "llamacpp:prompt_seconds_total",
+    "llamacpp:tokens_predicted_total",
+    "llamacpp:tokens_predicted_seconds_total",
+    "llamacpp:n_decode_total",
+    kRunning,
+    kWaiting,
+    "llamacpp:n_busy_slots_per_decode",
 };
 
 // ---------------------------------------------------------------- server cap
@@ -216,11 +223,13 @@ std::vector<std::string> launch_warnings(const LaunchSpec& s) {
   const auto args = literal_argv(s);
   if (args.empty() || argv::basename(args[0]).rfind("llama-server", 0) != 0) return out;
   if (!argv::has_option(args, {"-n", "--predict", "--n-predict"}) && !s.env.count("LLAMA_ARG_N_PREDICT"))
-    out.push_back("llama-server without -n (--n-predict) lets a runaway answer run until the context is full "
-                  "(soakd sends no max_tokens); add e.g. \"-n\", \"8192\"");
+    out.push_back(
+        "llama-server without -n (--n-predict) lets a runaway answer run until the context is full "
+        "(soakd sends no max_tokens); add e.g. \"-n\", \"8192\"");
   if (!argv::has_option(args, {"-c", "--ctx-size"}) && !s.env.count("LLAMA_ARG_CTX_SIZE"))
-    out.push_back("llama-server without -c (--ctx-size) takes the model's full training context, and its "
-                  "memory; add e.g. \"-c\", \"131072\" for the sizes you test");
+    out.push_back(
+        "llama-server without -c (--ctx-size) takes the model's full training context, and its "
+        "memory; add e.g. \"-c\", \"131072\" for the sizes you test");
   return out;
 }
 
@@ -252,11 +261,13 @@ std::optional<LlamaBuild> parse_llamacpp_build_info(std::string_view s) {
 Result<LlamaBuild> parse_llama_server_version(std::string_view output) {
   // The line may be preceded by backend registration logs; look for it anywhere.
   size_t at = output.find("version: ");
-  if (at == std::string_view::npos) return make_error("no 'version: <N> (<commit>)' line in llama-server --version output");
+  if (at == std::string_view::npos)
+    return make_error("no 'version: <N> (<commit>)' line in llama-server --version output");
   std::string_view rest = output.substr(at + 9);
   LlamaBuild b;
   auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), b.number);
-  if (ec != std::errc() || end == rest.data()) return make_error("llama-server --version: build number is not a number");
+  if (ec != std::errc() || end == rest.data())
+    return make_error("llama-server --version: build number is not a number");
   rest.remove_prefix(static_cast<size_t>(end - rest.data()));
   if (rest.size() >= 2 && rest[0] == ' ' && rest[1] == '(') {
     size_t close = rest.find(')');
@@ -271,7 +282,8 @@ Result<LlamaBuild> parse_llama_server_version(std::string_view output) {
 extern constinit const Runtime kLlamaCppRuntime;
 constinit const Runtime kLlamaCppRuntime{
     .kind = RuntimeKind::LlamaCpp,
-    .notes = "timings per answer (draft_n/draft_n_accepted only when > 0); finish chunk, then usage chunk with choices []",
+    .notes =
+        "timings per answer (draft_n/draft_n_accepted only when > 0); finish chunk, then usage chunk with choices []",
     .default_port = 8080,  // common/common.h: int32_t port = 8080
     // /health and /v1/models stay public under --api-key; /props, /slots and
     // /metrics need the key.

@@ -14,8 +14,8 @@
 namespace soak::probes {
 
 struct LlamaBuild {
-  int64_t number = 0;  // b<N>
-  std::string commit;  // short hash, may be empty for distro builds ("b8681-Debian" keeps "Debian")
+  int64_t number = 0;        // b<N>
+  std::string commit;        // short hash, may be empty for distro builds ("b8681-Debian" keeps "Debian")
   std::string text() const;  // "b<N>-<commit>" (or "b<N>")
 };
 // "b9928-81ff7abe5" (/props build_info, system_fingerprint).

@@ -10,7 +10,8 @@ namespace {
 
 using jsonf::json;
 
-constexpr HttpRoute kVersion{"GET", "/api/version"};  // {"version": "0.12.6"} (docs.ollama.com api-reference/get-version)
+constexpr HttpRoute kVersion{"GET",
+                             "/api/version"};  // {"version": "0.12.6"} (docs.ollama.com api-reference/get-version)
 
 // GET / answers 200 "Ollama is running" (ollama/ollama#1378, #2725).
 HealthVerdict read_health(int http_status, std::string_view body) {

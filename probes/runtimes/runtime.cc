@@ -31,7 +31,8 @@ HealthVerdict read_health_status_member(int http_status, std::string_view body) 
 
 HealthVerdict health_not_ok(int http_status, std::string_view body, Health503Reader on_503) {
   ApiError e = parse_api_error(body);
-  std::string detail = "HTTP " + std::to_string(http_status) + (e.message.empty() ? "" : ": " + text::excerpt(e.message, 120));
+  std::string detail =
+      "HTTP " + std::to_string(http_status) + (e.message.empty() ? "" : ": " + text::excerpt(e.message, 120));
   if (http_status == 503) {
     if (text::contains_ci(e.message, "loading")) return {HealthState::Loading, detail};
     if (text::contains_ci(body, "draining")) return {HealthState::Draining, detail};

@@ -71,10 +71,14 @@ constexpr PromSeries kSeries{
     .drafts = "vllm:spec_decode_num_drafts_total",
 };
 constexpr std::string_view kKeyMetrics[] = {
-    kSeries.running,          kSeries.waiting,
-    "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
-    "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
-    kSeries.drafted,          kSeries.accepted,
+    kSeries.running,
+    kSeries.waiting,
+    "vllm:kv_cache_usage_perc",
+    "vllm:gpu_cache_usage_perc",
+    "vllm:prompt_tokens_total",
+    "vllm:generation_tokens_total",
+    kSeries.drafted,
+    kSeries.accepted,
     kSeries.drafts,
 };
 

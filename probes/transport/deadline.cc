@@ -40,11 +40,12 @@ std::string describe_limit(EndReason reason, const HttpRequest& r, const StallMa
     return "no complete response within the wall timeout of " + std::to_string(r.wall_timeout_ms) + " ms";
   const std::string stall = "no content for the stall timeout of " + std::to_string(r.stall_timeout_ms) + " ms";
   if (m.last_content_ns) return stall + " (since the last content)";
-  const std::string allowance =
-      r.prefill_allowance_ms > 0 ? " plus the prefill allowance of " + std::to_string(r.prefill_allowance_ms) + " ms"
-                                 : std::string();
-  if (m.last_progress_ns) return stall + " since the last prefill progress report (budget: the stall timeout" + allowance +
-                                 " from the request start)";
+  const std::string allowance = r.prefill_allowance_ms > 0
+                                    ? " plus the prefill allowance of " + std::to_string(r.prefill_allowance_ms) + " ms"
+                                    : std::string();
+  if (m.last_progress_ns)
+    return stall + " since the last prefill progress report (budget: the stall timeout" + allowance +
+           " from the request start)";
   return stall + allowance + " (since the request start; no prefill progress reported)";
 }
 

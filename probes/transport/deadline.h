@@ -43,9 +43,9 @@ struct TransferLimits {
 };
 
 struct DeadlineCheck {
-  std::optional<EndReason> tripped;   // Timeout or Stalled, if a limit has passed
-  std::optional<int64_t> next_ns;     // when to look again (nullopt: no limit is set)
-  std::optional<int64_t> stall_at_ns; // the stall deadline in force (nullopt: no stall limit)
+  std::optional<EndReason> tripped;    // Timeout or Stalled, if a limit has passed
+  std::optional<int64_t> next_ns;      // when to look again (nullopt: no limit is set)
+  std::optional<int64_t> stall_at_ns;  // the stall deadline in force (nullopt: no stall limit)
 };
 
 // If both limits have passed, the one whose deadline came first is reported.

@@ -47,8 +47,8 @@ struct HttpClient::Impl {
     curl_slist* headers = nullptr;
     UvHandle<uv_timer_t> timer;  // wall + stall, re-armed lazily
     TransferResult result;
-    StallMarks marks;            // start, last content, last prefill progress
-    int pending_status = 0;      // status line seen, block not yet complete
+    StallMarks marks;        // start, last content, last prefill progress
+    int pending_status = 0;  // status line seen, block not yet complete
     bool headers_done = false;
     bool in_multi = false;
     bool ended = false;
@@ -230,8 +230,9 @@ struct HttpClient::Impl {
   void arm(Transfer* t) {
     int64_t now = clock.mono_ns();
     const HttpRequest& r = t->req;
-    auto check = check_deadlines(t->marks, {r.wall_timeout_ms * kNsPerMs, r.stall_timeout_ms * kNsPerMs,
-                                            r.prefill_allowance_ms * kNsPerMs}, now);
+    auto check = check_deadlines(
+        t->marks, {r.wall_timeout_ms * kNsPerMs, r.stall_timeout_ms * kNsPerMs, r.prefill_allowance_ms * kNsPerMs},
+        now);
     if (check.tripped) {
       end(t, *check.tripped, describe_limit(*check.tripped, r, t->marks), 0);
       return;
@@ -322,8 +323,7 @@ struct HttpClient::Impl {
   void close_socket(Socket* s) {
     sockets.erase(s);
     uv_poll_stop(&s->poll);
-    uv_close(reinterpret_cast<uv_handle_t*>(&s->poll),
-             [](uv_handle_t* h) { delete static_cast<Socket*>(h->data); });
+    uv_close(reinterpret_cast<uv_handle_t*>(&s->poll), [](uv_handle_t* h) { delete static_cast<Socket*>(h->data); });
   }
 
   // ------------------------------------------------------------ C callbacks
@@ -462,8 +462,7 @@ struct HttpClient::Impl {
         }
       }
       if (over) {
-        t->impl->end(t, EndReason::Truncated,
-                     "response body reached the cap of " + std::to_string(cap) + " bytes", 0);
+        t->impl->end(t, EndReason::Truncated, "response body reached the cap of " + std::to_string(cap) + " bytes", 0);
         return 0;
       }
       return t->ended ? 0 : len;

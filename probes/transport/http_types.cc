@@ -62,21 +62,18 @@ std::string_view to_string(EndReason r) {
 
 EndReason end_reason_for_curl(int curl_code, bool connected) {
   switch (static_cast<CURLcode>(curl_code)) {
-    case CURLE_OK:
-      return EndReason::Completed;
-    case CURLE_COULDNT_CONNECT:
-      return EndReason::ConnectRefused;
+    case CURLE_OK: return EndReason::Completed;
+    case CURLE_COULDNT_CONNECT: return EndReason::ConnectRefused;
     case CURLE_OPERATION_TIMEDOUT:
       // Only the connect timeout is curl's; wall and stall are our own timers,
       // so a curl timeout after connecting is not one of our limits.
       return connected ? EndReason::Error : EndReason::ConnectTimeout;
-    case CURLE_GOT_NOTHING:    // connection closed before any response byte
-    case CURLE_PARTIAL_FILE:   // chunked stream without its last chunk, short Content-Length
-    case CURLE_RECV_ERROR:     // connection reset while reading
-    case CURLE_SEND_ERROR:     // connection reset while sending the request
+    case CURLE_GOT_NOTHING:   // connection closed before any response byte
+    case CURLE_PARTIAL_FILE:  // chunked stream without its last chunk, short Content-Length
+    case CURLE_RECV_ERROR:    // connection reset while reading
+    case CURLE_SEND_ERROR:    // connection reset while sending the request
       return EndReason::PeerClosed;
-    default:
-      return EndReason::Error;
+    default: return EndReason::Error;
   }
 }
 

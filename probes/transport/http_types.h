@@ -59,8 +59,8 @@ struct HttpRequest {
 };
 
 struct ResponseHead {
-  int status = 0;                    // 0 until a final (non-1xx) status line arrived
-  std::vector<HttpHeader> headers;   // in order, names as sent
+  int status = 0;                   // 0 until a final (non-1xx) status line arrived
+  std::vector<HttpHeader> headers;  // in order, names as sent
   // First header with this name (ASCII case-insensitive), or nullptr.
   const std::string* find(std::string_view name) const;
 };
@@ -86,23 +86,23 @@ EndReason end_reason_for_curl(int curl_code, bool connected);
 
 // Monotonic stamps (Clock::mono_ns) of one transfer.
 struct TransferTimes {
-  int64_t start_ns = 0;                   // start() was called
+  int64_t start_ns = 0;                     // start() was called
   std::optional<int64_t> connect_start_ns;  // socket of a new connection created (nullopt if reused)
-  std::optional<int64_t> connected_ns;    // connection ready (new or reused), request about to be sent
-  std::optional<int64_t> first_byte_ns;   // first response byte (status line) processed
-  int64_t done_ns = 0;                    // the end reason was decided
+  std::optional<int64_t> connected_ns;      // connection ready (new or reused), request about to be sent
+  std::optional<int64_t> first_byte_ns;     // first response byte (status line) processed
+  int64_t done_ns = 0;                      // the end reason was decided
 };
 
 struct TransferResult {
   EndReason reason = EndReason::Error;
-  ResponseHead head;            // status 0 if no final status line arrived
-  int64_t bytes_received = 0;   // body bytes delivered (never more than the cap)
+  ResponseHead head;           // status 0 if no final status line arrived
+  int64_t bytes_received = 0;  // body bytes delivered (never more than the cap)
   TransferTimes times;
   bool reused_connection = false;
-  int local_port = 0;           // client side of the TCP connection, 0 if none
-  int curl_code = 0;            // CURLcode of the transfer (0 when we ended it ourselves)
-  std::string detail;           // human-readable cause for every reason but Completed
-  std::string body;             // BodyMode::Buffer only
+  int local_port = 0;  // client side of the TCP connection, 0 if none
+  int curl_code = 0;   // CURLcode of the transfer (0 when we ended it ourselves)
+  std::string detail;  // human-readable cause for every reason but Completed
+  std::string body;    // BodyMode::Buffer only
 };
 
 }  // namespace soak

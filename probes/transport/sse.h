@@ -68,9 +68,9 @@ class SseParser {
   std::string id_;
   std::optional<int64_t> retry_ms_;
   bool has_data_ = false;
-  bool skip_lf_ = false;      // the previous piece ended in CR: a leading LF belongs to it
+  bool skip_lf_ = false;  // the previous piece ended in CR: a leading LF belongs to it
   bool bom_checked_ = false;
-  size_t bom_matched_ = 0;    // BOM bytes seen so far at stream start
+  size_t bom_matched_ = 0;  // BOM bytes seen so far at stream start
   int64_t events_ = 0;
   int64_t comments_ = 0;
 };

@@ -89,7 +89,7 @@ class SseClient::Stream final : public TransferHandler, private SseSink {
   std::optional<int64_t> first_event_ns_;
   TransferId id_ = kNoTransfer;
   int64_t now_ = 0;
-  int64_t events_ = 0;    // delivered to the handler
+  int64_t events_ = 0;  // delivered to the handler
   int64_t comments_ = 0;
   bool event_stream_ = false;
   bool cancelled_ = false;

@@ -38,12 +38,12 @@ enum class EventClass {
 };
 
 struct SseResult {
-  TransferResult transfer;              // body: filled only when the response was not an event stream
-  bool event_stream = false;            // Content-Type was text/event-stream
-  int64_t events = 0;                   // delivered to the handler
+  TransferResult transfer;    // body: filled only when the response was not an event stream
+  bool event_stream = false;  // Content-Type was text/event-stream
+  int64_t events = 0;         // delivered to the handler
   int64_t comments = 0;
   std::optional<int64_t> first_event_ns;  // first dispatched event (content or not)
-  SseTail tail;                          // what the end of the stream left unfinished
+  SseTail tail;                           // what the end of the stream left unfinished
 };
 
 class SseHandler {

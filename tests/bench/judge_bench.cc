@@ -35,9 +35,7 @@ Rows traffic(int64_t candidate, int64_t first_id, double ttft_ms, int64_t seed) 
   return rows;
 }
 
-double millis(std::chrono::steady_clock::duration d) {
-  return std::chrono::duration<double, std::milli>(d).count();
-}
+double millis(std::chrono::steady_clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
 void time_judge(const char* what, const JudgeInput& in, bool print) {
   VerdictRow v;
@@ -47,10 +45,11 @@ void time_judge(const char* what, const JudgeInput& in, bool print) {
     v = judge_stage(in);
     best = std::min(best, millis(std::chrono::steady_clock::now() - t0));
   }
-  std::printf("%-7s %6zu candidate rows, %6zu baseline rows, %6zu process + %6zu host samples: best of %d %.1f ms, "
-              "%zu metrics, %s\n",
-              what, in.candidate_rows.size(), in.baseline_rows.size(), in.process_samples.size(),
-              in.host_samples.size(), kRuns, best, v.metrics.size(), std::string(to_string(v.state)).c_str());
+  std::printf(
+      "%-7s %6zu candidate rows, %6zu baseline rows, %6zu process + %6zu host samples: best of %d %.1f ms, "
+      "%zu metrics, %s\n",
+      what, in.candidate_rows.size(), in.baseline_rows.size(), in.process_samples.size(), in.host_samples.size(), kRuns,
+      best, v.metrics.size(), std::string(to_string(v.state)).c_str());
   if (!print) return;
   std::printf("  reason: %s\n", v.reason.c_str());
   for (const auto& m : v.metrics)

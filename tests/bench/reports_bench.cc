@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "core/config.h"
-#include "soakctl/soakctl.h"
 #include "core/version.h"
 #include "reports/textfile.h"
+#include "soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 
 using namespace soak;
@@ -48,7 +48,9 @@ Timing time_runs(int n, F f) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: reports_bench DIR/soakd.db [--runs N] [--out DIR]  (make the store with store_bench DIR --keep)\n");
+    std::fprintf(
+        stderr,
+        "usage: reports_bench DIR/soakd.db [--runs N] [--out DIR]  (make the store with store_bench DIR --keep)\n");
     return 2;
   }
   const std::string db = argv[1];
@@ -56,8 +58,10 @@ int main(int argc, char** argv) {
   std::string out = fs::temp_directory_path() / "soakd-reports-bench";
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--runs" && i + 1 < argc) runs = std::stoi(argv[++i]);
-    else if (a == "--out" && i + 1 < argc) out = argv[++i];
+    if (a == "--runs" && i + 1 < argc)
+      runs = std::stoi(argv[++i]);
+    else if (a == "--out" && i + 1 < argc)
+      out = argv[++i];
   }
   fs::create_directories(out);
   auto opened = SqliteStore::open(db, OpenMode::ReadOnly);
@@ -92,8 +96,8 @@ int main(int argc, char** argv) {
     const std::string file = out + "/" + name + ".html";
     auto c = time_runs(runs, [&] { report({name}, file); });
     const double kb = static_cast<double>(fs::file_size(file)) / 1e3;
-    std::printf("report %-16s (%d runs): min %.0f ms, median %.0f ms, max %.0f ms; %.1f KB\n", name.c_str(), runs, c.min,
-                c.median, c.max, kb);
+    std::printf("report %-16s (%d runs): min %.0f ms, median %.0f ms, max %.0f ms; %.1f KB\n", name.c_str(), runs,
+                c.min, c.median, c.max, kb);
     worst = std::max(worst, c.median);
     total_kb += kb;
     biggest_kb = std::max(biggest_kb, kb);
@@ -106,8 +110,8 @@ int main(int argc, char** argv) {
     soakctl_main({"--db", db, "metrics"}, sink, err, clock);
     text = sink.str();
   });
-  std::printf("soakctl metrics         (%d runs): min %.0f ms, median %.0f ms, max %.0f ms; %.1f KB, %lld lines\n", runs,
-              m.min, m.median, m.max, static_cast<double>(text.size()) / 1e3,
+  std::printf("soakctl metrics         (%d runs): min %.0f ms, median %.0f ms, max %.0f ms; %.1f KB, %lld lines\n",
+              runs, m.min, m.median, m.max, static_cast<double>(text.size()) / 1e3,
               static_cast<long long>(std::count(text.begin(), text.end(), '\n')));
   report::TextfileCollector collector(report::MetricsOptions{GuardRules{}.window_ms, kSoakdVersion});
   if (!collector.refresh(**opened, now)) return 1;

@@ -221,10 +221,11 @@ void run(const Options& o, int n) {
     // Due work's spans: each probe row from its start to its end, then the
     // writes and the deferred trim a second later; each sample's tick (its
     // writes take ~15 ms; 100 ms after it is no longer the tick's work).
-    due_spans = spans(db,
-                      "SELECT started_ms - 50, started_ms + coalesce(t_done_us, t_terminal_us, t_last_token_us, 0) / 1000 "
-                      "+ 1500 FROM probe_results WHERE started_ms + coalesce(t_done_us, 0) / 1000 + 1500 >= " +
-                          std::to_string(from_ms) + " AND started_ms <= " + std::to_string(to_ms));
+    due_spans =
+        spans(db,
+              "SELECT started_ms - 50, started_ms + coalesce(t_done_us, t_terminal_us, t_last_token_us, 0) / 1000 "
+              "+ 1500 FROM probe_results WHERE started_ms + coalesce(t_done_us, 0) / 1000 + 1500 >= " +
+                  std::to_string(from_ms) + " AND started_ms <= " + std::to_string(to_ms));
     for (const char* t : {"host_samples", "process_samples"}) {
       auto more = spans(db, std::string("SELECT ts_ms - 50, ts_ms + 100 FROM ") + t + " WHERE ts_ms" + in);
       due_spans.insert(due_spans.end(), more.begin(), more.end());
@@ -249,8 +250,9 @@ void run(const Options& o, int n) {
               mb(first.rss_kb), mb(first.anon_kb));
   std::printf("  resident (private) at the window's end (t=%.0f s):            %.1f MB (%.1f MB)\n", last.t_s,
               mb(last.rss_kb), mb(last.anon_kb));
-  std::printf("    of it at the end: soakd's own file %.1f MB, %d shared libraries %.1f MB, anonymous %.1f MB, other %.1f MB\n",
-              mb(parts.program_kb), parts.libraries, mb(parts.libraries_kb), mb(parts.anonymous_kb), mb(parts.other_kb));
+  std::printf(
+      "    of it at the end: soakd's own file %.1f MB, %d shared libraries %.1f MB, anonymous %.1f MB, other %.1f MB\n",
+      mb(parts.program_kb), parts.libraries, mb(parts.libraries_kb), mb(parts.anonymous_kb), mb(parts.other_kb));
   std::printf("  peak resident %.1f MB, peak private (1 s samples) %.1f MB\n", mb(last.hwm_kb), mb(peak_anon_kb));
   std::printf("  window %.0f s: due work %lld probe rows + %lld host + %lld process samples = %.2f /s\n", w, probes,
               hosts, procs, due / w);
@@ -273,7 +275,8 @@ void run(const Options& o, int n) {
   }
   if (quiet_s > 0)
     std::printf("  between due work (%.0f s of the window's %.0f s): wakeups %.2f /s, CPU %.4f %% of a core\n", quiet_s,
-                w, static_cast<double>(quiet_switches) / quiet_s, 100.0 * static_cast<double>(quiet_cpu_ns) / 1e9 / quiet_s);
+                w, static_cast<double>(quiet_switches) / quiet_s,
+                100.0 * static_cast<double>(quiet_cpu_ns) / 1e9 / quiet_s);
   else
     std::printf("  between due work: no quiet slice in the window\n");
 }

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -103,8 +103,7 @@ class Source {
       }
       int64_t now = now_ns();
       for (auto& c : conns_) {
-        if ((c->state == Conn::State::Waiting || c->state == Conn::State::Streaming) && c->out.empty() &&
-            now >= c->due)
+        if ((c->state == Conn::State::Waiting || c->state == Conn::State::Streaming) && c->out.empty() && now >= c->due)
           emit(*c);
       }
       reap();

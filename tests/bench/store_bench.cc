@@ -61,9 +61,12 @@ int main(int argc, char** argv) {
   bool keep = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--candidates" && i + 1 < argc) n = std::stoi(argv[++i]);
-    else if (a == "--keep") keep = true;
-    else dir = a;
+    if (a == "--candidates" && i + 1 < argc)
+      n = std::stoi(argv[++i]);
+    else if (a == "--keep")
+      keep = true;
+    else
+      dir = a;
   }
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -83,8 +86,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n; ++i) {
     if (i) cands += ",";
     cands += R"({"name": "cand)" + std::to_string(i) + R"(", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
-                 "base_url": "http://127.0.0.1:)" + std::to_string(18000 + i) + "\"" +
-             (i ? R"(, "baseline": "cand0")" : "") + "}";
+                 "base_url": "http://127.0.0.1:)" +
+             std::to_string(18000 + i) + "\"" + (i ? R"(, "baseline": "cand0")" : "") + "}";
   }
   std::string text = R"({"schedule": {"nightly_window": "now", "max_concurrent_canaries": )" + std::to_string(n) +
                      R"(}, "candidates": [)" + cands + "]}";
@@ -97,7 +100,8 @@ int main(int argc, char** argv) {
   SimRunner runner(store, clock, host);
   for (int i = 0; i < n; ++i) runner.at("cand" + std::to_string(i)).build = "b95" + std::to_string(i);
   Outbox outbox(store, clock, make_null_logger(), host);
-  Campaigns camp(shared, Deps{store, outbox, clock, make_null_logger(), nullptr, host}, runner, [](int64_t) { return 0; });
+  Campaigns camp(shared, Deps{store, outbox, clock, make_null_logger(), nullptr, host}, runner,
+                 [](int64_t) { return 0; });
   if (!camp.resume(clock.wall_ms())) return 1;
 
   std::printf("generating: %d candidates, smoke 15m + canary 2h + gate 24h + soak 7d at the default cadences...\n", n);
@@ -173,8 +177,9 @@ int main(int argc, char** argv) {
     sink.str("");
     code = soakctl_main({"--db", db, "explain", "cand1"}, sink, err, wall);
   });
-  std::printf("soakctl explain  (in-process, 5 runs): min %.1f ms, median %.1f ms, max %.1f ms  (target <= 1000 ms; exit %d)\n",
-              explain.min, explain.median, explain.max, code);
+  std::printf(
+      "soakctl explain  (in-process, 5 runs): min %.1f ms, median %.1f ms, max %.1f ms  (target <= 1000 ms; exit %d)\n",
+      explain.min, explain.median, explain.max, code);
   std::printf("whole commands: soakctl --db %s status / soakctl --db %s explain cand1\n", db.c_str(), db.c_str());
   if (!keep) fs::remove_all(dir);
   return 0;

@@ -134,8 +134,8 @@ struct ClientStats {
   std::vector<double> overhead_ms;
   std::vector<double> overhead_from_connect_ms;  // TTFT counted from this request's socket creation
   std::vector<double> overhead_from_send_ms;     // TTFT counted from the request leaving (connected stamp)
-  std::vector<double> request_leg_ms;   // start() -> request fully arrived at the source
-  std::vector<double> delivery_leg_ms;  // source wrote the first content -> our event
+  std::vector<double> request_leg_ms;            // start() -> request fully arrived at the source
+  std::vector<double> delivery_leg_ms;           // source wrote the first content -> our event
   std::vector<int64_t> start_ns;
   std::vector<int64_t> connected_ns;
   std::string first_failure;
@@ -170,14 +170,17 @@ class Runner {
       stagger.data = this;
       pending_stagger_ = &to_stagger;
       auto every = static_cast<uint64_t>(std::max(1.0, stagger_ms));
-      uv_timer_start(&stagger, [](uv_timer_t* t) {
-        auto* self = static_cast<Runner*>(t->data);
-        if (*self->pending_stagger_ > 0 && self->remaining_ > 0) {
-          --*self->pending_stagger_;
-          self->start_one();
-        }
-        if (*self->pending_stagger_ == 0) uv_timer_stop(t);
-      }, every, every);
+      uv_timer_start(
+          &stagger,
+          [](uv_timer_t* t) {
+            auto* self = static_cast<Runner*>(t->data);
+            if (*self->pending_stagger_ > 0 && self->remaining_ > 0) {
+              --*self->pending_stagger_;
+              self->start_one();
+            }
+            if (*self->pending_stagger_ == 0) uv_timer_stop(t);
+          },
+          every, every);
     } else {
       for (int i = 0; i < concurrency && remaining_ > 0; ++i) start_one();
     }
@@ -233,7 +236,7 @@ class Runner {
     int64_t events_ = 0;
     std::optional<int64_t> first_content_ns_;
     double prompt_ms_ = -1;
-    int64_t arrival_ns_ = 0;      // source clock = our mono clock (CLOCK_MONOTONIC, same host)
+    int64_t arrival_ns_ = 0;  // source clock = our mono clock (CLOCK_MONOTONIC, same host)
     int64_t first_write_ns_ = 0;
   };
 
@@ -278,8 +281,7 @@ class Runner {
       }
     } else {
       ++stats_.failed;
-      if (stats_.first_failure.empty())
-        stats_.first_failure = std::string(to_string(t.reason)) + ": " + t.detail;
+      if (stats_.first_failure.empty()) stats_.first_failure = std::string(to_string(t.reason)) + ": " + t.detail;
     }
     if (remaining_ > 0) start_one();
   }
@@ -355,8 +357,10 @@ std::optional<AnchorFigures> run_aiohttp(const Options& o, int port, int conc, i
 // source stamps arrival on the same CLOCK_MONOTONIC.
 std::optional<int64_t> raw_lone_request(int port, const Clock& clock) {
   const std::string body = R"({"model":"bench","messages":[{"role":"user","content":"hi"}],"stream":true})";
-  const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string req =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   const int64_t t0 = clock.mono_ns();
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return std::nullopt;
@@ -411,9 +415,12 @@ Options parse_options(int argc, char** argv, int first) {
   for (int i = first; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--raw-client") o.raw_client = next();
-    else if (a == "--anchor-client") o.anchor_client = next();
-    else if (a == "--python") o.python = next();
+    if (a == "--raw-client")
+      o.raw_client = next();
+    else if (a == "--anchor-client")
+      o.anchor_client = next();
+    else if (a == "--python")
+      o.python = next();
     else if (a == "--quick") {
       o.ingest_requests = 4;
       o.ingest_tokens = 5'000;
@@ -435,10 +442,14 @@ int serve_main(int argc, char** argv) {
   c.port = 19300;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--port") c.port = std::atoi(argv[i + 1]);
-    else if (a == "--tokens") c.tokens = std::atoi(argv[i + 1]);
-    else if (a == "--interval-ms") c.interval_ms = std::atof(argv[i + 1]);
-    else if (a == "--delay-ms") c.delay_ms = std::atof(argv[i + 1]);
+    if (a == "--port")
+      c.port = std::atoi(argv[i + 1]);
+    else if (a == "--tokens")
+      c.tokens = std::atoi(argv[i + 1]);
+    else if (a == "--interval-ms")
+      c.interval_ms = std::atof(argv[i + 1]);
+    else if (a == "--delay-ms")
+      c.delay_ms = std::atof(argv[i + 1]);
   }
   return bench::serve_forever(c);
 }
@@ -452,10 +463,8 @@ int main(int argc, char** argv) {
   // Sources first, while this process has no threads, loop or curl state.
   int alive[2];
   if (::pipe(alive) != 0) return 1;
-  bench::SourceProcess ingest_src =
-      bench::spawn_source({0, o.ingest_tokens, 0, 0}, alive[0]);
-  bench::SourceProcess ttft_src =
-      bench::spawn_source({0, o.ttft_tokens, o.interval_ms, o.delay_ms}, alive[0]);
+  bench::SourceProcess ingest_src = bench::spawn_source({0, o.ingest_tokens, 0, 0}, alive[0]);
+  bench::SourceProcess ttft_src = bench::spawn_source({0, o.ttft_tokens, o.interval_ms, o.delay_ms}, alive[0]);
   bench::SourceProcess burst_src = bench::spawn_source({0, 20, o.interval_ms, o.delay_ms}, alive[0]);
   ::close(alive[0]);
 
@@ -484,9 +493,10 @@ int main(int argc, char** argv) {
            static_cast<long long>(ing.events), ing.cpu_s, ing.wall_s, ing.failed);
 
     // (b) TTFT overhead
-    printf("(b) TTFT overhead = client TTFT - source prompt_ms, ms p50 / p99 / max\n"
-           "    (%d concurrent streams, %d requests, token every %g ms, %d tokens, %g ms delay)\n",
-           o.streams, o.ttft_requests, o.interval_ms, o.ttft_tokens, o.delay_ms);
+    printf(
+        "(b) TTFT overhead = client TTFT - source prompt_ms, ms p50 / p99 / max\n"
+        "    (%d concurrent streams, %d requests, token every %g ms, %d tokens, %g ms delay)\n",
+        o.streams, o.ttft_requests, o.interval_ms, o.ttft_tokens, o.delay_ms);
     ClientStats tt = runner.run(ttft_src.port, o.streams, o.ttft_requests, ConnectionPolicy::Reuse);
     auto raw_tt = run_raw(o, ttft_src.port, o.streams, o.ttft_requests);
     auto aio_tt = run_aiohttp(o, ttft_src.port, o.streams, o.ttft_requests);
@@ -503,8 +513,8 @@ int main(int argc, char** argv) {
       row("  from the request leaving (rows)", fmt_ms(ours_send.p50 - raw_tt->overhead.p50), "", "");
     }
     const double stream_ms = o.delay_ms + o.interval_ms * o.ttft_tokens;
-    ClientStats st = runner.run(ttft_src.port, o.streams, o.ttft_requests, ConnectionPolicy::Reuse,
-                                stream_ms / o.streams);
+    ClientStats st =
+        runner.run(ttft_src.port, o.streams, o.ttft_requests, ConnectionPolicy::Reuse, stream_ms / o.streams);
     row("overhead, starts staggered (soakd only)", fmt_pct(percentiles(st.overhead_ms)), "", "");
     ClientStats one = runner.run(ttft_src.port, 1, o.single_requests, ConnectionPolicy::Reuse);
     auto raw_one = run_raw(o, ttft_src.port, 1, o.single_requests);
@@ -515,13 +525,14 @@ int main(int argc, char** argv) {
     // lone request's leg is (d).
     row("  80 in flight: start() -> arrival at source", fmt_pct(percentiles(tt.request_leg_ms)), "", "");
     row("  80 in flight: source write -> event", fmt_pct(percentiles(tt.delivery_leg_ms)), "", "");
-    printf("  %-44s %d completed, %d failed, %.3f CPU-s over %.3f s\n", "  soakd detail", tt.completed,
-           tt.failed, tt.cpu_s, tt.wall_s);
+    printf("  %-44s %d completed, %d failed, %.3f CPU-s over %.3f s\n", "  soakd detail", tt.completed, tt.failed,
+           tt.cpu_s, tt.wall_s);
 
     // (c) burst spread, from the source's arrival stamps
-    printf("(c) burst of %d requests released together, fresh connections: spread of arrivals at the source, ms"
-           " (median of %d rounds, worst)\n",
-           o.burst, o.burst_rounds);
+    printf(
+        "(c) burst of %d requests released together, fresh connections: spread of arrivals at the source, ms"
+        " (median of %d rounds, worst)\n",
+        o.burst, o.burst_rounds);
     std::vector<double> ours_spread, connect_spread, raw_spread, aio_spread;
     for (int round = 0; round < o.burst_rounds; ++round) {
       runner.arrivals(burst_src.port);  // reset

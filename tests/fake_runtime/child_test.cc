@@ -166,9 +166,11 @@ TEST_CASE("child: --help names every scenario and flavour; a bad option exits 2"
   int help_status = help.wait_status();
   CHECK(WEXITSTATUS(help_status) == 0);
   std::string text = help.rest();  // all of stdout, read until it closed
-  for (const auto& name : {"healthy", "prefill-cost", "fifo", "ok-no-body", "no-done", "stall", "keepalives-only",
-                           "burst-5xx", "model-alias", "empty-tool-args", "invalid-json", "repetition", "stuck-slot",
-                           "crash", "draft-slowdown", "memory-leak", "loading", "llama.cpp", "mlx-lm", "omlx", "ollama"})
+  for (const auto& name :
+       {"healthy",         "prefill-cost", "fifo",           "ok-no-body",      "no-done",      "stall",
+        "keepalives-only", "burst-5xx",    "model-alias",    "empty-tool-args", "invalid-json", "repetition",
+        "stuck-slot",      "crash",        "draft-slowdown", "memory-leak",     "loading",      "llama.cpp",
+        "mlx-lm",          "omlx",         "ollama"})
     CHECK(text.find(name) != std::string::npos);
   Child bad({"--scenario", "bogus"});
   int status = bad.wait_status();

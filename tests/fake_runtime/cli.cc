@@ -32,7 +32,8 @@ const IntKnob kIntKnobs[] = {
     {"token-interval-ms", &Knobs::token_interval_ms, "milliseconds between streamed tokens"},
     {"prefill-ms-per-1k", &Knobs::prefill_ms_per_1k, "prefill milliseconds per 1000 prompt tokens not in the cache"},
     {"keepalive-interval-ms", &Knobs::keepalive_interval_ms, "keep-alive period (oMLX chunks, pings)"},
-    {"prefill-ping-ms", &Knobs::prefill_ping_ms, "llama.cpp: `:` pings during prefill, stream opened at slot start (0 = off)"},
+    {"prefill-ping-ms", &Knobs::prefill_ping_ms,
+     "llama.cpp: `:` pings during prefill, stream opened at slot start (0 = off)"},
     {"stall-after-tokens", &Knobs::stall_after_tokens, "stall: tokens sent before the stream goes silent"},
     {"error-every", &Knobs::error_every, "burst-5xx: every Nth inference request starts a run of 500s"},
     {"error-run", &Knobs::error_run, "burst-5xx: length of each run of 500s"},
@@ -54,7 +55,8 @@ const StrKnob kStrKnobs[] = {
     {"model", &Knobs::model, "canonical model id"},
     {"alias-model", &Knobs::alias_model, "model-alias: the model string responses carry instead"},
     {"build", &Knobs::build, "build: b<N> or b<N>-<commit> (llama.cpp), a version elsewhere"},
-    {"pooling", &Knobs::pooling, "llama.cpp: embedding or rerank serves only that route (llama-server --embedding / --reranking)"},
+    {"pooling", &Knobs::pooling,
+     "llama.cpp: embedding or rerank serves only that route (llama-server --embedding / --reranking)"},
 };
 
 std::string underscored(std::string s) {
@@ -144,8 +146,8 @@ Result<std::vector<ListenerConfig>> parse_config_json(std::string_view text) {
   json doc = json::parse(text, nullptr, false);
   if (!doc.is_object() || !doc.contains("listeners") || !doc["listeners"].is_array())
     return make_error("config must be a JSON object with a \"listeners\" array");
-  Overrides defaults = doc.contains("defaults") && doc["defaults"].is_object() ? knobs_from_json(doc["defaults"])
-                                                                              : Overrides{};
+  Overrides defaults =
+      doc.contains("defaults") && doc["defaults"].is_object() ? knobs_from_json(doc["defaults"]) : Overrides{};
   std::vector<ListenerConfig> out;
   for (const auto& l : doc["listeners"]) {
     if (!l.is_object()) return make_error("each listener must be a JSON object");
@@ -218,8 +220,7 @@ Result<CliOptions> parse_cli(const std::vector<std::string>& args) {
     if (parts.size() <= at || parts.size() > at + 3) return make_error("bad --listen '" + spec + "'");
     auto port = parse_port(parts[at]);
     if (!port.ok()) return port.error();
-    auto c = make_listener(has_host ? parts[0] : kLoopbackHost, *port,
-                           parts.size() > at + 1 ? parts[at + 1] : scenario,
+    auto c = make_listener(has_host ? parts[0] : kLoopbackHost, *port, parts.size() > at + 1 ? parts[at + 1] : scenario,
                            parts.size() > at + 2 ? parts[at + 2] : flavour, overrides);
     if (!c.ok()) return c.error();
     opts.listeners.push_back(std::move(*c));
@@ -241,20 +242,25 @@ std::string usage_text() {
       "  --config FILE   JSON {\"defaults\": {knobs}, \"listeners\": [{\"host\", \"port\",\n"
       "                  \"flavour\", \"scenario\", knobs}]}; knob keys use '_' (token_interval_ms).\n"
       "                  SIGHUP re-reads it and applies each listener's build and scenario.\n"
-      "  --flavour F     " + flavour_names() + " (default llama.cpp)\n"
-      "  --scenario S    " + scenario_names() + " (default healthy)\n";
-  for (const auto& s : kStrKnobs) out += "  --" + std::string(s.name) + " V" + std::string(14 - std::string(s.name).size(), ' ') + s.help + "\n";
+      "  --flavour F     " +
+      flavour_names() +
+      " (default llama.cpp)\n"
+      "  --scenario S    " +
+      scenario_names() + " (default healthy)\n";
+  for (const auto& s : kStrKnobs)
+    out += "  --" + std::string(s.name) + " V" + std::string(14 - std::string(s.name).size(), ' ') + s.help + "\n";
   for (const auto& i : kIntKnobs) {
     std::string n = i.name;
     out += "  --" + n + " N" + std::string(n.size() < 20 ? 20 - n.size() : 1, ' ') + i.help + "\n";
   }
   out +=
       "\n"
-      "Defaults: model " + std::string(kDefaultModel) + ", build " + kDefaultBuild + ", " +
-      std::to_string(kDefaultSlots) + " slots, " + std::to_string(kDefaultTokenIntervalMs) + " ms per token, " +
-      std::to_string(kDefaultPrefillMsPer1k) + " ms prefill per 1K tokens (" +
-      std::to_string(kPrefillScenarioMsPer1k) + " in prefill-cost), keep-alives every " +
-      std::to_string(kDefaultKeepaliveIntervalMs) + " ms.\n"
+      "Defaults: model " +
+      std::string(kDefaultModel) + ", build " + kDefaultBuild + ", " + std::to_string(kDefaultSlots) + " slots, " +
+      std::to_string(kDefaultTokenIntervalMs) + " ms per token, " + std::to_string(kDefaultPrefillMsPer1k) +
+      " ms prefill per 1K tokens (" + std::to_string(kPrefillScenarioMsPer1k) +
+      " in prefill-cost), keep-alives every " + std::to_string(kDefaultKeepaliveIntervalMs) +
+      " ms.\n"
       "\n"
       "Runtime control: POST /fake/control {\"build\": \"b9502\", \"scenario\": \"stall\", \"loading_ms\": 2000}\n"
       "changes a listener while it runs; GET /fake/stats returns its counters.\n"

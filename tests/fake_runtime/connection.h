@@ -70,7 +70,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool busy_ = false;        // a request was dispatched and its response is not finished
   bool processing_ = false;  // inside process(): guards re-entry from a synchronous respond()
   bool closing_ = false;
-  bool draining_ = false;    // the last response asked to close: read no further requests
+  bool draining_ = false;  // the last response asked to close: read no further requests
 };
 
 std::string status_reason(int status);

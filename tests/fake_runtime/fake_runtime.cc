@@ -23,10 +23,10 @@ struct FakeRuntime::Impl {
 
   mutable std::mutex mu;
   mutable std::condition_variable changed;
-  std::vector<ListenerStats> board;                // guarded by mu
-  std::vector<std::function<void()>> tasks;        // guarded by mu
-  bool accepting = false;                          // wake is open; guarded by mu
-  bool stop_requested = false;                     // guarded by mu
+  std::vector<ListenerStats> board;          // guarded by mu
+  std::vector<std::function<void()>> tasks;  // guarded by mu
+  bool accepting = false;                    // wake is open; guarded by mu
+  bool stop_requested = false;               // guarded by mu
   bool started = false;
 
   // Runs `task` on the loop thread; false once the loop no longer takes tasks.

@@ -54,7 +54,9 @@ long rss_kb() {
   return -1;
 }
 
-bool has_header(const Response& r, const std::string& line) { return r.headers.find(line + "\r\n") != std::string::npos; }
+bool has_header(const Response& r, const std::string& line) {
+  return r.headers.find(line + "\r\n") != std::string::npos;
+}
 
 }  // namespace
 
@@ -87,7 +89,8 @@ TEST_CASE("healthy stream: capture keys, role chunk first, usage chunk with choi
     ++content_events;
   }
   CHECK(usage["usage"]["completion_tokens"] == content_events);
-  CHECK(usage["usage"]["prompt_tokens"] == usage["timings"]["prompt_n"].get<int>() + usage["timings"]["cache_n"].get<int>());
+  CHECK(usage["usage"]["prompt_tokens"] ==
+        usage["timings"]["prompt_n"].get<int>() + usage["timings"]["cache_n"].get<int>());
 
   // Without include_usage llama.cpp puts timings on the finish chunk and sends no usage chunk.
   auto plain = sse_data(chat(r, chat_body("Count from one to five.", true)).body);
@@ -253,9 +256,11 @@ TEST_CASE("fifo: one slot serves requests strictly one after another") {
   Running r(c);
   std::vector<std::thread> clients;
   std::vector<Response> out(3);
-  for (int i = 0; i < 3; ++i) clients.emplace_back([&, i] { out[i] = chat(r, chat_body("hi " + std::to_string(i), true)); });
+  for (int i = 0; i < 3; ++i)
+    clients.emplace_back([&, i] { out[i] = chat(r, chat_body("hi " + std::to_string(i), true)); });
   // All three arrive; one is processed while two wait for the slot.
-  CHECK(r.rt.wait_for(0, [](const ListenerStats& s) { return s.processing == 1 && s.deferred == 2; }, kWait));
+  CHECK(r.rt.wait_for(
+      0, [](const ListenerStats& s) { return s.processing == 1 && s.deferred == 2; }, kWait));
   for (auto& t : clients) t.join();
   for (const auto& o : out) CHECK(sse_data(o.body).back() == "[DONE]");
   ListenerStats s = r.rt.stats();
@@ -277,16 +282,19 @@ TEST_CASE("cancel frees the slot; stuck-slot keeps it busy and blocks the next r
 
   Response cut = fetch(r.url("/v1/chat/completions", 0), hang_up);
   CHECK(cut.code == CURLE_WRITE_ERROR);
-  CHECK(r.rt.wait_for(0, [](const ListenerStats& s) { return s.cancels_seen == 1 && s.processing == 0; }, kWait));
+  CHECK(r.rt.wait_for(
+      0, [](const ListenerStats& s) { return s.cancels_seen == 1 && s.processing == 0; }, kWait));
 
   fetch(r.url("/v1/chat/completions", 1), hang_up);
-  CHECK(r.rt.wait_for(1, [](const ListenerStats& s) { return s.cancels_seen == 1; }, kWait));
+  CHECK(r.rt.wait_for(
+      1, [](const ListenerStats& s) { return s.cancels_seen == 1; }, kWait));
   json slots = json::parse(fetch(r.url("/slots", 1)).body);
   CHECK(slots[0]["is_processing"] == true);
   // The next request waits for the stuck slot, then is served.
   long next_status = 0;
   std::thread next([&] { next_status = chat(r, chat_body("again", false), 1).status; });
-  CHECK(r.rt.wait_for(1, [](const ListenerStats& s) { return s.deferred == 1; }, kWait));
+  CHECK(r.rt.wait_for(
+      1, [](const ListenerStats& s) { return s.deferred == 1; }, kWait));
   next.join();
   CHECK(next_status == 200);
   CHECK(r.rt.stats(1).stuck_releases == 1);
@@ -303,15 +311,18 @@ TEST_CASE("stall: content stops after K tokens and the connection is held") {
   o.cancel = &hang_up;
   Response res;
   std::thread client([&] { res = fetch(r.url("/v1/chat/completions"), o); });
-  CHECK(r.rt.wait_for(0, [](const ListenerStats& s) { return s.held == 1; }, kWait));
+  CHECK(r.rt.wait_for(
+      0, [](const ListenerStats& s) { return s.held == 1; }, kWait));
   hang_up = true;
   client.join();
   CHECK(res.code == CURLE_ABORTED_BY_CALLBACK);
   size_t contents = 0;
-  for (const auto& e : sse_data(res.body)) contents += json::parse(e)["choices"][0]["delta"].value("content", json()).is_string();
+  for (const auto& e : sse_data(res.body))
+    contents += json::parse(e)["choices"][0]["delta"].value("content", json()).is_string();
   CHECK(contents == 3);
   CHECK(res.body.find("[DONE]") == std::string::npos);
-  CHECK(r.rt.wait_for(0, [](const ListenerStats& s) { return s.cancels_seen == 1 && s.processing == 0; }, kWait));
+  CHECK(r.rt.wait_for(
+      0, [](const ListenerStats& s) { return s.cancels_seen == 1 && s.processing == 0; }, kWait));
 }
 
 TEST_CASE("keepalives-only (oMLX): keepalive chunks with model \"keepalive\", never content") {
@@ -377,7 +388,8 @@ TEST_CASE("crash (in-process): the (N+1)-th request kills the listener and it is
 TEST_CASE("/metrics counters count, /tokenize and the build can be changed at runtime") {
   Running r(quick(Scenario::Healthy));
   int predicted = 0;
-  for (int i = 0; i < 3; ++i) predicted += json::parse(chat(r, chat_body("hi", false)).body)["usage"]["completion_tokens"].get<int>();
+  for (int i = 0; i < 3; ++i)
+    predicted += json::parse(chat(r, chat_body("hi", false)).body)["usage"]["completion_tokens"].get<int>();
   std::string metrics = fetch(r.url("/metrics")).body;
   CHECK(metrics.find("llamacpp:tokens_predicted_total " + std::to_string(predicted) + "\n") != std::string::npos);
 
@@ -387,7 +399,8 @@ TEST_CASE("/metrics counters count, /tokenize and the build can be changed at ru
 
   CHECK(json::parse(fetch(r.url("/props")).body)["build_info"].get<std::string>().rfind("b9430-", 0) == 0);
   r.rt.set_build(0, "b9502-abcdef123");
-  CHECK(r.rt.wait_for(0, [](const ListenerStats& s) { return s.build == "b9502-abcdef123"; }, kWait));
+  CHECK(r.rt.wait_for(
+      0, [](const ListenerStats& s) { return s.build == "b9502-abcdef123"; }, kWait));
   CHECK(json::parse(fetch(r.url("/props")).body)["build_info"] == "b9502-abcdef123");
   CHECK(fetch(r.url("/fake/control"), R"({"build": "b9600"})").status == 200);
   CHECK(json::parse(fetch(r.url("/fake/stats")).body)["build"] == "b9600");
@@ -448,9 +461,10 @@ TEST_CASE("pooling routes: embeddings are stable unit vectors, rerank orders by 
   CHECK(norm == Approx(1.0).margin(1e-3));
   CHECK(emb["usage"]["prompt_tokens"].get<int>() > 0);
 
-  json rr = json::parse(fetch(r.url("/v1/rerank"),
-                              R"({"query": "weather in Paris", "documents": ["stock prices", "Paris weather today"], "top_n": 2})")
-                            .body);
+  json rr = json::parse(
+      fetch(r.url("/v1/rerank"),
+            R"({"query": "weather in Paris", "documents": ["stock prices", "Paris weather today"], "top_n": 2})")
+          .body);
   REQUIRE(rr["results"].size() == 2);
   CHECK(rr["results"][0]["index"] == 1);
   CHECK(rr["results"][0]["relevance_score"].get<double>() > rr["results"][1]["relevance_score"].get<double>());

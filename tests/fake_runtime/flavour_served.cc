@@ -64,10 +64,11 @@ std::string rapid_metrics_text(const ServerView& v) {
     out += std::string("rapid_mlx_kv_cache_dtype{dtype=\"") + d + "\"} " + (v.kv_cache_type == d ? "1" : "0") + "\n";
   out += gauge("rapid_mlx_requests_running", "Requests currently in the running batch.", "", v.active_requests);
   out += gauge("rapid_mlx_requests_waiting", "Requests queued and waiting for a batch slot.", "", v.waiting_requests);
-  out += "# HELP rapid_mlx_requests_cancelled_via_disconnect_total Subset attributed to client disconnect.\n"
-         "# TYPE rapid_mlx_requests_cancelled_via_disconnect_total counter\n"
-         "rapid_mlx_requests_cancelled_via_disconnect_total " +
-         std::to_string(v.cancelled_via_disconnect) + "\n";
+  out +=
+      "# HELP rapid_mlx_requests_cancelled_via_disconnect_total Subset attributed to client disconnect.\n"
+      "# TYPE rapid_mlx_requests_cancelled_via_disconnect_total counter\n"
+      "rapid_mlx_requests_cancelled_via_disconnect_total " +
+      std::to_string(v.cancelled_via_disconnect) + "\n";
   if (v.speculative) {
     // _render_spec_decode_mtp_counters: chain MTP, one drafted token per attempt.
     const std::string l = "{family=\"qwen3.5\",method=\"mtp\"}";
@@ -156,8 +157,10 @@ void lmstudio_v0_extras(ojson& answer, const ServerView& v, const GenTimings& t)
   stats["generation_time"] = t.predicted_ms / 1e3;
   stats["stop_reason"] = "eosFound";
   answer["stats"] = stats;
-  answer["model_info"] = ojson{{"arch", "qwen3moe"}, {"quant", "Q4_K_M"}, {"format", "gguf"}, {"context_length", v.ctx_per_slot}};
-  answer["runtime"] = ojson{{"name", kLmStudioRuntime}, {"version", kLmStudioRuntimeVersion}, {"supported_formats", ojson::array({"gguf"})}};
+  answer["model_info"] =
+      ojson{{"arch", "qwen3moe"}, {"quant", "Q4_K_M"}, {"format", "gguf"}, {"context_length", v.ctx_per_slot}};
+  answer["runtime"] = ojson{
+      {"name", kLmStudioRuntime}, {"version", kLmStudioRuntimeVersion}, {"supported_formats", ojson::array({"gguf"})}};
 }
 
 void Responder::handle_vllm(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {

@@ -18,7 +18,7 @@ struct HttpRequest {
   std::string method;
   std::string target;  // as sent: path plus optional ?query
   std::string path;
-  std::string query;   // without the '?'
+  std::string query;  // without the '?'
   int minor_version = 1;
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;

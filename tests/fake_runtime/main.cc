@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
     std::cerr << "soak-fake-runtime: " << st.message() << "\n";
     return 1;
   }
-  for (size_t i = 0; i < runtime.size(); ++i) std::cout << "listening on " << listeners[i].host << ":" << runtime.port(i) << "\n";
+  for (size_t i = 0; i < runtime.size(); ++i)
+    std::cout << "listening on " << listeners[i].host << ":" << runtime.port(i) << "\n";
   std::cout.flush();
 
   for (int sig = 0; sigwait(&sigs, &sig) == 0 && sig == SIGHUP;) {

@@ -250,7 +250,8 @@ TEST_CASE("server endpoints: health, slots, props and metrics use the captured n
   v.build = "b9928-81ff7abe5";
   v.slots = 2;
   v.ctx_per_slot = 2048;
-  CHECK(parsed(health_body(Flavour::LlamaCpp, true, v)) == json::parse(read_capture("get-health-during-model-load.http").body));
+  CHECK(parsed(health_body(Flavour::LlamaCpp, true, v)) ==
+        json::parse(read_capture("get-health-during-model-load.http").body));
   CHECK(parsed(health_body(Flavour::LlamaCpp, false, v)) == json::parse(read_capture("get-health.http").body));
 
   json props = json::parse(read_capture("get-props.http").body);
@@ -267,7 +268,8 @@ TEST_CASE("server endpoints: health, slots, props and metrics use the captured n
   CHECK(keys(my_models["data"][0]["meta"]) == keys(models["data"][0]["meta"]));
   CHECK(my_models["data"][0]["id"] == models["data"][0]["id"]);
 
-  CHECK(parsed(slots_body({SlotView{0, 2048}, SlotView{1, 2048}})) == json::parse(read_capture("get-slots-idle.http").body));
+  CHECK(parsed(slots_body({SlotView{0, 2048}, SlotView{1, 2048}})) ==
+        json::parse(read_capture("get-slots-idle.http").body));
   json busy = json::parse(read_capture("get-slots-while-busy.http").body);
   SlotView s{0, 2048};
   s.is_processing = s.has_task = true;
@@ -287,8 +289,8 @@ TEST_CASE("server endpoints: health, slots, props and metrics use the captured n
 }
 
 TEST_CASE("CLI: listen specs, per-listener scenario and flavour, knob overrides, errors") {
-  auto o = parse_cli({"--listen", "127.0.0.1:18431", "--listen", "18432:fifo:mlx-lm", "--token-interval-ms", "2",
-                      "--build=b9502"});
+  auto o = parse_cli(
+      {"--listen", "127.0.0.1:18431", "--listen", "18432:fifo:mlx-lm", "--token-interval-ms", "2", "--build=b9502"});
   REQUIRE(o.ok());
   REQUIRE(o->listeners.size() == 2);
   CHECK(o->listeners[0].port == 18431);

@@ -20,7 +20,8 @@ std::optional<std::string> pooling_refusal(std::string_view pooling, std::string
   if (is_generation(path))
     return "This server does not support completions: it was started for " + std::string(pooling) + " only";
   // Upstream's own messages (server-context.cpp, post_rerank / handle_embeddings_impl).
-  if (embedding && is_rerank(path)) return std::string("This server does not support reranking. Start it with `--reranking`");
+  if (embedding && is_rerank(path))
+    return std::string("This server does not support reranking. Start it with `--reranking`");
   if (!embedding && is_embeddings(path))
     return std::string("This server does not support embeddings. Start it with `--embeddings`");
   return std::nullopt;

@@ -24,8 +24,9 @@ class Alarm {
     t_.get()->data = this;
   }
   void arm(int64_t ms) {
-    uv_timer_start(t_.get(), [](uv_timer_t* h) { static_cast<Alarm*>(h->data)->cb_(); },
-                   static_cast<uint64_t>(std::max<int64_t>(ms, 0)), 0);
+    uv_timer_start(
+        t_.get(), [](uv_timer_t* h) { static_cast<Alarm*>(h->data)->cb_(); },
+        static_cast<uint64_t>(std::max<int64_t>(ms, 0)), 0);
   }
   void disarm() { uv_timer_stop(t_.get()); }
 
@@ -293,7 +294,7 @@ void Responder::reply_json(const std::shared_ptr<Connection>& c, int status, con
 }
 
 void Responder::reply_error(const std::shared_ptr<Connection>& c, int status, const std::string& message,
-                         const std::string& type, Persist p, const ojson& extra) {
+                            const std::string& type, Persist p, const ojson& extra) {
   ojson body = error_body(cfg_.flavour, status, message, type);
   for (const auto& [k, v] : extra.items()) body["error"][k] = v;
   reply_json(c, status, body, p);
@@ -309,14 +310,10 @@ void Responder::not_found(const std::shared_ptr<Connection>& c, Persist p) {
       reply_json(c, 404, ojson{{"error", e}}, p);
       return;
     }
-    case Flavour::MlxLm:
-      c->respond(404, response_headers(cfg_.flavour, BodyKind::Json, p), "Not Found", p);
-      return;
+    case Flavour::MlxLm: c->respond(404, response_headers(cfg_.flavour, BodyKind::Json, p), "Not Found", p); return;
     case Flavour::Omlx:
     case Flavour::Vllm:
-    case Flavour::RapidMlx:
-      reply_json(c, 404, ojson{{"detail", "Not Found"}}, p);
-      return;
+    case Flavour::RapidMlx: reply_json(c, 404, ojson{{"detail", "Not Found"}}, p); return;
     case Flavour::LmStudio:
       reply_json(c, 404, ojson{{"error", "Unexpected endpoint or method. (" + std::string("GET") + ")"}}, p);
       return;
@@ -332,8 +329,10 @@ void Responder::handle_llama(const HttpRequest& req, const std::shared_ptr<Conne
   bool post = req.method == "POST";
   if (auto refusal = pooling_refusal(cfg_.knobs.pooling, req.method, path))
     return reply_error(c, 501, *refusal, "not_supported_error", p);
-  if (get && (path == "/health" || path == "/v1/health")) return reply_json(c, 200, health_body(cfg_.flavour, false, server_view()), p);
-  if (get && (path == "/v1/models" || path == "/models")) return reply_json(c, 200, models_body(cfg_.flavour, server_view()), p);
+  if (get && (path == "/health" || path == "/v1/health"))
+    return reply_json(c, 200, health_body(cfg_.flavour, false, server_view()), p);
+  if (get && (path == "/v1/models" || path == "/models"))
+    return reply_json(c, 200, models_body(cfg_.flavour, server_view()), p);
   if (get && path == "/props") return reply_json(c, 200, props_body(server_view()), p);
   if (get && path == "/slots") {
     bool any_free = std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->busy; });
@@ -356,7 +355,8 @@ void Responder::handle_llama(const HttpRequest& req, const std::shared_ptr<Conne
 }
 
 void Responder::handle_mlx(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
-  if (req.method == "GET" && req.path == "/health") return reply_json(c, 200, health_body(cfg_.flavour, false, server_view()), p);
+  if (req.method == "GET" && req.path == "/health")
+    return reply_json(c, 200, health_body(cfg_.flavour, false, server_view()), p);
   if (req.method == "GET" && req.path.rfind("/v1/models", 0) == 0)
     return reply_json(c, 200, models_body(cfg_.flavour, server_view()), p);
   if (req.method == "POST" && req.path == "/v1/chat/completions") return chat(req, c, p);
@@ -366,7 +366,8 @@ void Responder::handle_mlx(const HttpRequest& req, const std::shared_ptr<Connect
 void Responder::handle_omlx(const HttpRequest& req, const std::shared_ptr<Connection>& c, Persist p) {
   bool get = req.method == "GET";
   bool post = req.method == "POST";
-  if (get && req.path == "/health") return reply_json(c, loading() ? 503 : 200, health_body(cfg_.flavour, loading(), server_view()), p);
+  if (get && req.path == "/health")
+    return reply_json(c, loading() ? 503 : 200, health_body(cfg_.flavour, loading(), server_view()), p);
   if (get && req.path == "/api/status") return reply_json(c, 200, omlx_status_body(server_view()), p);
   if (get && req.path == "/v1/models") return reply_json(c, 200, models_body(cfg_.flavour, server_view()), p);
   if (post && req.path == "/v1/chat/completions") return chat(req, c, p);
@@ -399,7 +400,8 @@ void Responder::handle_fake(const HttpRequest& req, const std::shared_ptr<Connec
   if (req.method == "POST" && req.path == "/fake/control") {
     json body = json::parse(req.body, nullptr, false);
     if (!body.is_object()) {
-      c->respond(400, response_headers(cfg_.flavour, BodyKind::Json, p), R"({"error":"body must be a JSON object"})", p);
+      c->respond(400, response_headers(cfg_.flavour, BodyKind::Json, p), R"({"error":"body must be a JSON object"})",
+                 p);
       return;
     }
     if (body.contains("scenario")) {
@@ -424,7 +426,7 @@ void Responder::control(const json& body) {
   if (body.contains("build")) set_build(body.value("build", cfg_.knobs.build));
   if (body.contains("failing_path")) cfg_.knobs.failing_path = body.value("failing_path", std::string());
   if (body.contains("digest")) cfg_.knobs.digest = body.value("digest", std::string());  // Ollama: a re-pull
-  if (body.contains("draining")) draining_ = body.value("draining", false);               // Rapid-MLX: SIGTERM seen
+  if (body.contains("draining")) draining_ = body.value("draining", false);              // Rapid-MLX: SIGTERM seen
   if (body.contains("kv_cache_type")) cfg_.knobs.kv_cache_type = body.value("kv_cache_type", cfg_.knobs.kv_cache_type);
   if (body.contains("ctx_per_slot")) cfg_.knobs.ctx_per_slot = body.value("ctx_per_slot", cfg_.knobs.ctx_per_slot);
   if (body.contains("loading_ms")) start_loading(body.value("loading_ms", 0));
@@ -515,8 +517,8 @@ void Responder::chat(const HttpRequest& req, const std::shared_ptr<Connection>& 
   job->persist = p;
   job->stream = wants_stream(body);
   job->include_usage = wants_usage_in_stream(body);
-  job->return_progress = cfg_.flavour == Flavour::LlamaCpp && body.contains("return_progress") &&
-                         body["return_progress"] == true;
+  job->return_progress =
+      cfg_.flavour == Flavour::LlamaCpp && body.contains("return_progress") && body["return_progress"] == true;
   job->max_tokens = requested_max_tokens(body).value_or(-1);
   job->plan = plan_reply(body, prompt, cfg_.scenario, cfg_.knobs);
   job->t_arrival = clock_.mono_ns();
@@ -622,7 +624,7 @@ void Responder::rerank(const HttpRequest& req, const std::shared_ptr<Connection>
 }
 
 void Responder::pooling_reply(const json& request, size_t tokens, const char* key, ojson items,
-                           const std::shared_ptr<Connection>& c, Persist p) {
+                              const std::shared_ptr<Connection>& c, Persist p) {
   ojson out;
   out["model"] = response_model(request);
   out["object"] = "list";
@@ -741,7 +743,8 @@ void Responder::prefill_tick(uint64_t id) {
   const int done = std::min(total, j->cache_tokens + j->prefill_step * kMlxLmPrefillStepTokens);
   if (cfg_.flavour == Flavour::MlxLm && j->stream) send_raw_event(*j, keepalive_comment(cfg_.flavour, done, total));
   if (j->stream && j->return_progress)
-    send_event(*j, chunk_prompt_progress(j->ids, total, j->cache_tokens, done, (clock_.mono_ns() - j->t_slot) / 1'000'000));
+    send_event(*j,
+               chunk_prompt_progress(j->ids, total, j->cache_tokens, done, (clock_.mono_ns() - j->t_slot) / 1'000'000));
   if (j->prefill_step < j->prefill_steps) {
     j->step->arm(j->prefill_step_ms);
     return;
@@ -750,7 +753,8 @@ void Responder::prefill_tick(uint64_t id) {
 }
 
 void Responder::prefill_done(Job& job) {
-  if (cfg_.knobs.prefill_ping_ms > 0 && cfg_.flavour != Flavour::Omlx) job.keepalive->disarm();  // pings end with the prefill
+  if (cfg_.knobs.prefill_ping_ms > 0 && cfg_.flavour != Flavour::Omlx)
+    job.keepalive->disarm();  // pings end with the prefill
   job.t_first = clock_.mono_ns();
   double prompt_ms = static_cast<double>(job.t_first - job.t_slot) / 1e6;
   metrics_.prompt_tokens_total += job.eval_tokens;
@@ -766,8 +770,8 @@ void Responder::prefill_done(Job& job) {
       if (job.head_sent) {
         conn->abort();  // the stream is already open: cut it
       } else {
-        conn->head_then_close(200, response_headers(cfg_.flavour, job.stream ? BodyKind::EventStream : BodyKind::Json,
-                                                    Persist::Close));
+        conn->head_then_close(
+            200, response_headers(cfg_.flavour, job.stream ? BodyKind::EventStream : BodyKind::Json, Persist::Close));
       }
       release_slot(slot, false);
       retire(job.id);
@@ -779,8 +783,7 @@ void Responder::prefill_done(Job& job) {
       if (job.stream) send_head(job);
       hold(job);
       return;
-    default:
-      break;
+    default: break;
   }
   job.phase = Phase::Decoding;
   if (job.stream) {

@@ -78,21 +78,14 @@ Knobs scenario_defaults(Scenario s, Flavour f) {
   Knobs k;
   if (f == Flavour::MlxLm) k.server_max_tokens = kMlxLmServerMaxTokens;
   switch (s) {
-    case Scenario::PrefillCost:
-      k.prefill_ms_per_1k = kPrefillScenarioMsPer1k;
-      break;
-    case Scenario::FifoSerial:
-      k.slots = 1;
-      break;
+    case Scenario::PrefillCost: k.prefill_ms_per_1k = kPrefillScenarioMsPer1k; break;
+    case Scenario::FifoSerial: k.slots = 1; break;
     case Scenario::StuckSlotAfterCancel:
       // One slot so the stuck slot blocks the very next request.
       k.slots = 1;
       break;
-    case Scenario::Loading:
-      k.loading_ms = kDefaultLoadingMs;
-      break;
-    default:
-      break;
+    case Scenario::Loading: k.loading_ms = kDefaultLoadingMs; break;
+    default: break;
   }
   return k;
 }

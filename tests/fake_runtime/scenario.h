@@ -19,26 +19,26 @@ std::string flavour_names();
 
 enum class Scenario {
   Healthy,
-  PrefillCost,        // prefill time grows with prompt length; prefix cache makes repeats fast
-  FifoSerial,         // one slot: requests are served strictly one after another
-  OkNoBody,           // HTTP 200 headers, then the connection closes with no body
-  NoDone,             // a complete stream that never sends data: [DONE]
-  StallMidStream,     // stops sending content after stall_after_tokens, holds the connection
-  KeepalivesOnly,     // sends only keep-alives (comments / oMLX keepalive chunks), never content
-  Burst5xx,           // every error_every-th inference request starts a run of error_run 500s
-  ModelAlias,         // responses carry alias_model instead of the canonical id
-  EmptyToolArgs,      // tool calls arrive with `{}` arguments
-  InvalidJson,        // content under a json_schema response_format is not valid JSON
-  RepetitionLoop,     // degenerate repeated output until the length cap
+  PrefillCost,           // prefill time grows with prompt length; prefix cache makes repeats fast
+  FifoSerial,            // one slot: requests are served strictly one after another
+  OkNoBody,              // HTTP 200 headers, then the connection closes with no body
+  NoDone,                // a complete stream that never sends data: [DONE]
+  StallMidStream,        // stops sending content after stall_after_tokens, holds the connection
+  KeepalivesOnly,        // sends only keep-alives (comments / oMLX keepalive chunks), never content
+  Burst5xx,              // every error_every-th inference request starts a run of error_run 500s
+  ModelAlias,            // responses carry alias_model instead of the canonical id
+  EmptyToolArgs,         // tool calls arrive with `{}` arguments
+  InvalidJson,           // content under a json_schema response_format is not valid JSON
+  RepetitionLoop,        // degenerate repeated output until the length cap
   StuckSlotAfterCancel,  // a client disconnect leaves its slot busy for stuck_slot_ms
-  CrashAfterN,        // the (crash_after + 1)-th inference request kills the runtime
-  DraftSlowdown,      // ~95 % draft acceptance while decode runs draft_slowdown times slower
-  MemoryLeak,         // every inference request allocates and touches leak_mb_per_request MB
-  Loading,            // 503 on every route for loading_ms after start
-  LargePrompt5xx,     // prompts longer than fail_above_tokens get HTTP 500 (within the context: a fault, not a limit)
-  DeepToolDrop,       // prompts longer than drop_tools_above_tokens get a text answer, never a tool call
-  Thinking5xx,        // thinking-on requests from turn thinking_fail_turn of a conversation get HTTP 500
-  UnstablePooling,    // embeddings differ on every request; every second rerank comes back in reverse order
+  CrashAfterN,           // the (crash_after + 1)-th inference request kills the runtime
+  DraftSlowdown,         // ~95 % draft acceptance while decode runs draft_slowdown times slower
+  MemoryLeak,            // every inference request allocates and touches leak_mb_per_request MB
+  Loading,               // 503 on every route for loading_ms after start
+  LargePrompt5xx,   // prompts longer than fail_above_tokens get HTTP 500 (within the context: a fault, not a limit)
+  DeepToolDrop,     // prompts longer than drop_tools_above_tokens get a text answer, never a tool call
+  Thinking5xx,      // thinking-on requests from turn thinking_fail_turn of a conversation get HTTP 500
+  UnstablePooling,  // embeddings differ on every request; every second rerank comes back in reverse order
 };
 std::string_view to_string(Scenario s);
 std::optional<Scenario> parse_scenario(std::string_view s);
@@ -78,9 +78,9 @@ struct Knobs {
   std::string build = kDefaultBuild;  // "b9430" or "b9430-81ff7abe5"; flavour decides where it shows
   int slots = kDefaultSlots;          // parallel slots (llama.cpp --parallel)
   int ctx_per_slot = kDefaultCtxPerSlot;
-  int reply_tokens = kDefaultReplyTokens;        // natural answer length (finish_reason "stop")
+  int reply_tokens = kDefaultReplyTokens;          // natural answer length (finish_reason "stop")
   int reasoning_tokens = kDefaultReasoningTokens;  // thinking length when enable_thinking is true
-  int server_max_tokens = 0;          // cap when the request has no max_tokens (0 = none)
+  int server_max_tokens = 0;                       // cap when the request has no max_tokens (0 = none)
   int token_interval_ms = kDefaultTokenIntervalMs;
   int prefill_ms_per_1k = kDefaultPrefillMsPer1k;  // per 1000 prompt tokens not served from cache
   int keepalive_interval_ms = kDefaultKeepaliveIntervalMs;
@@ -94,7 +94,7 @@ struct Knobs {
   int crash_after = kDefaultCrashAfter;
   int draft_slowdown = kDefaultDraftSlowdown;
   int leak_mb_per_request = kDefaultLeakMbPerRequest;
-  int loading_ms = 0;                 // 503 everywhere for this long after start (any scenario)
+  int loading_ms = 0;  // 503 everywhere for this long after start (any scenario)
   int repetition_tokens = kDefaultRepetitionTokens;
   int fail_above_tokens = kDefaultFailAboveTokens;  // LargePrompt5xx
   // Ollama /api/ps digest of the loaded weights (empty: derived from the model
@@ -147,21 +147,21 @@ struct ListenerStats {
   int port = 0;
   std::string build;
   std::string scenario;
-  uint64_t http_requests = 0;       // every parsed request, any route
-  uint64_t inference_requests = 0;  // chat / embeddings / rerank requests that parsed
-  uint64_t completed = 0;           // inference responses finished normally
-  uint64_t cancels_seen = 0;        // the client left before its response finished
-  uint64_t errors_5xx = 0;          // 5xx answers sent
-  uint64_t loading_rejections = 0;  // 503 answers while loading
-  uint64_t deferred_total = 0;      // requests that waited for a free slot
-  uint64_t stuck_releases = 0;      // stuck slots that were finally freed
-  int processing = 0;               // busy slots now (stuck ones included)
-  int deferred = 0;                 // requests waiting for a slot now
-  int max_processing = 0;           // high-water mark of `processing`
-  int held = 0;                     // requests held open with no more content coming (stall, keep-alives only)
-  uint64_t leaked_bytes = 0;        // MemoryLeak: bytes allocated and touched so far
-  bool crashed = false;             // CrashAfterN fired (in-process: the listener is gone)
-  uint64_t model_loads = 0;         // mlx-lm: requests that named another model than --model (a reload)
+  uint64_t http_requests = 0;              // every parsed request, any route
+  uint64_t inference_requests = 0;         // chat / embeddings / rerank requests that parsed
+  uint64_t completed = 0;                  // inference responses finished normally
+  uint64_t cancels_seen = 0;               // the client left before its response finished
+  uint64_t errors_5xx = 0;                 // 5xx answers sent
+  uint64_t loading_rejections = 0;         // 503 answers while loading
+  uint64_t deferred_total = 0;             // requests that waited for a free slot
+  uint64_t stuck_releases = 0;             // stuck slots that were finally freed
+  int processing = 0;                      // busy slots now (stuck ones included)
+  int deferred = 0;                        // requests waiting for a slot now
+  int max_processing = 0;                  // high-water mark of `processing`
+  int held = 0;                            // requests held open with no more content coming (stall, keep-alives only)
+  uint64_t leaked_bytes = 0;               // MemoryLeak: bytes allocated and touched so far
+  bool crashed = false;                    // CrashAfterN fired (in-process: the listener is gone)
+  uint64_t model_loads = 0;                // mlx-lm: requests that named another model than --model (a reload)
   std::map<std::string, uint64_t> routes;  // "POST /v1/embeddings" -> requests seen, any answer
 };
 

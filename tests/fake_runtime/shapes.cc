@@ -173,12 +173,8 @@ ojson chunk_piece(Flavour f, const ChatIds& ids, const Piece& piece, const ToolC
   ojson delta;
   if (f != Flavour::LlamaCpp) delta["role"] = "assistant";
   switch (piece.kind) {
-    case PieceKind::Reasoning:
-      delta[reasoning_key(f)] = piece.text;
-      break;
-    case PieceKind::Content:
-      delta["content"] = piece.text;
-      break;
+    case PieceKind::Reasoning: delta[reasoning_key(f)] = piece.text; break;
+    case PieceKind::Content: delta["content"] = piece.text; break;
     case PieceKind::ToolArgs: {
       ojson call;
       call["index"] = 0;
@@ -310,9 +306,9 @@ ojson models_body(Flavour f, const ServerView& v) {
       entry["object"] = "model";
       entry["created"] = v.started_unix;
       entry["owned_by"] = "llamacpp";
-      entry["meta"] = ojson{{"vocab_type", 2},        {"n_vocab", kFakeVocabSize}, {"n_ctx", v.ctx_per_slot},
-                            {"n_ctx_train", 262144}, {"n_embd", 2048},             {"n_params", kModelParams},
-                            {"size", kModelBytes},   {"ftype", "Q4_K - Medium"}};
+      entry["meta"] =
+          ojson{{"vocab_type", 2}, {"n_vocab", kFakeVocabSize}, {"n_ctx", v.ctx_per_slot}, {"n_ctx_train", 262144},
+                {"n_embd", 2048},  {"n_params", kModelParams},  {"size", kModelBytes},     {"ftype", "Q4_K - Medium"}};
       ojson legacy;
       legacy["name"] = v.model;
       legacy["model"] = v.model;
@@ -324,8 +320,9 @@ ojson models_body(Flavour f, const ServerView& v) {
       legacy["tags"] = ojson::array({""});
       legacy["capabilities"] = ojson::array({"completion"});
       legacy["parameters"] = "";
-      legacy["details"] = ojson{{"parent_model", ""}, {"format", "gguf"}, {"family", ""}, {"families", ojson::array({""})},
-                                {"parameter_size", ""}, {"quantization_level", ""}};
+      legacy["details"] =
+          ojson{{"parent_model", ""},   {"format", "gguf"},        {"family", ""}, {"families", ojson::array({""})},
+                {"parameter_size", ""}, {"quantization_level", ""}};
       ojson j;
       j["models"] = ojson::array({legacy});
       j["object"] = "list";
@@ -346,8 +343,7 @@ ojson models_body(Flavour f, const ServerView& v) {
       entry["created"] = v.started_unix;
       entry["owned_by"] = "library";
       break;
-    case Flavour::Vllm:
-      return vllm_models_body(v);
+    case Flavour::Vllm: return vllm_models_body(v);
     case Flavour::RapidMlx:
       entry["object"] = "model";
       entry["created"] = v.started_unix;
@@ -437,9 +433,9 @@ ojson ollama_ps_body(const ServerView& v) {
   m["model"] = v.model;
   m["size"] = kModelBytes;
   m["digest"] = v.digest.empty() ? hash_hex(v.model) : v.digest;
-  m["details"] = ojson{{"parent_model", ""}, {"format", "gguf"}, {"family", "qwen3moe"},
-                       {"families", ojson::array({"qwen3moe"})}, {"parameter_size", "35B"},
-                       {"quantization_level", "Q4_K_M"}};
+  m["details"] = ojson{{"parent_model", ""},      {"format", "gguf"},
+                       {"family", "qwen3moe"},    {"families", ojson::array({"qwen3moe"})},
+                       {"parameter_size", "35B"}, {"quantization_level", "Q4_K_M"}};
   m["expires_at"] = "2099-01-01T00:00:00Z";
   m["size_vram"] = kModelBytes;
   m["context_length"] = v.ctx_per_slot;
@@ -485,7 +481,8 @@ std::string metrics_text(const MetricsView& m) {
     return std::string(buf);
   };
   double prompt_tps = m.prompt_seconds_total > 0 ? m.prompt_tokens_total / m.prompt_seconds_total : 0;
-  double gen_tps = m.tokens_predicted_seconds_total > 0 ? m.tokens_predicted_total / m.tokens_predicted_seconds_total : 0;
+  double gen_tps =
+      m.tokens_predicted_seconds_total > 0 ? m.tokens_predicted_total / m.tokens_predicted_seconds_total : 0;
   double busy = m.n_decode_total > 0 ? static_cast<double>(m.busy_slot_decodes) / m.n_decode_total : 0;
   metric("prompt_tokens_total", "Number of prompt tokens processed.", "counter", std::to_string(m.prompt_tokens_total));
   metric("prompt_seconds_total", "Prompt process time", "counter", num(m.prompt_seconds_total));

@@ -40,15 +40,15 @@ struct ChatIds {
 
 struct GenTimings {
   int cache_n = 0;
-  int prompt_n = 0;          // prompt tokens evaluated (not from cache)
+  int prompt_n = 0;  // prompt tokens evaluated (not from cache)
   double prompt_ms = 0;
   int predicted_n = 0;
   double predicted_ms = 0;
-  int draft_n = 0;           // speculative decoding: drafted tokens (0 = not speculative)
+  int draft_n = 0;  // speculative decoding: drafted tokens (0 = not speculative)
   int draft_n_accepted = 0;
-  double ttft_s = 0;         // oMLX usage extras
+  double ttft_s = 0;  // oMLX usage extras
   double total_s = 0;
-  double load_s = 0;         // oMLX model_load_duration: the cold load this request waited for
+  double load_s = 0;  // oMLX model_load_duration: the cold load this request waited for
 };
 
 struct ToolCallOut {
@@ -83,8 +83,8 @@ ojson error_body(Flavour f, int code, const std::string& message, const std::str
 int64_t usage_prompt_tokens(const GenTimings& t);
 
 struct ServerView {
-  std::string model;       // canonical id
-  std::string build;       // as configured
+  std::string model;  // canonical id
+  std::string build;  // as configured
   int slots = 1;
   int ctx_per_slot = 0;
   int64_t started_unix = 0;
@@ -99,7 +99,7 @@ struct ServerView {
   std::string kv_cache_type;  // Rapid-MLX
   bool draining = false;      // Rapid-MLX after SIGTERM
   uint64_t cancelled_via_disconnect = 0;
-  std::vector<std::string> loaded_models;  // oMLX /api/status loaded_models
+  std::vector<std::string> loaded_models;                                        // oMLX /api/status loaded_models
   uint64_t draft_tokens_total = 0, accepted_tokens_total = 0, drafts_total = 0;  // when speculative
 };
 ojson models_body(Flavour f, const ServerView& v);

@@ -104,23 +104,26 @@ inline Response fetch(const std::string& url, const FetchOptions& o) {
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, o.body.c_str());
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(o.body.size()));
   }
-  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, +[](char* p, size_t s, size_t n, void* u) {
-    static_cast<Sink*>(u)->r.headers.append(p, s * n);
-    return s * n;
-  });
+  curl_easy_setopt(
+      h, CURLOPT_HEADERFUNCTION, +[](char* p, size_t s, size_t n, void* u) {
+        static_cast<Sink*>(u)->r.headers.append(p, s * n);
+        return s * n;
+      });
   curl_easy_setopt(h, CURLOPT_HEADERDATA, &sink);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, +[](char* p, size_t s, size_t n, void* u) -> size_t {
-    auto* k = static_cast<Sink*>(u);
-    k->r.body.append(p, s * n);
-    if (k->o->stop_when && k->o->stop_when(k->r.body)) return 0;
-    return s * n;
-  });
+  curl_easy_setopt(
+      h, CURLOPT_WRITEFUNCTION, +[](char* p, size_t s, size_t n, void* u) -> size_t {
+        auto* k = static_cast<Sink*>(u);
+        k->r.body.append(p, s * n);
+        if (k->o->stop_when && k->o->stop_when(k->r.body)) return 0;
+        return s * n;
+      });
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
   if (o.cancel) {
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, +[](void* u, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-      return static_cast<Sink*>(u)->o->cancel->load() ? 1 : 0;
-    });
+    curl_easy_setopt(
+        h, CURLOPT_XFERINFOFUNCTION, +[](void* u, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+          return static_cast<Sink*>(u)->o->cancel->load() ? 1 : 0;
+        });
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, &sink);
   }
   sink.r.code = curl_easy_perform(h);

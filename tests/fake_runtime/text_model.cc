@@ -12,19 +12,17 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr size_t kPieceBytes = 4;       // non-space bytes per token
-constexpr size_t kMaxSpecialBytes = 32; // longest `<|...|>` treated as one token
-constexpr size_t kChunkBytes = 4;       // bytes per streamed piece of JSON / markers
+constexpr size_t kPieceBytes = 4;        // non-space bytes per token
+constexpr size_t kMaxSpecialBytes = 32;  // longest `<|...|>` treated as one token
+constexpr size_t kChunkBytes = 4;        // bytes per streamed piece of JSON / markers
 
 constexpr std::string_view kFiller[] = {
-    " the", " quick", " brown", " fox", " jumps", " over", " lazy", " dog", " and", " then",
-    " runs", " back", " home", " to", " rest", " by", " fire", " while", " rain", " falls",
-    " soft", " on", " roof", " of", " old", " barn", " near", " hill", " where", " sun",
-    " sets", " late",
+    " the",  " quick", " brown", " fox",  " jumps", " over", " lazy",  " dog",  " and",   " then", " runs",
+    " back", " home",  " to",    " rest", " by",    " fire", " while", " rain", " falls", " soft", " on",
+    " roof", " of",    " old",   " barn", " near",  " hill", " where", " sun",  " sets",  " late",
 };
 constexpr std::string_view kReasoning[] = {
-    " Let", " me", " think", " about", " what", " is", " asked", " here", " and", " answer", " it",
-    " plainly",
+    " Let", " me", " think", " about", " what", " is", " asked", " here", " and", " answer", " it", " plainly",
 };
 constexpr std::string_view kLoop[] = {" and", " the", " same", " again"};
 
@@ -156,7 +154,8 @@ std::string render_chat_prompt(const json& request) {
     const json& m = messages[i];
     if (!m.is_object()) continue;
     const json& role = field(m, "role");
-    out += "<|im_start|>" + (role.is_string() ? role.get<std::string>() : "user") + "\n" + content_text(field(m, "content"));
+    out += "<|im_start|>" + (role.is_string() ? role.get<std::string>() : "user") + "\n" +
+           content_text(field(m, "content"));
     const json& calls = field(m, "tool_calls");
     if (calls.is_array())
       for (const auto& tc : calls) out += "\n<tool_call>\n" + tc.dump() + "\n</tool_call>";
@@ -164,15 +163,14 @@ std::string render_chat_prompt(const json& request) {
   }
   out += "<|im_start|>assistant\n";
   // Qwen3's template closes an empty think block when thinking is explicitly off.
-  if (field(field(request, "chat_template_kwargs"), "enable_thinking") == false)
-    out += "<think>\n\n</think>\n\n";
+  if (field(field(request, "chat_template_kwargs"), "enable_thinking") == false) out += "<think>\n\n</think>\n\n";
   return out;
 }
 
 std::optional<std::string> find_marker(std::string_view prompt) {
   auto word_at = [&](size_t pos) {
-    while (pos < prompt.size() && (is_space(prompt[pos]) || prompt[pos] == '"' || prompt[pos] == '\'' ||
-                                   prompt[pos] == '`'))
+    while (pos < prompt.size() &&
+           (is_space(prompt[pos]) || prompt[pos] == '"' || prompt[pos] == '\'' || prompt[pos] == '`'))
       ++pos;
     size_t end = pos;
     while (end < prompt.size() && !is_space(prompt[end]) && prompt[end] != '"' && prompt[end] != '`' &&
@@ -219,7 +217,8 @@ json sample_for_schema(const json& schema) {
   if (schema.contains("const")) return schema["const"];
   if (schema.contains("enum") && schema["enum"].is_array() && !schema["enum"].empty()) return schema["enum"][0];
   for (const char* key : {"anyOf", "oneOf", "allOf"})
-    if (schema.contains(key) && schema[key].is_array() && !schema[key].empty()) return sample_for_schema(schema[key][0]);
+    if (schema.contains(key) && schema[key].is_array() && !schema[key].empty())
+      return sample_for_schema(schema[key][0]);
   std::string type;
   if (schema.contains("type")) {
     const json& t = schema["type"];
@@ -248,7 +247,8 @@ json sample_for_schema(const json& schema) {
   }
   if (type == "integer" || type == "number") {
     double lo = schema.contains("minimum") && schema["minimum"].is_number() ? schema["minimum"].get<double>() : 0.0;
-    double hi = schema.contains("maximum") && schema["maximum"].is_number() ? schema["maximum"].get<double>() : lo + 100.0;
+    double hi =
+        schema.contains("maximum") && schema["maximum"].is_number() ? schema["maximum"].get<double>() : lo + 100.0;
     if (schema.contains("exclusiveMinimum") && schema["exclusiveMinimum"].is_number())
       lo = schema["exclusiveMinimum"].get<double>() + 1.0;
     double v = std::min(hi, lo + (type == "integer" ? 42.0 : 0.5));
@@ -291,9 +291,7 @@ bool thinking_enabled(const json& request) {
   return field(field(request, "chat_template_kwargs"), "enable_thinking") == true;
 }
 
-bool wants_stream(const json& request) {
-  return field(request, "stream") == true;
-}
+bool wants_stream(const json& request) { return field(request, "stream") == true; }
 
 bool wants_usage_in_stream(const json& request) {
   return field(field(request, "stream_options"), "include_usage") == true;

@@ -69,8 +69,7 @@ struct ReplyPlan {
 
 // What the fake answers to a chat completion request under a scenario. Applies
 // the request's max_tokens / max_completion_tokens, else knobs.server_max_tokens.
-ReplyPlan plan_reply(const nlohmann::json& request, const std::string& prompt, Scenario scenario,
-                     const Knobs& knobs);
+ReplyPlan plan_reply(const nlohmann::json& request, const std::string& prompt, Scenario scenario, const Knobs& knobs);
 
 // Request parameters shared by the flavours.
 std::optional<int> requested_max_tokens(const nlohmann::json& request);

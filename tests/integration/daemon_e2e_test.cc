@@ -42,8 +42,8 @@ int closed_port() {
 
 TEST_CASE("soakd takes a healthy runtime from smoke to promoted, blocks an unreachable one, samples memory") {
   TempDir tmp;
-  auto fake = ChildProcess::spawn({SOAK_FAKE_RUNTIME_BIN, "--listen", "127.0.0.1:0:healthy", "--build",
-                                   "b9430-5bec353", "--token-interval-ms", "2"});
+  auto fake = ChildProcess::spawn({SOAK_FAKE_RUNTIME_BIN, "--listen", "127.0.0.1:0:healthy", "--build", "b9430-5bec353",
+                                   "--token-interval-ms", "2"});
   REQUIRE(fake);
   auto line = fake->wait_for_line("listening on", kStartMs);
   REQUIRE(line);
@@ -72,9 +72,11 @@ TEST_CASE("soakd takes a healthy runtime from smoke to promoted, blocks an unrea
     // llama-server of another test, say): SOLO would make the run inconclusive.
     "candidates": [
       { "name": "healthy", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
-        "base_url": "http://127.0.0.1:)" << port << R"(", "allow_coexisting": true },
+        "base_url": "http://127.0.0.1:)"
+                     << port << R"(", "allow_coexisting": true },
       { "name": "gone", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
-        "base_url": "http://127.0.0.1:)" << dead << R"(" }
+        "base_url": "http://127.0.0.1:)"
+                     << dead << R"(" }
     ]
   })";
 

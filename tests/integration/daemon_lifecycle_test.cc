@@ -26,8 +26,10 @@ constexpr int kWaitMs = 10'000;
 std::string write_config(const TempDir& tmp, const std::string& name, const std::string& extra = "") {
   std::string path = tmp.path() + "/" + name;
   std::ofstream(path) << R"({
-    "store": ")" << tmp.path() << R"(/store/soakd.db",
-    "log": ")" << tmp.path() << R"(/soakd.log",
+    "store": ")" << tmp.path()
+                      << R"(/store/soakd.db",
+    "log": ")" << tmp.path()
+                      << R"(/soakd.log",
     "sampler": { "keep_awake": false },
     "candidates": [ { "name": "a", "model": "m", "runtime": "llama.cpp",
                       "base_url": "http://127.0.0.1:9", "build": { "fixed": "b1" } } ]
@@ -157,7 +159,8 @@ TEST_CASE("another process holds the store's write lock past the busy timeout: s
   TempDir tmp;
   const std::string cfg = tmp.path() + "/soakd.json";
   std::ofstream(cfg) << R"({
-    "store": ")" << tmp.path() << R"(/store/soakd.db",
+    "store": ")" << tmp.path()
+                     << R"(/store/soakd.db",
     "sampler": { "keep_awake": false, "interval": "200ms" },
     "candidates": [ { "name": "a", "model": "m", "runtime": "llama.cpp",
                       "base_url": "http://127.0.0.1:9", "build": { "fixed": "b1" } } ] })";

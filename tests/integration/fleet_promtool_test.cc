@@ -10,12 +10,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <set>
-#include <cstring>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -244,7 +244,8 @@ TEST_CASE("promtool test rules: the fleet alerts fire on the series soakd wrote,
   for (const auto& s : all) {
     // soakd rewrites the file every tick for the first 10 minutes, then stops:
     // the written timestamp follows the test's clock (which starts at 0), then freezes.
-    const std::string values = s.name == "soakd_textfile_written_timestamp_seconds" ? "0+60x10 600x40" : s.value + "x50";
+    const std::string values =
+        s.name == "soakd_textfile_written_timestamp_seconds" ? "0+60x10 600x40" : s.value + "x50";
     input += "      - series: " + yaml_single(series(s)) + "\n        values: " + yaml_single(values) + "\n";
   }
   // The alerts each rule should raise, from the samples themselves.
@@ -263,30 +264,35 @@ TEST_CASE("promtool test rules: the fleet alerts fire on the series soakd wrote,
     return out;
   };
   auto verdict_is = [](const char* v) {
-    return [v](const Sample& s) { return s.name == "soakd_candidate_verdict" && s.labels.at("verdict") == v && s.value == "1"; };
+    return [v](const Sample& s) {
+      return s.name == "soakd_candidate_verdict" && s.labels.at("verdict") == v && s.value == "1";
+    };
   };
   const std::string rejected = expected("SoakdCandidateRejected", verdict_is("rejected"), "warning");
   CHECK(std::count(rejected.begin(), rejected.end(), '\n') == 2 * 3);  // llama-b9502, omlx-35b, mlx-leak
   const std::string inconclusive = expected("SoakdStageInconclusive", verdict_is("inconclusive"), "warning");
   CHECK(inconclusive.find("vllm-gappy") != std::string::npos);
-  const std::string guard =
-      expected("SoakdMemoryGuardTripped",
-               [](const Sample& s) { return s.name == "soakd_guard_tripped" && s.value == "1"; }, "critical");
+  const std::string guard = expected(
+      "SoakdMemoryGuardTripped", [](const Sample& s) { return s.name == "soakd_guard_tripped" && s.value == "1"; },
+      "critical");
   CHECK(std::count(guard.begin(), guard.end(), '\n') == 2);  // the trip a minute before the file was written
   const std::string stale = expected(
-      "SoakdNotReporting", [](const Sample& s) { return s.name == "soakd_textfile_written_timestamp_seconds"; }, "critical");
+      "SoakdNotReporting", [](const Sample& s) { return s.name == "soakd_textfile_written_timestamp_seconds"; },
+      "critical");
 
-  std::string t = "rule_files:\n  - " + kFleet + "/soakd-alerts.yml\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n"
-                  "    input_series:\n" + input + "    alert_rule_test:\n";
+  std::string t = "rule_files:\n  - " + kFleet +
+                  "/soakd-alerts.yml\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n"
+                  "    input_series:\n" +
+                  input + "    alert_rule_test:\n";
   auto at = [&](const std::string& when, const std::string& alert, const std::string& alerts) {
-    t += "      - eval_time: " + when + "\n        alertname: " + alert + "\n        exp_alerts:" +
-         (alerts.empty() ? " []\n" : "\n" + alerts);
+    t += "      - eval_time: " + when + "\n        alertname: " + alert +
+         "\n        exp_alerts:" + (alerts.empty() ? " []\n" : "\n" + alerts);
   };
   at("5m", "SoakdCandidateRejected", rejected);
   at("5m", "SoakdStageInconclusive", inconclusive);
   at("5m", "SoakdMemoryGuardTripped", guard);
-  at("20m", "SoakdNotReporting", "");   // 10 minutes stale: not yet
-  at("29m", "SoakdNotReporting", "");   // over 15 minutes, but not for 5 minutes yet
+  at("20m", "SoakdNotReporting", "");  // 10 minutes stale: not yet
+  at("29m", "SoakdNotReporting", "");  // over 15 minutes, but not for 5 minutes yet
   at("32m", "SoakdNotReporting", stale);
   const std::string test_file = f.dir.path() + "/alerts_test.yml";
   std::ofstream(test_file) << t;

@@ -13,11 +13,11 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <functional>
-#include <mutex>
 #include <iterator>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -35,8 +35,8 @@ using namespace soak;
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
-constexpr int64_t kGuardMs = 5'000;         // no scenario may take longer than this
-constexpr int64_t kServerWaitMs = 2'000;    // bound on waiting for the server to notice something
+constexpr int64_t kGuardMs = 5'000;       // no scenario may take longer than this
+constexpr int64_t kServerWaitMs = 2'000;  // bound on waiting for the server to notice something
 const std::string kFixtures = std::string(SOAKD_FIXTURES_DIR) + "/llama-server/";
 
 // ------------------------------------------------------------------ server
@@ -299,7 +299,8 @@ struct Fixture : Loop {
     uv_timer_t guard;
     uv_timer_init(get(), &guard);
     guard.data = &expired;
-    uv_timer_start(&guard, [](uv_timer_t* t) { *static_cast<bool*>(t->data) = true; }, kGuardMs, 0);
+    uv_timer_start(
+        &guard, [](uv_timer_t* t) { *static_cast<bool*>(t->data) = true; }, kGuardMs, 0);
     while (!done() && !expired) uv_run(get(), UV_RUN_ONCE);
     uv_close(reinterpret_cast<uv_handle_t*>(&guard), nullptr);
     uv_run(get(), UV_RUN_NOWAIT);
@@ -382,9 +383,9 @@ int closed_port() {
 
 // ------------------------------------------------------------------ scenarios
 TEST_CASE("http: real llama-server streams re-chunked arrive as the same events, Completed") {
-  for (const char* name : {"post-v1-chat-completions-stream-include-usage.sse.http",
-                           "error-invalid-utf8-output-chat-stream.sse.http",
-                           "post-v1-chat-completions-tools-required-prefill-stream.sse.http"}) {
+  for (const char* name :
+       {"post-v1-chat-completions-stream-include-usage.sse.http", "error-invalid-utf8-output-chat-stream.sse.http",
+        "post-v1-chat-completions-tools-required-prefill-stream.sse.http"}) {
     INFO(name);
     auto cap = capture(name);
     ScriptServer server([&](Conn& c) {

@@ -31,8 +31,8 @@ namespace soak::managed_test {
 
 inline const std::string kSoakd = std::string(SOAKD_BINARY_DIR) + "/daemon/soakd";
 inline const std::string kFake = SOAK_FAKE_RUNTIME_BIN;
-constexpr int kStepMs = 30'000;   // one step of a campaign (start, a stage, a stop)
-constexpr int kRunMs = 150'000;   // a whole campaign
+constexpr int kStepMs = 30'000;  // one step of a campaign (start, a stage, a stop)
+constexpr int kRunMs = 150'000;  // a whole campaign
 
 inline int free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -115,7 +115,8 @@ struct Setup {
       "store": "store/soakd.db",
       "log": "logs/soakd.log",
       "defaults": {
-        "stages": )" << stages << R"(,
+        "stages": )" << stages
+                       << R"(,
         "cadence": { "scrape": "1s", "functional": "1s", "long_context": "3s", "burst": "3s", "cancel": "3s",
                      "gate_pause": "100ms", "soak_traffic": "300ms", "soak_heavy": "3s", "build_poll": "1s" },
         "limits": { "wall_timeout": "20s", "stall_timeout": "5s", "connect_timeout": "1s" },
@@ -128,8 +129,10 @@ struct Setup {
       "schedule": { "nightly_window": "now", "max_concurrent_canaries": 2 },
       "candidates": [
         { "name": "m", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp", "allow_coexisting": true,
-          "base_url": "http://127.0.0.1:)" << port << R"(", "build": { "from": "http" },
-          "launch": )" << launch << candidate_extra << R"( }
+          "base_url": "http://127.0.0.1:)"
+                       << port << R"(", "build": { "from": "http" },
+          "launch": )" << launch
+                       << candidate_extra << R"( }
       ]
     })";
   }

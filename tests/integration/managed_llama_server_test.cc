@@ -30,7 +30,8 @@ TEST_CASE("soakd starts a real llama-server, probes it and stops it") {
   const char* server = std::getenv("SOAKD_LLAMA_SERVER");
   if (!server || !*server) skip("SOAKD_LLAMA_SERVER is not set");
   const char* model_env = std::getenv("SOAKD_LLAMA_MODEL");
-  const std::string model = model_env && *model_env ? model_env : std::string(SOAKD_SOURCE_DIR) + "/../shared/models/tiny-qwen3.gguf";
+  const std::string model =
+      model_env && *model_env ? model_env : std::string(SOAKD_SOURCE_DIR) + "/../shared/models/tiny-qwen3.gguf";
   if (!std::filesystem::exists(server)) skip(std::string(server) + " does not exist");
   if (!std::filesystem::exists(model)) skip(model + " does not exist (set SOAKD_LLAMA_MODEL)");
 

@@ -113,7 +113,8 @@ TEST_CASE("after SIGKILL the next soakd stops the runtime it launched before and
   CHECK(pids_with_arg(listen).empty());
 }
 
-TEST_CASE("a replaced executable is a new build: restarted at the window, read, and canaried against the promoted one") {
+TEST_CASE(
+    "a replaced executable is a new build: restarted at the window, read, and canaried against the promoted one") {
   Setup s;
   const std::string bin = s.tmp.path() + "/bin";
   std::filesystem::create_directories(bin);

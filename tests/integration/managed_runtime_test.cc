@@ -59,14 +59,15 @@ TEST_CASE("a managed runtime is started, ready, logged, sampled by pid, judged a
   CHECK(d->err().find("runtime process " + std::to_string(pid) + " (launched by soakd)") != std::string::npos);
 
   // soakctl history shows the launch with the build.
-  auto h = run_program({std::string(SOAKD_BINARY_DIR) + "/soakctl/soakctl", "--config", s.cfg, "history", "m"}, kStepMs);
+  auto h =
+      run_program({std::string(SOAKD_BINARY_DIR) + "/soakctl/soakctl", "--config", s.cfg, "history", "m"}, kStepMs);
   INFO(h.err);
   CHECK(h.exit_code == 0);
   CHECK(h.out.find("runtime launched") != std::string::npos);
   CHECK(h.out.find("pid " + std::to_string(pid)) != std::string::npos);
   // ... and so does soakctl explain, with the build's verdict (JSON: the launches array).
-  auto e = run_program({std::string(SOAKD_BINARY_DIR) + "/soakctl/soakctl", "--config", s.cfg, "explain", "m", "--json"},
-                       kStepMs);
+  auto e = run_program(
+      {std::string(SOAKD_BINARY_DIR) + "/soakctl/soakctl", "--config", s.cfg, "explain", "m", "--json"}, kStepMs);
   INFO(e.err);
   CHECK(e.exit_code == 0);
   CHECK(e.out.find("\"launches\"") != std::string::npos);

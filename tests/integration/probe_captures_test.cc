@@ -135,7 +135,9 @@ CandidateConfig captured(const std::string& url) {
 // length: the random model never stops on its own). Served to soakd, which
 // sends no max_tokens, they read as the server cutting the answer: every field
 // is read all the same, and the row names the cap (server_token_cap).
-TEST_CASE("real llama-server answers: health, scrape and build read clean; chat answers cut at a limit soakd did not send are the server's cap") {
+TEST_CASE(
+    "real llama-server answers: health, scrape and build read clean; chat answers cut at a limit soakd did not send "
+    "are the server's cap") {
   CaptureServer s({{"GET /health", "get-health.http"},
                    {"GET /props", "get-props.http"},
                    {"GET /slots", "get-slots-idle.http"},
@@ -190,8 +192,8 @@ TEST_CASE("real llama-server failures: loading, a stream without the usage asked
   CHECK(find_row(rows, ProbeKind::Health)->outcome == Outcome::Loading);
   CHECK(find_row(rows, ProbeKind::Stream)->outcome == Outcome::MissingUsage);
 
-  CaptureServer too_long(std::map<std::string, std::string>{
-      {"POST /v1/chat/completions+stream", "error-prompt-exceeds-context.http"}});
+  CaptureServer too_long(
+      std::map<std::string, std::string>{{"POST /v1/chat/completions+stream", "error-prompt-exceeds-context.http"}});
   CandidateConfig l = captured(too_long.url());
   auto lc = h.run(l, {ProbeKind::LongContext});
   INFO(describe(lc));

@@ -38,12 +38,16 @@ std::string write_config(const TempDir& tmp, const std::string& url, const std::
                          const std::string& model = "qwen3.6-35b-a3b") {
   std::string path = tmp.path() + "/soakd.json";
   std::ofstream(path) << R"({
-    "store": ")" << tmp.path() << R"(/soakd.db",
-    "log": ")" << tmp.path() << R"(/soakd.log",
+    "store": ")" << tmp.path()
+                      << R"(/soakd.db",
+    "log": ")" << tmp.path()
+                      << R"(/soakd.log",
     "defaults": { "long_context_sizes": [1024], "burst_sizes": [2],
                   "limits": { "stall_timeout": "5s", "wall_timeout": "20s" } },
-    "candidates": [ { "name": "fake", "model": ")" << model << R"(", "runtime": ")" << runtime << R"(",
-                      "base_url": ")" << url << R"(", "build": { "from": "http" } } ]
+    "candidates": [ { "name": "fake", "model": ")"
+                      << model << R"(", "runtime": ")" << runtime << R"(",
+                      "base_url": ")"
+                      << url << R"(", "build": { "from": "http" } } ]
   })";
   return path;
 }
@@ -63,7 +67,8 @@ TEST_CASE("soakd probe against a healthy runtime: table, exit 0, rows stored") {
   RunResult r = run_program({kSoakd, "probe", "--config", cfg, "--candidate", "fake"}, kWaitMs);
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
-  for (const char* kind : {"health", "identity", "marker", "stream", "strict_json", "tool_call", "thinking", "repetition"})
+  for (const char* kind :
+       {"health", "identity", "marker", "stream", "strict_json", "tool_call", "thinking", "repetition"})
     CHECK(r.out.find(std::string("\n") + kind + " ") != std::string::npos);
   CHECK(r.out.find("9 row(s), 9 clean, 0 not clean") != std::string::npos);  // thinking is two rows
   CHECK(r.out.find("build b9430-") != std::string::npos);
@@ -92,8 +97,8 @@ TEST_CASE("soakd probe --kind names one kind; a fault gives exit 1 and its class
   CHECK(r.out.find("empty_tool_args") != std::string::npos);
   CHECK(stored_rows(tmp).size() == 1);
 
-  RunResult j = run_program({kSoakd, "probe", "--config", cfg, "--candidate", "fake", "--kind", "burst", "--json"},
-                            kWaitMs);
+  RunResult j =
+      run_program({kSoakd, "probe", "--config", cfg, "--candidate", "fake", "--kind", "burst", "--json"}, kWaitMs);
   INFO(j.out << j.err);
   CHECK(j.exit_code == 0);
   auto doc = nlohmann::json::parse(j.out);
@@ -125,8 +130,8 @@ TEST_CASE("soakd probe: an MLX-LM soakd did not launch is identified by its own 
   TempDir tmp;
   SECTION("config model is the process's --model: clean, proven by the runtime argv") {
     const std::string cfg = write_config(tmp, fake.url, "mlx-lm", served);
-    RunResult r = run_program({kSoakd, "probe", "--config", cfg, "--candidate", "fake", "--kind", "identity", "--json"},
-                              kWaitMs);
+    RunResult r =
+        run_program({kSoakd, "probe", "--config", cfg, "--candidate", "fake", "--kind", "identity", "--json"}, kWaitMs);
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
     auto doc = nlohmann::json::parse(r.out);
@@ -137,8 +142,8 @@ TEST_CASE("soakd probe: an MLX-LM soakd did not launch is identified by its own 
   }
   SECTION("config model differs from the process's --model: identity_mismatch") {
     const std::string cfg = write_config(tmp, fake.url, "mlx-lm", "mlx-community/Other-4bit");
-    RunResult r = run_program({kSoakd, "probe", "--config", cfg, "--candidate", "fake", "--kind", "identity", "--json"},
-                              kWaitMs);
+    RunResult r =
+        run_program({kSoakd, "probe", "--config", cfg, "--candidate", "fake", "--kind", "identity", "--json"}, kWaitMs);
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
     auto doc = nlohmann::json::parse(r.out);

@@ -21,7 +21,7 @@
 namespace soak::probe_test {
 
 inline constexpr int64_t kGuardMs = 30'000;  // no run in these tests may take longer
-inline constexpr int kDrainRounds = 100;      // loop passes for cancelled work to report after the guard
+inline constexpr int kDrainRounds = 100;     // loop passes for cancelled work to report after the guard
 
 // A candidate pointing at `base_url`, with limits and sizes small enough for loopback.
 inline CandidateConfig candidate(const std::string& base_url, RuntimeKind kind = RuntimeKind::LlamaCpp) {
@@ -64,7 +64,8 @@ class Harness {
   std::vector<ProbeResult> run(const CandidateConfig& c, probes::RunSpec spec) {
     std::vector<ProbeResult> rows;
     bool done = false;
-    engine_->run(c, std::move(spec), [&](ProbeResult r) { rows.push_back(std::move(r)); }, [&] { done = true; });
+    engine_->run(
+        c, std::move(spec), [&](ProbeResult r) { rows.push_back(std::move(r)); }, [&] { done = true; });
     spin_until(done);
     return rows;
   }

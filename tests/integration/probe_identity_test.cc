@@ -196,7 +196,7 @@ TEST_CASE("lm studio: loaded state from /api/v0/models, build and fingerprint fr
   probes::LaunchFingerprint fp = fingerprint(h, c);
   CHECK(fp.ctx_per_slot == fake::kDefaultCtxPerSlot);
   CHECK(fp.model == std::string(fake::kDefaultModel) + " Q4_K_M");
-  CHECK(fp.slots == fake::kDefaultSlots);  // /api/v1/models loaded_instances[].config.parallel
+  CHECK(fp.slots == fake::kDefaultSlots);            // /api/v1/models loaded_instances[].config.parallel
   c.model = "text-embedding-nomic-embed-text-v1.5";  // listed, not loaded
   CHECK(identity(h, c).outcome == Outcome::IdentityMismatch);
 }

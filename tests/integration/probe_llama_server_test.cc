@@ -33,13 +33,13 @@
 #include "core/limits.h"
 #include "daemon/probe_cli.h"
 #include "daemon/wiring.h"
-#include "platform/sampler.h"
 #include "judges/judge.h"
-#include "schedules/plan.h"
+#include "platform/sampler.h"
 #include "probes/served_state.h"
+#include "schedules/plan.h"
+#include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/integration/probe_harness.h"
-#include "storage/sqlite_store.h"
 #include "tests/support/child_process.h"
 #include "tests/support/runtime_signatures.h"
 #include "tests/support/temp_dir.h"
@@ -97,16 +97,15 @@ Server server_or_skip() {
   const char* bin = std::getenv("SOAKD_LLAMA_SERVER");
   if (!bin || !*bin) skip("SOAKD_LLAMA_SERVER not set");
   const char* model_env = std::getenv("SOAKD_LLAMA_MODEL");
-  const std::string model = model_env && *model_env
-                                ? model_env
-                                : std::string(SOAKD_SOURCE_DIR) + "/../shared/models/tiny-qwen3.gguf";
+  const std::string model =
+      model_env && *model_env ? model_env : std::string(SOAKD_SOURCE_DIR) + "/../shared/models/tiny-qwen3.gguf";
   if (!std::filesystem::exists(model)) skip("model " + model + " not found (set SOAKD_LLAMA_MODEL)");
   return {bin, model};
 }
 
 std::optional<ChildProcess> start_server(const Server& s, int port, std::vector<std::string> extra) {
-  std::vector<std::string> argv{s.bin,  "-m",    s.model, "--host",  "127.0.0.1", "--port",
-                                std::to_string(port), "--alias", kAlias, "--jinja", "--metrics", "--slots"};
+  std::vector<std::string> argv{s.bin,     "-m",   s.model,   "--host",    "127.0.0.1", "--port", std::to_string(port),
+                                "--alias", kAlias, "--jinja", "--metrics", "--slots"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return ChildProcess::spawn(argv);
 }
@@ -156,8 +155,8 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   INFO(describe(rows));
   // What a random model cannot do is classified, never a harness error; what
   // -n 64 cuts is the server's cap.
-  const std::set<Outcome> classified{Outcome::Clean,           Outcome::MissingMarker,   Outcome::InvalidJson,
-                                     Outcome::InvalidToolCall, Outcome::EmptyToolArgs,   Outcome::Repetition,
+  const std::set<Outcome> classified{Outcome::Clean,           Outcome::MissingMarker, Outcome::InvalidJson,
+                                     Outcome::InvalidToolCall, Outcome::EmptyToolArgs, Outcome::Repetition,
                                      Outcome::ServerTokenCap};
   for (const auto& r : rows) {
     INFO(to_string(r.kind) << " " << r.workload_id << ": " << r.detail);
@@ -207,7 +206,6 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   const ProbeResult* summary = find_row(rows, ProbeKind::Burst, "burst/2/summary");
   REQUIRE(summary);
   CHECK(summary->outcome == Outcome::Clean);  // two slots: the pair decodes together
-
 }
 
 TEST_CASE("a real llama-server started with -c below the largest size: the canary holds with its context reach") {
@@ -215,8 +213,9 @@ TEST_CASE("a real llama-server started with -c below the largest size: the canar
   const int port = free_port();
   // One slot of 4096 tokens (the model's own limit lifted to 16384 so -c decides);
   // the grammar makes every answer a short natural stop, no -n cap.
-  auto server = start_server(srv, port, {"--parallel", "1", "-c", "4096", "--override-kv",
-                                         "qwen3.context_length=int:16384", "--grammar", "root ::= \"ok\""});
+  auto server = start_server(srv, port,
+                             {"--parallel", "1", "-c", "4096", "--override-kv", "qwen3.context_length=int:16384",
+                              "--grammar", "root ::= \"ok\""});
   REQUIRE(server);
   REQUIRE(server->wait_for_line("listening", kStartupMs));
 
@@ -300,10 +299,10 @@ TEST_CASE("a real llama-server: a fresh prefill far longer than the stall timeou
   // grammar that makes every answer "ok" then EOS, so nothing but the prefill
   // decides the row. Batches of 512 make a progress report every 512 prompt
   // tokens (llama.cpp sends one per batch).
-  auto server = start_server(srv, port,
-                             {"--parallel", "1", "-c", std::to_string(kCtx), "--override-kv",
-                              "qwen3.context_length=int:" + std::to_string(kCtx), "--grammar", "root ::= \"ok\"", "-b",
-                              "512", "-ub", "512"});
+  auto server = start_server(
+      srv, port,
+      {"--parallel", "1", "-c", std::to_string(kCtx), "--override-kv",
+       "qwen3.context_length=int:" + std::to_string(kCtx), "--grammar", "root ::= \"ok\"", "-b", "512", "-ub", "512"});
   REQUIRE(server);
   REQUIRE(server->wait_for_line("listening", kStartupMs));
 
@@ -326,13 +325,15 @@ TEST_CASE("a real llama-server: a fresh prefill far longer than the stall timeou
     CHECK(fresh->outcome == Outcome::Clean);
     CHECK(fresh->finish_reason == "stop");
     REQUIRE(fresh->t_first_token_us);
-    std::printf("%s: fresh %lld: %lld prompt tokens, first token after %.1f s, stall timeout %.1f s, prefill "
-                "allowance %.1f s, server prefill %.0f tok/s\n",
-                label, static_cast<long long>(kSize), static_cast<long long>(fresh->prompt_tokens.value_or(0)),
-                *fresh->t_first_token_us / 1e6, c.settings.limits.stall_timeout_ms / 1e3,
-                prefill_allowance_ms(fresh->prompt_tokens.value_or(0), c.settings.limits.prefill_floor_tps) / 1e3,
-                fresh->server_prompt_tps.value_or(0));
-    CHECK(*fresh->t_first_token_us > c.settings.limits.stall_timeout_ms * 1000);  // the stall timeout alone would cut it
+    std::printf(
+        "%s: fresh %lld: %lld prompt tokens, first token after %.1f s, stall timeout %.1f s, prefill "
+        "allowance %.1f s, server prefill %.0f tok/s\n",
+        label, static_cast<long long>(kSize), static_cast<long long>(fresh->prompt_tokens.value_or(0)),
+        *fresh->t_first_token_us / 1e6, c.settings.limits.stall_timeout_ms / 1e3,
+        prefill_allowance_ms(fresh->prompt_tokens.value_or(0), c.settings.limits.prefill_floor_tps) / 1e3,
+        fresh->server_prompt_tps.value_or(0));
+    CHECK(*fresh->t_first_token_us >
+          c.settings.limits.stall_timeout_ms * 1000);  // the stall timeout alone would cut it
     const ProbeResult* repeat = find_row(rows, ProbeKind::LongContext, "long_context/32768/repeat");
     REQUIRE(repeat);
     CHECK(repeat->outcome == Outcome::Clean);
@@ -357,8 +358,8 @@ TEST_CASE("a real llama-server: a fresh prefill far longer than the stall timeou
 TEST_CASE("a real llama-server: an agent session's prompt tokens grow turn by turn in the stored rows") {
   const Server srv = server_or_skip();
   const int port = free_port();
-  auto server = start_server(srv, port, {"--parallel", "1", "-c", "8192", "-n", "16", "--override-kv",
-                                         "qwen3.context_length=int:8192"});
+  auto server = start_server(
+      srv, port, {"--parallel", "1", "-c", "8192", "-n", "16", "--override-kv", "qwen3.context_length=int:8192"});
   REQUIRE(server);
   REQUIRE(server->wait_for_line("listening", kStartupMs));
   CandidateConfig c = candidate("http://127.0.0.1:" + std::to_string(port));

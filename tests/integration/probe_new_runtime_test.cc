@@ -130,7 +130,7 @@ TEST_CASE("a new runtime: the build read asks its build route and parses the ans
   REQUIRE(b.ok());
   CHECK(b->build.rfind(std::string("acme ") + fake::kDefaultBuild, 0) == 0);  // "acme b9430-<commit>"
   CHECK(f.seen("GET /props") == 1);
-  CHECK_FALSE(b->model);       // no build_model reader: the build answer names no model
+  CHECK_FALSE(b->model);          // no build_model reader: the build answer names no model
   CHECK(b->fingerprint.empty());  // no served-state routes, no argv reader
 }
 

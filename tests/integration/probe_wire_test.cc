@@ -220,7 +220,7 @@ TEST_CASE("on the wire: no max_tokens in chat probes, the API key only as a Bear
       if (j.value("stream", false)) CHECK(j["stream_options"]["include_usage"] == true);
       const std::string text = j.dump();
       const char* kind = text.find("\"tools\"") != std::string::npos                   ? "tool"
-                         : text.find("json_schema") != std::string::npos                ? "json"
+                         : text.find("json_schema") != std::string::npos               ? "json"
                          : text.find("filler for a timing test") != std::string::npos  ? "long_context"
                          : text.find("why bridges are inspected") != std::string::npos ? "burst"
                                                                                        : "other";

@@ -54,20 +54,11 @@ struct Browser {
   TempDir profile;
 
   RunResult run(const std::vector<std::string>& extra, const std::string& url) const {
-    std::vector<std::string> argv{bin,
-                                  "--headless",
-                                  "--no-sandbox",
-                                  "--disable-gpu",
-                                  "--disable-background-networking",
-                                  "--disable-component-update",
-                                  "--disable-sync",
-                                  "--no-first-run",
-                                  "--disable-extensions",
-                                  "--user-data-dir=" + profile.path(),
+    std::vector<std::string> argv{bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                  "--disable-component-update", "--disable-sync", "--no-first-run",
+                                  "--disable-extensions", "--user-data-dir=" + profile.path(),
                                   // Every host name resolves nowhere: a page that fetched anything would log a failure.
-                                  "--host-resolver-rules=MAP * ~NOTFOUND",
-                                  "--enable-logging=stderr",
-                                  "--v=0"};
+                                  "--host-resolver-rules=MAP * ~NOTFOUND", "--enable-logging=stderr", "--v=0"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.push_back(url);
     return run_program(argv, kBrowserTimeoutMs);
@@ -171,8 +162,7 @@ std::string url(const std::string& file) { return "file://" + file; }
 TEST_CASE("a candidate's report loads in Chromium without a console message and with every chart") {
   const auto browser_ptr = browser();
   const Browser& b = *browser_ptr;
-  for (const auto& [file, charts] :
-       std::vector<std::pair<std::string, std::vector<std::string>>>{
+  for (const auto& [file, charts] : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {pages().leak, {"timeline-chart", "memory", "pressure", "ladder", "bursts"}},
            {pages().regression, {"timeline-chart", "memory", "perf-ttft_ms", "perf-decode_tps", "perf-wall_ms"}}}) {
     INFO(file);

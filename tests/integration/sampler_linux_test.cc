@@ -2,7 +2,6 @@
 // a loopback listener found by port, engine-like children found by argv, and
 // a restart seen through pid and start time. Children are waited for through
 // pipes (exec is confirmed by a close-on-exec pipe), never by sleeping.
-#include <filesystem>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -10,14 +9,15 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <filesystem>
 
 #include <algorithm>
 #include <cerrno>
 #include <string>
 #include <vector>
 
-#include "platform/runtime_processes.h"
 #include "detectors/process_watch.h"
+#include "platform/runtime_processes.h"
 #include "platform/sampler.h"
 #include "tests/catch.h"
 #include "tests/support/runtime_signatures.h"

@@ -129,7 +129,8 @@ TEST_CASE("the store's disk fills while soakd runs: work pauses, nothing is drop
   // Scrapes and functional probes every second, samples every 200 ms: a
   // pause of seconds would hold many rows.
   std::ofstream(cfg) << R"({
-    "store": ")" << store << R"(",
+    "store": ")" << store
+                     << R"(",
     "sampler": { "keep_awake": false, "interval": "200ms" },
     "schedule": { "nightly_window": "now" },
     "defaults": {
@@ -137,7 +138,8 @@ TEST_CASE("the store's disk fills while soakd runs: work pauses, nothing is drop
       "cadence": { "scrape": "300ms", "functional": "1s", "long_context": "1h", "burst": "1h", "cancel": "1h" }
     },
     "candidates": [ { "name": "a", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
-                      "base_url": ")" << rt.base_url() << R"(", "build": { "fixed": "b1" },
+                      "base_url": ")"
+                     << rt.base_url() << R"(", "build": { "fixed": "b1" },
                       "allow_coexisting": true } ] })";
   auto d = ChildProcess::spawn({kSoakd, "run", "--config", cfg, "--log-stderr"});
   REQUIRE(d);

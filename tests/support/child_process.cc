@@ -54,7 +54,11 @@ std::optional<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& 
 }
 
 ChildProcess::ChildProcess(ChildProcess&& o) noexcept
-    : pid_(o.pid_), out_fd_(o.out_fd_), err_fd_(o.err_fd_), out_(std::move(o.out_)), err_(std::move(o.err_)),
+    : pid_(o.pid_),
+      out_fd_(o.out_fd_),
+      err_fd_(o.err_fd_),
+      out_(std::move(o.out_)),
+      err_(std::move(o.err_)),
       status_(o.status_) {
   o.pid_ = -1;
   o.out_fd_ = o.err_fd_ = -1;

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "campaigns/campaigns.h"
-#include "storage/outbox.h"
 #include "daemon/wiring.h"
+#include "storage/outbox.h"
 #include "storage/sqlite_store.h"
 #include "tests/support/sim_runner.h"
 
@@ -59,7 +59,8 @@ Result<DemoStore> build_demo_store(const std::string& dir) {
   runner.at("omlx-35b") = SimCandidate{Behaviour::HungStream, "0.3.1", "", 1.0, 300};
   runner.at("mlx-leak") = SimCandidate{Behaviour::Leak, "0.24.1"};
   Outbox outbox(store, clock, make_null_logger(), *host);
-  Campaigns camp(shared, Deps{store, outbox, clock, make_null_logger(), nullptr, *host}, runner, [](int64_t) { return 0; });
+  Campaigns camp(shared, Deps{store, outbox, clock, make_null_logger(), nullptr, *host}, runner,
+                 [](int64_t) { return 0; });
   if (auto r = camp.resume(clock.wall_ms()); !r) return r.error();
 
   // One transaction for the whole simulation (the campaign logic is not what

@@ -18,7 +18,7 @@
 namespace soak {
 
 struct DemoStore {
-  std::string path;     // the store file
+  std::string path;      // the store file
   int64_t start_ms = 0;  // virtual time the campaigns began
   int64_t end_ms = 0;    // virtual time when every candidate had its final verdict
 };

@@ -184,7 +184,8 @@ Result<int64_t> FaultyStore::insert_verdict(const VerdictRow& v) {
   return forward<Result<int64_t>>(M::InsertVerdict, [&] { return inner_.insert_verdict(v); });
 }
 Result<std::optional<VerdictRow>> FaultyStore::latest_verdict(int64_t candidate_id) {
-  return forward<Result<std::optional<VerdictRow>>>(M::LatestVerdict, [&] { return inner_.latest_verdict(candidate_id); });
+  return forward<Result<std::optional<VerdictRow>>>(M::LatestVerdict,
+                                                    [&] { return inner_.latest_verdict(candidate_id); });
 }
 Result<std::vector<VerdictRow>> FaultyStore::verdicts(int64_t candidate_id) {
   return forward<Result<std::vector<VerdictRow>>>(M::Verdicts, [&] { return inner_.verdicts(candidate_id); });
@@ -193,7 +194,8 @@ Result<int64_t> FaultyStore::insert_context_reach(const ContextReach& r) {
   return forward<Result<int64_t>>(M::InsertContextReach, [&] { return inner_.insert_context_reach(r); });
 }
 Result<std::optional<ContextReach>> FaultyStore::context_reach(int64_t candidate_id) {
-  return forward<Result<std::optional<ContextReach>>>(M::ContextReach, [&] { return inner_.context_reach(candidate_id); });
+  return forward<Result<std::optional<ContextReach>>>(M::ContextReach,
+                                                      [&] { return inner_.context_reach(candidate_id); });
 }
 Result<int64_t> FaultyStore::insert_control(const ControlRequest& c) {
   return forward<Result<int64_t>>(M::InsertControl, [&] { return inner_.insert_control(c); });

@@ -38,14 +38,37 @@ inline constexpr std::string_view kLocked = "database is locked";
 
 // Every method of the Store interface (storage/store.h), in its order.
 enum class StoreMethod {
-  UpsertHost, UpsertCandidate, SetBaseline, SetFingerprint, Candidate, Candidates,
-  InsertProbeResult, InsertHostSample, InsertProcessSample, InsertEvent,
-  InsertStage, UpdateStage, Stages,
-  InsertVerdict, LatestVerdict, Verdicts,
-  InsertContextReach, ContextReach,
-  InsertControl, PendingControls, MarkControlHandled,
-  InsertLaunch, UpdateLaunch, Launches,
-  ProbeResults, ProbeCounts, HostSamples, ProcessSamples, Events, Status, MaxIds,
+  UpsertHost,
+  UpsertCandidate,
+  SetBaseline,
+  SetFingerprint,
+  Candidate,
+  Candidates,
+  InsertProbeResult,
+  InsertHostSample,
+  InsertProcessSample,
+  InsertEvent,
+  InsertStage,
+  UpdateStage,
+  Stages,
+  InsertVerdict,
+  LatestVerdict,
+  Verdicts,
+  InsertContextReach,
+  ContextReach,
+  InsertControl,
+  PendingControls,
+  MarkControlHandled,
+  InsertLaunch,
+  UpdateLaunch,
+  Launches,
+  ProbeResults,
+  ProbeCounts,
+  HostSamples,
+  ProcessSamples,
+  Events,
+  Status,
+  MaxIds,
 };
 inline constexpr size_t kStoreMethodCount = 31;
 const std::array<StoreMethod, kStoreMethodCount>& all_store_methods();
@@ -70,11 +93,11 @@ class FaultyStore final : public Store {
   // ---- faults
   void fail_next(StoreMethod m, int64_t times, std::string_view text = kDiskFull);
   void fail(StoreMethod m, std::string_view text = kDiskFull);  // until clear()
-  void fail_writes(std::string_view text = kDiskFull);           // every write method, until clear()
-  void fail_reads(std::string_view text = kLocked);              // every read method, until clear()
-  void fail_when(FaultRule rule);                                // until clear()
-  void clear(StoreMethod m);  // its counted and standing faults (rules stay)
-  void clear();               // every fault and rule; counts stay
+  void fail_writes(std::string_view text = kDiskFull);          // every write method, until clear()
+  void fail_reads(std::string_view text = kLocked);             // every read method, until clear()
+  void fail_when(FaultRule rule);                               // until clear()
+  void clear(StoreMethod m);                                    // its counted and standing faults (rules stay)
+  void clear();                                                 // every fault and rule; counts stay
 
   // ---- counts (failed calls included in calls)
   int64_t calls(StoreMethod m) const { return slot(m).calls; }
@@ -121,7 +144,7 @@ class FaultyStore final : public Store {
  private:
   struct Slot {
     int64_t calls = 0, failures = 0;
-    int64_t fail_next = 0;              // counted fault: calls left to fail
+    int64_t fail_next = 0;  // counted fault: calls left to fail
     std::string next_text;
     std::optional<std::string> always;  // standing fault
   };

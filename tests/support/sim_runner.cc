@@ -7,8 +7,8 @@ namespace soak {
 namespace {
 
 constexpr int64_t kBaseFootprint = 20LL * 1024 * 1024 * 1024;  // 20 GiB resident model
-constexpr double kPromptRate = 400.0;                             // tokens/s, fresh prefill
-constexpr double kDecodeRate = 40.0;                              // tokens/s
+constexpr double kPromptRate = 400.0;                          // tokens/s, fresh prefill
+constexpr double kDecodeRate = 40.0;                           // tokens/s
 constexpr double kOutputTokens = 64;
 constexpr int64_t kAgentPromptTokens = 2000;  // ~7 KB shared system prompt + user turn
 
@@ -107,8 +107,10 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
     r.detail = "HTTP 500 server_error";
   };
   auto functional = [&] {
-    for (auto [k, w] : {std::pair{ProbeKind::Marker, "marker"}, {ProbeKind::Stream, "stream"},
-                        {ProbeKind::StrictJson, "strict_json"}, {ProbeKind::ToolCall, "tool_call"}}) {
+    for (auto [k, w] : {std::pair{ProbeKind::Marker, "marker"},
+                        {ProbeKind::Stream, "stream"},
+                        {ProbeKind::StrictJson, "strict_json"},
+                        {ProbeKind::ToolCall, "tool_call"}}) {
       ProbeResult& r = add(k, w);
       if (down) continue;
       perf_row(r, s, 200, kOutputTokens, CacheState::None);
@@ -127,174 +129,174 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
 
   if (req.candidate->kind != WorkloadKind::Chat && !down && req.task != TaskKind::Scrape) {
     pooling_rows(req, s, start, rows);
-  } else switch (req.task) {
-    case TaskKind::Smoke: {
-      ProbeResult& h = add(ProbeKind::Health, "health");
-      (void)h;
-      ProbeResult& id = add(ProbeKind::Identity, "identity");
-      if (!down && s.behaviour == Behaviour::IdentityMismatch) {
-        id.outcome = Outcome::IdentityMismatch;
-        id.response_model = "qwen-alias";
+  } else
+    switch (req.task) {
+      case TaskKind::Smoke: {
+        ProbeResult& h = add(ProbeKind::Health, "health");
+        (void)h;
+        ProbeResult& id = add(ProbeKind::Identity, "identity");
+        if (!down && s.behaviour == Behaviour::IdentityMismatch) {
+          id.outcome = Outcome::IdentityMismatch;
+          id.response_model = "qwen-alias";
+        }
+        functional();
+        break;
       }
-      functional();
-      break;
-    }
-    case TaskKind::Scrape: {
-      ProbeResult& r = add(ProbeKind::Scrape, "scrape");
-      if (!down) r.t_done_us = 2000;
-      const int64_t n = ++scrapes_[name];
-      ProcessSample p;
-      p.host_id = host_id_;
-      p.candidate_id = req.candidate_id;
-      p.wall_ms = start;
-      p.pid = 4242;
-      p.name = "llama-server";
-      p.start_time = 1;
-      double fp = static_cast<double>(kBaseFootprint) * (0.995 + 0.01 * (jitter() - 0.9) * 5);
-      if (s.behaviour == Behaviour::Leak && req.stage == StageKind::Soak) fp += static_cast<double>(n) * 40e6;
-      if (s.behaviour == Behaviour::LeakSpike && req.stage == StageKind::Soak && n % 500 == 7) fp *= 1.3;
-      p.footprint_bytes = static_cast<int64_t>(fp);
-      p.resident_bytes = p.footprint_bytes;
-      if (req.stage_id) put(p);
-      auto event = [&](EventKind kind) {
-        Event e;
-        e.wall_ms = start;
-        e.host_id = host_id_;
-        e.candidate_id = req.candidate_id;
-        e.kind = kind;
-        e.detail_json = R"({"simulated":true})";
-        put(e);
-      };
-      if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::Crash) event(EventKind::ProcessRestart);
-      if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::GuardTrip) event(EventKind::GuardTrip);
-      if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::SecondEngine) {
-        Event e;
-        e.wall_ms = start;
-        e.host_id = host_id_;
-        e.candidate_id = req.candidate_id;
-        e.kind = EventKind::DuplicateEngine;
-        e.detail_json = R"({"pid":777,"runtime":"ollama","command":"ollama serve"})";
-        store_.insert_event(e).ok();
+      case TaskKind::Scrape: {
+        ProbeResult& r = add(ProbeKind::Scrape, "scrape");
+        if (!down) r.t_done_us = 2000;
+        const int64_t n = ++scrapes_[name];
+        ProcessSample p;
+        p.host_id = host_id_;
+        p.candidate_id = req.candidate_id;
+        p.wall_ms = start;
+        p.pid = 4242;
+        p.name = "llama-server";
+        p.start_time = 1;
+        double fp = static_cast<double>(kBaseFootprint) * (0.995 + 0.01 * (jitter() - 0.9) * 5);
+        if (s.behaviour == Behaviour::Leak && req.stage == StageKind::Soak) fp += static_cast<double>(n) * 40e6;
+        if (s.behaviour == Behaviour::LeakSpike && req.stage == StageKind::Soak && n % 500 == 7) fp *= 1.3;
+        p.footprint_bytes = static_cast<int64_t>(fp);
+        p.resident_bytes = p.footprint_bytes;
+        if (req.stage_id) put(p);
+        auto event = [&](EventKind kind) {
+          Event e;
+          e.wall_ms = start;
+          e.host_id = host_id_;
+          e.candidate_id = req.candidate_id;
+          e.kind = kind;
+          e.detail_json = R"({"simulated":true})";
+          put(e);
+        };
+        if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::Crash) event(EventKind::ProcessRestart);
+        if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::GuardTrip) event(EventKind::GuardTrip);
+        if (req.stage_id && n == s.fault_after && s.behaviour == Behaviour::SecondEngine) {
+          Event e;
+          e.wall_ms = start;
+          e.host_id = host_id_;
+          e.candidate_id = req.candidate_id;
+          e.kind = EventKind::DuplicateEngine;
+          e.detail_json = R"({"pid":777,"runtime":"ollama","command":"ollama serve"})";
+          store_.insert_event(e).ok();
+        }
+        if (req.stage_id && s.behaviour == Behaviour::SwapCreep) {
+          // Swap creeping in at a steady rate through the gate: a few MB per
+          // 10-minute guard window, hundreds over the day.
+          if (req.stage == StageKind::Gate && !gate_started_ms_) gate_started_ms_ = start;
+          const double hours = gate_started_ms_ ? static_cast<double>(start - *gate_started_ms_) / 3.6e6 : 0.0;
+          HostSample h;
+          h.host_id = host_id_;
+          h.wall_ms = start;
+          h.swap_used_bytes = static_cast<int64_t>((1000 + s.swap_mb_per_hour * hours) * 1e6);
+          h.swapouts = 100;
+          store_.insert_host_sample(h).ok();
+        }
+        break;
       }
-      if (req.stage_id && s.behaviour == Behaviour::SwapCreep) {
-        // Swap creeping in at a steady rate through the gate: a few MB per
-        // 10-minute guard window, hundreds over the day.
-        if (req.stage == StageKind::Gate && !gate_started_ms_) gate_started_ms_ = start;
-        const double hours = gate_started_ms_ ? static_cast<double>(start - *gate_started_ms_) / 3.6e6 : 0.0;
-        HostSample h;
-        h.host_id = host_id_;
-        h.wall_ms = start;
-        h.swap_used_bytes = static_cast<int64_t>((1000 + s.swap_mb_per_hour * hours) * 1e6);
-        h.swapouts = 100;
-        store_.insert_host_sample(h).ok();
-      }
-      break;
-    }
-    case TaskKind::Functional:
-      functional();
-      break;
-    case TaskKind::LongContext: {
-      const auto& sizes = req.candidate->settings.long_context_sizes;
-      const int64_t largest = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
-      for (int64_t size : sizes) {
-        for (CacheState cache : {CacheState::Fresh, CacheState::Repeat}) {
-          ProbeResult& r = add(ProbeKind::LongContext, "long_context/" + std::to_string(size) + "/" +
-                                                            std::string(to_string(cache)));
-          r.size_tokens = size;
-          r.cache_state = cache;
-          if (down) continue;
-          perf_row(r, s, static_cast<double>(size), kOutputTokens, cache);
-          if (s.behaviour == Behaviour::ContextLimit) {
-            r.extra_json = R"({"sized_by":"tokenize","runtime_ctx":)" + std::to_string(s.runtime_ctx) +
-                           R"(,"runtime_ctx_source":"/props n_ctx"})";
-            if (size >= s.runtime_ctx) {
-              r.outcome = Outcome::ContextExceeded;
-              r.http_status = 400;
-              r.detail = "HTTP 400 exceed_context_size_error";
-              break;  // the probe sends no repeat after a failed fresh request
+      case TaskKind::Functional: functional(); break;
+      case TaskKind::LongContext: {
+        const auto& sizes = req.candidate->settings.long_context_sizes;
+        const int64_t largest = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
+        for (int64_t size : sizes) {
+          for (CacheState cache : {CacheState::Fresh, CacheState::Repeat}) {
+            ProbeResult& r = add(ProbeKind::LongContext,
+                                 "long_context/" + std::to_string(size) + "/" + std::string(to_string(cache)));
+            r.size_tokens = size;
+            r.cache_state = cache;
+            if (down) continue;
+            perf_row(r, s, static_cast<double>(size), kOutputTokens, cache);
+            if (s.behaviour == Behaviour::ContextLimit) {
+              r.extra_json = R"({"sized_by":"tokenize","runtime_ctx":)" + std::to_string(s.runtime_ctx) +
+                             R"(,"runtime_ctx_source":"/props n_ctx"})";
+              if (size >= s.runtime_ctx) {
+                r.outcome = Outcome::ContextExceeded;
+                r.http_status = 400;
+                r.detail = "HTTP 400 exceed_context_size_error";
+                break;  // the probe sends no repeat after a failed fresh request
+              }
+            }
+            if (s.behaviour == Behaviour::LargestFails && size == largest) {
+              r.outcome = Outcome::Http5xx;
+              r.http_status = 500;
+              r.detail = "HTTP 500 server_error";
+              break;
             }
           }
-          if (s.behaviour == Behaviour::LargestFails && size == largest) {
-            r.outcome = Outcome::Http5xx;
-            r.http_status = 500;
-            r.detail = "HTTP 500 server_error";
-            break;
+        }
+        break;
+      }
+      case TaskKind::Burst:
+        for (int n : req.candidate->settings.burst_sizes) {
+          for (int i = 0; i < n; ++i) {
+            ProbeResult& r = add(ProbeKind::Burst, "burst/" + std::to_string(n));
+            r.client_concurrency = n;
+            if (!down) perf_row(r, s, 300, kOutputTokens, CacheState::None);
+            flaky(r);
           }
         }
-      }
-      break;
-    }
-    case TaskKind::Burst:
-      for (int n : req.candidate->settings.burst_sizes) {
-        for (int i = 0; i < n; ++i) {
-          ProbeResult& r = add(ProbeKind::Burst, "burst/" + std::to_string(n));
-          r.client_concurrency = n;
-          if (!down) perf_row(r, s, 300, kOutputTokens, CacheState::None);
-          flaky(r);
+        break;
+      case TaskKind::Capacity:
+        for (const CapacityEntry& e : capacity_entries(req.candidate->settings, req.candidate->slots)) {
+          const std::string w = "capacity/" + std::to_string(e.size) + "/fresh/x" + std::to_string(e.concurrency);
+          for (int i = 0; i < e.concurrency; ++i) {
+            ProbeResult& r = add(ProbeKind::Capacity, w);
+            r.size_tokens = e.size;
+            r.client_concurrency = e.concurrency;
+            if (!down) perf_row(r, s, static_cast<double>(e.size), kOutputTokens, CacheState::Fresh);
+          }
+          ProbeResult& summary = add(ProbeKind::Capacity, w + "/summary");
+          summary.size_tokens = e.size;
+          summary.client_concurrency = e.concurrency;
         }
+        break;
+      case TaskKind::Cancel: {
+        ProbeResult& r = add(ProbeKind::Cancel, "cancel");
+        if (!down && s.behaviour == Behaviour::StaleSlot) r.outcome = Outcome::StaleSlot;
+        break;
       }
-      break;
-    case TaskKind::Capacity:
-      for (const CapacityEntry& e : capacity_entries(req.candidate->settings, req.candidate->slots)) {
-        const std::string w = "capacity/" + std::to_string(e.size) + "/fresh/x" + std::to_string(e.concurrency);
-        for (int i = 0; i < e.concurrency; ++i) {
-          ProbeResult& r = add(ProbeKind::Capacity, w);
-          r.size_tokens = e.size;
-          r.client_concurrency = e.concurrency;
-          if (!down) perf_row(r, s, static_cast<double>(e.size), kOutputTokens, CacheState::Fresh);
+      case TaskKind::PrefixReuse: {
+        // Cold, warm, prefix 1-3; the last row carries the reuse ratio.
+        std::vector<int64_t> ttfts;
+        const char* caches[] = {"fresh", "repeat", "shared_prefix", "shared_prefix", "shared_prefix"};
+        for (int i = 0; i < 5; ++i) {
+          ProbeResult& r = add(ProbeKind::SharedPrefix, std::string("shared_prefix/") + caches[i]);
+          if (down) continue;
+          perf_row(r, s, kAgentPromptTokens, kOutputTokens, i == 0 ? CacheState::Fresh : CacheState::SharedPrefix);
+          if (r.t_first_token_us) ttfts.push_back(*r.t_first_token_us);
         }
-        ProbeResult& summary = add(ProbeKind::Capacity, w + "/summary");
-        summary.size_tokens = e.size;
-        summary.client_concurrency = e.concurrency;
+        if (!down && ttfts.size() == 5) {
+          std::vector<int64_t> prefix(ttfts.begin() + 2, ttfts.end());
+          std::sort(prefix.begin(), prefix.end());
+          rows.back().extra_json =
+              "{\"reuse_ratio\":" + std::to_string(static_cast<double>(prefix[1]) / static_cast<double>(ttfts[0])) +
+              "}";
+        }
+        break;
       }
-      break;
-    case TaskKind::Cancel: {
-      ProbeResult& r = add(ProbeKind::Cancel, "cancel");
-      if (!down && s.behaviour == Behaviour::StaleSlot) r.outcome = Outcome::StaleSlot;
-      break;
+      case TaskKind::Agent:
+      case TaskKind::SoakTraffic: {
+        ProbeResult& r = add(ProbeKind::Agent, "agent");
+        if (down) break;
+        agent_turn(req, s, r);
+        const int64_t k = served();
+        if (s.behaviour == Behaviour::HungStream && k >= s.fault_after) {
+          r.outcome = Outcome::Stalled;
+          r.detail = "no content for 120s after HTTP 200";
+          r.t_last_token_us.reset();
+          r.t_terminal_us.reset();
+        }
+        if (s.behaviour == Behaviour::NoTerminal && k >= s.fault_after) {
+          r.outcome = Outcome::NoTerminal;
+          r.detail = "stream ended without data: [DONE]";
+          r.t_terminal_us.reset();
+        }
+        if (s.behaviour == Behaviour::Repeated5xx && k >= s.fault_after) {
+          r.outcome = Outcome::Http5xx;
+          r.http_status = 500;
+        }
+        break;
+      }
     }
-    case TaskKind::PrefixReuse: {
-      // Cold, warm, prefix 1-3; the last row carries the reuse ratio.
-      std::vector<int64_t> ttfts;
-      const char* caches[] = {"fresh", "repeat", "shared_prefix", "shared_prefix", "shared_prefix"};
-      for (int i = 0; i < 5; ++i) {
-        ProbeResult& r = add(ProbeKind::SharedPrefix, std::string("shared_prefix/") + caches[i]);
-        if (down) continue;
-        perf_row(r, s, kAgentPromptTokens, kOutputTokens, i == 0 ? CacheState::Fresh : CacheState::SharedPrefix);
-        if (r.t_first_token_us) ttfts.push_back(*r.t_first_token_us);
-      }
-      if (!down && ttfts.size() == 5) {
-        std::vector<int64_t> prefix(ttfts.begin() + 2, ttfts.end());
-        std::sort(prefix.begin(), prefix.end());
-        rows.back().extra_json = "{\"reuse_ratio\":" +
-                                 std::to_string(static_cast<double>(prefix[1]) / static_cast<double>(ttfts[0])) + "}";
-      }
-      break;
-    }
-    case TaskKind::Agent:
-    case TaskKind::SoakTraffic: {
-      ProbeResult& r = add(ProbeKind::Agent, "agent");
-      if (down) break;
-      agent_turn(req, s, r);
-      const int64_t k = served();
-      if (s.behaviour == Behaviour::HungStream && k >= s.fault_after) {
-        r.outcome = Outcome::Stalled;
-        r.detail = "no content for 120s after HTTP 200";
-        r.t_last_token_us.reset();
-        r.t_terminal_us.reset();
-      }
-      if (s.behaviour == Behaviour::NoTerminal && k >= s.fault_after) {
-        r.outcome = Outcome::NoTerminal;
-        r.detail = "stream ended without data: [DONE]";
-        r.t_terminal_us.reset();
-      }
-      if (s.behaviour == Behaviour::Repeated5xx && k >= s.fault_after) {
-        r.outcome = Outcome::Http5xx;
-        r.http_status = 500;
-      }
-      break;
-    }
-  }
 
   // Rows run one after another; the run lasts as long as they took.
   int64_t offset = 0;
@@ -303,8 +305,7 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
     offset += std::max<int64_t>(5, r.t_done_us.value_or(5000) / 1000);
   }
   const int64_t duration = std::max<int64_t>(10, offset);
-  const bool heavy =
-      req.task == TaskKind::LongContext || req.task == TaskKind::Burst || req.task == TaskKind::Capacity;
+  const bool heavy = req.task == TaskKind::LongContext || req.task == TaskKind::Burst || req.task == TaskKind::Capacity;
   if (heavy && ++heavy_now_ > max_heavy_) max_heavy_ = heavy_now_;
   queue_.push_back(Pending{start + duration, seq_++,
                            [this, rows = std::move(rows), done = std::move(done), heavy]() mutable {
@@ -372,15 +373,13 @@ void SimRunner::pooling_rows(const TaskRequest& req, const SimCandidate& s, int6
     r.prompt_tokens = 16;
   };
   auto pooled = [&](CacheState cache) {
-    rows.push_back(base_row(req, start, kind, std::string(to_string(kind)) +
-                                                  (cache == CacheState::Repeat ? "/repeat" : "")));
+    rows.push_back(
+        base_row(req, start, kind, std::string(to_string(kind)) + (cache == CacheState::Repeat ? "/repeat" : "")));
     rows.back().cache_state = cache;
     timed(rows.back(), 60);
   };
   switch (req.task) {
-    case TaskKind::Smoke:
-      rows.push_back(base_row(req, start, ProbeKind::Health, "health"));
-      [[fallthrough]];
+    case TaskKind::Smoke: rows.push_back(base_row(req, start, ProbeKind::Health, "health")); [[fallthrough]];
     case TaskKind::Functional:
     case TaskKind::Agent:
     case TaskKind::SoakTraffic:
@@ -406,8 +405,7 @@ void SimRunner::pooling_rows(const TaskRequest& req, const SimCandidate& s, int6
         rows.push_back(std::move(sum));
       }
       break;
-    default:
-      break;  // nothing else runs for a pooling server (the plan has no such task)
+    default: break;  // nothing else runs for a pooling server (the plan has no such task)
   }
 }
 
@@ -418,14 +416,22 @@ void SimRunner::read_build(const CandidateConfig& c, std::function<void(Result<p
   // fingerprint is read from the runtime (unknown when it cannot be reached).
   if (c.build.source == BuildSource::Fixed) {
     std::string fp = s.behaviour == Behaviour::Unreachable ? std::string() : s.fingerprint;
-    queue_.push_back(Pending{at, seq_++, [done, b = c.build.fixed, fp] { done(probes::BuildIdentity{b, {}, fp}); }, false});
+    queue_.push_back(Pending{at, seq_++,
+                             [done, b = c.build.fixed, fp] {
+                               done(probes::BuildIdentity{b, {}, fp});
+                             },
+                             false});
     return;
   }
   if (s.behaviour == Behaviour::Unreachable) {
     queue_.push_back(Pending{at, seq_++, [done] { done(make_error("connection refused")); }, false});
   } else {
     std::string model = c.model;
-    queue_.push_back(Pending{at, seq_++, [done, s, model] { done(probes::BuildIdentity{s.build, model, s.fingerprint}); }, false});
+    queue_.push_back(Pending{at, seq_++,
+                             [done, s, model] {
+                               done(probes::BuildIdentity{s.build, model, s.fingerprint});
+                             },
+                             false});
   }
 }
 

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "core/clock.h"
-#include "storage/outbox.h"
 #include "campaigns/task_runner.h"
+#include "core/clock.h"
 #include "probes/session.h"
+#include "storage/outbox.h"
 #include "storage/store.h"
 
 namespace soak {
@@ -52,20 +52,24 @@ enum class Behaviour {
 struct SimCandidate {
   Behaviour behaviour = Behaviour::Healthy;
   std::string build = "b9430";
-  std::string fingerprint;  // launch fingerprint JSON the build read reports (empty: none exposed)
-  double speed = 1.0;       // multiplies every duration
-  int64_t fault_after = 20; // for behaviours that start misbehaving later
-  double noise = 0.10;      // relative jitter of every timing
-  int64_t runtime_ctx = 32768;       // ContextLimit: the runtime's per-slot context
-  double swap_mb_per_hour = 40;      // SwapCreep
-  int64_t drop_tools_above = 30'000; // DeepToolDrop
-  int64_t thinking_fail_turn = 5;    // Thinking5xx
+  std::string fingerprint;            // launch fingerprint JSON the build read reports (empty: none exposed)
+  double speed = 1.0;                 // multiplies every duration
+  int64_t fault_after = 20;           // for behaviours that start misbehaving later
+  double noise = 0.10;                // relative jitter of every timing
+  int64_t runtime_ctx = 32768;        // ContextLimit: the runtime's per-slot context
+  double swap_mb_per_hour = 40;       // SwapCreep
+  int64_t drop_tools_above = 30'000;  // DeepToolDrop
+  int64_t thinking_fail_turn = 5;     // Thinking5xx
 };
 
 class SimRunner final : public TaskRunner {
  public:
   SimRunner(Store& store, VirtualClock& clock, int64_t host_id, uint64_t seed = 42)
-      : store_(store), clock_(clock), host_id_(host_id), seed_(seed), own_outbox_(store, clock, make_null_logger(), host_id) {}
+      : store_(store),
+        clock_(clock),
+        host_id_(host_id),
+        seed_(seed),
+        own_outbox_(store, clock, make_null_logger(), host_id) {}
 
   // Rows go through `outbox` (as the daemon's runner and sampler write them)
   // instead of straight into the store.

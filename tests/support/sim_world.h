@@ -34,7 +34,8 @@ inline const char* kSimDefaults = R"(
 )";
 
 inline std::string candidate(const std::string& name, int port, const std::string& extra = "") {
-  return R"({"name": ")" + name + R"(", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp", "base_url": "http://127.0.0.1:)" +
+  return R"({"name": ")" + name +
+         R"(", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp", "base_url": "http://127.0.0.1:)" +
          std::to_string(port) + "\"" + extra + "}";
 }
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "campaigns/campaigns.h"
-#include "storage/outbox.h"
 #include "campaigns/runtime_control.h"
+#include "storage/outbox.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/sim_runner.h"
@@ -118,10 +118,12 @@ struct World {
         "gate": { "min_completed": 100 },
         "long_context_sizes": [1024], "burst_sizes": [1, 4]
       },
-      "schedule": { "nightly_window": ")" + window + R"(" },
+      "schedule": { "nightly_window": ")" +
+                             window + R"(" },
       "candidates": [{ "name": "m", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
                        "base_url": "http://127.0.0.1:8081",
-                       "launch": { "argv": ["llama-server", "--port", "8081"])" + launch_extra + R"( } }]
+                       "launch": { "argv": ["llama-server", "--port", "8081"])" +
+                             launch_extra + R"( } }]
     })";
     auto c = parse_config(text, "sim.json", tmp.path());
     INFO((c.ok() ? "" : c.message()));

@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
-#include <sstream>
 #include <memory>
+#include <sstream>
 
-#include <nlohmann/json.hpp>
 #include <sqlite3.h>
+#include <nlohmann/json.hpp>
 
 #include "campaigns/campaigns.h"
 #include "campaigns/recipe_store.h"
@@ -16,8 +16,8 @@
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/sim_runner.h"
-#include "tests/support/temp_dir.h"
 #include "tests/support/sim_world.h"
+#include "tests/support/temp_dir.h"
 
 using namespace soak;
 
@@ -175,7 +175,8 @@ TEST_CASE("a baseline that has no data leaves the canary inconclusive") {
 
 TEST_CASE("a configured baseline that is not running and never ran leaves the canary inconclusive") {
   // Not "the first build of this candidate": a baseline was asked for and none exists.
-  World w(candidate("base", 18431, R"(, "enabled": false)") + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  World w(candidate("base", 18431, R"(, "enabled": false)") + "," +
+          candidate("cand", 18432, R"(, "baseline": "base")"));
   w.run(10 * kDay);
   auto v = w.verdict("cand");
   REQUIRE(v);
@@ -193,14 +194,13 @@ TEST_CASE("a restart mid-gate resumes with the original start and deadline; miss
     auto r = w.row("cand");
     if (!r) return false;
     auto st = *w.store->stages(r->id);
-    return !st.empty() && st.back().kind == StageKind::Gate &&
-           w.clock.wall_ms() - st.back().started_ms > 6 * kHour;
+    return !st.empty() && st.back().kind == StageKind::Gate && w.clock.wall_ms() - st.back().started_ms > 6 * kHour;
   });
   auto before = w.stages("cand").back();
   REQUIRE(before.kind == StageKind::Gate);
   REQUIRE(before.state == StageState::Running);
   w.runner = std::make_unique<SimRunner>(*w.store, w.clock, w.host, 7);  // in-flight work is gone
-  w.clock.advance_ms(3 * kHour);                                          // soakd was down 3 h
+  w.clock.advance_ms(3 * kHour);                                         // soakd was down 3 h
   w.start();
   auto resumed = w.stages("cand").back();
   CHECK(resumed.id == before.id);
@@ -260,10 +260,13 @@ TEST_CASE("a new build is a new candidate, judged against the previous promoted 
   REQUIRE(w.verdict("llama", "b9430")->state == VerdictState::Promoted);
   const int64_t old_id = w.row("llama", "b9430")->id;
   w.runner->at("llama").build = "b9502";  // Homebrew upgraded it overnight
-  w.run(10 * kDay, [&] {
-    auto v = w.verdict("llama", "b9502");
-    return v && v->state != VerdictState::Running;
-  }, World::UntilSettled::GoOn);
+  w.run(
+      10 * kDay,
+      [&] {
+        auto v = w.verdict("llama", "b9502");
+        return v && v->state != VerdictState::Running;
+      },
+      World::UntilSettled::GoOn);
   auto fresh = w.row("llama", "b9502");
   REQUIRE(fresh);
   CHECK(fresh->id != old_id);
@@ -293,12 +296,15 @@ TEST_CASE("a launch fingerprint change under the same build is a new candidate r
   const CandidateRow first = *w.row("llama");
   CHECK(first.fingerprint == launch_a);
   w.runner->at("llama").fingerprint = launch_b;
-  w.run(10 * kDay, [&] {
-    auto r = w.row("llama");
-    if (!r || r->id == first.id) return false;
-    auto v = *w.store->latest_verdict(r->id);
-    return v && v->state != VerdictState::Running;
-  }, World::UntilSettled::GoOn);
+  w.run(
+      10 * kDay,
+      [&] {
+        auto r = w.row("llama");
+        if (!r || r->id == first.id) return false;
+        auto v = *w.store->latest_verdict(r->id);
+        return v && v->state != VerdictState::Running;
+      },
+      World::UntilSettled::GoOn);
   const CandidateRow second = *w.row("llama");
   CHECK(second.id != first.id);
   CHECK(second.build == first.build);
@@ -342,7 +348,8 @@ TEST_CASE("a fingerprint read with a field missing is not a new launch; a field 
   // /slots timed out under load (speculative unknown this time), then the
   // argv became readable (kv type known): the same launch. Only a field both
   // reads know that differs is a new one.
-  const std::string full = R"({"model":"m.gguf","ctx_per_slot":131072,"ctx_total":1048576,"slots":8,"speculative":false})";
+  const std::string full =
+      R"({"model":"m.gguf","ctx_per_slot":131072,"ctx_total":1048576,"slots":8,"speculative":false})";
   const std::string partial = R"({"model":"m.gguf","ctx_per_slot":131072,"ctx_total":1048576,"slots":8})";
   const std::string more = R"({"model":"m.gguf","ctx_per_slot":131072,"slots":8,"kv_cache_type":"q8_0"})";
   World w(candidate("llama", 18431));
@@ -357,11 +364,13 @@ TEST_CASE("a fingerprint read with a field missing is not a new launch; a field 
   w.runner->at("llama").fingerprint = more;
   w.run(kDay);
   CHECK(w.row("llama")->id == id);
-  CHECK(w.row("llama")->fingerprint ==
-        R"({"model":"m.gguf","ctx_per_slot":131072,"ctx_total":1048576,"slots":8,"kv_cache_type":"q8_0","speculative":false})");
+  CHECK(
+      w.row("llama")->fingerprint ==
+      R"({"model":"m.gguf","ctx_per_slot":131072,"ctx_total":1048576,"slots":8,"kv_cache_type":"q8_0","speculative":false})");
   CHECK(w.store->candidates()->size() == 1);
   w.runner->at("llama").fingerprint = R"({"model":"m.gguf","ctx_per_slot":131072,"slots":8,"kv_cache_type":"q4_0"})";
-  w.run(kDay, [&] { return w.row("llama")->id != id; }, World::UntilSettled::GoOn);
+  w.run(
+      kDay, [&] { return w.row("llama")->id != id; }, World::UntilSettled::GoOn);
   CHECK(w.row("llama")->id != id);  // a known field changed: another launch
   CHECK(w.store->candidates()->size() == 2);
 }
@@ -379,7 +388,13 @@ TEST_CASE("a fixed build still has its fingerprint read; a launch change under i
   CHECK(first.build == "b9000-local");
   CHECK(first.fingerprint == launch_a);
   w.runner->at("llama").fingerprint = launch_b;
-  w.run(10 * kDay, [&] { auto r = w.row("llama"); return r && r->id != first.id; }, World::UntilSettled::GoOn);
+  w.run(
+      10 * kDay,
+      [&] {
+        auto r = w.row("llama");
+        return r && r->id != first.id;
+      },
+      World::UntilSettled::GoOn);
   const CandidateRow second = *w.row("llama");
   CHECK(second.id != first.id);
   CHECK(second.build == "b9000-local");
@@ -441,8 +456,8 @@ TEST_CASE("soakctl start/abort/promote reach the daemon through the store") {
   CHECK(v->reason == "aborted by ops: runtime needs a reboot");
   CHECK(w.stages("cand").back().state == StageState::Aborted);
 
-  CHECK(soakctl_main({"--db", db, "promote", "cand", "--override", "--who", "ops", "--why", "benchmarked by hand"},
-                     out, err, w.clock) == kCtlExitOk);
+  CHECK(soakctl_main({"--db", db, "promote", "cand", "--override", "--who", "ops", "--why", "benchmarked by hand"}, out,
+                     err, w.clock) == kCtlExitOk);
   w.control_tick();
   v = w.verdict("cand");
   CHECK(v->state == VerdictState::Promoted);

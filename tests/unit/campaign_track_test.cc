@@ -26,7 +26,8 @@ ConfigSnapshot config(const std::string& schedule = R"({"nightly_window": "now"}
                    "gate_pause": "30s", "soak_traffic": "10m", "soak_heavy": "12h" },
       "gate": { "min_coverage": 0.9 }
     },
-    "schedule": )" + schedule + R"(,
+    "schedule": )" + schedule +
+                           R"(,
     "candidates": [{"name": "llama", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
                     "base_url": "http://127.0.0.1:18431"}]})";
   auto c = parse_config(text, "track.json", "/tmp");
@@ -198,7 +199,8 @@ TEST_CASE("a stage that completes is judged, and a pass starts the next stage") 
 
   // The soak is the last stage: its pass is the campaign's.
   w.start(StageKind::Soak, end);
-  Transition last = stage_judged(w.t, verdict(VerdictState::Promoted, "soak passed"), w.cfg->schedule, 0, end + 7 * kDay);
+  Transition last =
+      stage_judged(w.t, verdict(VerdictState::Promoted, "soak passed"), w.cfg->schedule, 0, end + 7 * kDay);
   CHECK_FALSE(last.start);
   REQUIRE(last.verdicts.size() == 1);
   CHECK(last.verdicts[0].state == VerdictState::Promoted);
@@ -210,7 +212,8 @@ TEST_CASE("a passed smoke waits for the canary: at once, or for the nightly wind
   {
     World w;
     w.start(StageKind::Smoke, kT0);
-    Transition tr = stage_judged(w.t, verdict(VerdictState::Promoted, "smoke passed"), w.cfg->schedule, 0, kT0 + kMinute);
+    Transition tr =
+        stage_judged(w.t, verdict(VerdictState::Promoted, "smoke passed"), w.cfg->schedule, 0, kT0 + kMinute);
     CHECK_FALSE(tr.start);
     CHECK(w.t.phase == Phase::WaitingCanary);
     CHECK(w.t.canary_not_before_ms == kT0 + kMinute);
@@ -374,8 +377,8 @@ TEST_CASE("a smoke whose pass ran is judged once nothing is in flight") {
 TEST_CASE("an abort closes the running stage and writes the operator's verdict") {
   World w;
   w.start(StageKind::Gate, kT0);
-  Transition tr = end_campaign(w.t, VerdictState::Inconclusive, "aborted by ana: rollback", kT0 + kHour, "ana",
-                               "rollback");
+  Transition tr =
+      end_campaign(w.t, VerdictState::Inconclusive, "aborted by ana: rollback", kT0 + kHour, "ana", "rollback");
   REQUIRE(tr.close_stage);
   CHECK(tr.close_stage->state == StageState::Aborted);
   CHECK(tr.close_stage->ended_ms == kT0 + kHour);

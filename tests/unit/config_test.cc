@@ -94,7 +94,8 @@ TEST_CASE("invalid JSON names the file and the position") {
 
 TEST_CASE("unknown keys are errors with a suggestion, at every level") {
   expect_error(R"({"candidats": []})", {"candidats", "did you mean \"candidates\""});
-  expect_error(with_candidates(R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://127.0.0.1:1","basline":"x"})"),
+  expect_error(with_candidates(
+                   R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://127.0.0.1:1","basline":"x"})"),
                {"candidates[0].basline", "did you mean \"baseline\""});
   expect_error(R"({"defaults": {"stages": {"cannary": "2h"}}, "candidates": [)" + kA + "]}",
                {"defaults.stages.cannary", "did you mean \"canary\""});
@@ -113,9 +114,11 @@ TEST_CASE("bad base URLs are rejected with the reason") {
     std::string c = R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":")" + std::string(url) + "\"}";
     expect_error(with_candidates(c), {"candidates[0].base_url", "http://"});
   }
-  expect_error(with_candidates(R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://127.0.0.1:8080/v1"})"),
-               {"drop the trailing /v1"});
-  CHECK(parse(with_candidates(R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://[::1]:8080"})")).ok());
+  expect_error(
+      with_candidates(R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://127.0.0.1:8080/v1"})"),
+      {"drop the trailing /v1"});
+  CHECK(
+      parse(with_candidates(R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://[::1]:8080"})")).ok());
 }
 
 TEST_CASE("unknown runtime lists the known ones") {
@@ -128,20 +131,34 @@ TEST_CASE("duplicate candidate names are rejected") {
 }
 
 TEST_CASE("a baseline that names no candidate is rejected") {
-  expect_error(with_candidates(R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://127.0.0.1:1","baseline":"zzz"})"),
-               {"candidates[0].baseline", "names no candidate: \"zzz\""});
-  expect_error(with_candidates(R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://127.0.0.1:1","baseline":"a"})"),
+  expect_error(
+      with_candidates(
+          R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://127.0.0.1:1","baseline":"zzz"})"),
+      {"candidates[0].baseline", "names no candidate: \"zzz\""});
+  expect_error(with_candidates(
+                   R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://127.0.0.1:1","baseline":"a"})"),
                {"its own baseline"});
 }
 
 TEST_CASE("an API key over plain HTTP to a non-loopback host is rejected unless opted in") {
-  std::string remote = R"({"name":"a","model":"m","runtime":"vllm","base_url":"http://10.0.0.5:8000","api_key_env":"VLLM_KEY")";
-  expect_error(with_candidates(remote + "}"), {"candidates[0].api_key_env", "plain HTTP to 10.0.0.5", "allow_insecure_api_key"});
+  std::string remote =
+      R"({"name":"a","model":"m","runtime":"vllm","base_url":"http://10.0.0.5:8000","api_key_env":"VLLM_KEY")";
+  expect_error(with_candidates(remote + "}"),
+               {"candidates[0].api_key_env", "plain HTTP to 10.0.0.5", "allow_insecure_api_key"});
   CHECK(parse(with_candidates(remote + R"(,"allow_insecure_api_key":true})")).ok());
-  CHECK(parse(with_candidates(R"({"name":"a","model":"m","runtime":"vllm","base_url":"https://10.0.0.5:8000","api_key_env":"VLLM_KEY"})")).ok());
-  CHECK(parse(with_candidates(R"({"name":"a","model":"m","runtime":"vllm","base_url":"http://localhost:8000","api_key_env":"VLLM_KEY"})")).ok());
+  CHECK(
+      parse(
+          with_candidates(
+              R"({"name":"a","model":"m","runtime":"vllm","base_url":"https://10.0.0.5:8000","api_key_env":"VLLM_KEY"})"))
+          .ok());
+  CHECK(
+      parse(
+          with_candidates(
+              R"({"name":"a","model":"m","runtime":"vllm","base_url":"http://localhost:8000","api_key_env":"VLLM_KEY"})"))
+          .ok());
   // The key itself pasted in place of a variable name is refused, and not echoed back.
-  auto r = parse(with_candidates(R"({"name":"a","model":"m","runtime":"vllm","base_url":"https://h","api_key_env":"sk-abc123secret"})"));
+  auto r = parse(with_candidates(
+      R"({"name":"a","model":"m","runtime":"vllm","base_url":"https://h","api_key_env":"sk-abc123secret"})"));
   REQUIRE_FALSE(r.ok());
   CHECK(r.message().find("NAME of an environment variable") != std::string::npos);
   CHECK(r.message().find("sk-abc123secret") == std::string::npos);
@@ -152,16 +169,21 @@ TEST_CASE("durations <= 0 and unit-less numbers are rejected") {
                {"defaults.stages.canary", "greater than zero", "e.g. \"2h\""});
   expect_error(R"({"defaults": {"stages": {"canary": 7200}}, "candidates": [)" + kA + "]}",
                {"defaults.stages.canary", "duration string with a unit"});
-  expect_error(with_candidates(R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://127.0.0.1:1","cadence":{"burst":"-5m"}})"),
-               {"candidates[0].cadence.burst"});
+  expect_error(
+      with_candidates(
+          R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://127.0.0.1:1","cadence":{"burst":"-5m"}})"),
+      {"candidates[0].cadence.burst"});
   expect_error(R"({"sampler": {"interval": "5x"}, "candidates": [)" + kA + "]}", {"sampler.interval", "unknown unit"});
 }
 
 TEST_CASE("build must be exactly one form") {
-  expect_error(with_candidates(R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://127.0.0.1:1","build":{}})"),
-               {"candidates[0].build", "exactly one of"});
-  expect_error(with_candidates(R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://127.0.0.1:1","build":{"command":[]}})"),
-               {"candidates[0].build.command", "non-empty array"});
+  expect_error(
+      with_candidates(R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://127.0.0.1:1","build":{}})"),
+      {"candidates[0].build", "exactly one of"});
+  expect_error(
+      with_candidates(
+          R"({"name":"a","model":"m","runtime":"llama.cpp","base_url":"http://127.0.0.1:1","build":{"command":[]}})"),
+      {"candidates[0].build.command", "non-empty array"});
 }
 
 TEST_CASE("every problem in a file is reported, one line each") {
@@ -236,9 +258,7 @@ std::vector<Where> every_section() {
   return w;
 }
 
-std::string full_path(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
+std::string full_path(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
 // A valid file with two candidates; the second is named like the baseline example.
 nlohmann::json base_doc() {
@@ -251,8 +271,10 @@ nlohmann::json base_doc() {
 std::string doc_with(const std::string& path, const std::string& key, const nlohmann::json& value) {
   std::string ptr;
   for (char ch : full_path(path, key)) {
-    if (ch == '.' || ch == '[') ptr += '/';
-    else if (ch != ']') ptr += ch;
+    if (ch == '.' || ch == '[')
+      ptr += '/';
+    else if (ch != ']')
+      ptr += ch;
   }
   auto doc = base_doc();
   doc[nlohmann::json::json_pointer("/" + ptr)] = value;
@@ -362,7 +384,8 @@ TEST_CASE("schema: messages keep their exact wording") {
   auto line = [](const std::string& path, const std::string& key, const nlohmann::json& v) {
     return line_for(parse(doc_with(path, key, v)), full_path(path, key));
   };
-  CHECK(line("defaults.judge", "alpha", 0) == "test.json: defaults.judge.alpha: must be between 1e-09 and 0.5 (e.g. 0.01)");
+  CHECK(line("defaults.judge", "alpha", 0) ==
+        "test.json: defaults.judge.alpha: must be between 1e-09 and 0.5 (e.g. 0.01)");
   CHECK(line("defaults.limits", "max_response_bytes", 1000) ==
         "test.json: defaults.limits.max_response_bytes: must be at least 1024 (e.g. 8388608)");
   CHECK(line("candidates[0].stages", "grace", 11) ==
@@ -375,10 +398,12 @@ TEST_CASE("schema: messages keep their exact wording") {
         "kind, runtime, base_url, build, baseline, api_key_env, allow_insecure_api_key, pid, process_name, slots, "
         "enabled, launch, memory_budget, allow_coexisting, stages, cadence, limits, gate, judge, soak, guard, agent, "
         "sampling, long_context_sizes, burst_sizes, capacity");
-  CHECK(line("", "zzzzzzzz", 1) == "test.json: zzzzzzzz: unknown key \"zzzzzzzz\" Allowed here: store, log, defaults, "
-                                   "sampler, schedule, store_outage, metrics, candidates");
-  CHECK(line_for(parse(doc_with("defaults", "burst_sizes", nlohmann::json::array({1, 0}))), "defaults.burst_sizes[1]") ==
-        "test.json: defaults.burst_sizes[1]: must be a positive integer (e.g. [1, 8, 30, 80])");
+  CHECK(line("", "zzzzzzzz", 1) ==
+        "test.json: zzzzzzzz: unknown key \"zzzzzzzz\" Allowed here: store, log, defaults, "
+        "sampler, schedule, store_outage, metrics, candidates");
+  CHECK(
+      line_for(parse(doc_with("defaults", "burst_sizes", nlohmann::json::array({1, 0}))), "defaults.burst_sizes[1]") ==
+      "test.json: defaults.burst_sizes[1]: must be a positive integer (e.g. [1, 8, 30, 80])");
   CHECK(line("schedule", "nightly_window", "25:00") ==
         "test.json: schedule.nightly_window: must be a local time \"HH:MM\" or \"now\" (e.g. \"02:00\")");
   CHECK(line("defaults.limits", "stall_timeout", "40m") ==
@@ -439,9 +464,10 @@ TEST_CASE("metrics.textfile: off by default, a .prom path relative to the config
   auto on = parse(R"({"metrics": {"textfile": "textfile/soakd.prom"}, "candidates": [)" + kA + "]}");
   REQUIRE(on.ok());
   CHECK(on->metrics.textfile == "/etc/soakd/textfile/soakd.prom");
-  expect_error(R"({"metrics": {"textfile": "/var/lib/node_exporter/soakd.txt"}, "candidates": [)" + kA + "]}",
-               {"metrics.textfile: must name a file ending in .prom (node_exporter's textfile collector reads only those)",
-                "e.g. \"/opt/homebrew/var/node_exporter/textfile/soakd.prom\""});
+  expect_error(
+      R"({"metrics": {"textfile": "/var/lib/node_exporter/soakd.txt"}, "candidates": [)" + kA + "]}",
+      {"metrics.textfile: must name a file ending in .prom (node_exporter's textfile collector reads only those)",
+       "e.g. \"/opt/homebrew/var/node_exporter/textfile/soakd.prom\""});
   expect_error(R"({"metrics": {"texfile": "a.prom"}, "candidates": [)" + kA + "]}",
                {"metrics.texfile: unknown key \"texfile\"; did you mean \"textfile\"?"});
 }
@@ -496,7 +522,8 @@ TEST_CASE("capacity: entries of size x concurrency, defaulted from the slots whe
   CHECK(pooled->candidates[0].kind == WorkloadKind::Embedding);
   expect_error(doc_with("candidates[0]", "kind", "chatty"),
                {"candidates[0].kind: unknown kind \"chatty\"; one of: chat, embedding, rerank"});
-  auto agent = parse(doc_with("defaults", "agent", nlohmann::json::parse(R"({"context_ceiling": 30000, "thinking_share": 1})")));
+  auto agent =
+      parse(doc_with("defaults", "agent", nlohmann::json::parse(R"({"context_ceiling": 30000, "thinking_share": 1})")));
   REQUIRE(agent.ok());
   CHECK(agent->candidates[0].settings.agent.context_ceiling_tokens == 30000);
   CHECK(agent->candidates[0].settings.agent.thinking_share == 1.0);

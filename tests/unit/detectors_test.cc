@@ -4,9 +4,9 @@
 
 #include "core/clock.h"
 #include "detectors/gap_detector.h"
-#include "platform/keep_awake.h"
 #include "detectors/memory_guard.h"
 #include "detectors/process_watch.h"
+#include "platform/keep_awake.h"
 #include "tests/catch.h"
 #include "tests/support/runtime_signatures.h"
 

@@ -9,13 +9,13 @@
 using namespace soak;
 
 TEST_CASE("each task runs its probe kinds") {
-  CHECK(probe_kinds_for(TaskKind::Smoke) ==
-        std::vector<ProbeKind>{ProbeKind::Health, ProbeKind::Identity, ProbeKind::Marker, ProbeKind::Stream,
-                               ProbeKind::StrictJson, ProbeKind::ToolCall});
+  CHECK(probe_kinds_for(TaskKind::Smoke) == std::vector<ProbeKind>{ProbeKind::Health, ProbeKind::Identity,
+                                                                   ProbeKind::Marker, ProbeKind::Stream,
+                                                                   ProbeKind::StrictJson, ProbeKind::ToolCall});
   CHECK(probe_kinds_for(TaskKind::Scrape) == std::vector<ProbeKind>{ProbeKind::Health, ProbeKind::Scrape});
-  CHECK(probe_kinds_for(TaskKind::Functional) ==
-        std::vector<ProbeKind>{ProbeKind::Marker, ProbeKind::Stream, ProbeKind::StrictJson, ProbeKind::ToolCall,
-                               ProbeKind::Thinking, ProbeKind::Repetition});
+  CHECK(probe_kinds_for(TaskKind::Functional) == std::vector<ProbeKind>{ProbeKind::Marker, ProbeKind::Stream,
+                                                                        ProbeKind::StrictJson, ProbeKind::ToolCall,
+                                                                        ProbeKind::Thinking, ProbeKind::Repetition});
   CHECK(probe_kinds_for(TaskKind::LongContext) == std::vector<ProbeKind>{ProbeKind::LongContext});
   CHECK(probe_kinds_for(TaskKind::Burst) == std::vector<ProbeKind>{ProbeKind::Burst});
   CHECK(probe_kinds_for(TaskKind::Cancel) == std::vector<ProbeKind>{ProbeKind::Cancel});

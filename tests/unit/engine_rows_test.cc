@@ -80,20 +80,26 @@ TEST_CASE("plain routes: transport failures, status classes, a body cut short") 
 }
 
 TEST_CASE("health answers per adapter") {
-  CHECK(classify_health(builtin_runtime(RuntimeKind::LlamaCpp), TransportEnd::Completed, answered(200, R"({"status":"ok"})")).outcome ==
-        Outcome::Clean);
+  CHECK(classify_health(builtin_runtime(RuntimeKind::LlamaCpp), TransportEnd::Completed,
+                        answered(200, R"({"status":"ok"})"))
+            .outcome == Outcome::Clean);
   CHECK(classify_health(builtin_runtime(RuntimeKind::LlamaCpp), TransportEnd::Completed,
                         answered(503, R"({"error":{"code":503,"message":"Loading model","type":"unavailable_error"}})"))
             .outcome == Outcome::Loading);
-  CHECK(classify_health(builtin_runtime(RuntimeKind::RapidMlx), TransportEnd::Completed, answered(503, R"({"detail":"model loading"})"))
+  CHECK(classify_health(builtin_runtime(RuntimeKind::RapidMlx), TransportEnd::Completed,
+                        answered(503, R"({"detail":"model loading"})"))
             .outcome == Outcome::Loading);
-  CHECK(classify_health(builtin_runtime(RuntimeKind::Ollama), TransportEnd::Completed, answered(200, "Ollama is running")).outcome ==
-        Outcome::Clean);
-  CHECK(classify_health(builtin_runtime(RuntimeKind::Ollama), TransportEnd::Completed, answered(200, "nginx")).outcome ==
-        Outcome::MalformedResponse);
-  CHECK(classify_health(builtin_runtime(RuntimeKind::Vllm), TransportEnd::Completed, answered(503, "")).outcome == Outcome::Http5xx);
-  CHECK(classify_health(builtin_runtime(RuntimeKind::LlamaCpp), TransportEnd::ConnectRefused, TransferResult{}).outcome ==
-        Outcome::ConnectRefused);
+  CHECK(
+      classify_health(builtin_runtime(RuntimeKind::Ollama), TransportEnd::Completed, answered(200, "Ollama is running"))
+          .outcome == Outcome::Clean);
+  CHECK(
+      classify_health(builtin_runtime(RuntimeKind::Ollama), TransportEnd::Completed, answered(200, "nginx")).outcome ==
+      Outcome::MalformedResponse);
+  CHECK(classify_health(builtin_runtime(RuntimeKind::Vllm), TransportEnd::Completed, answered(503, "")).outcome ==
+        Outcome::Http5xx);
+  CHECK(
+      classify_health(builtin_runtime(RuntimeKind::LlamaCpp), TransportEnd::ConnectRefused, TransferResult{}).outcome ==
+      Outcome::ConnectRefused);
 }
 
 TEST_CASE("row transfer fields count from the request leaving, not from soakd's queueing") {

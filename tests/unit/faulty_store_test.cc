@@ -77,7 +77,8 @@ std::string call(Store& s, StoreMethod m, const Fixture& f) {
   launch.executable = "/usr/bin/llama-server";
   launch.argv_json = "[]";
   switch (m) {
-    case StoreMethod::UpsertHost: return err(s.upsert_host(HostInfo{"studio", "Mac15,14", 1LL << 30, "macOS 15.5"}, 2000));
+    case StoreMethod::UpsertHost:
+      return err(s.upsert_host(HostInfo{"studio", "Mac15,14", 1LL << 30, "macOS 15.5"}, 2000));
     case StoreMethod::UpsertCandidate: return err(s.upsert_candidate(c, 2000));
     case StoreMethod::SetBaseline: return err(s.set_baseline(f.cand, std::nullopt));
     case StoreMethod::SetFingerprint: return err(s.set_fingerprint(f.cand, R"({"slots":2})"));

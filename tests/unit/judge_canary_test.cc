@@ -123,10 +123,9 @@ namespace {
 // `ctx` is what the probe learnt of the runtime's context (0: nothing).
 void long_context(Canary& c, int64_t size, Outcome fresh = Outcome::Clean, int64_t ctx = 0,
                   const char* source = "/props n_ctx") {
-  const std::string extra =
-      ctx ? "{\"sized_by\":\"tokenize\",\"runtime_ctx\":" + std::to_string(ctx) + ",\"runtime_ctx_source\":\"" +
-                source + "\"}"
-          : std::string("{\"sized_by\":\"tokenize\"}");
+  const std::string extra = ctx ? "{\"sized_by\":\"tokenize\",\"runtime_ctx\":" + std::to_string(ctx) +
+                                      ",\"runtime_ctx_source\":\"" + source + "\"}"
+                                : std::string("{\"sized_by\":\"tokenize\"}");
   const std::string w = "long_context/" + std::to_string(size);
   ProbeResult* r = nullptr;
   if (fresh == Outcome::Clean)
@@ -241,8 +240,8 @@ TEST_CASE("context reach of a judgment: the canary's configured sizes served cle
   // 8K: the fresh prompt timed out, only a cache-warm repeat came back clean;
   // 64K is not a configured size. Neither is reach.
   long_context(c, 8192, Outcome::Timeout, 32768);
-  ProbeResult& warm = c.cand.perf(ProbeKind::LongContext, "long_context/8192/repeat", Perf{.ttft_ms = 300},
-                                  CacheState::Repeat);
+  ProbeResult& warm =
+      c.cand.perf(ProbeKind::LongContext, "long_context/8192/repeat", Perf{.ttft_ms = 300}, CacheState::Repeat);
   warm.size_tokens = 8192;
   long_context(c, 65536, Outcome::Clean, 131072);
   auto v = c.judge();
@@ -331,7 +330,8 @@ TEST_CASE("memory over the stage: swapouts summed from the stage start, counter 
   SECTION("a counter reset (reboot) is not growth") {
     auto flat = passing_gate();
     flat.host_samples = host_samples(24 * kHourMs, kMinuteMs, 0, 100);
-    for (size_t i = flat.host_samples.size() / 2; i < flat.host_samples.size(); ++i) *flat.host_samples[i].swapouts -= 5000;
+    for (size_t i = flat.host_samples.size() / 2; i < flat.host_samples.size(); ++i)
+      *flat.host_samples[i].swapouts -= 5000;
     auto ok = judge_stage(flat);
     CHECK(find_metric(ok, "stage_swapouts")->result == MetricResult::Pass);
     CHECK(find_metric(ok, "stage_swapouts")->estimate < 150);
@@ -363,10 +363,9 @@ TEST_CASE("capacity: every concurrent long prompt must complete clean") {
   Canary c;
   c.functional(12);
   auto member = [&](Outcome o) -> ProbeResult& {
-    ProbeResult& r = o == Outcome::Clean
-                         ? c.cand.perf(ProbeKind::Capacity, "capacity/32768/fresh/x8", Perf{.ttft_ms = 90'000},
-                                       CacheState::Fresh)
-                         : c.cand.add(ProbeKind::Capacity, "capacity/32768/fresh/x8", o);
+    ProbeResult& r = o == Outcome::Clean ? c.cand.perf(ProbeKind::Capacity, "capacity/32768/fresh/x8",
+                                                       Perf{.ttft_ms = 90'000}, CacheState::Fresh)
+                                         : c.cand.add(ProbeKind::Capacity, "capacity/32768/fresh/x8", o);
     r.cache_state = CacheState::Fresh;
     r.size_tokens = 32768;
     r.client_concurrency = 8;

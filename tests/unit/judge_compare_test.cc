@@ -90,7 +90,7 @@ TEST_CASE("canary: a significant change smaller than the effect floor stays prom
   CHECK(v.state == VerdictState::Promoted);
   const auto* m = find_metric(v, "ttft_ms/stream/1k{");
   REQUIRE(m);
-  CHECK(m->p_value < 1e-6);  // statistically clear...
+  CHECK(m->p_value < 1e-6);                // statistically clear...
   CHECK(m->result == MetricResult::Pass);  // ...and too small to matter
   CHECK(contains(m->reason, "within the effect floor"));
 }
@@ -160,8 +160,7 @@ TEST_CASE("canary: a fast repeat never rescues a slow fresh prompt") {
   add_perf(c.base, kN, Perf{.ttft_ms = 30'000, .prompt_tps = 1100}, 5000, fresh, CacheState::Fresh,
            ProbeKind::LongContext);
   add_perf(c.base, kN, Perf{.ttft_ms = 3'000}, 6000, repeat, CacheState::Repeat, ProbeKind::LongContext);
-  add_perf(c.cand, kN, Perf{.ttft_ms = 45'000, .prompt_tps = 730}, 1, fresh, CacheState::Fresh,
-           ProbeKind::LongContext);
+  add_perf(c.cand, kN, Perf{.ttft_ms = 45'000, .prompt_tps = 730}, 1, fresh, CacheState::Fresh, ProbeKind::LongContext);
   add_perf(c.cand, kN, Perf{.ttft_ms = 300}, 100, repeat, CacheState::Repeat, ProbeKind::LongContext);
   auto v = c.judge();
   INFO(v.reason);

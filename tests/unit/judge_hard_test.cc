@@ -241,7 +241,8 @@ TEST_CASE("a server token cap fails the smoke with the lift in the verdict's rea
   CHECK(smoke_stream->result == MetricResult::Fail);
 }
 
-TEST_CASE("without server-capped rows the verdict lists no server_token_cap metric (earlier verdicts recompute the same)") {
+TEST_CASE(
+    "without server-capped rows the verdict lists no server_token_cap metric (earlier verdicts recompute the same)") {
   Healthy h;
   auto v = h.judge();
   CHECK(v.state == VerdictState::Promoted);

@@ -23,11 +23,15 @@ void add_turn(Rows& rows, const Turn& t) {
   const std::string band = lo == 0 ? "0-10K" : std::to_string(lo / 1000) + "K-" + std::to_string(lo / 1000 + 10) + "K";
   r.size_tokens = lo;
   r.thinking = t.thinking;
-  r.extra_json = nlohmann::json{{"session", t.session},       {"turn", t.turn},
-                                {"context_tokens", t.context}, {"band", band},
-                                {"tool_required", t.tool_required}, {"recovery", t.recovery},
-                                {"thinking", t.thinking}}
-                     .dump();
+  r.extra_json = nlohmann::json{
+      {"session", t.session},
+      {"turn", t.turn},
+      {"context_tokens", t.context},
+      {"band", band},
+      {"tool_required", t.tool_required},
+      {"recovery", t.recovery},
+      {"thinking",
+       t.thinking}}.dump();
 }
 
 JudgeInput gate(std::vector<ProbeResult> rows) {
@@ -55,7 +59,8 @@ TEST_CASE("recovery after malformed tool calls is judged: below the minimum reje
     Rows rows(kCandidate);
     for (int i = 0; i < 5; ++i) {
       add_turn(rows, {0, 2 * i + 1, 2'000, false, false, false, Outcome::Clean});
-      add_turn(rows, {0, 2 * i + 2, 2'000, false, true, false, i < recovered ? Outcome::Clean : Outcome::InvalidToolCall});
+      add_turn(rows,
+               {0, 2 * i + 2, 2'000, false, true, false, i < recovered ? Outcome::Clean : Outcome::InvalidToolCall});
     }
     for (int i = 0; i < 40; ++i) add_turn(rows, {1, i + 1});
     const VerdictRow v = judge_stage(gate(rows.rows));

@@ -87,7 +87,8 @@ TEST_CASE("soak: a single spike is not a leak") {
     CHECK(v.state == VerdictState::Promoted);
   }
   SECTION("a ten-minute spike in the very last samples") {
-    auto v = judge_stage(week([](int64_t t, int64_t i) { return t > kWeekMs - 10 * kMinuteMs ? 2 * kFootprintMb : flat(t, i); }));
+    auto v = judge_stage(
+        week([](int64_t t, int64_t i) { return t > kWeekMs - 10 * kMinuteMs ? 2 * kFootprintMb : flat(t, i); }));
     INFO(v.reason);
     CHECK(v.state == VerdictState::Promoted);
     CHECK(find_metric(v, "footprint_growth")->result == MetricResult::Pass);

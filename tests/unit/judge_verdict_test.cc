@@ -38,8 +38,8 @@ JudgeInput rich_canary() {
   add_perf(base, 150, Perf{}, 5000);
   add_perf(cand, 20, Perf{.ttft_ms = 30'000, .prompt_tps = 1050}, 300, "long_context/32768/fresh", CacheState::Fresh,
            ProbeKind::LongContext);
-  add_perf(base, 20, Perf{.ttft_ms = 31'000, .prompt_tps = 1000}, 7000, "long_context/32768/fresh",
-           CacheState::Fresh, ProbeKind::LongContext);
+  add_perf(base, 20, Perf{.ttft_ms = 31'000, .prompt_tps = 1000}, 7000, "long_context/32768/fresh", CacheState::Fresh,
+           ProbeKind::LongContext);
   for (int i = 0; i < 30; ++i) {
     auto& r = cand.perf(ProbeKind::Stream, "spec/1k", jittered(Perf{.wall_ms = 1900}, 900 + i));
     r.server_draft_n = 64;
@@ -213,7 +213,8 @@ TEST_CASE("the verdict row carries its bookkeeping") {
     CHECK(std::isfinite(m.lo));
     CHECK(std::isfinite(m.hi));
     CHECK(std::isfinite(m.p_value));
-    CHECK((m.result == MetricResult::Pass || m.result == MetricResult::Fail || m.result == MetricResult::Marginal || m.result == MetricResult::Insufficient));
+    CHECK((m.result == MetricResult::Pass || m.result == MetricResult::Fail || m.result == MetricResult::Marginal ||
+           m.result == MetricResult::Insufficient));
     CHECK_FALSE(m.reason.empty());
   }
 }

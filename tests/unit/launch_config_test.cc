@@ -46,11 +46,12 @@ TEST_CASE("memory sizes parse with binary and decimal units, and reject bare num
 }
 
 TEST_CASE("a launch block parses: argv, env from soakd's environment by name, timeouts, keep_running") {
-  auto r = parse(managed("llama.cpp", "http://127.0.0.1:8081",
-                         R"({"argv": ["llama-server", "-m", "/m.gguf", "--port", "8081", "--api-key", {"from_env": "LLAMA_KEY"}],
+  auto r = parse(
+      managed("llama.cpp", "http://127.0.0.1:8081",
+              R"({"argv": ["llama-server", "-m", "/m.gguf", "--port", "8081", "--api-key", {"from_env": "LLAMA_KEY"}],
                              "env": {"LLAMA_ARG_N_GPU_LAYERS": "99", "HF_TOKEN": {"from_env": "HF_TOKEN"}},
                              "cwd": "models", "ready_timeout": "2m", "stop_timeout": "5s", "keep_running": true})",
-                         R"(, "memory_budget": "48GB")"));
+              R"(, "memory_budget": "48GB")"));
   REQUIRE(r.ok());
   const CandidateConfig& c = r->candidates[0];
   REQUIRE(c.launch);
@@ -102,13 +103,12 @@ TEST_CASE("a secret written in the launch block is refused, without repeating it
 TEST_CASE("base_url's port must be the port the launch argv gives, naming the flag") {
   expect_error(managed("llama.cpp", "http://127.0.0.1:8080", R"({"argv": ["llama-server", "--port", "8081"]})"),
                {"candidates[0].base_url", "8080", "--port 8081"});
-  expect_error(managed("vllm", "http://127.0.0.1:8080", R"({"argv": ["vllm", "serve", "-p", "9000"]})"),
-               {"-p 9000"});
+  expect_error(managed("vllm", "http://127.0.0.1:8080", R"({"argv": ["vllm", "serve", "-p", "9000"]})"), {"-p 9000"});
   expect_error(managed("mlx-lm", "http://127.0.0.1:8080", R"({"argv": ["server", "--host", "127.0.0.1:7000"]})"),
                {"--host 127.0.0.1:7000"});
-  expect_error(managed("llama.cpp", "http://127.0.0.1:8080",
-                       R"({"argv": ["llama-server"], "env": {"LLAMA_ARG_PORT": "8090"}})"),
-               {"LLAMA_ARG_PORT"});
+  expect_error(
+      managed("llama.cpp", "http://127.0.0.1:8080", R"({"argv": ["llama-server"], "env": {"LLAMA_ARG_PORT": "8090"}})"),
+      {"LLAMA_ARG_PORT"});
   // llama.cpp's -p is the prompt, not a port; no port given at all is fine.
   CHECK(parse(managed("llama.cpp", "http://127.0.0.1:8080", R"({"argv": ["llama-server", "-p", "9000"]})")).ok());
   CHECK(parse(managed("llama.cpp", "http://127.0.0.1:8080", R"({"argv": ["llama-server", "--port=8080"]})")).ok());
@@ -141,19 +141,22 @@ TEST_CASE("flags a runtime needs for soak testing are warned about") {
   REQUIRE(lw.size() == 2);
   CHECK(lw[0].find("-n") != std::string::npos);
   CHECK(lw[1].find("-c") != std::string::npos);
-  auto ls_ok = parse(managed("llama.cpp", "http://127.0.0.1:8080",
-                             R"({"argv": ["llama-server", "-n", "8192", "--ctx-size=65536"]})"));
+  auto ls_ok = parse(
+      managed("llama.cpp", "http://127.0.0.1:8080", R"({"argv": ["llama-server", "-n", "8192", "--ctx-size=65536"]})"));
   CHECK(probes::builtin_runtime(RuntimeKind::LlamaCpp).launch_warnings(*ls_ok->candidates[0].launch).empty());
 }
 
 TEST_CASE("a launch block and a budget change the candidate's config hash; none keeps the old one") {
   auto a = parse(managed("llama.cpp", "http://127.0.0.1:8081", R"({"argv": ["llama-server", "--port", "8081"]})"));
-  auto b = parse(managed("llama.cpp", "http://127.0.0.1:8081", R"({"argv": ["llama-server", "--port", "8081", "-n", "1"]})"));
+  auto b = parse(
+      managed("llama.cpp", "http://127.0.0.1:8081", R"({"argv": ["llama-server", "--port", "8081", "-n", "1"]})"));
   REQUIRE(a.ok());
   REQUIRE(b.ok());
   CHECK(a->candidate_hash(a->candidates[0]) != b->candidate_hash(b->candidates[0]));
-  auto plain = parse(R"({"candidates": [{"name":"m","model":"qwen","runtime":"llama.cpp","base_url":"http://127.0.0.1:8081"}]})");
-  auto budget = parse(R"({"candidates": [{"name":"m","model":"qwen","runtime":"llama.cpp","base_url":"http://127.0.0.1:8081",
+  auto plain = parse(
+      R"({"candidates": [{"name":"m","model":"qwen","runtime":"llama.cpp","base_url":"http://127.0.0.1:8081"}]})");
+  auto budget =
+      parse(R"({"candidates": [{"name":"m","model":"qwen","runtime":"llama.cpp","base_url":"http://127.0.0.1:8081",
                           "memory_budget": "8GiB"}]})");
   REQUIRE(plain.ok());
   REQUIRE(budget.ok());

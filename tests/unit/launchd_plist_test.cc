@@ -94,7 +94,8 @@ class PlistReader {
         out += raw[k];
         continue;
       }
-      static const std::pair<const char*, char> kEnt[] = {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+      static const std::pair<const char*, char> kEnt[] = {
+          {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
       bool ok = false;
       for (auto [name, ch] : kEnt) {
         if (raw.compare(k, std::strlen(name), name) == 0) {
@@ -196,13 +197,21 @@ const std::string& str(const PValue& v) { return std::get<std::string>(v.v); }
 
 // Keys a launchd job may carry (launchd.plist(5)); anything else is a typo.
 const std::set<std::string> kLaunchdKeys{
-    "Label", "UserName", "GroupName", "ProgramArguments", "Program", "RunAtLoad", "KeepAlive", "ThrottleInterval",
-    "ExitTimeOut", "ProcessType", "LowPriorityIO", "WorkingDirectory", "StandardOutPath", "StandardErrorPath",
-    "EnvironmentVariables", "Nice", "SoftResourceLimits", "HardResourceLimits"};
+    "Label",         "UserName",           "GroupName",         "ProgramArguments",  "Program",
+    "RunAtLoad",     "KeepAlive",          "ThrottleInterval",  "ExitTimeOut",       "ProcessType",
+    "LowPriorityIO", "WorkingDirectory",   "StandardOutPath",   "StandardErrorPath", "EnvironmentVariables",
+    "Nice",          "SoftResourceLimits", "HardResourceLimits"};
 
 std::string render(const std::string& kind_flag, const std::string& config) {
-  std::vector<std::string> argv{"/bin/sh", std::string(SOAKD_SOURCE_DIR) + "/launchd/install.sh", "render",
-                                "--bin", "/opt/homebrew/bin/soakd", "--config", config, "--user", "op"};
+  std::vector<std::string> argv{"/bin/sh",
+                                std::string(SOAKD_SOURCE_DIR) + "/launchd/install.sh",
+                                "render",
+                                "--bin",
+                                "/opt/homebrew/bin/soakd",
+                                "--config",
+                                config,
+                                "--user",
+                                "op"};
   if (!kind_flag.empty()) argv.push_back(kind_flag);
   auto r = run_program(argv, 10'000);
   INFO(r.err);
@@ -211,7 +220,8 @@ std::string render(const std::string& kind_flag, const std::string& config) {
 }
 
 std::string find_converter() {
-  for (const char* p : {"/usr/bin/plistutil", "/usr/local/bin/plistutil", "/opt/homebrew/bin/plistutil", "/usr/bin/plutil"})
+  for (const char* p :
+       {"/usr/bin/plistutil", "/usr/local/bin/plistutil", "/opt/homebrew/bin/plistutil", "/usr/bin/plutil"})
     if (access(p, X_OK) == 0) return p;
   return "";
 }
@@ -301,7 +311,8 @@ TEST_CASE("the plist reader used above rejects malformed plists") {
 }
 
 TEST_CASE("install.sh refuses unknown options and explains itself") {
-  auto bad = run_program({"/bin/sh", std::string(SOAKD_SOURCE_DIR) + "/launchd/install.sh", "install", "--frob"}, 10'000);
+  auto bad =
+      run_program({"/bin/sh", std::string(SOAKD_SOURCE_DIR) + "/launchd/install.sh", "install", "--frob"}, 10'000);
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("unknown option --frob") != std::string::npos);
   auto help = run_program({"/bin/sh", std::string(SOAKD_SOURCE_DIR) + "/launchd/install.sh", "--help"}, 10'000);

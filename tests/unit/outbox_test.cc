@@ -28,7 +28,6 @@ using soak::test::StoreCall;
 
 namespace {
 
-
 struct Box {
   TempDir tmp;
   VirtualClock clock;
@@ -219,7 +218,8 @@ struct Campaign {
     box.outbox->configure(cfg->store_outage);
     runner = std::make_unique<SimRunner>(*box.store, box.clock, box.host);
     runner->write_through(box.outbox.get());
-    camp = std::make_unique<Campaigns>(cfg, Deps{*box.store, *box.outbox, box.clock, make_null_logger(), nullptr, box.host},
+    camp = std::make_unique<Campaigns>(cfg,
+                                       Deps{*box.store, *box.outbox, box.clock, make_null_logger(), nullptr, box.host},
                                        *runner, [](int64_t) { return 0; });
     REQUIRE(camp->resume(box.clock.wall_ms()).ok());
   }
@@ -284,10 +284,11 @@ TEST_CASE("writes failing for 20 minutes mid-canary: every row stored, one gap, 
   // The first failed write opened the pause; no run started from then until it closed.
   const int64_t paused_from = outage[0]["from_ms"].get<int64_t>(), paused_to = outage[0]["to_ms"].get<int64_t>();
   const auto& starts = w.runner->run_starts_ms();
-  const auto during = std::count_if(starts.begin(), starts.end(),
-                                    [&](int64_t s) { return s > paused_from && s < paused_to; });
+  const auto during =
+      std::count_if(starts.begin(), starts.end(), [&](int64_t s) { return s > paused_from && s < paused_to; });
   CHECK(during == 0);
-  CHECK(std::count_if(starts.begin(), starts.end(), [&](int64_t s) { return s >= paused_to; }) > 0);  // and work resumed
+  CHECK(std::count_if(starts.begin(), starts.end(), [&](int64_t s) { return s >= paused_to; }) >
+        0);  // and work resumed
 
   // The canary was judged after the rows it rests on were stored.
   auto row = *w.box.real->candidates();

@@ -26,8 +26,9 @@ TEST_CASE("canary plan: everything is due at the stage start, heavy tasks one at
   StagePlan p = plan_for(StageKind::Canary, settings());
   std::vector<TaskState> st(p.tasks.size());
   DueSet d = next_due(p, st, 0, 0, HeavyGate::Free);
-  CHECK(kinds(p, d) == std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Functional, TaskKind::LongContext,
-                                             TaskKind::Cancel});  // burst and prefix reuse wait for the long-context prefill
+  CHECK(kinds(p, d) ==
+        std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Functional, TaskKind::LongContext,
+                              TaskKind::Cancel});  // burst and prefix reuse wait for the long-context prefill
   DueSet busy = next_due(p, st, 0, 0, HeavyGate::Busy);
   CHECK(kinds(p, busy) == std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Functional, TaskKind::Cancel});
 }
@@ -40,7 +41,8 @@ TEST_CASE("capacity: a heavy task in the canary (with the long-context cadence) 
       if (t.kind == TaskKind::Capacity) cap = &t;
     REQUIRE(cap);
     CHECK(cap->weight == Weight::Heavy);
-    CHECK(cap->every_ms == (k == StageKind::Canary ? settings().cadence.long_context_ms : settings().cadence.soak_heavy_ms));
+    CHECK(cap->every_ms ==
+          (k == StageKind::Canary ? settings().cadence.long_context_ms : settings().cadence.soak_heavy_ms));
   }
   CHECK(probe_kinds_for(TaskKind::Capacity) == std::vector<ProbeKind>{ProbeKind::Capacity});
   CHECK(parse_task_kind("capacity") == TaskKind::Capacity);

@@ -167,8 +167,8 @@ TEST_CASE("KERN_PROCARGS2: argv of a Python engine, environment dropped") {
 }
 
 TEST_CASE("KERN_PROCARGS2: malformed buffers are errors") {
-  CHECK_FALSE(parse_procargs2("ab").ok());                                       // shorter than argc
-  CHECK_FALSE(parse_procargs2(procargs(-1, "/bin/x", 1, {}, {})).ok());          // negative argc
+  CHECK_FALSE(parse_procargs2("ab").ok());                                      // shorter than argc
+  CHECK_FALSE(parse_procargs2(procargs(-1, "/bin/x", 1, {}, {})).ok());         // negative argc
   CHECK_FALSE(parse_procargs2(procargs(3, "/bin/x", 1, {"a", "b"}, {})).ok());  // fewer args than argc
   std::string unterminated(4, '\0');
   int32_t one = 1;

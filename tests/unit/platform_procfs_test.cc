@@ -41,9 +41,10 @@ TEST_CASE("meminfo capture: every figure in bytes, swap 0 is a real zero") {
 
 TEST_CASE("meminfo: swap in use, and keys the kernel lacks") {
   HostSample s;
-  apply_meminfo("MemTotal: 1000 kB\nMemFree: 100 kB\nMemAvailable: 500 kB\n"
-                "SwapTotal: 2000 kB\nSwapFree: 1500 kB\n",
-                s);
+  apply_meminfo(
+      "MemTotal: 1000 kB\nMemFree: 100 kB\nMemAvailable: 500 kB\n"
+      "SwapTotal: 2000 kB\nSwapFree: 1500 kB\n",
+      s);
   CHECK(s.error.empty());
   CHECK(s.swap_used_bytes == 500 * KiB);
   CHECK(s.swap_total_bytes == 2000 * KiB);
@@ -61,9 +62,10 @@ TEST_CASE("meminfo: a missing required key is unknown and recorded") {
 TEST_CASE("meminfo: values whose byte count overflows int64 are unreadable, never wrapped") {
   // 2^63 / 1024 = 9007199254740992 kB is exactly one too many.
   HostSample s;
-  apply_meminfo("MemTotal: 9007199254740991 kB\nMemFree: 9007199254740992 kB\nMemAvailable: 18446744073709551615 kB\n"
-                "SwapTotal: 0 kB\nSwapFree: 0 kB\n",
-                s);
+  apply_meminfo(
+      "MemTotal: 9007199254740991 kB\nMemFree: 9007199254740992 kB\nMemAvailable: 18446744073709551615 kB\n"
+      "SwapTotal: 0 kB\nSwapFree: 0 kB\n",
+      s);
   CHECK(s.total_bytes == 9007199254740991LL * KiB);
   CHECK_FALSE(s.free_bytes.has_value());
   CHECK_FALSE(s.available_bytes.has_value());

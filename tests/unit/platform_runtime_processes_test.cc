@@ -80,8 +80,8 @@ TEST_CASE("engines are recognised by program, module and subcommand") {
   CHECK(kind_of({"/Users/me/venv/bin/python3.12", "/Users/me/venv/bin/mlx_lm.server", "--port", "8080"}) ==
         RuntimeKind::MlxLm);
   CHECK(kind_of({"mlx_lm", "server", "--model", "q"}) == RuntimeKind::MlxLm);
-  CHECK(kind_of({"/Library/Frameworks/Python.framework/Versions/3.12/Resources/Python.app/Contents/MacOS/Python",
-                 "-X", "utf8", "-m", "mlx_lm.server"}) == RuntimeKind::MlxLm);
+  CHECK(kind_of({"/Library/Frameworks/Python.framework/Versions/3.12/Resources/Python.app/Contents/MacOS/Python", "-X",
+                 "utf8", "-m", "mlx_lm.server"}) == RuntimeKind::MlxLm);
   CHECK(kind_of({"omlx", "serve"}) == RuntimeKind::Omlx);
   CHECK(kind_of({"python3", "-m", "omlx.server"}) == RuntimeKind::Omlx);
   CHECK(kind_of({"vllm", "serve", "Qwen/Qwen3"}) == RuntimeKind::Vllm);
@@ -160,7 +160,7 @@ TEST_CASE("local port of a base URL") {
   CHECK(local_port_of("https://127.0.0.1") == 443);
   CHECK(local_port_of("http://user:pw@127.0.0.1:9000/x") == 9000);
   CHECK(local_port_of("http://0.0.0.0:8000") == 8000);
-  CHECK_FALSE(local_port_of("http://10.0.0.5:8080").has_value());   // remote: not ours to look up
+  CHECK_FALSE(local_port_of("http://10.0.0.5:8080").has_value());  // remote: not ours to look up
   CHECK_FALSE(local_port_of("http://studio.lan:8080").has_value());
   CHECK_FALSE(local_port_of("http://127.0.0.1:99999").has_value());
   CHECK_FALSE(local_port_of("ftp://127.0.0.1:21").has_value());

@@ -53,8 +53,8 @@ TEST_CASE("include-usage capture: role chunk is not a token, usage and timings a
   ChatResult r = replay("post-v1-chat-completions-stream-include-usage.sse.http");
   REQUIRE(r.saw_done);
   CHECK(r.data_events == 16);
-  CHECK(r.first_event_ns == kStart + 10 * kMs);        // role-only chunk is the first event...
-  CHECK(r.first_token_ns == kStart + 11 * kMs);        // ...but the first token is the next one
+  CHECK(r.first_event_ns == kStart + 10 * kMs);  // role-only chunk is the first event...
+  CHECK(r.first_token_ns == kStart + 11 * kMs);  // ...but the first token is the next one
   CHECK(r.last_token_ns == kStart + 22 * kMs);
   CHECK(r.terminal_ns == kStart + 25 * kMs);
   CHECK(r.token_arrivals_ns.size() == 12);
@@ -314,8 +314,8 @@ TEST_CASE("problems are capped so a garbage stream cannot grow memory") {
 }
 
 TEST_CASE("a missing finish_reason is its own class") {
-  ChatResult r = feed({R"({"model":"m","choices":[{"index":0,"delta":{"content":"a"}}],"usage":{"completion_tokens":1}})",
-                       "[DONE]"});
+  ChatResult r = feed(
+      {R"({"model":"m","choices":[{"index":0,"delta":{"content":"a"}}],"usage":{"completion_tokens":1}})", "[DONE]"});
   CHECK(classify_chat(TransportEnd::Completed, 200, "", r, llama_expect("m")).outcome == Outcome::MissingFinishReason);
 }
 
@@ -360,10 +360,16 @@ TEST_CASE("non-2xx captures: loading, context exceeded, 4xx, 5xx") {
 
 TEST_CASE("non-2xx bodies of the other runtimes") {
   CHECK(classify_http_error(503, R"({"detail":"model loading"})").outcome == Outcome::Loading);  // Rapid-MLX
-  CHECK(classify_http_error(400, R"({"error":{"message":"This model's maximum context length is 32768 tokens. However, you requested 40000 tokens","type":"BadRequestError","param":null,"code":400}})")
-            .outcome == Outcome::ContextExceeded);  // vLLM
-  CHECK(classify_http_error(400, R"({"error":{"message":"Prompt too long: 40000 tokens exceeds max context window of 32768 tokens","type":"invalid_request_error","param":null,"code":null}})")
-            .outcome == Outcome::ContextExceeded);  // oMLX
+  CHECK(
+      classify_http_error(
+          400,
+          R"({"error":{"message":"This model's maximum context length is 32768 tokens. However, you requested 40000 tokens","type":"BadRequestError","param":null,"code":400}})")
+          .outcome == Outcome::ContextExceeded);  // vLLM
+  CHECK(
+      classify_http_error(
+          400,
+          R"({"error":{"message":"Prompt too long: 40000 tokens exceeds max context window of 32768 tokens","type":"invalid_request_error","param":null,"code":null}})")
+          .outcome == Outcome::ContextExceeded);                                        // oMLX
   ApiError mlx = parse_api_error(R"({"error": "Content-Length header is required"})");  // mlx-lm
   CHECK(mlx.message == "Content-Length header is required");
   ApiError fastapi = parse_api_error(R"({"detail":[{"loc":["body","messages"],"msg":"field required"}]})");
@@ -431,16 +437,16 @@ TEST_CASE("fill_probe_result on the include-usage capture: client and server col
   CHECK(row.server_predicted_n == 12);
   CHECK(row.server_prompt_ms == Approx(3.916));
   CHECK(row.server_predicted_tps == Approx(330.7516330861884));
-  CHECK_FALSE(row.server_ttft_ms);   // llama.cpp does not report one; never derived
+  CHECK_FALSE(row.server_ttft_ms);  // llama.cpp does not report one; never derived
   CHECK_FALSE(row.server_draft_n);
   CHECK(row.finish_reason == "length");
   CHECK(row.response_model == "tiny.gguf");
 }
 
 TEST_CASE("draft acceptance is carried when the runtime reports it") {
-  ChatResult r = feed({
-      R"({"model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}],"timings":{"prompt_n":3,"predicted_n":40,"draft_n":32,"draft_n_accepted":30,"predicted_per_second":12.5}})",
-      "[DONE]"});
+  ChatResult r = feed(
+      {R"({"model":"m","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}],"timings":{"prompt_n":3,"predicted_n":40,"draft_n":32,"draft_n_accepted":30,"predicted_per_second":12.5}})",
+       "[DONE]"});
   ProbeResult row;
   fill_probe_result(r, RequestClock{kStart, {}, {}, {}}, row);
   CHECK(row.server_draft_n == 32);

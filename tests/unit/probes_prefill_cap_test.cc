@@ -45,13 +45,16 @@ ChatExpectations llama_expect() {
 // An mlx-lm stream as mlx_lm/server.py writes it: comments during prefill,
 // then chunks whose model echoes the request, the finish, the usage chunk.
 std::vector<std::string> mlx_answer(const std::string& finish, int completion_tokens) {
-  const std::string head = R"({"id":"chatcmpl-1","system_fingerprint":"0.32.0-0.29.1-macOS","object":"chat.completion.chunk","model":"qwen","created":1,)";
-  return {head + R"("choices":[{"index":0,"finish_reason":null,"delta":{"role":"assistant","content":"Hi","reasoning":null,"tool_calls":[]}}]})",
-          head + R"("choices":[{"index":0,"finish_reason":")" + finish +
-              R"(","delta":{"role":"assistant","content":"","reasoning":null,"tool_calls":[]}}]})",
-          R"({"id":"chatcmpl-1","object":"chat.completion","model":"qwen","created":1,"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":)" +
-              std::to_string(completion_tokens) + R"(,"total_tokens":99}})",
-          "[DONE]"};
+  const std::string head =
+      R"({"id":"chatcmpl-1","system_fingerprint":"0.32.0-0.29.1-macOS","object":"chat.completion.chunk","model":"qwen","created":1,)";
+  return {
+      head +
+          R"("choices":[{"index":0,"finish_reason":null,"delta":{"role":"assistant","content":"Hi","reasoning":null,"tool_calls":[]}}]})",
+      head + R"("choices":[{"index":0,"finish_reason":")" + finish +
+          R"(","delta":{"role":"assistant","content":"","reasoning":null,"tool_calls":[]}}]})",
+      R"({"id":"chatcmpl-1","object":"chat.completion","model":"qwen","created":1,"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":)" +
+          std::to_string(completion_tokens) + R"(,"total_tokens":99}})",
+      "[DONE]"};
 }
 
 ChatResult feed(const std::vector<std::string>& events) {
@@ -71,12 +74,12 @@ TEST_CASE("keepalive comments: MLX-LM's n/m is a report; pings, timestamps and b
   CHECK(r->processed == 1024);
   CHECK(r->total == 65536);
   CHECK(parse_keepalive_comment("keepalive 65536/65536"));
-  CHECK(parse_keepalive_comment("keepalive 2048/4096 "));  // trailing space tolerated
-  CHECK_FALSE(parse_keepalive_comment("keepalive"));       // Rapid-MLX: a plain ping
+  CHECK(parse_keepalive_comment("keepalive 2048/4096 "));        // trailing space tolerated
+  CHECK_FALSE(parse_keepalive_comment("keepalive"));             // Rapid-MLX: a plain ping
   CHECK_FALSE(parse_keepalive_comment("keepalive 1731234567"));  // a timestamp is not a count
-  CHECK_FALSE(parse_keepalive_comment("keep-alive"));      // oMLX's comment mode
+  CHECK_FALSE(parse_keepalive_comment("keep-alive"));            // oMLX's comment mode
   CHECK_FALSE(parse_keepalive_comment("ping"));
-  CHECK_FALSE(parse_keepalive_comment(""));                // llama.cpp's `:` ping
+  CHECK_FALSE(parse_keepalive_comment(""));                     // llama.cpp's `:` ping
   CHECK_FALSE(parse_keepalive_comment("keepalive 5000/4096"));  // more read than there is
   CHECK_FALSE(parse_keepalive_comment("keepalive -1/4096"));
   CHECK_FALSE(parse_keepalive_comment("keepalive 1/0"));
@@ -114,8 +117,8 @@ TEST_CASE("prompt_progress chunks of a real llama-server stream are reports, not
   ChatResult r = replay(kProgressCapture);
   REQUIRE(r.saw_done);
   CHECK(r.data_events == 16);
-  CHECK(r.progress_events == 4);            // processed 0, 256, 512, 649 of 649
-  CHECK(r.prefill.reports == 3);            // 0 is no progress; 256, 512 and 649 are
+  CHECK(r.progress_events == 4);  // processed 0, 256, 512, 649 of 649
+  CHECK(r.prefill.reports == 3);  // 0 is no progress; 256, 512 and 649 are
   CHECK(r.prefill.processed == 649);
   CHECK(r.prefill.total == 649);
   // The first event of the answer is the role-only chunk after the reports.
@@ -153,8 +156,10 @@ TEST_CASE("prompt_progress: shapes that are not a report, and a stream of report
 
 TEST_CASE("prompt_progress: a chunk that also carries the answer is read as an ordinary chunk") {
   using json = nlohmann::json;
-  const std::string head = R"({"prompt_progress":{"total":10,"cache":0,"processed":10,"time_ms":1},"choices":[{"index":0,)";
-  CHECK(carries_only_progress(json::parse(head + R"("delta":{"role":"assistant","content":null},"finish_reason":null}]})")));
+  const std::string head =
+      R"({"prompt_progress":{"total":10,"cache":0,"processed":10,"time_ms":1},"choices":[{"index":0,)";
+  CHECK(carries_only_progress(
+      json::parse(head + R"("delta":{"role":"assistant","content":null},"finish_reason":null}]})")));
   CHECK(carries_only_progress(json::parse(head + R"("delta":{"content":""}}]})")));
   CHECK_FALSE(carries_only_progress(json::parse(head + R"("delta":{"content":"Hi"}}]})")));
   CHECK_FALSE(carries_only_progress(json::parse(head + R"("delta":{"reasoning_content":"hmm"}}]})")));
@@ -246,6 +251,8 @@ TEST_CASE("server cap: every runtime gets advice that names the count") {
     CHECK(a.find("777") != std::string::npos);
     CHECK(a.find(": ") != std::string::npos);  // what happened: what to do
   }
-  CHECK(lift_server_cap(builtin_runtime(RuntimeKind::Omlx).lift_cap, 32768, 10, std::nullopt).find("max_tokens") != std::string::npos);
-  CHECK(lift_server_cap(builtin_runtime(RuntimeKind::Vllm).lift_cap, 100, 10, std::nullopt).find("--max-model-len") != std::string::npos);
+  CHECK(lift_server_cap(builtin_runtime(RuntimeKind::Omlx).lift_cap, 32768, 10, std::nullopt).find("max_tokens") !=
+        std::string::npos);
+  CHECK(lift_server_cap(builtin_runtime(RuntimeKind::Vllm).lift_cap, 100, 10, std::nullopt).find("--max-model-len") !=
+        std::string::npos);
 }

@@ -153,7 +153,8 @@ TEST_CASE("values are decimal only: hex floats and half exponents are errors") {
 // name); Rapid-MLX vllm_mlx/routes/metrics.py (rapid_mlx_requests_running /
 // _waiting).
 TEST_CASE("queue depth: running and waiting from each runtime's own series") {
-  QueueDepth llama = queue_depth_from_metrics(builtin_runtime(soak::RuntimeKind::LlamaCpp).series, capture("get-metrics-while-busy.http"));
+  QueueDepth llama = queue_depth_from_metrics(builtin_runtime(soak::RuntimeKind::LlamaCpp).series,
+                                              capture("get-metrics-while-busy.http"));
   CHECK(llama.running == 2);
   CHECK(llama.waiting == 1);
 
@@ -203,5 +204,6 @@ TEST_CASE("speculative counters: vLLM and Rapid-MLX, summed over engines") {
   CHECK(r.accepted == 6);
   CHECK(r.drafts == 8);
 
-  CHECK_FALSE(spec_counters_from_metrics(builtin_runtime(soak::RuntimeKind::Vllm).series, rapid).drafted);  // no speculative decoding
+  CHECK_FALSE(spec_counters_from_metrics(builtin_runtime(soak::RuntimeKind::Vllm).series, rapid)
+                  .drafted);  // no speculative decoding
 }

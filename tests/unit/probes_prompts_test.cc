@@ -3,8 +3,8 @@
 #include <set>
 #include <string>
 
-#include "probes/prompts.h"
 #include "probes/probe_step.h"
+#include "probes/prompts.h"
 #include "probes/validators.h"
 #include "tests/catch.h"
 
@@ -76,7 +76,7 @@ TEST_CASE("the fixture hash identifies the text, not the nonce") {
 }
 
 TEST_CASE("sizing: the estimate, the tolerance and refinement from measured counts") {
-  CHECK(estimate_words(1024) == 757);  // (1024 - 40) / 1.3
+  CHECK(estimate_words(1024) == 757);        // (1024 - 40) / 1.3
   CHECK(within_size_tolerance(1024, 1044));  // 2 % of 1024 rounds to 20
   CHECK_FALSE(within_size_tolerance(1024, 1045));
   CHECK_FALSE(within_size_tolerance(100, 117));  // the 16-token floor

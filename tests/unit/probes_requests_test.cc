@@ -86,8 +86,10 @@ TEST_CASE("serialization is stable: same inputs, same bytes; the key order is fi
   ChatRequestOptions o = options();
   CHECK(strict_json_request(o).body == strict_json_request(o).body);
   std::string body = marker_request(o, "ZEBRA-4471").body;
-  CHECK(body.rfind(R"({"model":"Qwen3-8B","messages":[{"role":"user","content":"Reply with exactly this code and nothing else: ZEBRA-4471"}],"temperature":0.6,"top_p":0.95,"top_k":20,"stream":true,"stream_options":{"include_usage":true}})",
-                   0) == 0);
+  CHECK(
+      body.rfind(
+          R"({"model":"Qwen3-8B","messages":[{"role":"user","content":"Reply with exactly this code and nothing else: ZEBRA-4471"}],"temperature":0.6,"top_p":0.95,"top_k":20,"stream":true,"stream_options":{"include_usage":true}})",
+          0) == 0);
 }
 
 TEST_CASE("thinking is sent only when the probe sets it") {

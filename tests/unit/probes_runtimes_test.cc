@@ -67,28 +67,32 @@ TEST_CASE("health: llama.cpp captures") {
   CHECK(builtin_runtime(RuntimeKind::LlamaCpp).read_health(ok.status, ok.body).state == HealthState::Up);
   auto busy = probes_local::load_capture("get-health-while-busy.http");
   CHECK(builtin_runtime(RuntimeKind::LlamaCpp).read_health(busy.status, busy.body).state == HealthState::Up);
-  CHECK(builtin_runtime(RuntimeKind::LlamaCpp).read_health(503,
-                         R"({"error":{"code":503,"message":"no slot available","type":"unavailable_error"}})")
+  CHECK(builtin_runtime(RuntimeKind::LlamaCpp)
+            .read_health(503, R"({"error":{"code":503,"message":"no slot available","type":"unavailable_error"}})")
             .state == HealthState::Up);
   CHECK(builtin_runtime(RuntimeKind::LlamaCpp).read_health(500, "").state == HealthState::Down);
 }
 
 TEST_CASE("health: the other runtimes") {
   CHECK(builtin_runtime(RuntimeKind::MlxLm).read_health(200, R"({"status": "ok"})").state == HealthState::Up);
-  CHECK(builtin_runtime(RuntimeKind::Omlx).read_health(200, R"({"status":"healthy","default_model":"m","engine_pool":{}})").detail ==
-        "healthy");
+  CHECK(builtin_runtime(RuntimeKind::Omlx)
+            .read_health(200, R"({"status":"healthy","default_model":"m","engine_pool":{}})")
+            .detail == "healthy");
   CHECK(builtin_runtime(RuntimeKind::Vllm).read_health(200, "").state == HealthState::Up);
   HealthVerdict dead = builtin_runtime(RuntimeKind::Vllm).read_health(503, "");
   CHECK(dead.state == HealthState::Down);
   CHECK(dead.detail.find("engine dead") != std::string::npos);
-  CHECK(builtin_runtime(RuntimeKind::RapidMlx).read_health(503, R"({"detail":"model loading"})").state == HealthState::Loading);
-  CHECK(builtin_runtime(RuntimeKind::RapidMlx).read_health(200, R"({"ready":true,"model":"m"})").state == HealthState::Up);
+  CHECK(builtin_runtime(RuntimeKind::RapidMlx).read_health(503, R"({"detail":"model loading"})").state ==
+        HealthState::Loading);
+  CHECK(builtin_runtime(RuntimeKind::RapidMlx).read_health(200, R"({"ready":true,"model":"m"})").state ==
+        HealthState::Up);
   CHECK(builtin_runtime(RuntimeKind::RapidMlx).read_health(503, R"({"status":"draining","ready":false})").state ==
         HealthState::Draining);
   CHECK(builtin_runtime(RuntimeKind::Ollama).read_health(200, "Ollama is running").state == HealthState::Up);
   CHECK(builtin_runtime(RuntimeKind::Ollama).read_health(200, "<html>nginx</html>").state == HealthState::Down);
   CHECK(builtin_runtime(RuntimeKind::LmStudio).read_health(200, R"({"data":[]})").state == HealthState::Up);
-  CHECK(builtin_runtime(RuntimeKind::OpenAI).read_health(401, R"({"error":{"message":"bad key"}})").state == HealthState::Down);
+  CHECK(builtin_runtime(RuntimeKind::OpenAI).read_health(401, R"({"error":{"message":"bad key"}})").state ==
+        HealthState::Down);
   CHECK(to_string(HealthState::Loading) == "loading");
 }
 
@@ -105,8 +109,8 @@ TEST_CASE("build: llama.cpp /props, system_fingerprint and --version agree") {
   auto version = parse_llama_server_version(probes_local::read_fixture("llama-server-version.txt"));
   REQUIRE(version.ok());
   CHECK(version->text() == *b);
-  CHECK(*builtin_runtime(RuntimeKind::LlamaCpp).read_version_output(probes_local::read_fixture("llama-server-version.txt")) ==
-        *b);
+  CHECK(*builtin_runtime(RuntimeKind::LlamaCpp)
+             .read_version_output(probes_local::read_fixture("llama-server-version.txt")) == *b);
 
   ChatResult r = parse_chat_completion(body("post-v1-chat-completions-nonstream.http"), 0);
   CHECK(r.system_fingerprint == *b);
@@ -118,7 +122,8 @@ TEST_CASE("build: llama.cpp /props, system_fingerprint and --version agree") {
   CHECK_FALSE(parse_llamacpp_build_info("9928-81ff"));
   CHECK_FALSE(parse_llamacpp_build_info("bX"));
   CHECK_FALSE(parse_llamacpp_build_info("b12-"));
-  auto noisy = parse_llama_server_version("load_backend: loaded CPU backend\nversion: 7001 (abc1234)\nbuilt with clang\n");
+  auto noisy =
+      parse_llama_server_version("load_backend: loaded CPU backend\nversion: 7001 (abc1234)\nbuilt with clang\n");
   REQUIRE(noisy.ok());
   CHECK(noisy->text() == "b7001-abc1234");
   CHECK_FALSE(parse_llama_server_version("llama-server: command not found").ok());
@@ -128,17 +133,20 @@ TEST_CASE("build: vLLM, Ollama, oMLX, Rapid-MLX, LM Studio, mlx-lm") {
   CHECK(*parse_build(builtin_runtime(RuntimeKind::Vllm), R"({"version":"0.11.0"})") == "0.11.0");
   CHECK(*parse_build(builtin_runtime(RuntimeKind::Ollama), R"({"version":"0.12.6"})") == "0.12.6");
   CHECK_FALSE(parse_build(builtin_runtime(RuntimeKind::Ollama), "{}").ok());
-  CHECK(*parse_build(builtin_runtime(RuntimeKind::Omlx), R"({"status":"ok","version":"0.3.4","active_requests":1,"waiting_requests":2})") ==
-        "0.3.4");
+  CHECK(*parse_build(builtin_runtime(RuntimeKind::Omlx),
+                     R"({"status":"ok","version":"0.3.4","active_requests":1,"waiting_requests":2})") == "0.3.4");
   CHECK(*parse_build(builtin_runtime(RuntimeKind::RapidMlx),
                      "# HELP rapid_mlx_build_info Build info\n# TYPE rapid_mlx_build_info gauge\n"
                      "rapid_mlx_build_info{version=\"0.9.2\",model=\"mlx-community/Qwen3-8B-4bit\"} 1\n") == "0.9.2");
   CHECK_FALSE(parse_build(builtin_runtime(RuntimeKind::RapidMlx), "up 1\n").ok());
-  CHECK(*parse_build(builtin_runtime(RuntimeKind::LmStudio),
-                     R"({"runtime":{"name":"llama.cpp-mac-arm64-apple-metal-advsimd","version":"1.3.0","supported_formats":["gguf"]}})") ==
-        "llama.cpp-mac-arm64-apple-metal-advsimd@1.3.0");
-  CHECK(*parse_build(builtin_runtime(RuntimeKind::MlxLm),
-                     R"({"system_fingerprint":"0.28.3-0.29.1-macOS-15.6.1-arm64-arm-64bit-applegpu_g15s","choices":[]})") ==
+  CHECK(
+      *parse_build(
+          builtin_runtime(RuntimeKind::LmStudio),
+          R"({"runtime":{"name":"llama.cpp-mac-arm64-apple-metal-advsimd","version":"1.3.0","supported_formats":["gguf"]}})") ==
+      "llama.cpp-mac-arm64-apple-metal-advsimd@1.3.0");
+  CHECK(*parse_build(
+            builtin_runtime(RuntimeKind::MlxLm),
+            R"({"system_fingerprint":"0.28.3-0.29.1-macOS-15.6.1-arm64-arm-64bit-applegpu_g15s","choices":[]})") ==
         "mlx-lm 0.28.3 mlx 0.29.1");
   CHECK_FALSE(parse_build(builtin_runtime(RuntimeKind::MlxLm), R"({"system_fingerprint":"fp_ollama"})").ok());
   auto none = parse_build(builtin_runtime(RuntimeKind::OpenAI), "{}");
@@ -246,8 +254,8 @@ TEST_CASE("entries: the table holds each runtime once, with its default port") {
   // vllm_mlx/cli.py serve 8000; Ollama envconfig OLLAMA_HOST 127.0.0.1:11434;
   // LM Studio's documented 1234; a plain OpenAI server has none.
   const std::pair<RuntimeKind, std::optional<uint16_t>> ports[] = {
-      {RuntimeKind::LlamaCpp, 8080}, {RuntimeKind::MlxLm, 8080},  {RuntimeKind::Omlx, 8000},
-      {RuntimeKind::Vllm, 8000},     {RuntimeKind::RapidMlx, 8000}, {RuntimeKind::Ollama, 11434},
+      {RuntimeKind::LlamaCpp, 8080}, {RuntimeKind::MlxLm, 8080},         {RuntimeKind::Omlx, 8000},
+      {RuntimeKind::Vllm, 8000},     {RuntimeKind::RapidMlx, 8000},      {RuntimeKind::Ollama, 11434},
       {RuntimeKind::LmStudio, 1234}, {RuntimeKind::OpenAI, std::nullopt}};
   CHECK(builtin_runtimes().size() == std::size(ports));
   for (const auto& [kind, port] : ports) {

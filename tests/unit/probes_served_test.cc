@@ -41,8 +41,8 @@ void add_llama_argv(const std::vector<std::string>& argv, LaunchFingerprint& f) 
 }  // namespace
 
 TEST_CASE("served: llama.cpp /props and /slots captures give the launch fingerprint") {
-  ServedState s = read(RuntimeKind::LlamaCpp, {{"/props", body("get-props.http")}, {"/slots", body("get-slots-idle.http")}},
-                       "tiny.gguf");
+  ServedState s = read(RuntimeKind::LlamaCpp,
+                       {{"/props", body("get-props.http")}, {"/slots", body("get-slots-idle.http")}}, "tiny.gguf");
   CHECK(s.proof == IdentityProof::ServedName);
   CHECK(s.fingerprint.model == "tiny.gguf");
   CHECK(s.fingerprint.slots == 2);
@@ -108,9 +108,11 @@ TEST_CASE("served: LM Studio /api/v1/models gives the loaded instance's parallel
   ServedState only_v1 = read(RuntimeKind::LmStudio, {{"/api/v1/models", v1}}, "qwen3.6-35b");
   CHECK(only_v1.fingerprint.ctx_per_slot == 65536);
   // Without parallel (an older 0.4 build): slots unknown, not 1.
-  ServedState old = read(RuntimeKind::LmStudio,
-                         {{"/api/v1/models", R"({"models":[{"key":"qwen3.6-35b","loaded_instances":[{"id":"qwen3.6-35b","config":{"context_length":4096}}]}]})"}},
-                         "qwen3.6-35b");
+  ServedState old = read(
+      RuntimeKind::LmStudio,
+      {{"/api/v1/models",
+        R"({"models":[{"key":"qwen3.6-35b","loaded_instances":[{"id":"qwen3.6-35b","config":{"context_length":4096}}]}]})"}},
+      "qwen3.6-35b");
   CHECK_FALSE(old.fingerprint.slots);
   ServedState other = read(RuntimeKind::LmStudio, {{"/api/v1/models", v1}}, "nomic-embed-x");
   CHECK_FALSE(other.fingerprint.slots);
@@ -118,7 +120,8 @@ TEST_CASE("served: LM Studio /api/v1/models gives the loaded instance's parallel
   // error for every route it lacks: unknown, not a failure.
   ServedState before =
       read(RuntimeKind::LmStudio,
-           {{"/api/v0/models", v0}, {"/api/v1/models", R"x({"error":"Unexpected endpoint or method. (GET /api/v1/models)"})x"}},
+           {{"/api/v0/models", v0},
+            {"/api/v1/models", R"x({"error":"Unexpected endpoint or method. (GET /api/v1/models)"})x"}},
            "qwen3.6-35b");
   CHECK_FALSE(before.fingerprint.slots);
   CHECK(before.fingerprint.ctx_per_slot == 32768);
@@ -144,7 +147,8 @@ TEST_CASE("served: vLLM /v1/models and Rapid-MLX /metrics") {
   ServedState vm = read(RuntimeKind::Vllm, {{"/v1/models", models}, {"/metrics", vmetrics}}, "qwen");
   CHECK(vm.fingerprint.kv_cache_type == "fp8_e4m3");
   CHECK(vm.fingerprint.ctx_per_slot == 32768);
-  ServedState old = read(RuntimeKind::Vllm, {{"/v1/models", models}, {"/metrics", "vllm:num_requests_running 0\n"}}, "qwen");
+  ServedState old =
+      read(RuntimeKind::Vllm, {{"/v1/models", models}, {"/metrics", "vllm:num_requests_running 0\n"}}, "qwen");
   CHECK(old.fingerprint.kv_cache_type.empty());  // a build without the info gauge: unknown
 
   // Rapid-MLX vllm_mlx/routes/metrics.py _render_prometheus.
@@ -169,7 +173,8 @@ TEST_CASE("served: vLLM /v1/models and Rapid-MLX /metrics") {
 TEST_CASE("served: oMLX /api/status loaded_models proves what is loaded; without the key: echo only") {
   ServedState s = read(RuntimeKind::Omlx, {{"/api/status", R"({"status":"ok","version":"0.3.9","models_loaded":1,
       "models_loading":0,"default_model":"Qwen3-4bit","loaded_models":["Qwen3-4bit"],
-      "active_requests":1,"waiting_requests":2})"}}, "Qwen3-4bit");
+      "active_requests":1,"waiting_requests":2})"}},
+                       "Qwen3-4bit");
   CHECK(s.proof == IdentityProof::LoadedState);
   CHECK(s.fingerprint.model == "Qwen3-4bit");
   CHECK(s.running == 1);
@@ -191,7 +196,8 @@ TEST_CASE("served: oMLX /api/status loaded_models proves what is loaded; without
 
 TEST_CASE("served: MLX-LM argv names the served model; a config id that differs is a failure") {
   // mlx_lm/server.py main(): --model, --draft-model, --max-tokens (default 512).
-  ServedState s = mlx_lm_served_from_argv({"mlx_lm.server", "--model", "/Users/me/models/Qwen3-4bit", "--port", "8080"});
+  ServedState s =
+      mlx_lm_served_from_argv({"mlx_lm.server", "--model", "/Users/me/models/Qwen3-4bit", "--port", "8080"});
   CHECK(s.proof == IdentityProof::ProcessArgv);
   CHECK(s.fingerprint.model == "/Users/me/models/Qwen3-4bit");
   CHECK(s.fingerprint.max_tokens_default == 512);
@@ -200,8 +206,8 @@ TEST_CASE("served: MLX-LM argv names the served model; a config id that differs 
   Verdict rel = judge_served(s, "models/Qwen3-4bit", "");  // relative vs absolute: other weights, a reload
   CHECK(rel.outcome == Outcome::IdentityMismatch);
   CHECK(rel.detail.find("--model") != std::string::npos);
-  ServedState t = mlx_lm_served_from_argv({"python", "-m", "mlx_lm", "server", "--model=q", "--max-tokens", "4096",
-                                           "--draft-model", "d"});
+  ServedState t = mlx_lm_served_from_argv(
+      {"python", "-m", "mlx_lm", "server", "--model=q", "--max-tokens", "4096", "--draft-model", "d"});
   CHECK(t.fingerprint.model == "q");
   CHECK(t.fingerprint.max_tokens_default == 4096);
   CHECK(t.fingerprint.speculative == true);
@@ -265,7 +271,7 @@ TEST_CASE("fingerprint comparison: a field both know that differs is a change; o
   was.ctx_per_slot = 131072;
   was.speculative = false;
   LaunchFingerprint now = was;
-  now.speculative.reset();  // /slots failed this time
+  now.speculative.reset();     // /slots failed this time
   now.kv_cache_type = "q8_0";  // argv read this time
   FingerprintComparison c = compare_fingerprints(was, now);
   CHECK_FALSE(c.changed);

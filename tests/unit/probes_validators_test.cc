@@ -167,9 +167,9 @@ TEST_CASE("marker: exact, in the answer, not in the reasoning") {
 
 TEST_CASE("repetition: loops trip, prose and the captures' gibberish do not") {
   CHECK_FALSE(detect_repetition(kProse).looping);
-  for (const char* f : {"post-v1-chat-completions-json-object.http", "post-v1-chat-completions-nonstream.http",
-                        "post-v1-chat-completions-thinking-default.http",
-                        "post-v1-chat-completions-enable-thinking-false.http"}) {
+  for (const char* f :
+       {"post-v1-chat-completions-json-object.http", "post-v1-chat-completions-nonstream.http",
+        "post-v1-chat-completions-thinking-default.http", "post-v1-chat-completions-enable-thinking-false.http"}) {
     CHECK_FALSE(detect_repetition(body_of(f).content).looping);
   }
   // The busy stream's full text (content of its captured events).
@@ -215,8 +215,11 @@ TEST_CASE("check_repetition looks at reasoning when there is no answer") {
 }
 
 TEST_CASE("pooling answers: embeddings and rerank shapes") {
-  CHECK(check_embeddings(R"({"object":"list","data":[{"index":0,"embedding":[0.1,-0.2]},{"index":1,"embedding":[0.3,0.4]}],"usage":{"prompt_tokens":4}})", 2)
-            .outcome == Outcome::Clean);
+  CHECK(
+      check_embeddings(
+          R"({"object":"list","data":[{"index":0,"embedding":[0.1,-0.2]},{"index":1,"embedding":[0.3,0.4]}],"usage":{"prompt_tokens":4}})",
+          2)
+          .outcome == Outcome::Clean);
   CHECK(check_embeddings(R"({"data":[{"embedding":[0.1,0.2]}]})", 2).outcome == Outcome::MalformedResponse);
   CHECK(check_embeddings(R"({"data":[{"embedding":[0.1]},{"embedding":[0.1,0.2]}]})", 2).outcome ==
         Outcome::MalformedResponse);
@@ -224,7 +227,8 @@ TEST_CASE("pooling answers: embeddings and rerank shapes") {
   CHECK(check_embeddings(R"({"data":[{"embedding":["x"]}]})", 1).outcome == Outcome::MalformedResponse);
   CHECK(check_embeddings("oops", 1).outcome == Outcome::MalformedResponse);
 
-  CHECK(check_rerank(R"({"model":"r","results":[{"index":2,"relevance_score":0.9},{"index":0,"relevance_score":-1.5}]})", 3)
+  CHECK(check_rerank(
+            R"({"model":"r","results":[{"index":2,"relevance_score":0.9},{"index":0,"relevance_score":-1.5}]})", 3)
             .outcome == Outcome::Clean);
   CHECK(check_rerank(R"({"results":[{"index":3,"relevance_score":0.9}]})", 3).outcome == Outcome::MalformedResponse);
   CHECK(check_rerank(R"({"results":[{"index":0}]})", 3).outcome == Outcome::MalformedResponse);

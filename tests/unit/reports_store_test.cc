@@ -12,12 +12,12 @@
 #include <sstream>
 
 #include "campaigns/recipe_store.h"
-#include "soakctl/common.h"
-#include "soakctl/soakctl.h"
 #include "reports/html.h"
-#include "reports/textfile.h"
 #include "reports/model.h"
 #include "reports/page.h"
+#include "reports/textfile.h"
+#include "soakctl/common.h"
+#include "soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/demo_store.h"
@@ -208,7 +208,8 @@ TEST_CASE("report: the ladder marks the canary judge's reach when the largest si
 // canary's (a reach read off all rows said 32K).
 TEST_CASE("report: the ladder marks the latest canary's reach, not the best the candidate's rows ever showed") {
   sim::World w(sim::candidate("cand", 18432));
-  w.run(kDay, [&] { return w.row("cand") && !w.stages("cand").empty() && w.stages("cand").back().kind == StageKind::Gate; });
+  w.run(kDay,
+        [&] { return w.row("cand") && !w.stages("cand").empty() && w.stages("cand").back().kind == StageKind::Gate; });
   const std::string db = w.tmp.path() + "/s.db";
   std::ostringstream out, err;
   REQUIRE(soakctl_main({"--db", db, "abort", "cand", "--who", "ops", "--why", "relaunch with -c 8192"}, out, err,
@@ -331,13 +332,15 @@ TEST_CASE("metrics: a collector refreshed as the store grows says what a fresh o
   CHECK(text == fresh.render(now));
 
   CHECK(text.find("soakd_guard_tripped 1\n") != std::string::npos);
-  const std::string b9430 = "{candidate=\"llama-b9430\",model=\"qwen3.6-35b-a3b\",runtime=\"llama.cpp\",build=\"b9430-5bec3532f\"}";
+  const std::string b9430 =
+      "{candidate=\"llama-b9430\",model=\"qwen3.6-35b-a3b\",runtime=\"llama.cpp\",build=\"b9430-5bec3532f\"}";
   CHECK(text.find("soakd_runtime_requests_running" + b9430 + " 1\n") != std::string::npos);
   CHECK(text.find("soakd_runtime_requests_waiting" + b9430 + " 3\n") != std::string::npos);
   // Five minutes on, the queue is no longer current: left out, like a process sample.
   CHECK(running.render(now + 6 * 60'000).find("soakd_runtime_requests_waiting{") == std::string::npos);
-  CHECK(text.find("soakd_process_footprint_bytes{candidate=\"llama-b9430\",model=\"qwen3.6-35b-a3b\",runtime=\"llama.cpp\","
-                  "build=\"b9430-5bec3532f\"} 21000000000\n") != std::string::npos);
+  CHECK(text.find(
+            "soakd_process_footprint_bytes{candidate=\"llama-b9430\",model=\"qwen3.6-35b-a3b\",runtime=\"llama.cpp\","
+            "build=\"b9430-5bec3532f\"} 21000000000\n") != std::string::npos);
   CHECK(text.find("soakd_candidate_verdict{candidate=\"llama-b9502\",model=\"qwen3.6-35b-a3b\",runtime=\"llama.cpp\","
                   "build=\"b9502-64f7e03\",verdict=\"rejected\"} 1\n") != std::string::npos);
   CHECK(text.find("soakd_candidate_verdict{candidate=\"llama-b9430\",model=\"qwen3.6-35b-a3b\",runtime=\"llama.cpp\","
@@ -378,8 +381,9 @@ TEST_CASE("metrics text: every sample belongs to a family declared with HELP and
   REQUIRE(m.refresh(store, 2000).ok());
   const std::string text = m.render(2000);
   CHECK(text.find("candidate=\"we\\\"ird\\\\name\\nx\"") != std::string::npos);
-  CHECK(text.find("soakd_candidate_stage_progress_ratio{candidate=\"we\\\"ird\\\\name\\nx\",model=\"m\",runtime=\"openai\","
-                  "build=\"b\"} 0.25\n") != std::string::npos);
+  CHECK(text.find(
+            "soakd_candidate_stage_progress_ratio{candidate=\"we\\\"ird\\\\name\\nx\",model=\"m\",runtime=\"openai\","
+            "build=\"b\"} 0.25\n") != std::string::npos);
   std::set<std::string> helped, typed;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
@@ -419,7 +423,8 @@ TEST_CASE("soakctl report writes a page per candidate and an index; soakctl metr
   const std::string index = out.path() + "/index.html";
   REQUIRE(soakctl_main({"--db", demo().demo.path, "report", "--html", index}, o, e, clock) == kCtlExitOk);
   const std::string idx = read_file(index);
-  for (const char* name : {"llama-b9430", "llama-b9502", "omlx-35b", "mlx-leak"}) CHECK(idx.find(name) != std::string::npos);
+  for (const char* name : {"llama-b9430", "llama-b9502", "omlx-35b", "mlx-leak"})
+    CHECK(idx.find(name) != std::string::npos);
   CHECK(idx.find("id=\"mini-3\"") != std::string::npos);
 
   std::ostringstream m;
@@ -433,7 +438,8 @@ TEST_CASE("soakctl report writes a page per candidate and an index; soakctl metr
   auto arr = nlohmann::json::parse(j.str());
   bool found = false;
   for (const auto& s : arr)
-    if (s["name"] == "soakd_candidate_verdict" && s["labels"]["candidate"] == "mlx-leak" && s["labels"]["verdict"] == "rejected")
+    if (s["name"] == "soakd_candidate_verdict" && s["labels"]["candidate"] == "mlx-leak" &&
+        s["labels"]["verdict"] == "rejected")
       found = s["value"] == 1.0;
   CHECK(found);
 }
@@ -448,10 +454,12 @@ TEST_CASE("soakctl report: usage errors name the fix") {
         kCtlExitUsage);
   CHECK(e.str().find("--build needs a CANDIDATE") != std::string::npos);
   e.str("");
-  CHECK(soakctl_main({"--db", demo().demo.path, "report", "a", "b", "--html", "/tmp/x.html"}, o, e, clock) == kCtlExitUsage);
+  CHECK(soakctl_main({"--db", demo().demo.path, "report", "a", "b", "--html", "/tmp/x.html"}, o, e, clock) ==
+        kCtlExitUsage);
   CHECK(e.str().find("at most one CANDIDATE") != std::string::npos);
   e.str("");
-  CHECK(soakctl_main({"--db", demo().demo.path, "report", "nope", "--html", "/tmp/x.html"}, o, e, clock) == kCtlExitStore);
+  CHECK(soakctl_main({"--db", demo().demo.path, "report", "nope", "--html", "/tmp/x.html"}, o, e, clock) ==
+        kCtlExitStore);
   CHECK(e.str().find("no candidate named \"nope\"") != std::string::npos);
   e.str("");
   CHECK(soakctl_main({"--db", demo().demo.path, "report", "--html", "/nonexistent-dir/x.html"}, o, e, clock) ==

@@ -105,7 +105,8 @@ TEST_CASE("a reason's row and event ids link to their table rows; other numbers 
   CHECK(linked_reason("1 trip(s) (events 5, 6)", rows, events) == "1 trip(s) (events <a href=\"#event-5\">5</a>, 6)");
   CHECK(linked_reason("probe rows 1..500", rows, events) ==
         "probe rows <a href=\"#row-1\">1</a>..<a href=\"#row-500\">500</a>");
-  CHECK(linked_reason("20 checks pass, 53 had too few samples", rows, events) == "20 checks pass, 53 had too few samples");
+  CHECK(linked_reason("20 checks pass, 53 had too few samples", rows, events) ==
+        "20 checks pass, 53 had too few samples");
   auto ids = cited_ids("3 row(s) (53, 78, 111); (events 7)");
   CHECK(ids.rows == std::set<int64_t>{53, 78, 111});
   CHECK(ids.events == std::set<int64_t>{7});
@@ -266,7 +267,7 @@ TEST_CASE("a candidate's page escapes every text from the store and links reason
   CHECK(html.find("<tr id=\"row-78\">") != std::string::npos);
   CHECK(html.find("href=\"#row-111\"") == std::string::npos);  // no table line, no link
   CHECK(html.find("<tr id=\"event-9\">") != std::string::npos);
-  CHECK(html.find("href=\"#event-9\"") != std::string::npos);   // the gap on the timeline
+  CHECK(html.find("href=\"#event-9\"") != std::string::npos);  // the gap on the timeline
   CHECK(html.find("id=\"timeline-chart\"") != std::string::npos);
   CHECK(html.find("class=\"gap\"") != std::string::npos);
   CHECK(html.find("Recomputed from the stored rows: identical.") != std::string::npos);
@@ -286,7 +287,8 @@ TEST_CASE("the memory chart draws the trend from the judge's fit, its interval a
   m.from_ms = 0;
   m.to_ms = 10 * 3'600'000;
   for (int i = 0; i < 10; ++i)
-    m.footprint.push_back(Bucket{i * 3'600'000, (i + 1) * 3'600'000, 1e9 + i * 1e8, 1e9 + i * 1e8 + 5e6, 1e9 + i * 1e8 + 2e6, 10});
+    m.footprint.push_back(
+        Bucket{i * 3'600'000, (i + 1) * 3'600'000, 1e9 + i * 1e8, 1e9 + i * 1e8 + 5e6, 1e9 + i * 1e8 + 2e6, 10});
   TrendView t;
   t.t0_ms = 0;
   t.slope = 100;

@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "core/config.h"
-#include "platform/darwin_figures.h"
 #include "daemon/sampler_service.h"
+#include "platform/darwin_figures.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/runtime_signatures.h"
@@ -40,8 +40,10 @@ class ScriptedSampler final : public Sampler {
   }
   ProcessSample sample_process(int pid, int64_t wall_ms) override {
     ProcessSample s;
-    if (auto it = samples.find(pid); it != samples.end()) s = it->second;
-    else s.error = no_such_process(pid);
+    if (auto it = samples.find(pid); it != samples.end())
+      s = it->second;
+    else
+      s.error = no_such_process(pid);
     s.pid = pid;
     s.wall_ms = wall_ms;
     return s;
@@ -63,7 +65,8 @@ class NoPower final : public PowerAssertion {
 Config config(const std::string& guard_window) {
   const std::string text = R"({"defaults": {"guard": {"window": ")" + guard_window +
                            R"("}}, "candidates": [{"name": "a", "model": "m", "runtime": "llama.cpp",
-                               "base_url": "http://127.0.0.1:)" + std::to_string(kPort) + R"("}]})";
+                               "base_url": "http://127.0.0.1:)" +
+                           std::to_string(kPort) + R"("}]})";
   auto c = parse_config(text, "test.json", "/tmp");
   INFO((c.ok() ? "" : c.message()));
   REQUIRE(c.ok());
@@ -98,7 +101,8 @@ struct World {
     service = std::make_unique<SamplerService>(
         cfg, Deps{*store, *outbox, clock, make_null_logger(), &loop, host}, sampler,
         [this] {
-          return std::vector<Campaigns::Active>{{"a", candidate_snapshot(cfg, cfg->candidates[0]), cand, StageKind::Canary, false, std::nullopt}};
+          return std::vector<Campaigns::Active>{
+              {"a", candidate_snapshot(cfg, cfg->candidates[0]), cand, StageKind::Canary, false, std::nullopt}};
         },
         std::make_unique<NoPower>());
   }
@@ -184,7 +188,8 @@ TEST_CASE("sampler service: with metrics.textfile set, each tick rewrites that f
   };
   std::string text = read();
   INFO(text);
-  const std::string stamp = "soakd_textfile_written_timestamp_seconds " + std::to_string(w.clock.wall_ms() / 1000) + "\n";
+  const std::string stamp =
+      "soakd_textfile_written_timestamp_seconds " + std::to_string(w.clock.wall_ms() / 1000) + "\n";
   CHECK(text.find(stamp) != std::string::npos);
   CHECK(text.find("soakd_host_memory_pressure{level=\"critical\"} 1\n") != std::string::npos);
   CHECK(text.find("soakd_guard_tripped 1\n") != std::string::npos);
@@ -193,7 +198,8 @@ TEST_CASE("sampler service: with metrics.textfile set, each tick rewrites that f
   size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(w.tmp.path() + "/textfile")) files += e.is_regular_file();
   CHECK(files == 1);
-  CHECK((std::filesystem::status(prom).permissions() & std::filesystem::perms::others_read) != std::filesystem::perms::none);
+  CHECK((std::filesystem::status(prom).permissions() & std::filesystem::perms::others_read) !=
+        std::filesystem::perms::none);
 
   w.tick_after(5000);
   CHECK(read().find("soakd_textfile_written_timestamp_seconds " + std::to_string(w.clock.wall_ms() / 1000) + "\n") !=

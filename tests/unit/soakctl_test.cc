@@ -110,7 +110,8 @@ TEST_CASE("soakctl verdict exit codes: 0 promoted, 1 rejected, 3 undecided, 4 un
   f.add("new", "b9502", VerdictState::Rejected);  // newest build wins without --build
   CHECK(f.run({"--db", f.db, "verdict", "--model", "qwen3.6-35b-a3b", "--runtime", "llama.cpp"}, &out) == 1);
   CHECK(out.find("stalled stream after HTTP 200") != std::string::npos);
-  CHECK(f.run({"--db", f.db, "verdict", "--model", "qwen3.6-35b-a3b", "--runtime", "llama.cpp", "--build", "b9430"}) == 0);
+  CHECK(f.run({"--db", f.db, "verdict", "--model", "qwen3.6-35b-a3b", "--runtime", "llama.cpp", "--build", "b9430"}) ==
+        0);
 
   f.add("newer", "b9600", VerdictState::Hold);
   CHECK(f.run({"--db", f.db, "verdict", "--model", "qwen3.6-35b-a3b", "--runtime", "llama.cpp", "--json"}, &out) == 3);
@@ -150,7 +151,8 @@ TEST_CASE("soakctl finds the store through --config") {
   Fixture f;
   f.add("a", "b1", VerdictState::Promoted);
   std::string cfg = f.tmp.path() + "/soakd.json";
-  std::ofstream(cfg) << R"({"store": "soakd.db", "candidates": [{"name": "a", "model": "m", "runtime": "llama.cpp", "base_url": "http://127.0.0.1:8080"}]})";
+  std::ofstream(cfg)
+      << R"({"store": "soakd.db", "candidates": [{"name": "a", "model": "m", "runtime": "llama.cpp", "base_url": "http://127.0.0.1:8080"}]})";
   std::string out;
   CHECK(f.run({"--config", cfg, "status"}, &out) == 0);
   CHECK(out.find("promoted") != std::string::npos);
@@ -174,11 +176,11 @@ TEST_CASE("soakctl --help lists exactly the options each command takes") {
     std::set<std::string> takes = cmd->args.flags;
     takes.insert(cmd->args.options.begin(), cmd->args.options.end());
     CHECK(shown == takes);
-    CHECK((line.find("CANDIDATE") != std::string::npos &&
-           line.find("--candidate CANDIDATE") == std::string::npos) == (cmd->operand != soakctl::Operand::None));
+    CHECK((line.find("CANDIDATE") != std::string::npos && line.find("--candidate CANDIDATE") == std::string::npos) ==
+          (cmd->operand != soakctl::Operand::None));
   }
-  CHECK(help.find("llama.cpp, mlx-lm") != std::string::npos);       // --runtime's values
-  CHECK(help.find("build_change") != std::string::npos);            // --kind's values
+  CHECK(help.find("llama.cpp, mlx-lm") != std::string::npos);  // --runtime's values
+  CHECK(help.find("build_change") != std::string::npos);       // --kind's values
   CHECK(help.find("default " + std::to_string(soakctl::kDefaultEventLimit)) != std::string::npos);
 }
 
@@ -326,9 +328,10 @@ void status_store(Fixture& f) {
   v.wall_ms = f.clock.wall_ms();
   v.state = VerdictState::Rejected;
   v.stage = "smoke";
-  v.reason = "smoke rejected: hard failure, hung_stream: 3 row(s) (53, 78, 111), first stalled at probe stream: no "
-             "content event for 120 s after HTTP 200 while keep-alive chunks kept arriving; identity_mismatch: 2 "
-             "row(s) (54, 79), first answered as qwen-alias; the-final-words-that-never-fit";
+  v.reason =
+      "smoke rejected: hard failure, hung_stream: 3 row(s) (53, 78, 111), first stalled at probe stream: no "
+      "content event for 120 s after HTTP 200 while keep-alive chunks kept arriving; identity_mismatch: 2 "
+      "row(s) (54, 79), first answered as qwen-alias; the-final-words-that-never-fit";
   v.judge_version = "judge-1";
   REQUIRE((*st)->insert_verdict(v).ok());
 }
@@ -378,5 +381,5 @@ TEST_CASE("soakctl status on a terminal: colours unless NO_COLOR, the terminal's
   }
   CHECK(widest > 80);
   CHECK(wide.find("b9502-64f7e03deadbeef-and-more") != std::string::npos);  // room for the whole build
-  CHECK(wide.find("the-final-words-that-never-fit") != std::string::npos);   // and the whole reason
+  CHECK(wide.find("the-final-words-that-never-fit") != std::string::npos);  // and the whole reason
 }

@@ -145,9 +145,10 @@ TEST_CASE("sse: end of stream discards and reports what is unfinished") {
 
 TEST_CASE("sse: every two-piece split and a byte-at-a-time feed match the one-shot parse") {
   using namespace std::string_literals;
-  const std::string text = "\xEF\xBB\xBF: hi\r\nevent: e\r\ndata: 1\r\ndata:2\r\rid: 9\rdata\n\n"
-                           "retry: 5\ndata: x\r\n\r\n"
-                           ": keepalive\n\ndata: {\"a\":1}\r\n\r\ntrailing";
+  const std::string text =
+      "\xEF\xBB\xBF: hi\r\nevent: e\r\ndata: 1\r\ndata:2\r\rid: 9\rdata\n\n"
+      "retry: 5\ndata: x\r\n\r\n"
+      ": keepalive\n\ndata: {\"a\":1}\r\n\r\ntrailing";
   SseTail whole_tail;
   auto whole = parse_whole(text, &whole_tail);
   REQUIRE(whole.size() == 6);

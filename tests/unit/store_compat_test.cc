@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "soakctl/soakctl.h"
 #include "judges/judge.h"
+#include "soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/temp_dir.h"

@@ -238,9 +238,10 @@ TEST_CASE("promotion_status view answers the latest verdict per model/runtime/bu
   v.metrics = {MetricEvidence{"ttft_ms/x", 10, 12, 1.5, 1.4, 1.3, 1.7, 0.1, 0.2, MetricResult::Pass, "within floor"}};
   REQUIRE(st->insert_verdict(v).ok());
   sqlite3_stmt* s = nullptr;
-  REQUIRE(sqlite3_prepare_v2(st->db(),
-                             "SELECT verdict, build FROM promotion_status WHERE model='qwen3.6-35b-a3b' AND runtime='llama.cpp'",
-                             -1, &s, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_prepare_v2(
+              st->db(),
+              "SELECT verdict, build FROM promotion_status WHERE model='qwen3.6-35b-a3b' AND runtime='llama.cpp'", -1,
+              &s, nullptr) == SQLITE_OK);
   REQUIRE(sqlite3_step(s) == SQLITE_ROW);
   CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 0))) == "promoted");
   CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 1))) == "b9928-81ff7abe5");
@@ -412,7 +413,7 @@ TEST_CASE("the lock file carries the running daemon's note, rewritten in place, 
   REQUIRE(note);
   CHECK(*note == "store not writable since 2026-11-30T21:04:59Z: database or disk is full; 12 rows waiting");
   CHECK(std::filesystem::file_size(path + ".lock") == size);  // no new space needed to say it
-  (*lock)->set_note(std::string(2000, 'x'));                    // cut to fit
+  (*lock)->set_note(std::string(2000, 'x'));                  // cut to fit
   CHECK(std::filesystem::file_size(path + ".lock") == size);
   (*lock)->set_note("");
   CHECK_FALSE(DaemonLock::running_note(path));
@@ -522,13 +523,13 @@ auto probe_fields(const ProbeResult& r) {
   return std::tie(r.id, r.candidate_id, r.host_id, r.stage_id, r.started_wall_ms, r.kind, r.task, r.workload_id,
                   r.fixture_hash, r.size_tokens, r.cache_state, r.sampling_json, r.thinking, r.client_concurrency,
                   r.runtime_slots, r.group_id, r.outcome, r.http_status, r.detail, r.t_connect_us, r.t_first_byte_us,
-                  r.t_first_event_us, r.t_first_token_us, r.t_last_token_us, r.t_terminal_us, r.t_done_us,
-                  r.itl_p50_us, r.itl_p95_us, r.itl_max_us, r.client_decode_tps, r.timing_artifact, r.prompt_tokens,
+                  r.t_first_event_us, r.t_first_token_us, r.t_last_token_us, r.t_terminal_us, r.t_done_us, r.itl_p50_us,
+                  r.itl_p95_us, r.itl_max_us, r.client_decode_tps, r.timing_artifact, r.prompt_tokens,
                   r.completion_tokens, r.reasoning_tokens, r.content_events, r.reasoning_events, r.server_prompt_n,
                   r.server_cache_n, r.server_predicted_n, r.server_prompt_ms, r.server_prompt_tps,
                   r.server_predicted_ms, r.server_predicted_tps, r.server_ttft_ms, r.server_draft_n,
-                  r.server_draft_accepted, r.server_load_ms, r.server_running, r.server_waiting, r.finish_reason, r.response_model, r.bytes_received, r.body_hash,
-                  r.excerpt, r.extra_json);
+                  r.server_draft_accepted, r.server_load_ms, r.server_running, r.server_waiting, r.finish_reason,
+                  r.response_model, r.bytes_received, r.body_hash, r.excerpt, r.extra_json);
 }
 
 auto host_sample_fields(const HostSample& h) {
@@ -580,7 +581,9 @@ TEST_CASE("every field of probe results and samples round-trips") {
   REQUIRE(probes->size() == 1);
   CHECK(probe_fields(probes->front()) == probe_fields(r));
   // Stored as before: enums by name, the derived category beside the outcome.
-  CHECK(column_text(st->db(), "SELECT kind || '/' || cache_state || '/' || outcome || '/' || outcome_category FROM probe_results") ==
+  CHECK(column_text(
+            st->db(),
+            "SELECT kind || '/' || cache_state || '/' || outcome || '/' || outcome_category FROM probe_results") ==
         "tool_call/shared_prefix/empty_tool_args/candidate");
 
   HostSample h;
@@ -588,8 +591,8 @@ TEST_CASE("every field of probe results and samples round-trips") {
   h.wall_ms = 9;
   int64_t v = 100;
   for (auto* f : {&h.free_bytes, &h.active_bytes, &h.inactive_bytes, &h.wired_bytes, &h.compressed_bytes,
-                  &h.available_bytes, &h.total_bytes, &h.swap_used_bytes, &h.swap_total_bytes, &h.pageins,
-                  &h.pageouts, &h.swapins, &h.swapouts, &h.psi_some_total_us, &h.psi_full_total_us})
+                  &h.available_bytes, &h.total_bytes, &h.swap_used_bytes, &h.swap_total_bytes, &h.pageins, &h.pageouts,
+                  &h.swapins, &h.swapouts, &h.psi_some_total_us, &h.psi_full_total_us})
     *f = ++v;
   h.pressure_level = 2;
   h.memorystatus_level = 40;
@@ -723,7 +726,7 @@ namespace {
 // One corrupted column: what to write over it, and the query that must fail.
 struct Corruption {
   std::string table, column, bad_value;
-  std::string names;  // the vocabulary the message lists
+  std::string names;                                           // the vocabulary the message lists
   std::function<std::string(Store&, const Ids&)> query_error;  // "" when the query succeeded
 };
 
@@ -825,8 +828,8 @@ TEST_CASE("verdict metrics that do not read fail the query, naming the verdict a
   exec_sql(st->db(), "UPDATE verdicts SET metrics = replace(metrics, '\"pass\"', '\"great\"')");
   auto r = st->verdicts(ids.cand);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.message() == prefix + "verdict metric \"ttft_ms/x\" has result \"great\", which is not one of " +
-                           metric_result_names());
+  CHECK(r.message() ==
+        prefix + "verdict metric \"ttft_ms/x\" has result \"great\", which is not one of " + metric_result_names());
   // status() does not load metrics, so it still answers.
   CHECK(st->status().ok());
 

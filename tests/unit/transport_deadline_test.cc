@@ -118,7 +118,8 @@ TEST_CASE("prefill budget: the default floor passes every completed prefill of t
   };
   for (Run run : {Run{100'000, 160.135}, Run{131'072, 235.043}, Run{65'538, 494.2}}) {
     INFO(run.tokens << " tokens in " << run.seconds << " s");
-    const int64_t budget_ns = kDefaultStallTimeoutMs * kMs + prefill_allowance_ms(run.tokens, kDefaultPrefillFloorTps) * kMs;
+    const int64_t budget_ns =
+        kDefaultStallTimeoutMs * kMs + prefill_allowance_ms(run.tokens, kDefaultPrefillFloorTps) * kMs;
     const auto first_token = static_cast<int64_t>(run.seconds * 1e9);
     const TransferLimits l = limits(kDefaultWallTimeoutMs * kMs, kDefaultStallTimeoutMs * kMs,
                                     prefill_allowance_ms(run.tokens, kDefaultPrefillFloorTps) * kMs);

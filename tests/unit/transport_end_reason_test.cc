@@ -25,9 +25,9 @@ TEST_CASE("end reason: curl codes map to named reasons") {
 
 TEST_CASE("end reason: every reason has its own stable name") {
   std::set<std::string> names;
-  for (auto r : {EndReason::Completed, EndReason::ConnectRefused, EndReason::ConnectTimeout, EndReason::Timeout,
-                 EndReason::Stalled, EndReason::Truncated, EndReason::PeerClosed, EndReason::Cancelled,
-                 EndReason::Error}) {
+  for (auto r :
+       {EndReason::Completed, EndReason::ConnectRefused, EndReason::ConnectTimeout, EndReason::Timeout,
+        EndReason::Stalled, EndReason::Truncated, EndReason::PeerClosed, EndReason::Cancelled, EndReason::Error}) {
     names.insert(std::string(to_string(r)));
   }
   CHECK(names.size() == 9);

@@ -5,8 +5,8 @@
 using namespace soak;
 
 TEST_CASE("http capture: status, headers in order, body bytes untouched") {
-  auto c = test::parse_http_capture(
-      "HTTP/1.1 503 Service Unavailable\r\nA: 1\r\nEmpty: \r\nb:  x y \r\n\r\n{\"k\":\r\n1}");
+  auto c =
+      test::parse_http_capture("HTTP/1.1 503 Service Unavailable\r\nA: 1\r\nEmpty: \r\nb:  x y \r\n\r\n{\"k\":\r\n1}");
   REQUIRE(c.ok());
   CHECK(c->status_line == "HTTP/1.1 503 Service Unavailable");
   CHECK(c->status == 503);
