@@ -12,6 +12,7 @@
 
 #include "campaigns/recipe_store.h"
 #include "probes/served_state.h"
+#include "storage/evidence_json.h"
 
 namespace soak::soakctl {
 
@@ -21,21 +22,6 @@ std::string fmt_num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
-}
-
-json metric_json(const MetricEvidence& m) {
-  json j;
-  j["metric"] = m.metric;
-  j["result"] = to_string(m.result);
-  j["n"] = m.n;
-  j["n_baseline"] = m.n_baseline;
-  j["estimate"] = m.estimate;
-  j["baseline"] = m.baseline;
-  j["interval"] = {m.lo, m.hi};
-  j["threshold"] = m.threshold;
-  j["p_value"] = m.p_value;
-  j["reason"] = m.reason;
-  return j;
 }
 
 // Which candidate row an explanation is about; both JSON answers start with it.

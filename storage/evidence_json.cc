@@ -4,23 +4,25 @@
 
 namespace soak {
 
+nlohmann::ordered_json metric_json(const MetricEvidence& m) {
+  nlohmann::ordered_json j;
+  j["metric"] = m.metric;
+  j["n"] = m.n;
+  j["n_baseline"] = m.n_baseline;
+  j["estimate"] = m.estimate;
+  j["baseline"] = m.baseline;
+  j["lo"] = m.lo;
+  j["hi"] = m.hi;
+  j["threshold"] = m.threshold;
+  j["p_value"] = m.p_value;
+  j["result"] = to_string(m.result);
+  j["reason"] = m.reason;
+  return j;
+}
+
 std::string metrics_to_json(const std::vector<MetricEvidence>& ms) {
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-  for (const auto& m : ms) {
-    nlohmann::ordered_json j;
-    j["metric"] = m.metric;
-    j["n"] = m.n;
-    j["n_baseline"] = m.n_baseline;
-    j["estimate"] = m.estimate;
-    j["baseline"] = m.baseline;
-    j["lo"] = m.lo;
-    j["hi"] = m.hi;
-    j["threshold"] = m.threshold;
-    j["p_value"] = m.p_value;
-    j["result"] = to_string(m.result);
-    j["reason"] = m.reason;
-    arr.push_back(std::move(j));
-  }
+  for (const auto& m : ms) arr.push_back(metric_json(m));
   return arr.dump();
 }
 

@@ -3,6 +3,7 @@
 // the same evidence always serializes to the same bytes (judges compare them).
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@
 
 namespace soak {
 
+// One metric's evidence as stored and as `soakctl explain --json` prints it.
+nlohmann::ordered_json metric_json(const MetricEvidence& m);
 std::string metrics_to_json(const std::vector<MetricEvidence>& m);
 // Fails on text that is not a JSON array or on a metric whose result is not a
 // MetricResult name.
