@@ -344,6 +344,20 @@ ReplyPlan plan_reply(const json& request, const std::string& prompt, Scenario sc
     }
   }
 
+  // EmptyContent: nothing but the finish and usage; ReasoningOnly: the answer
+  // arrives as reasoning (a template that never closes its think block).
+  if (scenario == Scenario::EmptyContent || scenario == Scenario::ReasoningOnly) {
+    std::vector<Piece> kept;
+    for (auto& p : plan.pieces) {
+      if (p.kind != PieceKind::Content) {
+        kept.push_back(std::move(p));
+      } else if (scenario == Scenario::ReasoningOnly) {
+        kept.push_back({PieceKind::Reasoning, std::move(p.text)});
+      }
+    }
+    plan.pieces = std::move(kept);
+  }
+
   std::optional<int> limit = requested_max_tokens(request);
   if (!limit && knobs.server_max_tokens > 0) limit = knobs.server_max_tokens;
   if (limit && plan.pieces.size() > static_cast<size_t>(*limit)) {
