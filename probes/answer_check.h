@@ -1,6 +1,6 @@
-// What every chat answer is judged on, whatever its probe (docs/DESIGN.md
-// §2.1, "answers"): once the stream contract passed, before the probe's own
-// content check.
+// What every chat answer is judged on, whatever its probe (docs/DESIGN.md §2.1,
+// "Every answer is read"): once the stream contract passed, before the probe's
+// own content check.
 //
 //   1. a loop: the repetition detector runs on every answer (content, else
 //      reasoning), agent turns and soak traffic included (S0:85, S1:214: the

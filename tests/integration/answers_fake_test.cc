@@ -150,7 +150,7 @@ TEST_CASE("a healthy runtime: every answer clean, the code word found, the loop 
     if (r.kind == ProbeKind::Identity) continue;  // its row carries the proof, not the answer's figure
     auto j = nlohmann::json::parse(r.extra_json);
     CHECK(j.contains("loop_run_chars"));
-    CHECK(j["loop_tail_chars"].get<int64_t>() > 0);
+    if (r.kind != ProbeKind::ToolCall) CHECK(j["loop_tail_chars"].get<int64_t>() > 0);  // a call has no text
     ++answers;
   }
   CHECK(answers >= 8);
