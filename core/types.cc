@@ -46,7 +46,7 @@ constexpr Table<RuntimeKind, 8> kRuntimes{{
     {RuntimeKind::OpenAI, "openai"},
 }};
 
-constexpr Table<Outcome, 29> kOutcomes{{
+constexpr Table<Outcome, 30> kOutcomes{{
     {Outcome::Clean, "clean"},
     {Outcome::ConnectRefused, "connect_refused"},
     {Outcome::ConnectTimeout, "connect_timeout"},
@@ -67,6 +67,7 @@ constexpr Table<Outcome, 29> kOutcomes{{
     {Outcome::IdentityMismatch, "identity_mismatch"},
     {Outcome::IdentityUnproven, "identity_unproven"},
     {Outcome::MissingMarker, "missing_marker"},
+    {Outcome::EmptyAnswer, "empty_answer"},
     {Outcome::InvalidJson, "invalid_json"},
     {Outcome::InvalidToolCall, "invalid_tool_call"},
     {Outcome::EmptyToolArgs, "empty_tool_args"},

@@ -43,6 +43,7 @@ enum class Outcome {
   IdentityMismatch,  // response `model` (or /v1/models) differs from the canonical id
   IdentityUnproven,  // the runtime only echoes the requested model: nothing proves which weights serve (never a pass)
   MissingMarker,
+  EmptyAnswer,      // a probe that expects text got no answer content (reasoning alone is not an answer)
   InvalidJson,      // strict-JSON probe: not JSON, or JSON violating the schema
   InvalidToolCall,  // no tool call, wrong name, arguments not valid JSON / schema
   EmptyToolArgs,    // tool call with `{}` arguments where an object was required

@@ -425,13 +425,16 @@ VerdictRow judge_stage(const JudgeInput& in) {
     case StageKind::Gate:
       gate_completed(c, j);
       failure_ratio(c, j);
+      judge_rounds(c, j);
       judge_session(c, j);
       break;
     case StageKind::Soak:
       failure_ratio(c, j);
+      judge_rounds(c, j);
       judge_session(c, j);
       break;
   }
+  judge_answers(c, j);
   burst_serialization(c, j);
   judge_compare(c, j);
   judge_trends(c, j);

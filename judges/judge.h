@@ -19,7 +19,10 @@
 //      not served clean, a serialized burst on a multi-slot runtime, swap
 //      growth or swapouts since the stage start (canary, gate), gate/soak
 //      failure ratio at or over GateRules::max_failure_ratio, too few
-//      completed gate requests, soak leak, swap growth or drift);
+//      completed gate requests, soak leak, swap growth or drift; gate and
+//      soak: a long-context size or capacity entry whose last round was not
+//      clean or that failed on more than one round; any stage: two answers
+//      ending in a loop, answers stopping early against the baseline's);
 //   4. inconclusive: stage stopped or timed out, coverage below
 //      GateRules::min_coverage (every stage), no baseline data (canary), not
 //      enough samples to compare anything, a configured long-context size never
@@ -70,7 +73,8 @@ namespace soak {
 
 // Bumped whenever a rule or a number format changes, so stored verdicts say
 // which rules produced them.
-inline constexpr std::string_view kJudgeVersion = "judge-3";  // judge-3: identity_unproven holds
+// judge-3: identity_unproven holds; judge-4: answers (loops, early stop), per-size rounds in gate and soak
+inline constexpr std::string_view kJudgeVersion = "judge-4";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,
 // stored history of the baseline candidate, or no baseline at all.

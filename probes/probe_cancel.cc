@@ -54,6 +54,7 @@ class CancelStep final : public Step {
     j.req = cancel_request(chat_options(), env_.io.nonces.next());
     j.workload = workload_id(ProbeKind::Cancel);
     j.cut_after_tokens = env_.opts.cancel_cut_tokens;
+    j.expects_answer = false;                                            // cut on purpose after a few tokens
     j.fixture_hash = hash_hex(cancel_request(chat_options(), "").body);  // the prompt without its nonce
     run_chat(std::move(j), [this](ProbeResult& r, const ExchangeResult& x) { on_cut(r, x); });
   }

@@ -12,6 +12,7 @@
 // beyond it is judged as a reach, not a fault (docs/DESIGN.md §3.9).
 #include <nlohmann/json.hpp>
 
+#include "probes/answer_check.h"
 #include "probes/probe_group.h"
 
 namespace soak::probes {
@@ -51,6 +52,7 @@ class CapacityStep final : public GroupStep {
       extra["runtime_ctx_source"] = env_.state.slot_ctx_source;
     }
     const std::string extra_json = extra.dump();
+    const std::string marker = fixture_marker(sized.fixture);
     // The stall clock's prefill allowance (docs/DESIGN.md §2.2): the members
     // share the runtime's prefill throughput, so a member's first token may
     // come only after the whole group's prompts were read.
@@ -63,6 +65,7 @@ class CapacityStep final : public GroupStep {
       j.cache = CacheState::Fresh;
       j.prompt_tokens = group_tokens;
       j.extra = [extra_json](const ChatResult&) { return extra_json; };
+      j.check = [marker](const ChatResult& r) { return check_code_word(r, marker); };  // S4:208
       g.jobs.push_back(std::move(j));
     }
     release(

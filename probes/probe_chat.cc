@@ -67,7 +67,8 @@ class ChatSeriesStep final : public Step {
         }
         break;
       case ProbeKind::Repetition:
-        add(repetition_request(o), workload_id(kind_)).check = [](const ChatResult& r) { return check_repetition(r); };
+        // Every answer is read by the loop detector (probes/answer_check.h); this probe asks for a long one.
+        add(repetition_request(o), workload_id(kind_));
         break;
       case ProbeKind::SharedPrefix: {
         // A new session (the seeds' cold / warm / prefix 1-3): the first
@@ -114,7 +115,8 @@ class ChatSeriesStep final : public Step {
       }
     }
     if (index + 1 != jobs_.size()) return;
-    ojson j;
+    auto j = ojson::parse(r.extra_json.empty() ? "{}" : r.extra_json, nullptr, false);  // keeps the loop figure
+    if (j.is_discarded() || !j.is_object()) j = ojson::object();
     auto ratio = reuse_ratio(cold_ttft_us_, prefix_ttfts_us_);
     j["reuse_ratio"] = ratio ? ojson(*ratio) : ojson(nullptr);
     j["reuse"] = ratio ? ojson(*ratio < kPrefixReuseRatio) : ojson(nullptr);

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "probes/answer_check.h"
 #include "probes/engine_rows.h"
 #include "probes/openai_chat.h"
 #include "probes/probe_step.h"
@@ -139,6 +140,8 @@ class LongContextStep final : public Step {
     // The stall clock's prefill allowance grows with the prompt (docs/DESIGN.md §2.2).
     j.prompt_tokens = sized_.measured_tokens ? *sized_.measured_tokens : estimated_tokens(sized_.fixture);
     const std::string marker = fixture_marker(sized_.fixture);
+    // The answer must contain the code word its prompt asked for (S4:208).
+    j.check = [marker](const ChatResult& r) { return check_code_word(r, marker); };
     const std::string sized_by = sized_.sized_by;
     const auto measured = sized_.measured_tokens;
     j.extra = [marker, sized_by, measured](const ChatResult& r) {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/log.h"
+#include "probes/answer_check.h"
 #include "probes/chat_contract.h"
 #include "probes/engine_rows.h"
 
@@ -94,8 +95,14 @@ ProbeResult Step::chat_row(const ChatJob& job, const ExchangeResult& x) const {
     v.detail = "connection closed before a status line" + (x.transfer.detail.empty() ? "" : ": " + x.transfer.detail) +
                (x.transfer.reused_connection ? " (reused connection)" : "");
   }
+  // The loop detector reads every answer; its figure goes on the row.
+  const bool has_answer = v.outcome == Outcome::Clean || v.outcome == Outcome::ServerTokenCap ||
+                          !x.chat.content.empty() || !x.chat.reasoning.empty();
+  const RepetitionReport rep = has_answer ? answer_repetition(x.chat) : RepetitionReport{};
   if (v.outcome == Outcome::Clean) {
-    const Verdict content = job.check ? job.check(x.chat) : v;
+    // A loop or an empty answer first (probes/answer_check.h), then the probe's own check.
+    const auto answer = check_answer(x.chat, rep, job.expects_answer);
+    const Verdict content = answer ? *answer : job.check ? job.check(x.chat) : v;
     v = content;
     // An answer the runtime cut with its own cap (docs/DESIGN.md §2.2) cannot be
     // judged on its content either: the cap is what to fix. A loop is the
@@ -113,6 +120,7 @@ ProbeResult Step::chat_row(const ChatJob& job, const ExchangeResult& x) const {
   if (v.outcome != Outcome::Clean && v.outcome != Outcome::CancelledByDaemon)
     r.excerpt = failure_excerpt(x.chat, error_body);
   if (job.extra) r.extra_json = job.extra(x.chat);
+  if (has_answer) r.extra_json = with_loop_figure(r.extra_json, rep);
   return r;
 }
 

@@ -94,7 +94,11 @@ struct ChatJob {
   int cut_after_tokens = 0;
   std::optional<int64_t> stall_timeout_ms;
   std::optional<int64_t> prompt_tokens;  // known prompt size: the stall clock's prefill allowance
-  // Content check once the stream contract passed (empty: none).
+  // Whether the answer must hold text or a tool call (probes/answer_check.h);
+  // false only for a stream the probe cuts on purpose.
+  bool expects_answer = true;
+  // Content check once the stream contract passed and the answer is neither
+  // a loop nor empty (empty: none).
   std::function<Verdict(const ChatResult&)> check;
   // Probe-specific figures for extra_json (empty: none).
   std::function<std::string(const ChatResult&)> extra;

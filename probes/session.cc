@@ -73,6 +73,7 @@ bool answered(Outcome o) {
     case Outcome::ServerTokenCap:
     case Outcome::Repetition:
     case Outcome::InvalidJson:
+    case Outcome::EmptyAnswer:
     case Outcome::MissingMarker: return true;
     default: return false;
   }
@@ -241,7 +242,9 @@ TurnFacts AgentSession::record(const SessionTurn& sent, const SessionAnswer& a) 
 void label_turn_row(ProbeResult& r, const SessionTurn& turn, const TurnFacts& f) {
   r.size_tokens = f.band_lo;
   r.workload_id = workload_id(ProbeKind::Agent, f.band_lo, r.cache_state, turn.thinking ? "thinking" : "no_thinking");
-  nlohmann::ordered_json j;
+  // Merged into what the row already carries (the answer's loop figure).
+  auto j = nlohmann::ordered_json::parse(r.extra_json.empty() ? "{}" : r.extra_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) j = nlohmann::ordered_json::object();
   j["session"] = turn.session;
   j["turn"] = turn.turn;
   j["context_tokens"] = f.context_tokens;

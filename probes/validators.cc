@@ -229,7 +229,8 @@ RepetitionReport detect_repetition(std::string_view text) {
   RepetitionReport rep;
   std::string_view tail = text.size() > kRepetitionTailChars ? text.substr(text.size() - kRepetitionTailChars) : text;
   const size_t n = tail.size();
-  if (n < kRepetitionMinLoopChars) return rep;
+  rep.tail_chars = n;
+  if (n < 2 * kRepetitionMinRepeats) return rep;
   const size_t needed = std::max(kRepetitionMinLoopChars,
                                  static_cast<size_t>(std::ceil(kRepetitionMinTailCoverage * static_cast<double>(n))));
   const size_t max_unit = std::min(kRepetitionMaxUnitChars, n / kRepetitionMinRepeats);
@@ -241,12 +242,13 @@ RepetitionReport detect_repetition(std::string_view text) {
       ++run;
     }
     const size_t periodic = run + p;
-    if (periodic >= needed && periodic >= kRepetitionMinRepeats * p) {
+    if (periodic < kRepetitionMinRepeats * p) continue;
+    rep.longest_run_chars = std::max(rep.longest_run_chars, periodic);
+    if (!rep.looping && n >= kRepetitionMinLoopChars && periodic >= needed) {
       rep.looping = true;
       rep.unit_chars = p;
       rep.loop_chars = periodic;
       rep.unit_excerpt = text::excerpt(tail.substr(n - p), 60);
-      return rep;
     }
   }
   return rep;

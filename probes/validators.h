@@ -84,6 +84,12 @@ struct RepetitionReport {
   size_t unit_chars = 0;  // shortest repeating unit found
   size_t loop_chars = 0;  // length of the periodic run at the end
   std::string unit_excerpt;
+  // The figure every answer's row carries, looping or not: the longest
+  // periodic run at the end of the tail (a unit of at most
+  // kRepetitionMaxUnitChars repeated at least kRepetitionMinRepeats times; 0
+  // when there is none) and how many bytes of tail were read.
+  size_t longest_run_chars = 0;
+  size_t tail_chars = 0;
 };
 
 RepetitionReport detect_repetition(std::string_view text);

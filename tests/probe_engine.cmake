@@ -39,3 +39,6 @@ soak_add_test(integration_probe_identity SOURCES integration/probe_identity_test
 # An eighth runtime from nothing but its entry and a table line, through the engine's options.
 soak_add_test(integration_probe_new_runtime SOURCES integration/probe_new_runtime_test.cc
   LIBS soak_daemon soak_fake_runtime LABELS integration)
+# Answers judged for what they say (empty, reasoning only, code word, early stop, loops) through the fake.
+soak_add_test(integration_answers_fake SOURCES integration/answers_fake_test.cc
+  LIBS soak_probes soak_schedules soak_fake_runtime LABELS integration)

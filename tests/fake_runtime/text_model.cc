@@ -338,10 +338,26 @@ ReplyPlan plan_reply(const json& request, const std::string& prompt, Scenario sc
   } else {
     uint64_t seed = fnv1a64(prompt);
     for (int i = 0; i < knobs.reply_tokens; ++i) {
-      std::string word(kFiller[(seed + i) % std::size(kFiller)]);
+      // Words drawn by hash, not in turn: a long answer must not read as a loop
+      // (every answer goes through the repetition detector).
+      std::string word(kFiller[fnv1a64(std::to_string(seed) + ":" + std::to_string(i)) % std::size(kFiller)]);
       if (i == 0) word.erase(0, 1);  // an answer does not start with a space
       plan.pieces.push_back({PieceKind::Content, std::move(word)});
     }
+  }
+
+  // EmptyContent: nothing but the finish and usage; ReasoningOnly: the answer
+  // arrives as reasoning (a template that never closes its think block).
+  if (scenario == Scenario::EmptyContent || scenario == Scenario::ReasoningOnly) {
+    std::vector<Piece> kept;
+    for (auto& p : plan.pieces) {
+      if (p.kind != PieceKind::Content) {
+        kept.push_back(std::move(p));
+      } else if (scenario == Scenario::ReasoningOnly) {
+        kept.push_back({PieceKind::Reasoning, std::move(p.text)});
+      }
+    }
+    plan.pieces = std::move(kept);
   }
 
   std::optional<int> limit = requested_max_tokens(request);

@@ -56,6 +56,7 @@ ProbeResult SimRunner::base_row(const TaskRequest& req, int64_t started, ProbeKi
 void SimRunner::perf_row(ProbeResult& r, const SimCandidate& s, double prompt_tokens, double out_tokens,
                          CacheState cache) {
   const double slow = slowdown(s.behaviour) * s.speed;
+  if (s.behaviour == Behaviour::ShortAnswers) out_tokens *= 0.45;  // under S4:271's 0.5x
   const double prompt_rate = cache == CacheState::Fresh || cache == CacheState::None ? kPromptRate : kPromptRate * 20;
   double decode = kDecodeRate / slow;
   if (s.behaviour == Behaviour::SlowDecode) {
@@ -215,7 +216,9 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
                 break;  // the probe sends no repeat after a failed fresh request
               }
             }
-            if (s.behaviour == Behaviour::LargestFails && size == largest) {
+            const bool fails = s.behaviour == Behaviour::LargestFails ||
+                               (s.behaviour == Behaviour::SoakLargestFails && req.stage == StageKind::Soak);
+            if (fails && size == largest) {
               r.outcome = Outcome::Http5xx;
               r.http_status = 500;
               r.detail = "HTTP 500 server_error";
@@ -353,6 +356,15 @@ void SimRunner::agent_turn(const TaskRequest& req, const SimCandidate& s, ProbeR
     r.http_status = 500;
     r.detail = "HTTP 500 server_error";
     r.completion_tokens.reset();
+  }
+  if (s.behaviour == Behaviour::SoakLoops && req.stage == StageKind::Soak &&
+      ++counters_[req.candidate->name + "/turns"] % s.loop_every == 0) {
+    a.tool_calls.clear();
+    a.content.clear();
+    for (int i = 0; i < 60; ++i) a.content += " and the same again";
+    a.outcome = Outcome::Repetition;
+    r.detail = "the last 1140 bytes repeat a 19-byte unit: ' and the same again'";
+    r.extra_json = R"({"loop_run_chars":1140,"loop_tail_chars":1140})";
   }
   r.outcome = a.outcome;
   if (t.thinking && a.outcome != Outcome::Http5xx) r.reasoning_tokens = 100;

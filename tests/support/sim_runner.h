@@ -47,6 +47,9 @@ enum class Behaviour {
   DeepToolDrop,      // agent turns that need a tool get none once the context passes `drop_tools_above`
   Thinking5xx,       // agent turns with thinking on get HTTP 500 from turn `thinking_fail_turn` of a session
   SlowPooling,       // a pooling server answering at half the rate
+  ShortAnswers,      // every answer under half as long (0.45x, and so faster): an early stop
+  SoakLargestFails,  // the largest long-context size fails with HTTP 500, in the soak only
+  SoakLoops,         // every `loop_every`-th agent turn of the soak ends in a repetition loop
 };
 
 struct SimCandidate {
@@ -60,6 +63,7 @@ struct SimCandidate {
   double swap_mb_per_hour = 40;       // SwapCreep
   int64_t drop_tools_above = 30'000;  // DeepToolDrop
   int64_t thinking_fail_turn = 5;     // Thinking5xx
+  int64_t loop_every = 400;           // SoakLoops: 0.25 % of the soak's turns, under its 1 % failure ratio
 };
 
 class SimRunner final : public TaskRunner {

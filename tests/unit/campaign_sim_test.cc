@@ -575,3 +575,54 @@ TEST_CASE("SOLO: a second engine resident makes the stage inconclusive; allow_co
     CHECK(out.str().find("recomputed from the stored rows: identical") != std::string::npos);
   }
 }
+
+TEST_CASE("a build answering under half as long as its baseline is rejected in the canary, though faster") {
+  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  w.runner->at("base").build = "b9430";
+  w.runner->at("cand").build = "b9502";
+  w.runner->at("cand").behaviour = Behaviour::ShortAnswers;
+  w.run(10 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Rejected);
+  CHECK(v->stage == "canary");
+  CHECK(v->reason.find("answers stop early") != std::string::npos);
+  CHECK(v->reason.find("S4:271") != std::string::npos);
+  CHECK(has_metric(*v, "completion_length/", MetricResult::Fail));
+  // Half the tokens in less time: no speed figure regressed.
+  CHECK_FALSE(has_metric(*v, "wall_ms/", MetricResult::Fail));
+  CHECK_FALSE(has_metric(*v, "decode_tps/", MetricResult::Fail));
+}
+
+TEST_CASE("the largest long-context size failing only in the soak is rejected by the per-size rule") {
+  World w(candidate("cand", 18432));
+  w.runner->at("cand").behaviour = Behaviour::SoakLargestFails;
+  w.run(10 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Rejected);
+  CHECK(v->stage == "soak");
+  CHECK(v->reason.find("the last round at every size must be clean before a promotion") != std::string::npos);
+  CHECK(has_metric(*v, "long_context/", MetricResult::Fail));
+  // This simulated soak's traffic is thin (~1,100 completions), so its failure
+  // ratio fails too; a week's 10,000 turns would pass it (unit_judge_answers).
+  auto st = w.stages("cand");
+  REQUIRE(st.size() == 4);
+  CHECK(st[1].state == StageState::Passed);  // the canary saw the size clean
+}
+
+TEST_CASE("a loop in the soak's agent traffic is caught, under the failure ratio") {
+  World w(candidate("cand", 18432));
+  w.runner->at("cand").behaviour = Behaviour::SoakLoops;
+  w.run(10 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Rejected);
+  CHECK(v->stage == "soak");
+  CHECK(v->reason.find("answers loop") != std::string::npos);
+  CHECK(has_metric(*v, "answers/loops", MetricResult::Fail));
+  CHECK(has_metric(*v, "failure_ratio", MetricResult::Pass));
+}

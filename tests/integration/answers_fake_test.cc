@@ -1,0 +1,216 @@
+// Answers judged for what they say, through the fake runtime on 127.0.0.1
+// (probes/answer_check.h, judges/answers.cc): an empty answer and a
+// reasoning-only one fail every probe that expects text, the long-context
+// answer carries its code word, a build answering half as long as its baseline
+// is rejected, a loop in the soak's agent traffic is caught with its figure on
+// the row. The probes run as the stages' tasks run them; judge_stage() gets the
+// rows as the daemon would hand them over.
+#include <nlohmann/json.hpp>
+
+#include "judges/judge.h"
+#include "schedules/plan.h"
+#include "tests/catch.h"
+#include "tests/fake_runtime/fake_runtime.h"
+#include "tests/integration/probe_harness.h"
+
+using namespace soak;
+using namespace soak::probe_test;
+using fake::FakeRuntime;
+using fake::ListenerConfig;
+using fake::Scenario;
+
+namespace {
+
+constexpr int64_t kCandidateId = 1;
+constexpr int64_t kBaselineId = 2;
+constexpr int64_t kHostId = 1;
+constexpr int64_t kHourMs = 3'600'000;
+
+ListenerConfig quick(Scenario s) {
+  ListenerConfig c = ListenerConfig::make(s);
+  c.knobs.token_interval_ms = 1;
+  c.knobs.prefill_ms_per_1k = 1;
+  return c;
+}
+
+struct Fake {
+  explicit Fake(ListenerConfig cfg) : rt({std::move(cfg)}) { REQUIRE(rt.start().ok()); }
+  std::string url() const { return rt.base_url(0); }
+  FakeRuntime rt;
+};
+
+// Rows of `passes` runs of each task, labelled as one candidate's.
+std::vector<ProbeResult> task_rows(const CandidateConfig& c, const std::vector<TaskKind>& tasks, int passes,
+                                   int64_t candidate_id, int64_t first_id = 1) {
+  Harness h;
+  std::vector<ProbeResult> rows;
+  int64_t id = first_id;
+  for (int i = 0; i < passes; ++i)
+    for (TaskKind t : tasks)
+      for (auto& r : h.run(c, probe_kinds_for(t))) {
+        r.id = id++;
+        r.candidate_id = candidate_id;
+        r.host_id = kHostId;
+        r.started_wall_ms += i;  // keeps the order of passes
+        rows.push_back(std::move(r));
+      }
+  return rows;
+}
+
+JudgeInput input(StageKind stage, const CandidateConfig& c, std::vector<ProbeResult> rows) {
+  JudgeInput in;
+  in.recipe.stage = stage;
+  in.recipe.candidate_id = kCandidateId;
+  in.recipe.host_id = kHostId;
+  in.recipe.slots_planned = 1;
+  in.recipe.slots_run = 1;
+  in.recipe.judge = c.settings.judge;
+  in.recipe.gate = c.settings.gate;
+  in.recipe.agent = c.settings.agent;
+  in.smoke_required = probe_kinds_for(TaskKind::Smoke);
+  in.candidate_rows = std::move(rows);
+  if (stage == StageKind::Soak) {
+    for (int64_t i = 0; i < 7 * 24; ++i) {
+      ProcessSample p;
+      p.id = i + 1;
+      p.host_id = kHostId;
+      p.candidate_id = kCandidateId;
+      p.wall_ms = i * kHourMs;
+      p.pid = 4242;
+      p.name = "llama-server";
+      p.start_time = 1;
+      p.footprint_bytes = 1LL << 30;
+      in.process_samples.push_back(p);
+    }
+  }
+  return in;
+}
+
+const MetricEvidence* metric(const VerdictRow& v, const std::string& prefix) {
+  for (const auto& m : v.metrics)
+    if (m.metric.rfind(prefix, 0) == 0) return &m;
+  return nullptr;
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("an empty answer fails every probe that expects text, and the smoke") {
+  Fake f(quick(Scenario::EmptyContent));
+  const CandidateConfig c = candidate(f.url());
+  auto rows = task_rows(c, {TaskKind::Smoke, TaskKind::LongContext}, 1, kCandidateId);
+  INFO(describe(rows));
+  for (ProbeKind k : {ProbeKind::Identity, ProbeKind::Marker, ProbeKind::Stream, ProbeKind::StrictJson}) {
+    INFO(to_string(k));
+    const ProbeResult* r = find_row(rows, k);
+    REQUIRE(r);
+    CHECK(r->outcome == Outcome::EmptyAnswer);
+    CHECK(has(r->detail, "no answer content and no tool call (finish_reason stop)"));
+    REQUIRE(r->completion_tokens);  // finish_reason and usage came: the contract alone passed it
+  }
+  const ProbeResult* lc = find_row(rows, ProbeKind::LongContext, "long_context/1024/fresh");
+  REQUIRE(lc);
+  CHECK(lc->outcome == Outcome::EmptyAnswer);
+  // A tool call is an answer without text.
+  CHECK(find_row(rows, ProbeKind::ToolCall)->outcome == Outcome::Clean);
+
+  auto v = judge_stage(input(StageKind::Smoke, c, rows));
+  INFO(v.reason);
+  CHECK(v.state == VerdictState::Rejected);
+  CHECK(has(v.reason, "empty_answer"));
+}
+
+TEST_CASE("reasoning alone is not an answer: identity and stream rows fail") {
+  Fake f(quick(Scenario::ReasoningOnly));
+  const CandidateConfig c = candidate(f.url());
+  auto rows = task_rows(c, {TaskKind::Smoke}, 1, kCandidateId);
+  INFO(describe(rows));
+  for (ProbeKind k : {ProbeKind::Identity, ProbeKind::Stream}) {
+    const ProbeResult* r = find_row(rows, k);
+    REQUIRE(r);
+    CHECK(r->outcome == Outcome::EmptyAnswer);
+    CHECK(has(r->detail, "came as reasoning, which is not an answer"));
+    if (k == ProbeKind::Stream) CHECK(r->reasoning_events > 0);
+  }
+  auto v = judge_stage(input(StageKind::Smoke, c, rows));
+  CHECK(v.state == VerdictState::Rejected);
+}
+
+TEST_CASE("a healthy runtime: every answer clean, the code word found, the loop figure on every row") {
+  Fake f(quick(Scenario::Healthy));
+  CandidateConfig c = candidate(f.url());
+  c.settings.long_context_sizes = {1024, 2048};
+  auto rows = task_rows(c, {TaskKind::Smoke, TaskKind::LongContext, TaskKind::Burst}, 1, kCandidateId);
+  INFO(describe(rows));
+  int answers = 0;
+  for (const auto& r : rows) {
+    if (r.kind == ProbeKind::Health || r.workload_id.find("/summary") != std::string::npos) continue;
+    CHECK(r.outcome == Outcome::Clean);
+    if (r.kind == ProbeKind::Identity) continue;  // its row carries the proof, not the answer's figure
+    auto j = nlohmann::json::parse(r.extra_json);
+    CHECK(j.contains("loop_run_chars"));
+    if (r.kind != ProbeKind::ToolCall) CHECK(j["loop_tail_chars"].get<int64_t>() > 0);  // a call has no text
+    ++answers;
+  }
+  CHECK(answers >= 8);
+  auto lc = nlohmann::json::parse(find_row(rows, ProbeKind::LongContext, "long_context/2048/fresh")->extra_json);
+  CHECK(lc["marker_found"] == true);
+  CHECK(lc["sized_by"] == "tokenize");  // the probe's own figures are kept beside the loop figure
+}
+
+TEST_CASE("a build answering under half as long as its baseline is rejected by the canary, though faster") {
+  ListenerConfig base_cfg = quick(Scenario::Healthy);
+  ListenerConfig cand_cfg = quick(Scenario::Healthy);
+  cand_cfg.knobs.reply_tokens = 12;  // the baseline answers 32 tokens (S4:271: under 0.5x)
+  Fake base(base_cfg);
+  Fake cand(cand_cfg);
+  const std::vector<TaskKind> canary = {TaskKind::Scrape, TaskKind::Functional, TaskKind::Burst};
+  auto in = input(StageKind::Canary, candidate(cand.url()), task_rows(candidate(cand.url()), canary, 3, kCandidateId));
+  in.recipe.baseline_mode = BaselineMode::Interleaved;
+  in.recipe.baseline_id = kBaselineId;
+  in.baseline_rows = task_rows(candidate(base.url()), canary, 3, kBaselineId, 10'000);
+  auto v = judge_stage(in);
+  INFO(v.reason);
+  CHECK(v.state == VerdictState::Rejected);
+  const auto* m = metric(v, "completion_length/stream{");
+  REQUIRE(m);
+  CHECK(m->result == MetricResult::Fail);
+  CHECK(has(m->reason, "median completion 12 tokens against the baseline's 32 (0.38x)"));
+  CHECK(has(m->reason, "S4:271"));
+  CHECK(m->n == 3);
+
+  SECTION("the same answers on both sides pass the rule") {
+    in.candidate_rows = task_rows(candidate(base.url()), canary, 3, kCandidateId);
+    auto same = judge_stage(in);
+    INFO(same.reason);
+    CHECK(metric(same, "completion_length")->result == MetricResult::Pass);
+    CHECK(metric(same, "completion_length/") == nullptr);
+  }
+}
+
+TEST_CASE("a loop in the soak's agent traffic is caught, with its figure on the row") {
+  Fake f(quick(Scenario::RepetitionLoop));
+  CandidateConfig c = candidate(f.url());
+  c.settings.agent.context_ceiling_tokens = 12'000;
+  c.settings.agent.band_tokens = 3'000;
+  auto rows = task_rows(c, {TaskKind::Agent}, 3, kCandidateId);
+  INFO(describe(rows));
+  REQUIRE(rows.size() == 3);
+  for (const auto& r : rows) {
+    CHECK(r.kind == ProbeKind::Agent);
+    CHECK(r.outcome == Outcome::Repetition);  // not server_token_cap: a loop is a loop whatever stopped it
+    CHECK(has(r.detail, "-byte unit"));
+    auto j = nlohmann::json::parse(r.extra_json);
+    CHECK(j["loop_run_chars"].get<int64_t>() >= 256);
+    CHECK(j.contains("session"));  // the session's own fields beside it
+    CHECK(j.contains("band"));
+  }
+  auto v = judge_stage(input(StageKind::Soak, c, rows));
+  INFO(v.reason);
+  CHECK(v.state == VerdictState::Rejected);
+  const auto* loops = metric(v, "answers/loops");
+  REQUIRE(loops);
+  CHECK(loops->result == MetricResult::Fail);
+  CHECK(has(loops->reason, "3 of 3 answers ended in a loop"));
+}
