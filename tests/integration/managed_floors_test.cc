@@ -17,9 +17,7 @@ std::string mlx_launch(int port) {
   return fake_launch(kFake, port, "healthy:mlx-lm", {"--model", "qwen3.6-35b-a3b", "--build", "0.32.0"});
 }
 
-bool is_chat_probe(ProbeKind k) {
-  return k != ProbeKind::Health && k != ProbeKind::Scrape && k != ProbeKind::Build;
-}
+bool is_chat_probe(ProbeKind k) { return k != ProbeKind::Health && k != ProbeKind::Scrape && k != ProbeKind::Build; }
 
 // Runs soakd until every candidate is settled; its stderr in the test log.
 void run_to_settled(const Setup& s) {

@@ -103,8 +103,8 @@ TEST_CASE("floors: how many breaching rows make a failure") {
                         Case{1, 0, MetricResult::Pass},     // not even alone
                         Case{2, 0, MetricResult::Fail},     // fewer rows than min_breaches: every one
                         Case{2, 1, MetricResult::Pass}, Case{3, 17, MetricResult::Fail},  // 15 %
-                        Case{3, 97, MetricResult::Pass},                                 // 3 %
-                        Case{60, 9940, MetricResult::Pass},  // a bad hour in a week: 0.6 %
+                        Case{3, 97, MetricResult::Pass},                                  // 3 %
+                        Case{60, 9940, MetricResult::Pass},                               // a bad hour in a week: 0.6 %
                         Case{1500, 8500, MetricResult::Fail}}) {
     DYNAMIC_SECTION(k.slow << " slow of " << k.slow + k.fast) {
       Rows rows(kCandidate, 1, kT0, 60'000);
@@ -225,7 +225,8 @@ TEST_CASE("floors: an agent turn's wall per context band, taken at the band's to
 TEST_CASE("floors: a warm retry with no first token in 90 s (S1:106)") {
   JudgeInput in = first_build(StageKind::Canary);
   Rows rows(kCandidate);
-  for (int i = 0; i < 3; ++i) rows.perf(ProbeKind::SharedPrefix, "prefix/warm", Perf{95'000, 96'000, 30, 1}, CacheState::Repeat);
+  for (int i = 0; i < 3; ++i)
+    rows.perf(ProbeKind::SharedPrefix, "prefix/warm", Perf{95'000, 96'000, 30, 1}, CacheState::Repeat);
   auto v = judge(in, rows);
   const auto* warm = exact(v, "slo/warm_ttft");
   REQUIRE(warm);
