@@ -40,7 +40,8 @@ void read_points(ReadContext& ctx, const json& v, const std::string& p, const st
     report_unknown_keys(ctx, e, at, {"size", "max"});
     SloPoint pt;
     if (!e.contains("size") || !e.contains("max")) {
-      ctx.err(at, "needs both \"size\" (prompt tokens) and \"max\" (a duration)", "{\"size\": 12288, \"max\": \"300s\"}");
+      ctx.err(at, "needs both \"size\" (prompt tokens) and \"max\" (a duration)",
+              "{\"size\": 12288, \"max\": \"300s\"}");
       return;
     }
     if (!read_int(ctx, e.at("size"), join_path(at, "size"), pt.size, 0, kMaxLongContextTokens, "12288")) return;
@@ -51,7 +52,8 @@ void read_points(ReadContext& ctx, const json& v, const std::string& p, const st
       return;
     }
     if (!points.empty() && pt.max_ms < points.back().max_ms) {
-      ctx.err(join_path(at, "max"), "must not be below the floor of the point before it (a larger prompt never gets less time)",
+      ctx.err(join_path(at, "max"),
+              "must not be below the floor of the point before it (a larger prompt never gets less time)",
               "\"" + format_duration(points.back().max_ms) + "\"");
       return;
     }
@@ -64,8 +66,7 @@ void read_ttft(ReadContext& ctx, const json& v, const std::string& p, const std:
   read_points(ctx, v, p, ex, s.max_ttft);
 }
 
-void read_turn_wall(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex,
-                    SloSettings& s) {
+void read_turn_wall(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, SloSettings& s) {
   read_points(ctx, v, p, ex, s.max_turn_wall);
 }
 

@@ -32,18 +32,13 @@ std::vector<SloPoint> points_from(const ojson& a) {
 
 void floors_to_json(const std::optional<SloSettings>& slo, const std::optional<LaunchCap>& cap, ojson& j) {
   if (slo)
-    j["slo"] = {{"min_decode_tps", slo->min_decode_tps},
-                {"ttft", points_json(slo->max_ttft)},
-                {"short_wall_ms", slo->max_short_wall_ms},
-                {"turn_wall", points_json(slo->max_turn_wall)},
-                {"warm_ttft_ms", slo->max_warm_ttft_ms},
-                {"min_breaches", slo->min_breaches},
+    j["slo"] = {{"min_decode_tps", slo->min_decode_tps},    {"ttft", points_json(slo->max_ttft)},
+                {"short_wall_ms", slo->max_short_wall_ms},  {"turn_wall", points_json(slo->max_turn_wall)},
+                {"warm_ttft_ms", slo->max_warm_ttft_ms},    {"min_breaches", slo->min_breaches},
                 {"max_breach_share", slo->max_breach_share}};
   if (cap)
-    j["launch_cap"] = {{"tokens", cap->tokens},
-                       {"min_tokens", cap->min_tokens},
-                       {"accepted", cap->accepted},
-                       {"lift", cap->lift}};
+    j["launch_cap"] = {
+        {"tokens", cap->tokens}, {"min_tokens", cap->min_tokens}, {"accepted", cap->accepted}, {"lift", cap->lift}};
 }
 
 void floors_from_json(const ojson& j, std::optional<SloSettings>& slo, std::optional<LaunchCap>& cap) {
@@ -181,8 +176,8 @@ std::optional<double> decode_rate(const ProbeResult& r) {
   if (!is_clean(r) || r.timing_artifact || !perf_judged(r.kind)) return std::nullopt;
   auto usable = [](std::optional<double> v) { return v && std::isfinite(*v) && *v > 0; };
   if (usable(r.client_decode_tps)) return r.client_decode_tps;
-  if (usable(r.server_predicted_tps) && r.server_predicted_n.value_or(r.completion_tokens.value_or(0)) >=
-                                            kMinServerRateTokens)
+  if (usable(r.server_predicted_tps) &&
+      r.server_predicted_n.value_or(r.completion_tokens.value_or(0)) >= kMinServerRateTokens)
     return r.server_predicted_tps;
   return std::nullopt;
 }
@@ -198,9 +193,9 @@ void decode_floor(const Context& c, Judgement& j, const SloSettings& slo) {
     g.values.push_back(*v);
     g.floors.push_back(slo.min_decode_tps);
   }
-  const FloorText t{"decode", "slo.min_decode_tps", "tok/s",
-                    origin(slo.min_decode_tps == kDefaultSloMinDecodeTps,
-                           "default: 2.8 tok/s was too slow to use, S1:108, S1:164")};
+  const FloorText t{
+      "decode", "slo.min_decode_tps", "tok/s",
+      origin(slo.min_decode_tps == kDefaultSloMinDecodeTps, "default: 2.8 tok/s was too slow to use, S1:108, S1:164")};
   judge_group(c, j, "slo/decode_tps", g, Bound::AtLeast, t,
               format("%s %s tok/s (%s)", t.key.c_str(), num(slo.min_decode_tps).c_str(), t.origin.c_str()));
 }
@@ -224,16 +219,16 @@ void ttft_floor(const Context& c, Judgement& j, const SloSettings& slo) {
         static_cast<double>(slo_floor_ms(slo.max_ttft, sized ? *r->size_tokens : r->prompt_tokens.value_or(0))));
   }
   const bool is_default = slo.max_ttft == SloSettings{}.max_ttft;
-  const FloorText t{"time to first token", "slo.ttft", "s",
-                    origin(is_default,
-                           "default: no first token within 90 s was rejected, S1:106; a 12K probe past 300 s, S1:117")};
+  const FloorText t{
+      "time to first token", "slo.ttft", "s",
+      origin(is_default, "default: no first token within 90 s was rejected, S1:106; a 12K probe past 300 s, S1:117")};
   for (const auto& [size, g] : groups) {
     const std::string label = size < 0 ? "short" : size_label(size);
     const std::string at = size < 0 ? "at each row's prompt size" : "at " + size_label(size);
-    judge_group(c, j, "slo/ttft/" + label, g, Bound::AtMost, t,
-                format("%s %s (%s; %s)", t.key.c_str(), at.c_str(), points_text(slo.max_ttft).c_str(),
-                       t.origin.c_str()) +
-                    (size < 0 ? "" : format(" = %s s", num(g.floors.front() / 1000.0).c_str())));
+    judge_group(
+        c, j, "slo/ttft/" + label, g, Bound::AtMost, t,
+        format("%s %s (%s; %s)", t.key.c_str(), at.c_str(), points_text(slo.max_ttft).c_str(), t.origin.c_str()) +
+            (size < 0 ? "" : format(" = %s s", num(g.floors.front() / 1000.0).c_str())));
   }
 }
 
@@ -280,15 +275,15 @@ void turn_wall_floor(const Context& c, Judgement& j, const SloSettings& slo) {
     g.floors.push_back(static_cast<double>(slo_floor_ms(slo.max_turn_wall, lo + width)));
   }
   const bool is_default = slo.max_turn_wall == SloSettings{}.max_turn_wall;
-  const FloorText t{"an agent turn's wall", "slo.turn_wall", "s",
-                    origin(is_default,
-                           "default: short prose over 180 s, S1:108; a 12K probe past the 300 s client wait, S1:117")};
+  const FloorText t{
+      "an agent turn's wall", "slo.turn_wall", "s",
+      origin(is_default, "default: short prose over 180 s, S1:108; a 12K probe past the 300 s client wait, S1:117")};
   for (const auto& [lo, g] : bands) {
     const std::string band = size_label(lo) + "-" + size_label(lo + width);
-    judge_group(c, j, "slo/turn_wall/" + band, g, Bound::AtMost, t,
-                format("%s at %s tokens = %s s (%s; %s)", t.key.c_str(), size_label(lo + width).c_str(),
-                       num(g.floors.front() / 1000.0).c_str(), points_text(slo.max_turn_wall).c_str(),
-                       t.origin.c_str()));
+    judge_group(
+        c, j, "slo/turn_wall/" + band, g, Bound::AtMost, t,
+        format("%s at %s tokens = %s s (%s; %s)", t.key.c_str(), size_label(lo + width).c_str(),
+               num(g.floors.front() / 1000.0).c_str(), points_text(slo.max_turn_wall).c_str(), t.origin.c_str()));
   }
 }
 
@@ -342,8 +337,9 @@ void judge_launch_cap(const Context& c, Judgement& j) {
   const bool held = below && !cap.accepted;
   if (below && cap.accepted) reason += "; accepted (accept_server_cap: true)";
   if (held) {
-    reason += " (S1:48: MLX-LM's 512-token default cut long answers; most probes answer far below a cap, so it is "
-              "found here before it bites)";
+    reason +=
+        " (S1:48: MLX-LM's 512-token default cut long answers; most probes answer far below a cap, so it is "
+        "found here before it bites)";
     if (!cap.lift.empty()) reason += ": " + cap.lift;
     reason += "; or set accept_server_cap: true on the candidate";
   }

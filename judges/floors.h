@@ -46,7 +46,6 @@ struct LaunchCap {
 // recipe reader catches them).
 void floors_to_json(const std::optional<SloSettings>& slo, const std::optional<LaunchCap>& cap,
                     nlohmann::ordered_json& j);
-void floors_from_json(const nlohmann::ordered_json& j, std::optional<SloSettings>& slo,
-                      std::optional<LaunchCap>& cap);
+void floors_from_json(const nlohmann::ordered_json& j, std::optional<SloSettings>& slo, std::optional<LaunchCap>& cap);
 
 }  // namespace soak
