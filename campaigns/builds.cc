@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "campaigns/campaigns.h"
+#include "probes/runtimes/catalog.h"
 #include "probes/served_state.h"
+#include "probes/server_cap.h"
 
 namespace soak {
 
@@ -56,6 +58,20 @@ std::optional<int64_t> Campaigns::find_baseline(const Track& t, int64_t exclude_
     return newest;
   }
   return std::nullopt;
+}
+
+std::optional<LaunchCap> Campaigns::launch_cap_of(const Track& t) const {
+  if (!t.row || t.cfg->kind != WorkloadKind::Chat) return std::nullopt;
+  auto f = probes::parse_fingerprint_json(t.row->fingerprint);
+  if (!f || !f->max_tokens_default) return std::nullopt;
+  LaunchCap cap;
+  cap.tokens = *f->max_tokens_default;
+  cap.min_tokens = t.cfg->settings.limits.min_server_cap;
+  cap.accepted = t.cfg->accept_server_cap;
+  if (cap.tokens >= 0 && cap.tokens < cap.min_tokens)
+    cap.lift = probes::lift_server_cap(probes::builtin_runtime(t.cfg->runtime).lift_cap, cap.tokens, std::nullopt,
+                                       std::nullopt);
+  return cap;
 }
 
 void Campaigns::settle_baseline(Track& t) {
@@ -142,7 +158,11 @@ void Campaigns::on_build(const std::string& name, Result<probes::BuildIdentity> 
     // the identity probe rejects it with the evidence. Log it here too.
     d_.log->warn("{}: runtime reports model \"{}\", config says \"{}\"", name, *b->model, t.cfg->model);
   }
+  const std::string known = t.row ? t.row->fingerprint : std::string();
   if (t.row && t.row->build == b->build && !fingerprint_changed(t, *b)) {  // unchanged
+    // A field known for the first time (the cap of a fixed build's launch,
+    // an argv readable now) may hold the running stage.
+    if (t.row->fingerprint != known) check_launch_hold(t, now);
     if (expected_new)
       d_.log->info("{}: its executable changed but the runtime still reports build {}: nothing new to judge", name,
                    b->build);

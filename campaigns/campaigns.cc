@@ -107,6 +107,9 @@ void Campaigns::start_stage(Track& t, StageKind kind, int64_t now) {
   }
   st.id = *id;
   apply(t, enter_stage(t, st, now), now);
+  // What the runtime was started with can hold it before the first probe
+  // (at a smoke; at a later stage when the cap was learnt after the smoke).
+  check_launch_hold(t, now);
 }
 
 StoredRecipe Campaigns::stored_recipe(const Track& t, StageEnd end, int64_t now) {
@@ -114,6 +117,7 @@ StoredRecipe Campaigns::stored_recipe(const Track& t, StageEnd end, int64_t now)
   if (t.stage->kind == StageKind::Canary)
     if (auto c = choose_baseline(d_.store, t.baseline_id, t.stage->started_ms, now)) baseline = *c;
   StoredRecipe r = recipe_for(t, end, baseline, now);
+  r.recipe.launch_cap = launch_cap_of(t);
   if (auto max = d_.store.max_ids()) r.rows.max_ids = *max;
   return r;
 }
@@ -138,6 +142,21 @@ void Campaigns::check_hard_failures(Track& t, int64_t now) {
     return;
   }
   if (!*v) return;
+  apply(t, stage_judged(t, std::move(**v), cfg_->schedule, utc_offset(now), now), now);
+}
+
+void Campaigns::check_launch_hold(Track& t, int64_t now) {
+  if (t.phase != Phase::Staged || !t.stage) return;
+  // Only a cap that holds is worth a reading of the stage's rows.
+  const auto cap = launch_cap_of(t);
+  if (!cap || cap->tokens < 0 || cap->tokens >= cap->min_tokens || cap->accepted) return;
+  auto v = launch_hold_from_store(d_.store, stored_recipe(t, StageEnd::Stopped, now));
+  if (!v) {
+    d_.log->error("{}: cannot check its launch: {}", t.name, v.message());
+    return;
+  }
+  if (!*v) return;
+  cancel_track(t);
   apply(t, stage_judged(t, std::move(**v), cfg_->schedule, utc_offset(now), now), now);
 }
 

@@ -104,6 +104,9 @@ class Campaigns {
   void start_stage(Track& t, StageKind kind, int64_t now);
   void finish_stage(Track& t, StageEnd end, int64_t now);
   void check_hard_failures(Track& t, int64_t now);
+  // A launch whose default output cap holds the candidate (judges/floors.h):
+  // the running stage ends held at once, before any (more) probes.
+  void check_launch_hold(Track& t, int64_t now);
   void end_with(Track& t, VerdictState state, const std::string& reason, int64_t now, const std::string& who = "",
                 const std::string& why = "");
   StoredRecipe stored_recipe(const Track& t, StageEnd end, int64_t now);
@@ -134,6 +137,10 @@ class Campaigns {
   // known one that changed is a new row (true), judged like a new build.
   bool fingerprint_changed(Track& t, const probes::BuildIdentity& b);
   std::optional<int64_t> find_baseline(const Track& t, int64_t exclude_id);
+  // What the row's launch fingerprint says of the default output cap, with
+  // the candidate's limits.min_server_cap and accept_server_cap (nullopt: the
+  // fingerprint does not know it, or the candidate serves no chat).
+  std::optional<LaunchCap> launch_cap_of(const Track& t) const;
   void settle_baseline(Track& t);
 
   // campaigns/controls.cc

@@ -127,4 +127,12 @@ Result<std::optional<VerdictRow>> hard_failure_from_store(Store& store, const St
   return std::optional<VerdictRow>(std::move(v));
 }
 
+Result<std::optional<VerdictRow>> launch_hold_from_store(Store& store, const StoredRecipe& r) {
+  auto in = build_judge_input(store, r);
+  if (!in) return in.error();
+  auto v = judge_launch_hold(*in);
+  if (v) v->judge_input_json = recipe_to_json(r);
+  return v;
+}
+
 }  // namespace soak

@@ -39,6 +39,9 @@ Result<VerdictRow> judge_from_store(Store& store, const StoredRecipe& r);
 // The same, for checks while a stage runs: the rejecting verdict (recipe
 // attached) if the rows already hold a hard failure, nullopt otherwise.
 Result<std::optional<VerdictRow>> hard_failure_from_store(Store& store, const StoredRecipe& r);
+// The same for a launch that holds the candidate before any probe
+// (judge_launch_hold): the stage's verdict, or nullopt.
+Result<std::optional<VerdictRow>> launch_hold_from_store(Store& store, const StoredRecipe& r);
 
 // Which baseline rows exist for a stage window: interleaved when the baseline
 // has rows in the same period, else the baseline's stored history (its most

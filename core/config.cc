@@ -107,6 +107,18 @@ static nlohmann::ordered_json settings_json(const CampaignSettings& s) {
     j["agent"] = {a.context_ceiling_tokens, a.band_tokens, a.thinking_share,
                   a.preserve_thinking,      a.tool_every,  a.min_recovery_ratio};
   }
+  // Absent when defaulted: earlier hashes stay.
+  if (s.limits.min_server_cap != kDefaultMinServerCap) j["min_server_cap"] = s.limits.min_server_cap;
+  if (s.slo != SloSettings{}) {
+    const auto& f = s.slo;
+    auto points = [](const std::vector<SloPoint>& ps) {
+      auto a = nlohmann::ordered_json::array();
+      for (const auto& p : ps) a.push_back({p.size, p.max_ms});
+      return a;
+    };
+    j["slo"] = {f.min_decode_tps,   points(f.max_ttft), f.max_short_wall_ms, points(f.max_turn_wall),
+                f.max_warm_ttft_ms, f.min_breaches,     f.max_breach_share};
+  }
   return j;
 }
 
@@ -119,7 +131,8 @@ std::string Config::candidate_hash(const CandidateConfig& c) const {
   j["base_url"] = c.base_url;
   j["baseline"] = c.baseline.value_or("");
   j["slots"] = c.slots.value_or(0);
-  if (c.allow_coexisting) j["allow_coexisting"] = true;  // absent when off: earlier hashes stay
+  if (c.allow_coexisting) j["allow_coexisting"] = true;    // absent when off: earlier hashes stay
+  if (c.accept_server_cap) j["accept_server_cap"] = true;  // likewise
   j["settings"] = settings_json(c.settings);
   // Added only when set, so a candidate without them keeps the hash it always had.
   if (c.memory_budget_bytes) j["memory_budget_bytes"] = *c.memory_budget_bytes;

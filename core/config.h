@@ -56,7 +56,57 @@ inline constexpr int64_t kDefaultCapacitySize = 32768;
 inline constexpr int64_t kMaxBurstSize = 128;                // file descriptors: see the config message
 inline constexpr int64_t kMaxLongContextTokens = 1'048'576;  // memory: see the config message
 
+// A launch fingerprint's default output cap below this many tokens holds the
+// candidate at smoke (docs/DESIGN.md §3.11): MLX-LM's 512 cuts a real agent's
+// long answer (S1:48), and no default probe answers long enough to show it.
+inline constexpr int64_t kDefaultMinServerCap = 8192;
+
+// Absolute floors (slo; docs/DESIGN.md §3.11), from the seeds' "too slow to
+// use" lines with room below what a healthy Mac Studio does:
+//   decode: 2.8 tok/s was discarded as too slow (S1:108, S1:164); the slowest
+//     decode of a build kept in the field reports is 8.76 tok/s (S1:115);
+//   a short prompt's first token: a warm retry with no first token in 90 s
+//     was rejected (S1:106);
+//   a short answer's wall: short prose over 180 s was too slow (S1:108);
+//   12K: a 12K probe past the 300 s client wait was too slow (S1:117); the
+//     slowest completed fresh prefill, a 27B at 65,538 tokens in 494 s, is
+//     inside the line extended from it (1,210 s at 65K).
+inline constexpr double kDefaultSloMinDecodeTps = 3.0;
+inline constexpr int64_t kDefaultSloShortTtftMs = 90 * kSecond;
+inline constexpr int64_t kDefaultSloShortWallMs = 180 * kSecond;
+inline constexpr int64_t kDefaultSloAt12kMs = 300 * kSecond;
+inline constexpr int64_t kSlo12kTokens = 12'288;
+inline constexpr int64_t kDefaultSloWarmTtftMs = 90 * kSecond;
+// A floor fails on this many breaching rows (every row when it has fewer,
+// never one row alone) that are at least this share of its rows.
+inline constexpr int kDefaultSloMinBreaches = 3;
+inline constexpr double kDefaultSloMaxBreachShare = 0.10;
+
 // ---- sections ---------------------------------------------------------------
+// A floor that grows with the prompt: `max_ms` at `size` tokens; between two
+// points the floor is interpolated, past the last one it keeps the last
+// segment's slope (one point: flat).
+struct SloPoint {
+  int64_t size = 0;
+  int64_t max_ms = 0;
+  bool operator==(const SloPoint&) const = default;
+};
+
+// Absolute floors that apply in every stage, with or without a baseline.
+struct SloSettings {
+  double min_decode_tps = kDefaultSloMinDecodeTps;  // 0: off
+  std::vector<SloPoint> max_ttft{{0, kDefaultSloShortTtftMs}, {kSlo12kTokens, kDefaultSloAt12kMs}};
+  int64_t max_short_wall_ms = kDefaultSloShortWallMs;
+  // Agent turns, per context band (the floor at the band's top).
+  std::vector<SloPoint> max_turn_wall{{0, kDefaultSloShortWallMs}, {kSlo12kTokens, kDefaultSloAt12kMs}};
+  int64_t max_warm_ttft_ms = kDefaultSloWarmTtftMs;
+  int min_breaches = kDefaultSloMinBreaches;
+  double max_breach_share = kDefaultSloMaxBreachShare;
+  bool operator==(const SloSettings&) const = default;
+};
+// The floor of `points` at `size` tokens (see SloPoint).
+int64_t slo_floor_ms(const std::vector<SloPoint>& points, int64_t size);
+
 // One capacity check: `concurrency` prompts of `size` tokens released at once.
 struct CapacityEntry {
   int64_t size = kDefaultCapacitySize;
@@ -91,6 +141,9 @@ struct Limits {
   int64_t connect_timeout_ms = kDefaultConnectTimeoutMs;
   int64_t max_response_bytes = kDefaultMaxResponseBytes;
   double prefill_floor_tps = kDefaultPrefillFloorTps;  // prefill allowance: prompt tokens / this
+  // A launch whose default output cap (a request without max_tokens) is below
+  // this holds the candidate at smoke (docs/DESIGN.md §3.11).
+  int64_t min_server_cap = kDefaultMinServerCap;
 };
 
 struct GateRules {
@@ -166,6 +219,7 @@ struct CampaignSettings {
   // more than one slot (configured, else as it reports), none otherwise.
   std::optional<std::vector<CapacityEntry>> capacity;
   Sampling sampling;
+  SloSettings slo;
 };
 
 // The capacity checks to run: the configured ones, else kDefaultCapacitySize x
@@ -200,6 +254,8 @@ struct CandidateConfig {
   // Judged while other inference engines are resident (SOLO off): a
   // duplicate_engine event no longer makes a stage inconclusive.
   bool allow_coexisting = false;
+  // A launch default output cap below limits.min_server_cap is accepted: not held at smoke.
+  bool accept_server_cap = false;
   CampaignSettings settings;  // defaults merged with this candidate's overrides
 };
 

@@ -253,6 +253,7 @@ const Section<Limits>& limits_section() {
                                 integer("max_response_bytes", &S::max_response_bytes, 1024, "8388608"),
                                 number("prefill_floor_tps", &S::prefill_floor_tps, 1, 1e7,
                                        "100 (prompt tokens/s; the prefill allowance is tokens / this)"),
+                                integer("min_server_cap", &S::min_server_cap, 1, "8192 (tokens)"),
                             }};
   return s;
 }
@@ -346,6 +347,7 @@ const Section<CampaignSettings>& campaign_section() {
           object("guard", &S::guard, guard_section()),
           object("agent", &S::agent, agent_section()),
           object("sampling", &S::sampling, sampling_section()),
+          object("slo", &S::slo, slo_section()),
           positive_list("long_context_sizes", &S::long_context_sizes, "[1024, 8192, 32768]",
                         Bound{kMaxLongContextTokens,
                               "a long-context prompt is built and held in memory for its whole "
@@ -421,6 +423,7 @@ const Section<CandidateConfig>& candidate_section() {
             custom<S>("launch", Kind::Object, launch_section().example, read_launch),
             custom<S>("memory_budget", Kind::String, "\"64GiB\"", read_memory_budget),
             boolean("allow_coexisting", &S::allow_coexisting),
+            boolean("accept_server_cap", &S::accept_server_cap),
         }};
     embed(t.fields, &S::settings, campaign_section());
     return t;

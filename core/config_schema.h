@@ -23,6 +23,7 @@ const Section<SoakRules>& soak_section();             // "soak"
 const Section<GuardRules>& guard_section();           // "guard"
 const Section<AgentSettings>& agent_section();        // "agent"
 const Section<Sampling>& sampling_section();          // "sampling"
+const Section<SloSettings>& slo_section();            // "slo" (core/config_slo.cc)
 const Section<CampaignSettings>& campaign_section();  // all of the above plus the size lists
 
 const Section<BuildSpec>& build_section();            // candidates[i].build

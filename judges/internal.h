@@ -16,7 +16,10 @@ namespace soak::judge_detail {
 
 // ---- findings ------------------------------------------------------------------
 // Ordered most decisive first: the verdict is the first severity any finding has.
-enum class Severity { HardFailure, Blocked, Failure, Inconclusive, Hold };
+// LaunchHold: what the runtime was started with holds it whatever the rows
+// say (a launch cap, judges/floors.cc): it outranks missing evidence, so a
+// smoke judged before its first probe says why it stopped.
+enum class Severity { HardFailure, Blocked, Failure, LaunchHold, Inconclusive, Hold };
 
 struct Finding {
   Severity severity;
@@ -165,5 +168,7 @@ void judge_session_hard(const Context& c, Judgement& j);  // judges/session.cc: 
 void judge_session(const Context& c, Judgement& j);       // judges/session.cc: recovery, sessions summary
 void judge_prefix_reuse(const Context& c, Judgement& j);  // judges/session.cc: the canary's cold/warm/prefix rule
 void judge_pooling_rps(const Context& c, Judgement& j);   // judges/session.cc: pooling bursts' requests/s
+void judge_floors(const Context& c, Judgement& j);        // judges/floors.cc: the slo floors
+void judge_launch_cap(const Context& c, Judgement& j);    // judges/floors.cc: the launch's default output cap
 
 }  // namespace soak::judge_detail

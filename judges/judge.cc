@@ -345,6 +345,7 @@ VerdictState state_of(Severity s) {
     case Severity::HardFailure:
     case Severity::Failure: return VerdictState::Rejected;
     case Severity::Blocked: return VerdictState::Blocked;
+    case Severity::LaunchHold: return VerdictState::Hold;
     case Severity::Inconclusive: return VerdictState::Inconclusive;
     case Severity::Hold: return VerdictState::Hold;
   }
@@ -410,6 +411,7 @@ VerdictRow judge_stage(const JudgeInput& in) {
   const Context c(in);
   Judgement j;
   judge_hard(c, j);
+  judge_launch_cap(c, j);
   blocked(c, j);
   stage_end(c, j);
   coverage(c, j);
@@ -435,6 +437,7 @@ VerdictRow judge_stage(const JudgeInput& in) {
       break;
   }
   judge_answers(c, j);
+  judge_floors(c, j);
   burst_serialization(c, j);
   judge_compare(c, j);
   judge_trends(c, j);
@@ -453,6 +456,17 @@ std::optional<VerdictRow> judge_hard_failures(const JudgeInput& in) {
                    [](const Finding& f) { return f.severity == Severity::HardFailure; }))
     return std::nullopt;
   return assemble(c, std::move(j));
+}
+
+std::optional<VerdictRow> judge_launch_hold(const JudgeInput& in) {
+  using namespace judge_detail;
+  const Context c(in);
+  Judgement j;
+  judge_launch_cap(c, j);
+  if (std::none_of(j.findings.begin(), j.findings.end(),
+                   [](const Finding& f) { return f.severity == Severity::LaunchHold; }))
+    return std::nullopt;
+  return judge_stage(in);  // the whole verdict, as soakctl explain recomputes it
 }
 
 }  // namespace soak

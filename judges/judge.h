@@ -28,6 +28,9 @@
 //      enough samples to compare anything, a configured long-context size never
 //      served (canary), another engine resident (SOLO, unless
 //      allow_coexisting), no footprint samples (soak);
+//   (after 3, before 4: a launch that holds the candidate whatever the rows
+//      say, a default output cap below limits.min_server_cap;
+//      docs/DESIGN.md §3.11; the slo floors are stage rules of 3, in every stage)
 //   5. hold: a marginal regression (between the effect floor and floor + hold
 //      band, or a significant tail-only regression, or a slope above its bound
 //      whose interval still reaches below it), a context reach short of the
@@ -68,12 +71,14 @@
 #include "core/config.h"
 #include "core/tasks.h"
 #include "core/types.h"
+#include "judges/floors.h"
 
 namespace soak {
 
 // Bumped whenever a rule or a number format changes, so stored verdicts say
 // which rules produced them.
-// judge-3: identity_unproven holds; judge-4: answers (loops, early stop), per-size rounds in gate and soak
+// judge-3: identity_unproven holds; judge-4: answers (loops, early stop), per-size rounds in
+// gate and soak, slo floors, a launch's output cap holds at smoke.
 inline constexpr std::string_view kJudgeVersion = "judge-4";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,
@@ -135,6 +140,12 @@ struct JudgeRecipe {
   // Agent-session rules (gate, soak): tool-call bands, recovery (defaults in
   // recipes stored before them).
   AgentSettings agent;
+  // Absolute floors, every stage (docs/DESIGN.md §3.11); nullopt in recipes
+  // stored before them: none apply.
+  std::optional<SloSettings> slo;
+  // The launch fingerprint's default output cap, when it knows one: below
+  // limits.min_server_cap it holds the candidate (judges/floors.h).
+  std::optional<LaunchCap> launch_cap;
 };
 
 struct JudgeInput {
@@ -174,5 +185,11 @@ VerdictRow judge_stage(const JudgeInput& in);
 // For checks while a stage runs: the rejecting verdict if a hard failure is
 // already in the rows, nullopt otherwise (nothing else is decided early).
 std::optional<VerdictRow> judge_hard_failures(const JudgeInput& in);
+
+// For the start of a stage, before any probe: the stage's whole verdict
+// (judge_stage) when the launch alone holds the candidate (a default output
+// cap below limits.min_server_cap, not accepted), nullopt otherwise. Such a
+// hold outranks missing evidence (the smoke has no rows yet), not a failure.
+std::optional<VerdictRow> judge_launch_hold(const JudgeInput& in);
 
 }  // namespace soak

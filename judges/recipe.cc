@@ -88,6 +88,7 @@ std::string recipe_to_json(const StoredRecipe& stored) {
                   {"tool_every", a.tool_every},
                   {"min_recovery_ratio", a.min_recovery_ratio}};
   }
+  floors_to_json(r.slo, r.launch_cap, j);  // only when they apply
   j["since_ms"] = rows.since_ms;
   j["until_ms"] = rows.until_ms;
   j["baseline_since_ms"] = rows.baseline_since_ms;
@@ -164,6 +165,7 @@ Result<StoredRecipe> recipe_from_json(const std::string& s) {
       r.agent.tool_every = a.at("tool_every").get<int>();
       r.agent.min_recovery_ratio = a.at("min_recovery_ratio").get<double>();
     }
+    floors_from_json(j, r.slo, r.launch_cap);
     rows.since_ms = j.at("since_ms").get<int64_t>();
     rows.until_ms = j.at("until_ms").get<int64_t>();
     rows.baseline_since_ms = j.at("baseline_since_ms").get<int64_t>();

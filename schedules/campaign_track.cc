@@ -270,6 +270,7 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
   r.allow_coexisting = t.cfg->allow_coexisting;
   r.workload = t.cfg->kind;
   r.agent = s.agent;
+  r.slo = s.slo;  // the launch cap is the campaign's to add: it reads the row's fingerprint
   if (t.plan.heartbeat) {
     r.slots_planned = nominal_slots(t.plan.tasks[*t.plan.heartbeat], t.stage->length_ms);
     r.slots_run = std::min(t.tasks[*t.plan.heartbeat].runs, r.slots_planned);

@@ -9,6 +9,8 @@ soak_add_test(unit_campaign_sim SOURCES unit/campaign_sim_test.cc LIBS soak_soak
   TIMEOUT 300)
 soak_add_test(unit_campaign_session SOURCES unit/campaign_session_test.cc LIBS soak_soakctl soak_test_sim soak_daemon LABELS unit
   TIMEOUT 300)
+soak_add_test(unit_campaign_launch_cap SOURCES unit/campaign_launch_cap_test.cc
+  LIBS soak_soakctl soak_test_sim soak_daemon LABELS unit TIMEOUT 300)
 soak_add_test(unit_outbox SOURCES unit/outbox_test.cc LIBS soak_test_sim soak_test_store soak_daemon LABELS unit)
 soak_add_test(unit_soakctl SOURCES unit/soakctl_test.cc LIBS soak_soakctl soak_daemon LABELS unit)
 soak_add_test(unit_store_compat SOURCES unit/store_compat_test.cc LIBS soak_soakctl soak_daemon LABELS unit)
@@ -60,10 +62,23 @@ if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
   add_dependencies(integration_managed_restart soakd soakctl soak-fake-runtime)
 endif()
 
+# The slo floors and the launch cap through the fake runtime, soakd as a whole (docs/DESIGN.md §3.11).
+soak_add_test(integration_managed_floors SOURCES integration/managed_floors_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
+target_compile_definitions(integration_managed_floors PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+add_dependencies(integration_managed_floors soakd soak-fake-runtime)
+
 # A real llama-server as a managed candidate when SOAKD_LLAMA_SERVER names one; skipped (exit 77) otherwise.
 soak_add_test(integration_managed_llama_server SOURCES integration/managed_llama_server_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
 set_tests_properties(integration_managed_llama_server PROPERTIES SKIP_RETURN_CODE 77)
 target_compile_definitions(integration_managed_llama_server PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
 add_dependencies(integration_managed_llama_server soakd soakctl)
+# The same real llama-server started with -n 64: held at smoke from its launch fingerprint alone.
+soak_add_test(integration_managed_llama_server_cap SOURCES integration/managed_llama_server_cap_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
+set_tests_properties(integration_managed_llama_server_cap PROPERTIES SKIP_RETURN_CODE 77)
+target_compile_definitions(integration_managed_llama_server_cap PRIVATE
+  SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+add_dependencies(integration_managed_llama_server_cap soakd)
 soak_add_test(unit_campaign_managed SOURCES unit/campaign_managed_test.cc LIBS soak_test_sim soak_daemon LABELS unit)

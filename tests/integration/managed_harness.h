@@ -98,6 +98,7 @@ struct Setup {
   TempDir tmp;
   std::string cfg, store, log_dir;
   int port = free_port();
+  std::string runtime = "llama.cpp";  // the candidate's runtime kind
 
   std::string runtime_log() const { return log_dir + "/m.runtime.log"; }
 
@@ -128,7 +129,8 @@ struct Setup {
       "sampler": { "interval": "250ms", "keep_awake": false },
       "schedule": { "nightly_window": "now", "max_concurrent_canaries": 2 },
       "candidates": [
-        { "name": "m", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp", "allow_coexisting": true,
+        { "name": "m", "model": "qwen3.6-35b-a3b", "runtime": ")"
+                       << runtime << R"(", "allow_coexisting": true,
           "base_url": "http://127.0.0.1:)"
                        << port << R"(", "build": { "from": "http" },
           "launch": )" << launch

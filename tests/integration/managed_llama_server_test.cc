@@ -42,7 +42,9 @@ TEST_CASE("soakd starts a real llama-server, probes it and stops it") {
                              "\", \"--alias\", \"qwen3.6-35b-a3b\", \"-c\", \"4096\", \"-n\", \"64\", \"--parallel\", "
                              "\"2\", \"--jinja\", \"--metrics\", \"--slots\"], \"ready_timeout\": \"2m\", "
                              "\"stop_timeout\": \"10s\"}";
-  s.write(launch, "", R"({ "smoke": "5s", "canary": "5s", "gate": "5s", "soak": "5s" })");
+  // -n 64 is below limits.min_server_cap: accepted here, so that the probes run
+  // (managed_llama_server_cap_test.cc is the hold).
+  s.write(launch, R"(, "accept_server_cap": true)", R"({ "smoke": "5s", "canary": "5s", "gate": "5s", "soak": "5s" })");
   auto check = run_program({kSoakd, "check-config", s.cfg}, kStepMs);
   INFO(check.err);
   CHECK(check.exit_code == 0);

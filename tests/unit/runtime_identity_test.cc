@@ -179,7 +179,11 @@ TEST_CASE("check-config on this machine: the program must be found; flags and un
   INFO(warnings);
   CHECK(warnings.find("--max-tokens") != std::string::npos);
   CHECK(warnings.find("SOAKD_TEST_HF is not set") != std::string::npos);
+  // Both launches' default output caps (512, -n 1) are below limits.min_server_cap.
+  CHECK(warnings.find("candidates[0].launch.argv: warning: it caps every answer at 512 tokens") != std::string::npos);
+  CHECK(warnings.find("candidates[1].launch.argv: warning: it caps every answer at 1 tokens") != std::string::npos);
+  CHECK(warnings.find("soakd will hold the candidate at smoke") != std::string::npos);
   env["SOAKD_TEST_HF"] = "x";
   f = check_launches(*cfg, reader);
-  CHECK(f.warnings.size() == 1);  // only --max-tokens now
+  CHECK(f.warnings.size() == 3);  // only --max-tokens and the two caps now
 }
