@@ -16,7 +16,7 @@ constexpr std::array<std::pair<Flavour, std::string_view>, 7> kFlavours{{
     {Flavour::LmStudio, "lm-studio"},
 }};
 
-constexpr std::array<std::pair<Scenario, std::string_view>, 21> kScenarios{{
+constexpr std::array<std::pair<Scenario, std::string_view>, 22> kScenarios{{
     {Scenario::Healthy, "healthy"},
     {Scenario::PrefillCost, "prefill-cost"},
     {Scenario::FifoSerial, "fifo"},
@@ -38,6 +38,7 @@ constexpr std::array<std::pair<Scenario, std::string_view>, 21> kScenarios{{
     {Scenario::DeepToolDrop, "deep-tool-drop"},
     {Scenario::Thinking5xx, "thinking-5xx"},
     {Scenario::UnstablePooling, "unstable-pooling"},
+    {Scenario::ResetOverSlots, "reset-over-slots"},
 }};
 
 template <class E, size_t N>

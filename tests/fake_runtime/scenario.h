@@ -39,6 +39,7 @@ enum class Scenario {
   DeepToolDrop,     // prompts longer than drop_tools_above_tokens get a text answer, never a tool call
   Thinking5xx,      // thinking-on requests from turn thinking_fail_turn of a conversation get HTTP 500
   UnstablePooling,  // embeddings differ on every request; every second rerank comes back in reverse order
+  ResetOverSlots,   // a chat request that finds every slot busy is dropped before any status line
 };
 std::string_view to_string(Scenario s);
 std::optional<Scenario> parse_scenario(std::string_view s);
