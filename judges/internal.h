@@ -154,6 +154,7 @@ void judge_compare(const Context& c, Judgement& j);       // judges/compare.cc
 void judge_trends(const Context& c, Judgement& j);        // judges/trends.cc
 void judge_long_context(const Context& c, Judgement& j);  // judges/context.cc
 void judge_capacity(const Context& c, Judgement& j);      // judges/context.cc
+void judge_heavy_work(const Context& c, Judgement& j);    // judges/heavy_work.cc
 // An agent-session turn (probes/session.h): its tool calls are judged per
 // context band (judges/session.cc), not in the hard ratio classes.
 bool is_session_row(const ProbeResult& r);

@@ -65,6 +65,7 @@
 #include "core/config.h"
 #include "core/tasks.h"
 #include "core/types.h"
+#include "judges/heavy_work.h"
 
 namespace soak {
 
@@ -131,6 +132,9 @@ struct JudgeRecipe {
   // Agent-session rules (gate, soak): tool-call bands, recovery (defaults in
   // recipes stored before them).
   AgentSettings agent;
+  // Heavy tasks that waited for the host's heavy gate (none in recipes stored
+  // before the rule, and none when nothing waited).
+  std::vector<HeavyWait> heavy_waits;
 };
 
 struct JudgeInput {
