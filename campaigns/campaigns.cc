@@ -193,7 +193,8 @@ std::optional<std::string> Campaigns::canary_heavy_in_flight() const {
 }
 
 bool Campaigns::holds_traffic(const Track& t, bool light_window) const {
-  if (light_window) return false;
+  // Gate and soak traffic waits; canaries keep their own probes (the heavy rule covers their overlap).
+  if (light_window || (t.stage && t.stage->kind == StageKind::Canary)) return false;
   if (auto c = canary_heavy_in_flight(); c && *c != t.name) return true;
   return drain_for_ && *drain_for_ != t.name;
 }

@@ -116,7 +116,9 @@ HeavyGate heavy_gate_for(const Track& t, const std::vector<RunningTask>& running
       if (r.weight == Weight::Heavy) return HeavyGate::Busy;
       continue;
     }
-    if (canary && r.traffic) return HeavyGate::Busy;
+    // Gate and soak traffic waits for a canary's heavy work; another canary's
+    // light probes are its own timed rows, held to the heavy rule only.
+    if (canary && r.traffic && !r.canary) return HeavyGate::Busy;
     if (r.weight == Weight::Heavy && (exclusive_heavy || r.canary)) return HeavyGate::Busy;
   }
   return HeavyGate::Free;

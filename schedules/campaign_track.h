@@ -101,8 +101,8 @@ struct RunningTask {
 // The heavy gate as `t` sees it (docs/DESIGN.md §3.7): busy while `t` runs a
 // heavy task (one per candidate); while another candidate's heavy task runs,
 // when schedule.exclusive_heavy is set or that task is a canary's; and for a
-// canary, while anything of another candidate runs (its timed rows overlap no
-// one's traffic, whatever exclusive_heavy says).
+// canary, while another candidate's gate or soak traffic runs (its timed rows
+// overlap no such traffic, whatever exclusive_heavy says).
 HeavyGate heavy_gate_for(const Track& t, const std::vector<RunningTask>& running, bool exclusive_heavy);
 // Tasks whose runs are repeated against a live, promoted baseline in the same
 // slot (interleaved A/B), so the canary compares like with like.

@@ -115,10 +115,13 @@ TEST_CASE("heavy gate: exclusive_heavy false lets candidates' heavy work overlap
   // ...but not a canary's, and never two of one candidate's own.
   CHECK(heavy_gate_for(soak, canary_heavy, false) == HeavyGate::Busy);
   CHECK(heavy_gate_for(soak, own_heavy, false) == HeavyGate::Busy);
-  // A canary's heavy work waits for every other candidate's traffic, light included.
+  // A canary's heavy work waits for gate and soak traffic, light included.
   CHECK(heavy_gate_for(canary, other_light, false) == HeavyGate::Busy);
   CHECK(heavy_gate_for(canary, other_light, true) == HeavyGate::Busy);
   CHECK(heavy_gate_for(canary, {}, true) == HeavyGate::Free);
+  // Another canary's light probes are held to the heavy rule only.
+  CHECK(heavy_gate_for(canary, {{"other", Weight::Light, true}}, true) == HeavyGate::Free);
+  CHECK(heavy_gate_for(canary, {{"other", Weight::Heavy, true}}, false) == HeavyGate::Busy);
 }
 
 TEST_CASE("heavy gate: another candidate's heartbeat scrape does not hold a canary's heavy work") {
