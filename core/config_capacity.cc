@@ -32,16 +32,15 @@ void check_capacity_budget(ReadContext& ctx, const std::string& path, const Camp
   const int64_t rounds = capacity_prefill_rounds(worst->concurrency, slots_for(*worst));
   std::ostringstream floor;
   floor << l.prefill_floor_tps;
-  const std::string slots_said =
-      slots ? std::to_string(*slots) + " slot(s)"
-            : std::to_string(worst->concurrency) + " slot(s) at best: `slots` is not set, the runtime's own count decides";
+  const std::string slots_said = slots ? std::to_string(*slots) + " slot(s)"
+                                       : std::to_string(worst->concurrency) +
+                                             " slot(s) at best: `slots` is not set, the runtime's own count decides";
   ctx.err(join_path(path, "limits.wall_timeout"),
           "is " + format_duration(l.wall_timeout_ms) + ", within the first-token budget of the last member of the " +
               std::to_string(worst->size) + " x " + std::to_string(worst->concurrency) +
-              " capacity check: stall_timeout " + format_duration(l.stall_timeout_ms) + " + " +
-              std::to_string(rounds) + " prefill(s) of " + std::to_string(worst->size) + " tokens at " + floor.str() +
-              " tok/s (" + std::to_string(worst->concurrency) + " members on " + slots_said +
-              ") = " + format_duration(budget_ms) +
+              " capacity check: stall_timeout " + format_duration(l.stall_timeout_ms) + " + " + std::to_string(rounds) +
+              " prefill(s) of " + std::to_string(worst->size) + " tokens at " + floor.str() + " tok/s (" +
+              std::to_string(worst->concurrency) + " members on " + slots_said + ") = " + format_duration(budget_ms) +
               "; raise wall_timeout above that with time to answer, lower the entry's concurrency, or raise "
               "prefill_floor_tps",
           "\"" + format_duration(budget_ms + 5 * kMinute) + "\"");

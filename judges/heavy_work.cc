@@ -9,9 +9,9 @@ namespace soak::judge_detail {
 
 void judge_heavy_work(const Context& c, Judgement& j) {
   for (const HeavyWait& w : c.in.recipe.heavy_waits) {
-    const std::string waited = format("waited %lld time(s) for the host's heavy work, %s in all (longest %s)",
-                                      static_cast<long long>(w.waits), format_duration(w.waited_ms).c_str(),
-                                      format_duration(w.longest_ms).c_str());
+    const std::string waited =
+        format("waited %lld time(s) for the host's heavy work, %s in all (longest %s)", static_cast<long long>(w.waits),
+               format_duration(w.waited_ms).c_str(), format_duration(w.longest_ms).c_str());
     const bool never = w.runs == 0;
     auto m = metric("heavy/" + w.task, never ? MetricResult::Insufficient : MetricResult::Pass,
                     format("%s ran %lld of %lld planned run(s); ", w.task.c_str(), static_cast<long long>(w.runs),

@@ -72,7 +72,7 @@ TEST_CASE("20 candidates in canary at once each get their heavy rows, one heavy 
     CHECK(st[1].ended_ms.has_value());
     rows[n] = canary_rows(w, n);
     INFO(n << ": " << rows[n].long_context << " long-context, " << rows[n].burst << " burst, " << rows[n].prefix
-            << " prefix-reuse rows");
+           << " prefix-reuse rows");
     CHECK(rows[n].long_context > 0);
     CHECK(rows[n].burst > 0);
     CHECK(rows[n].prefix > 0);

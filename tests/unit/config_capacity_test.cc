@@ -27,7 +27,7 @@ TEST_CASE("capacity budget: rounds of prefills are concurrency over slots, round
   CHECK(capacity_prefill_rounds(8, 2) == 4);
   CHECK(capacity_prefill_rounds(9, 2) == 5);
   CHECK(capacity_prefill_rounds(8, std::nullopt) == 8);  // slots unknown: each waits for the ones before it
-  Limits l;  // 2 min stall, 100 tok/s
+  Limits l;                                              // 2 min stall, 100 tok/s
   // 32K x 8 on 8 slots: 2 min + 327.68 s (one prefill).
   CHECK(capacity_member_budget_ms(CapacityEntry{32768, 8}, 8, l) == 2 * kMinute + 327'680);
   // The same on 2 slots: four prefills ahead of and including the last member's.

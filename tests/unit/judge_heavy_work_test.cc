@@ -29,8 +29,9 @@ TEST_CASE("heavy work: a heavy task that never ran is named with its waits, not 
   const VerdictRow v = judge_stage(in);
   INFO(v.reason);
   CHECK(v.state == VerdictState::Inconclusive);
-  CHECK(contains(v.reason, "heavy work did not run: long_context ran 0 of 2 planned run(s); waited 5 time(s) for "
-                           "the host's heavy work, 3h in all (longest 55m)"));
+  CHECK(contains(v.reason,
+                 "heavy work did not run: long_context ran 0 of 2 planned run(s); waited 5 time(s) for "
+                 "the host's heavy work, 3h in all (longest 55m)"));
   const MetricEvidence* lc = find_metric(v, "heavy/long_context");
   REQUIRE(lc);
   CHECK(lc->result == MetricResult::Insufficient);
