@@ -187,10 +187,52 @@ bool Campaigns::baseline_known(const Track& t) const {
   return it == tracks_.end() || it->second.row.has_value();
 }
 
-bool Campaigns::heavy_busy() const {
+HeavyGate Campaigns::heavy_gate(const Track& t) const {
+  std::vector<RunningTask> running;
+  for (const auto& [id, f] : in_flight_) {
+    auto it = tracks_.find(f.track);
+    const bool canary = it != tracks_.end() && it->second.stage && it->second.stage->kind == StageKind::Canary;
+    const bool traffic = it == tracks_.end() || f.task >= it->second.plan.tasks.size() ||
+                         it->second.plan.tasks[f.task].kind != TaskKind::Scrape;
+    running.push_back(RunningTask{f.track, f.weight, canary, traffic});
+  }
+  return heavy_gate_for(t, running, cfg_->schedule.exclusive_heavy);
+}
+
+bool Campaigns::canary_heavy(const InFlight& f) const {
+  if (f.weight != Weight::Heavy) return false;  // a shadow run is the canary's baseline, timed as it is
+  auto it = tracks_.find(f.track);
+  return it != tracks_.end() && it->second.stage && it->second.stage->kind == StageKind::Canary;
+}
+
+std::optional<std::string> Campaigns::canary_heavy_in_flight() const {
   for (const auto& [id, f] : in_flight_)
-    if (f.weight == Weight::Heavy) return true;
-  return false;
+    if (canary_heavy(f)) return f.track;
+  return std::nullopt;
+}
+
+bool Campaigns::holds_traffic(const Track& t, bool light_window) const {
+  // Gate and soak traffic waits; canaries keep their own probes (the heavy rule covers their overlap).
+  if (light_window || (t.stage && t.stage->kind == StageKind::Canary)) return false;
+  if (auto c = canary_heavy_in_flight(); c && *c != t.name) return true;
+  return drain_for_ && *drain_for_ != t.name;
+}
+
+void Campaigns::update_drain(const Track& t, bool light_window) {
+  const bool waits = t.phase == Phase::Staged && t.stage && t.stage->kind == StageKind::Canary && !frozen_ &&
+                     runtime_ready(t) && heavy_waiting_since(t).has_value();
+  if (drain_for_ == t.name && !waits) drain_for_.reset();
+  // The first canary in turn whose heavy work waits for other candidates'
+  // traffic: new traffic waits until what runs has ended.
+  if (!drain_for_ && waits && !light_window && !canary_heavy_in_flight()) drain_for_ = t.name;
+}
+
+std::vector<Track*> Campaigns::step_order() {
+  std::vector<Track*> order;
+  for (auto& [name, t] : tracks_) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Track* a, const Track* b) { return heavy_turn_before(*a, *b); });
+  return order;
 }
 
 int Campaigns::canaries_running() const {
@@ -200,7 +242,7 @@ int Campaigns::canaries_running() const {
   return n;
 }
 
-void Campaigns::step(Track& t, int64_t now) {
+void Campaigns::step(Track& t, int64_t now, bool light_window) {
   if (managed(t)) manage_runtime(t, now);
   check_build(t, now);
   switch (t.phase) {
@@ -217,7 +259,8 @@ void Campaigns::step(Track& t, int64_t now) {
       if (!runtime_ready(t)) return;  // a managed runtime still starting: nothing to probe yet
       break;
   }
-  apply(t, step_stage(t, StepInputs{busy(t), heavy_busy() ? HeavyGate::Busy : HeavyGate::Free, frozen_}, now), now);
+  const HeavyGate gate = light_window ? HeavyGate::Busy : heavy_gate(t);
+  apply(t, step_stage(t, StepInputs{busy(t), gate, frozen_, holds_traffic(t, light_window)}, now), now);
 }
 
 // ============================================================== runs
@@ -251,6 +294,7 @@ void Campaigns::on_task_done(int64_t work_id, TaskReport rep, int64_t now) {
   auto it = in_flight_.find(work_id);
   if (it == in_flight_.end()) return;
   InFlight f = it->second;
+  if (canary_heavy(f)) light_window_ = true;
   in_flight_.erase(it);
   Track* tp = track(f.track);
   if (!tp) return;
@@ -279,7 +323,7 @@ void Campaigns::shadow_run(Track& t, const InFlight& f, int64_t work_id) {
     if (other.row && other.row->id == *t.baseline_id) b = &other;
   const bool baseline_idle = b && b->phase == Phase::Done && b->final_state == VerdictState::Promoted;
   if (!baseline_idle || (spec.kind != TaskKind::Scrape && t.shadow_live_ok.value_or(0) != 1)) return;
-  if (spec.weight == Weight::Heavy && heavy_busy()) return;
+  if (spec.weight == Weight::Heavy && heavy_gate(t) == HeavyGate::Busy) return;
   launch(InFlight{f.task, true, t.name, *t.baseline_id, spec.weight}, b->cfg, std::nullopt, StageKind::Canary,
          spec.kind, work_id);
 }
@@ -315,7 +359,17 @@ void Campaigns::tick(int64_t now) {
   for (auto& [work_id, rep] : std::exchange(deferred_, {})) on_task_done(work_id, std::move(rep), now);
   handle_controls(now);
   check_hard_events(now);
-  for (auto& [name, t] : tracks_) step(t, now);
+  // Heavy work is served in the order it became due, across candidates
+  // (docs/DESIGN.md §3.7): the track that has waited longest is stepped first.
+  // After a canary's heavy work, one pass runs the light work every track has
+  // due (and no heavy work) before the next canary's heavy work drains the host.
+  const bool light_window = light_window_ && !canary_heavy_in_flight();
+  if (light_window) light_window_ = false;
+  wake_soon_ = light_window;  // the heavy work held for the window goes on the next tick
+  for (Track* t : step_order()) {
+    step(*t, now, light_window);
+    update_drain(*t, light_window);
+  }
 }
 
 std::optional<int64_t> Campaigns::next_wake_ms(int64_t now) const {
@@ -327,6 +381,7 @@ std::optional<int64_t> Campaigns::next_wake_ms(int64_t now) const {
     if (x > now && (!w || x < *w)) w = x;
   };
   if (d_.outbox.paused()) return d_.outbox.next_retry_ms();
+  if (wake_soon_) wake(now + 1);
   for (const auto& [name, t] : tracks_) {
     if (!t.build_read_in_flight) wake(t.next_build_check_ms);  // fixed builds too: their fingerprint is read
     if (t.phase == Phase::WaitingCanary) wake(t.canary_not_before_ms);

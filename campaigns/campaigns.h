@@ -10,7 +10,9 @@
 // checks each result for hard failures, judges a stage when its clock says so,
 // and writes stages, verdicts and events to the store. A restart resumes every
 // stage from the store with its original start and deadline; missed slots are
-// not backfilled. Across tracks it keeps one heavy task per host, at most
+// not backfilled. Across tracks it keeps one heavy task per host (unless
+// schedule.exclusive_heavy is false), served in the order it became due, a
+// canary's heavy work alone on the host (docs/DESIGN.md §3.7), at most
 // schedule.max_concurrent_canaries canaries, and the interleaved baseline runs.
 //
 // Files: campaigns.cc (ticks, dispatch, completions, judging, resume, reload),
@@ -99,7 +101,7 @@ class Campaigns {
   };
 
   // campaigns.cc
-  void step(Track& t, int64_t now);
+  void step(Track& t, int64_t now, bool light_window);
   void apply(Track& t, Transition tr, int64_t now);
   void start_stage(Track& t, StageKind kind, int64_t now);
   void finish_stage(Track& t, StageEnd end, int64_t now);
@@ -118,7 +120,17 @@ class Campaigns {
   void write_event(EventKind kind, std::optional<int64_t> candidate_id, const std::string& detail, int64_t now,
                    std::optional<int64_t> duration_ms = std::nullopt);
   void insert_event(const Event& e);
-  bool heavy_busy() const;
+  // The heavy gate as `t` sees it (schedules/campaign_track.h heavy_gate_for).
+  HeavyGate heavy_gate(const Track& t) const;
+  // A canary's heavy run (its own or its baseline's shadow), and the canary
+  // whose heavy run is in flight, if any.
+  bool canary_heavy(const InFlight& f) const;
+  std::optional<std::string> canary_heavy_in_flight() const;
+  // Whether `t` holds its traffic (all but the heartbeat): another
+  // candidate's canary runs heavy work, or waits for the host to drain.
+  bool holds_traffic(const Track& t, bool light_window) const;
+  void update_drain(const Track& t, bool light_window);
+  std::vector<Track*> step_order();
   bool busy(const Track& t) const;
   void cancel_track(const Track& t);
   int canaries_running() const;
@@ -173,6 +185,9 @@ class Campaigns {
   int64_t next_control_poll_ms_ = 0;
   int64_t last_event_seen_ = 0;
   bool frozen_ = false;
+  std::optional<std::string> drain_for_;  // the canary whose heavy work waits for the host to drain
+  bool light_window_ = false;             // a canary's heavy run ended: the next tick runs light work
+  bool wake_soon_ = false;                // that tick held heavy work back: tick again at once
   std::function<void()> on_change_;
   RuntimeControl* control_ = nullptr;
 };

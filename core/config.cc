@@ -227,6 +227,7 @@ Result<Config> parse_config(const std::string& text, const std::string& source_n
       std::string path = schema::index_path("candidates", i);
       schema::read_section(ctx, arr[i], path, schema::candidate_section(), c);
       schema::check_campaign(ctx, path, c.settings);
+      schema::check_capacity_budget(ctx, path, c.settings, c.slots);
       schema::check_launch(ctx, path, c);
       cfg.candidates.push_back(std::move(c));
     }

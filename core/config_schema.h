@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/config.h"
@@ -38,6 +39,10 @@ const Section<Config>& top_section();
 
 // Rules across keys of one campaign's settings (after defaults and overrides merged).
 void check_campaign(ReadContext& ctx, const std::string& path, const CampaignSettings& s);
+// The wall timeout against the capacity check's last member (core/config_capacity.cc);
+// `slots` is the candidate's, when set.
+void check_capacity_budget(ReadContext& ctx, const std::string& path, const CampaignSettings& s,
+                           std::optional<int> slots);
 
 // ~ and paths relative to the config file's directory (ctx.base_dir).
 std::string resolve_path(const ReadContext& ctx, const std::string& p);

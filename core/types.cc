@@ -46,7 +46,7 @@ constexpr Table<RuntimeKind, 8> kRuntimes{{
     {RuntimeKind::OpenAI, "openai"},
 }};
 
-constexpr Table<Outcome, 30> kOutcomes{{
+constexpr Table<Outcome, 31> kOutcomes{{
     {Outcome::Clean, "clean"},
     {Outcome::ConnectRefused, "connect_refused"},
     {Outcome::ConnectTimeout, "connect_timeout"},
@@ -55,6 +55,7 @@ constexpr Table<Outcome, 30> kOutcomes{{
     {Outcome::Http5xx, "http_5xx"},
     {Outcome::ContextExceeded, "context_exceeded"},
     {Outcome::NoBody, "no_body"},
+    {Outcome::ConnectionReset, "connection_reset"},
     {Outcome::NoTerminal, "no_terminal"},
     {Outcome::StreamError, "stream_error"},
     {Outcome::Stalled, "stalled"},

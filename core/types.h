@@ -30,6 +30,7 @@ enum class Outcome {
   Http5xx,            // server error status
   ContextExceeded,    // runtime refused the prompt as longer than its context
   NoBody,             // HTTP 200 and then no body / no SSE event at all
+  ConnectionReset,    // connection closed or reset before any status line (refused or dropped, not a hang)
   NoTerminal,         // stream ended without data: [DONE]
   StreamError,        // an error object arrived inside the stream
   Stalled,            // no content event for the stall timeout (keep-alives don't count)

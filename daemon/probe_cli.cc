@@ -37,9 +37,25 @@ std::vector<ProbeKind> default_probe_kinds(WorkloadKind workload) {
   return kinds;
 }
 
+}  // namespace
+
+std::vector<ProbeKind> all_kinds_for(WorkloadKind workload) {
+  if (workload == WorkloadKind::Chat) return probes::all_probe_kinds();
+  std::vector<ProbeKind> kinds;
+  // Every task a stage may schedule, in stage order: the kinds each runs for this workload.
+  for (TaskKind t :
+       {TaskKind::Smoke, TaskKind::Scrape, TaskKind::Functional, TaskKind::LongContext, TaskKind::Burst,
+        TaskKind::Capacity, TaskKind::Cancel, TaskKind::Agent, TaskKind::SoakTraffic, TaskKind::PrefixReuse})
+    for (ProbeKind k : probe_kinds_for(t, workload))
+      if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+  return kinds;
+}
+
+namespace {
+
 Result<std::vector<ProbeKind>> kinds_from(const std::optional<std::string>& k, WorkloadKind workload) {
   if (!k) return default_probe_kinds(workload);
-  if (*k == "all") return probes::all_probe_kinds();
+  if (*k == "all") return all_kinds_for(workload);
   auto kind = parse_probe_kind(*k);
   if (!kind || !probes::engine_runs(*kind))
     return make_error("unknown probe kind \"" + *k + "\"; known: all, " + probe_kind_names());

@@ -19,6 +19,11 @@ namespace soak {
 
 int cmd_probe(const Args& a);
 
+// What `--kind all` runs for a candidate of `workload`: every kind for chat; for
+// an embedding or rerank server, every kind its stages schedule (health, its
+// pooling probe, scrape, pooling bursts), never a chat kind (docs/DESIGN.md §2.14).
+std::vector<ProbeKind> all_kinds_for(WorkloadKind workload);
+
 // The text table `soakd probe` prints (one line per row, then a summary line).
 std::string format_probe_table(const std::vector<ProbeResult>& rows);
 // The JSON document `soakd probe --json` prints.

@@ -40,6 +40,9 @@ const std::vector<RowClass>& row_classes() {
   static const std::vector<RowClass> k{
       {"hung_stream", {Outcome::NoBody, Outcome::Stalled}},
       {"no_terminal", {Outcome::NoTerminal}},
+      // Refused or dropped before a status line: the runtime shed the request
+      // (a burst past what it admits), which an operator must not read as a hang.
+      {"connection_reset", {Outcome::ConnectionReset}, CleanRow::Omitted},
       {"identity_mismatch", {Outcome::IdentityMismatch}},
       // A runtime whose answers only echo the requested model proves nothing
       // about the weights (docs/DESIGN.md §7.2): never a pass. Nothing shows

@@ -415,6 +415,7 @@ VerdictRow judge_stage(const JudgeInput& in) {
   blocked(c, j);
   stage_end(c, j);
   coverage(c, j);
+  judge_heavy_work(c, j);
   switch (in.recipe.stage) {
     case StageKind::Smoke: smoke(c, j); break;
     case StageKind::Canary:

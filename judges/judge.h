@@ -72,6 +72,7 @@
 #include "core/tasks.h"
 #include "core/types.h"
 #include "judges/floors.h"
+#include "judges/heavy_work.h"
 
 namespace soak {
 
@@ -146,6 +147,9 @@ struct JudgeRecipe {
   // The launch fingerprint's default output cap, when it knows one: below
   // limits.min_server_cap it holds the candidate (judges/floors.h).
   std::optional<LaunchCap> launch_cap;
+  // Heavy tasks that waited for the host's heavy gate (none in recipes stored
+  // before the rule, and none when nothing waited).
+  std::vector<HeavyWait> heavy_waits;
 };
 
 struct JudgeInput {

@@ -79,6 +79,16 @@ std::string recipe_to_json(const StoredRecipe& stored) {
   if (!r.long_context_sizes.empty()) j["long_context_sizes"] = r.long_context_sizes;
   if (r.allow_coexisting) j["allow_coexisting"] = true;
   if (r.workload != WorkloadKind::Chat) j["workload"] = to_string(r.workload);
+  if (!r.heavy_waits.empty()) {
+    auto& hw = j["heavy_waits"] = nlohmann::ordered_json::array();
+    for (const auto& w : r.heavy_waits)
+      hw.push_back({{"task", w.task},
+                    {"planned", w.planned},
+                    {"runs", w.runs},
+                    {"waits", w.waits},
+                    {"waited_ms", w.waited_ms},
+                    {"longest_ms", w.longest_ms}});
+  }
   if (r.agent != AgentSettings{}) {
     const AgentSettings& a = r.agent;
     j["agent"] = {{"context_ceiling", a.context_ceiling_tokens},
@@ -151,6 +161,11 @@ Result<StoredRecipe> recipe_from_json(const std::string& s) {
     r.memory_budget_bytes = opt_from<int64_t>(j, "memory_budget_bytes");
     r.long_context_sizes = j.value("long_context_sizes", std::vector<int64_t>{});
     r.allow_coexisting = j.value("allow_coexisting", false);
+    if (j.contains("heavy_waits"))
+      for (const auto& w : j.at("heavy_waits"))
+        r.heavy_waits.push_back(HeavyWait{w.at("task").get<std::string>(), w.at("planned").get<int64_t>(),
+                                          w.at("runs").get<int64_t>(), w.at("waits").get<int64_t>(),
+                                          w.at("waited_ms").get<int64_t>(), w.at("longest_ms").get<int64_t>()});
     if (j.contains("workload")) {
       auto w = parse_workload_kind(j.at("workload").get<std::string>());
       if (!w) return make_error("judge input has an unknown workload \"" + j.at("workload").get<std::string>() + "\"");

@@ -56,6 +56,10 @@ Verdict classify_chat(TransportEnd end, std::optional<int> http_status, std::str
     case TransportEnd::LocalError: return {Outcome::HarnessError, "soakd could not run the request"};
     default: break;
   }
+  // A connection dropped before any status line is not an SSE hang: a runtime
+  // refusing or shedding connections under a burst does this (docs/DESIGN.md §2.1).
+  if (end == TransportEnd::ConnectionLost && !http_status)
+    return {Outcome::ConnectionReset, "connection closed or reset before any status line"};
   if (http_status && (*http_status < 200 || *http_status >= 300)) return classify_http_error(*http_status, error_body);
   if (r.error) {
     std::string d = "error inside the ";

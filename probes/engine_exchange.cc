@@ -121,6 +121,10 @@ void Exchange::fail_before_sending(std::string why) {
   io_.defer.post([this] { finish(); });
 }
 
+void Exchange::queue_moved(int64_t mono_ns) {
+  if (state_ == State::Live && id_ != kNoTransfer) io_.http.mark_queue_moved(id_, mono_ns);
+}
+
 void Exchange::cancel() {
   if (state_ != State::Live || id_ == kNoTransfer) return;
   if (spec_.kind == ExchangeKind::ChatStream) {

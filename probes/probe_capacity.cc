@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probes/answer_check.h"
+#include "core/capacity_budget.h"
 #include "probes/probe_group.h"
 
 namespace soak::probes {
@@ -54,10 +55,12 @@ class CapacityStep final : public GroupStep {
     const std::string extra_json = extra.dump();
     const std::string marker = fixture_marker(sized.fixture);
     // The stall clock's prefill allowance (docs/DESIGN.md §2.2): the members
-    // share the runtime's prefill throughput, so a member's first token may
-    // come only after the whole group's prompts were read.
+    // share the runtime's slots, so the last member's prompt is read after
+    // ceil(concurrency / slots) rounds of prefills, its own included
+    // (core/capacity_budget.h); members still waiting when others finish get
+    // their budget again from then (probe_group.cc).
     const int64_t tokens = sized.measured_tokens ? *sized.measured_tokens : estimated_tokens(sized.fixture);
-    const int64_t group_tokens = tokens * e.concurrency;
+    const int64_t group_tokens = tokens * capacity_prefill_rounds(e.concurrency, runtime_slots());
     for (int k = 0; k < e.concurrency; ++k) {
       ChatJob j;
       j.req = long_context_request(o, sized.fixture, env_.io.nonces.next());

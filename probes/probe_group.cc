@@ -43,6 +43,15 @@ void GroupStep::on_member(ProbeResult& r, const ExchangeResult& x) {
                             : std::optional<int64_t>(static_cast<int64_t>(x.chat.token_arrivals_ns.size()));
   members_.push_back(m);
   member_hashes_ += r.body_hash;
+  // A member the runtime served (it wrote output, or a whole response) freed
+  // its slot: the members still waiting in its queue are queued, not stalled,
+  // and their budget runs from now. One cut while nothing came moved nothing.
+  const bool served = x.chat.first_token_ns.has_value() || x.transfer.reason == EndReason::Completed;
+  if (served && outstanding_ > 1) {
+    const int64_t now = env_.io.clock.mono_ns();
+    for (auto& e : exchanges_)
+      if (e && e->live()) e->queue_moved(now);
+  }
   emit(std::move(r));
   if (--outstanding_ > 0) return;
   if (!cancelled()) summarize();

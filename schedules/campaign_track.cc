@@ -41,10 +41,27 @@ Event track_event(const Track& t, EventKind kind, const json& detail, int64_t no
 void due_now(Track& t, const StepInputs& in, int64_t now, Transition& tr) {
   if (in.frozen || !t.stage) return;
   DueSet due = next_due(t.plan, t.tasks, t.stage->started_ms, now, in.heavy);
+  mark_held(t.tasks, due.held, now);
   for (const Due& d : due.due) {
-    mark_started(t.tasks, d);
+    // While another candidate's canary measures, only the heartbeat runs.
+    if (in.hold_traffic && t.plan.tasks[d.task].kind != TaskKind::Scrape) {
+      if (t.plan.tasks[d.task].weight == Weight::Heavy) mark_held(t.tasks, {d.task}, now);
+      continue;
+    }
+    mark_started(t.tasks, d, now);
+    if (t.plan.tasks[d.task].weight == Weight::Heavy) t.last_heavy_start_ms = now;
     tr.dispatch.push_back(d);
   }
+}
+
+// Heavy tasks of the plan that waited for the host's heavy gate and have not
+// run once in this stage.
+std::vector<size_t> heavy_starved(const Track& t) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < t.plan.tasks.size() && i < t.tasks.size(); ++i)
+    if (t.plan.tasks[i].weight == Weight::Heavy && t.tasks[i].runs == 0 && !t.tasks[i].running && t.tasks[i].waits > 0)
+      out.push_back(i);
+  return out;
 }
 
 // Out of time: what is still running is cut first (recorded as cancelled by the
@@ -72,6 +89,39 @@ std::optional<StageKind> next_stage(StageKind k) {
     case StageKind::Soak: return std::nullopt;
   }
   return std::nullopt;
+}
+
+std::optional<int64_t> heavy_waiting_since(const Track& t) {
+  std::optional<int64_t> out;
+  if (t.phase != Phase::Staged) return out;
+  for (size_t i = 0; i < t.plan.tasks.size() && i < t.tasks.size(); ++i)
+    if (t.plan.tasks[i].weight == Weight::Heavy && t.tasks[i].waiting_since_ms &&
+        (!out || *t.tasks[i].waiting_since_ms < *out))
+      out = t.tasks[i].waiting_since_ms;
+  return out;
+}
+
+bool heavy_turn_before(const Track& a, const Track& b) {
+  const auto wa = heavy_waiting_since(a), wb = heavy_waiting_since(b);
+  if (wa != wb) return wa && (!wb || *wa < *wb);  // a waiting track before one that does not wait
+  if (a.last_heavy_start_ms != b.last_heavy_start_ms)
+    return !a.last_heavy_start_ms || (b.last_heavy_start_ms && *a.last_heavy_start_ms < *b.last_heavy_start_ms);
+  return a.name < b.name;
+}
+
+HeavyGate heavy_gate_for(const Track& t, const std::vector<RunningTask>& running, bool exclusive_heavy) {
+  const bool canary = t.stage && t.stage->kind == StageKind::Canary;
+  for (const RunningTask& r : running) {
+    if (r.track == t.name) {
+      if (r.weight == Weight::Heavy) return HeavyGate::Busy;
+      continue;
+    }
+    // Gate and soak traffic waits for a canary's heavy work; another canary's
+    // light probes are its own timed rows, held to the heavy rule only.
+    if (canary && r.traffic && !r.canary) return HeavyGate::Busy;
+    if (r.weight == Weight::Heavy && (exclusive_heavy || r.canary)) return HeavyGate::Busy;
+  }
+  return HeavyGate::Free;
 }
 
 bool interleaves(TaskKind k) {
@@ -162,9 +212,35 @@ Transition step_stage(Track& t, const StepInputs& in, int64_t now) {
       }
       due_now(t, in, now, tr);
       break;
-    case StageClock::Complete:
+    case StageClock::Complete: {
+      // Heavy work that waited for the host and never ran: the grace makes it up.
+      const std::vector<size_t> starved = heavy_starved(t);
+      if (!starved.empty() && now < st.deadline_ms) {
+        if (!t.extension_noted) {
+          t.extension_noted = true;
+          json d;
+          d["reason"] = "planned heavy work waited for the host and has not run";
+          json tasks = json::array();
+          for (size_t i : starved) {
+            const TaskState& s = t.tasks[i];
+            const int64_t waited = s.waited_ms + (s.waiting_since_ms ? now - *s.waiting_since_ms : 0);
+            tasks.push_back({{"task", to_string(t.plan.tasks[i].kind)}, {"waits", s.waits}, {"waited_ms", waited}});
+          }
+          d["tasks"] = tasks;
+          d["stage"] = to_string(st.kind);
+          d["stage_id"] = st.id;
+          tr.events.push_back(track_event(t, EventKind::StageExtended, d, now, st.deadline_ms - now));
+          tr.notes.push_back(
+              fmt::format("{}: {} heavy work has not run ({} task(s) waited for the host): extended "
+                          "up to its deadline",
+                          t.name, to_string(st.kind), starved.size()));
+        }
+        due_now(t, in, now, tr);
+        break;
+      }
       if (!in.busy) tr.judge = StageEnd::Completed;
       break;
+    }
     case StageClock::DeadlineHit: at_end(in, StageEnd::TimedOut, tr); break;
   }
   return tr;
@@ -271,6 +347,21 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
   r.workload = t.cfg->kind;
   r.agent = s.agent;
   r.slo = s.slo;  // the launch cap is the campaign's to add: it reads the row's fingerprint
+  // Heavy work that had to wait for the host: the judge names it (judges/heavy_work.h).
+  for (size_t i = 0; i < t.plan.tasks.size() && i < t.tasks.size(); ++i) {
+    const TaskSpec& spec = t.plan.tasks[i];
+    const TaskState& st = t.tasks[i];
+    if (spec.weight != Weight::Heavy || st.waits == 0) continue;
+    HeavyWait w;
+    w.task = std::string(to_string(spec.kind));
+    w.planned = nominal_slots(spec, t.stage->length_ms);
+    w.runs = st.runs;
+    w.waits = st.waits;
+    const int64_t current = st.waiting_since_ms ? std::max<int64_t>(0, now - *st.waiting_since_ms) : 0;
+    w.waited_ms = st.waited_ms + current;
+    w.longest_ms = std::max(st.longest_wait_ms, current);
+    r.heavy_waits.push_back(std::move(w));
+  }
   if (t.plan.heartbeat) {
     r.slots_planned = nominal_slots(t.plan.tasks[*t.plan.heartbeat], t.stage->length_ms);
     r.slots_run = std::min(t.tasks[*t.plan.heartbeat].runs, r.slots_planned);

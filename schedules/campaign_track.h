@@ -51,6 +51,9 @@ struct Track {
   bool extension_noted = false;
   std::optional<VerdictState> final_state;  // once Done
   std::optional<int64_t> shadow_live_ok;    // last shadow scrape of the baseline was clean (1) or not (0)
+  // When this track last started a heavy task: among tracks whose heavy work
+  // waits equally long, the one served least recently goes first.
+  std::optional<int64_t> last_heavy_start_ms;
 
   // Build reads, driven by Campaigns.
   bool build_read_in_flight = false;
@@ -80,6 +83,27 @@ struct Transition {
 };
 
 std::optional<StageKind> next_stage(StageKind k);
+// The order tracks are stepped in, so that the heavy gate serves candidates in
+// the order their heavy work became due (docs/DESIGN.md §3.7): the track whose
+// held heavy task has waited longest first, then the one served least
+// recently, then by name.
+bool heavy_turn_before(const Track& a, const Track& b);
+// The oldest wait of a track's held heavy tasks (nullopt: none waits).
+std::optional<int64_t> heavy_waiting_since(const Track& t);
+
+// A task in flight on the host, as the heavy gate sees it.
+struct RunningTask {
+  std::string track;
+  Weight weight = Weight::Light;
+  bool canary = false;  // a canary's own run or its baseline's interleaved run
+  bool traffic = true;  // sends inference requests (the heartbeat's scrape does not)
+};
+// The heavy gate as `t` sees it (docs/DESIGN.md §3.7): busy while `t` runs a
+// heavy task (one per candidate); while another candidate's heavy task runs,
+// when schedule.exclusive_heavy is set or that task is a canary's; and for a
+// canary, while another candidate's gate or soak traffic runs (its timed rows
+// overlap no such traffic, whatever exclusive_heavy says).
+HeavyGate heavy_gate_for(const Track& t, const std::vector<RunningTask>& running, bool exclusive_heavy);
 // Tasks whose runs are repeated against a live, promoted baseline in the same
 // slot (interleaved A/B), so the canary compares like with like.
 bool interleaves(TaskKind k);
@@ -98,11 +122,15 @@ struct StepInputs {
   bool busy = false;                  // the track has runs in flight
   HeavyGate heavy = HeavyGate::Free;  // a heavy task runs on this host
   bool frozen = false;                // shutting down: dispatch nothing
+  // Another candidate's canary measures its heavy work on this host (or is
+  // about to): only the heartbeat runs; the rest waits (docs/DESIGN.md §3.7).
+  bool hold_traffic = false;
 };
 // Smoke ends when its one pass ends (or it stays unreachable for its length);
 // other stages run their plan until their clock says complete (judge), or
-// extend past their nominal end to make up coverage (noted once, with an
-// event) until their deadline (judge as timed out). Runs still in flight at
+// extend past their nominal end to make up coverage, or heavy work that
+// waited for the host and never ran (noted once, with an event), until their
+// deadline (judge as timed out). Runs still in flight at
 // the end are cut first; the judging waits for their completions.
 Transition step_stage(Track& t, const StepInputs& in, int64_t now);
 

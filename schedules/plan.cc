@@ -57,6 +57,7 @@ DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int
     if (!out.next_wake_ms || t < *out.next_wake_ms) out.next_wake_ms = t;
   };
   const int64_t elapsed = std::max<int64_t>(0, now_ms - stage_started_ms);
+  std::vector<Due> heavy_due;
   for (size_t i = 0; i < plan.tasks.size() && i < states.size(); ++i) {
     const TaskSpec& t = plan.tasks[i];
     const TaskState& st = states[i];
@@ -84,17 +85,49 @@ DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int
       }
     }
     if (!is_due) continue;
-    if (t.weight == Weight::Heavy && heavy == HeavyGate::Busy) continue;  // waits for the gate
+    if (t.weight == Weight::Heavy) {
+      heavy_due.push_back(Due{i, slot});  // one heavy task at a time: chosen below
+      continue;
+    }
     out.due.push_back(Due{i, slot});
-    if (t.weight == Weight::Heavy) heavy = HeavyGate::Busy;  // one heavy task at a time
+  }
+  if (heavy_due.empty()) return out;
+  // The heavy task that has waited longest goes first; a task not yet held
+  // became due now. Plan order among equals.
+  auto since = [&](const Due& d) { return states[d.task].waiting_since_ms.value_or(now_ms); };
+  auto first = heavy_due.begin();
+  for (auto it = heavy_due.begin(); it != heavy_due.end(); ++it)
+    if (since(*it) < since(*first)) first = it;
+  for (auto it = heavy_due.begin(); it != heavy_due.end(); ++it) {
+    if (it == first && heavy == HeavyGate::Free) {
+      auto pos = std::find_if(out.due.begin(), out.due.end(), [&](const Due& d) { return d.task > it->task; });
+      out.due.insert(pos, *it);  // the due list stays in plan order
+    } else {
+      out.held.push_back(it->task);
+    }
   }
   return out;
 }
 
-void mark_started(std::vector<TaskState>& states, const Due& d) {
+void mark_started(std::vector<TaskState>& states, const Due& d, int64_t now_ms) {
   TaskState& st = states.at(d.task);
   st.running = true;
   st.last_slot = d.slot;
+  if (st.waiting_since_ms) {
+    const int64_t w = std::max<int64_t>(0, now_ms - *st.waiting_since_ms);
+    st.waited_ms += w;
+    st.longest_wait_ms = std::max(st.longest_wait_ms, w);
+    st.waiting_since_ms.reset();
+  }
+}
+
+void mark_held(std::vector<TaskState>& states, const std::vector<size_t>& held, int64_t now_ms) {
+  for (size_t i : held) {
+    TaskState& st = states.at(i);
+    if (st.waiting_since_ms) continue;
+    st.waiting_since_ms = now_ms;
+    ++st.waits;
+  }
 }
 
 void mark_finished(std::vector<TaskState>& states, size_t task, int64_t now_ms) {

@@ -59,6 +59,13 @@ struct TaskState {
   std::optional<int64_t> last_slot;    // Periodic: slot index last served
   std::optional<int64_t> last_end_ms;  // Continuous: when the last run ended
   bool running = false;
+  // A heavy task held back by the host's heavy gate (docs/DESIGN.md §3.7):
+  // since when it has waited this time (cleared when it starts), how many
+  // times it had to wait, for how long in all, and its longest wait.
+  std::optional<int64_t> waiting_since_ms;
+  int64_t waits = 0;
+  int64_t waited_ms = 0;
+  int64_t longest_wait_ms = 0;
 };
 
 struct Due {
@@ -69,18 +76,24 @@ struct Due {
 struct DueSet {
   std::vector<Due> due;                 // runnable now, in plan order
   std::optional<int64_t> next_wake_ms;  // earliest future time something becomes due
+  std::vector<size_t> held;             // heavy tasks due now and held back by the gate
 };
 
 enum class HeavyGate { Free, Busy };
 
 // Pure: which tasks are due at `now`. A heavy task that is due while the host's
-// heavy gate is busy is left out (it stays due and runs when the gate frees,
-// still serving its slot unless that slot has passed).
+// heavy gate is busy is left out and listed in `held` (it stays due and runs
+// when the gate frees, still serving its slot unless that slot has passed).
+// Of several heavy tasks due at once the one that has waited longest goes
+// first (plan order among equals); the others are held.
 DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int64_t stage_started_ms, int64_t now_ms,
                 HeavyGate heavy);
 
 // Marks a task started / finished in `states` (keeps the slot bookkeeping in one place).
-void mark_started(std::vector<TaskState>& states, const Due& d);
+// mark_started also ends a heavy task's wait, at `now_ms`.
+void mark_started(std::vector<TaskState>& states, const Due& d, int64_t now_ms = 0);
+// Heavy tasks held at `now_ms` start (or go on) waiting.
+void mark_held(std::vector<TaskState>& states, const std::vector<size_t>& held, int64_t now_ms);
 void mark_finished(std::vector<TaskState>& states, size_t task, int64_t now_ms);
 
 // Coverage of a stage: heartbeat slots served / heartbeat slots in the nominal

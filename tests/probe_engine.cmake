@@ -2,9 +2,13 @@
 soak_test_binary(probe_engine_tests)
 soak_add_test(unit_engine_rows SOURCES unit/engine_rows_test.cc LIBS soak_probes LABELS unit)
 soak_add_test(unit_engine_cli SOURCES unit/engine_cli_test.cc LIBS soak_daemon LABELS unit)
+soak_add_test(unit_probe_cli_kinds SOURCES unit/probe_cli_kinds_test.cc LIBS soak_daemon LABELS unit)
 
 # The engine against the in-process fake runtime on 127.0.0.1.
 soak_add_test(integration_probe_faults SOURCES integration/probe_faults_test.cc
+  LIBS soak_probes soak_fake_runtime LABELS integration)
+# Queued bursts (not hangs) and connections reset before a status line.
+soak_add_test(integration_probe_queue SOURCES integration/probe_queue_test.cc
   LIBS soak_probes soak_fake_runtime LABELS integration)
 soak_add_test(integration_probe_wire SOURCES integration/probe_wire_test.cc
   LIBS soak_probes soak_fake_runtime Threads::Threads LABELS integration)

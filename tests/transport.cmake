@@ -10,6 +10,7 @@ soak_add_test(unit_sse_parser SOURCES unit/sse_parser_test.cc LIBS soak_transpor
 soak_add_test(unit_sse_captures SOURCES unit/sse_captures_test.cc LIBS soak_transport soak_test_support LABELS unit)
 soak_add_test(unit_transport_deadline SOURCES unit/transport_deadline_test.cc LIBS soak_transport LABELS unit)
 soak_add_test(unit_transport_end_reason SOURCES unit/transport_end_reason_test.cc LIBS soak_transport LABELS unit)
+soak_add_test(unit_transport_queue SOURCES unit/transport_queue_test.cc LIBS soak_transport LABELS unit)
 soak_add_test(unit_transport_http_capture SOURCES unit/transport_http_capture_test.cc LIBS soak_test_support LABELS unit)
 
 # Real sockets on 127.0.0.1 against a scripted server; every scenario bounded to a few seconds.

@@ -15,6 +15,7 @@ DeadlineCheck check_deadlines(const StallMarks& m, const TransferLimits& l, int6
       // latest progress report, whichever ends later.
       int64_t at = m.start_ns + l.stall_ns + std::max<int64_t>(0, l.prefill_ns);
       if (m.last_progress_ns) at = std::max(at, *m.last_progress_ns + l.stall_ns);
+      if (m.queue_moved_ns) at = std::max(at, *m.queue_moved_ns + l.stall_ns + std::max<int64_t>(0, l.prefill_ns));
       stall_at = at;
     }
   }
@@ -46,6 +47,7 @@ std::string describe_limit(EndReason reason, const HttpRequest& r, const StallMa
   if (m.last_progress_ns)
     return stall + " since the last prefill progress report (budget: the stall timeout" + allowance +
            " from the request start)";
+  if (m.queue_moved_ns) return stall + allowance + " since the runtime last finished a request queued ahead of it";
   return stall + allowance + " (since the request start; no prefill progress reported)";
 }
 

@@ -10,6 +10,11 @@
 //   that is not a hang. Prefill progress the runtime reports (MLX-LM
 //   `: keepalive n/m` with n rising, llama.cpp `prompt_progress`) gives a full
 //   stall timeout from the report, when that ends later.
+// - A request waiting in the runtime's own queue (llama.cpp defers what its
+//   slots cannot take, and writes nothing until a slot does) is queued, not
+//   stalled: each time the runtime finishes a request queued ahead of it, its
+//   budget (stall timeout plus prefill allowance) runs again from then, so a
+//   burst of 80 on 2 slots is not read as 78 hangs while the queue moves.
 // - From the first content on, it runs from the last content only.
 // Plain keep-alives (`: ping`, oMLX keepalive chunks) never move it: the
 // caller marks only content and progress, so a runtime that only pings during
@@ -31,6 +36,9 @@ struct StallMarks {
   int64_t start_ns = 0;
   std::optional<int64_t> last_content_ns;   // the latest content
   std::optional<int64_t> last_progress_ns;  // the latest prefill progress before any content
+  // The latest time, before any content, that the runtime finished a request
+  // this one was queued behind (a member of the same group that it answered).
+  std::optional<int64_t> queue_moved_ns;
 };
 
 // The limits of one transfer in ns. wall_ns / stall_ns of 0 disable that

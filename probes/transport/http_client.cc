@@ -136,6 +136,13 @@ struct HttpClient::Impl {
     if (!m.last_content_ns) m.last_progress_ns = arrived_ns;  // after the first content only content counts
   }
 
+  void mark_queue_moved(TransferId id, int64_t at_ns) {
+    auto it = transfers.find(id);
+    if (it == transfers.end() || it->second->ended) return;
+    StallMarks& m = it->second->marks;
+    if (!m.last_content_ns) m.queue_moved_ns = at_ns;
+  }
+
   void shutdown() {
     if (shut) return;
     if (in_curl) {
@@ -498,6 +505,7 @@ TransferId HttpClient::start(HttpRequest request, TransferHandler* handler) {
 void HttpClient::cancel(TransferId id) { impl_->cancel(id); }
 void HttpClient::mark_content(TransferId id, int64_t arrived_mono_ns) { impl_->mark_content(id, arrived_mono_ns); }
 void HttpClient::mark_progress(TransferId id, int64_t arrived_mono_ns) { impl_->mark_progress(id, arrived_mono_ns); }
+void HttpClient::mark_queue_moved(TransferId id, int64_t at_mono_ns) { impl_->mark_queue_moved(id, at_mono_ns); }
 void HttpClient::shutdown() { impl_->shutdown(); }
 size_t HttpClient::active() const { return impl_->transfers.size(); }
 

@@ -88,6 +88,12 @@ class HttpClient {
   // Ignored once content has been marked.
   void mark_progress(TransferId id, int64_t arrived_mono_ns);
 
+  // The runtime finished a request this one waits behind in its queue (the
+  // caller knows which requests share the runtime): before any content, the
+  // stall clock's prefill budget runs again from `at_mono_ns` (deadline.h).
+  // Ignored once content has been marked.
+  void mark_queue_moved(TransferId id, int64_t at_mono_ns);
+
   // Stops the timers, ends every transfer as Cancelled (on_done is delivered
   // before this returns), releases curl and starts closing every uv handle.
   // Idempotent.

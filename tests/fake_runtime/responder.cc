@@ -560,6 +560,13 @@ void Responder::chat(const HttpRequest& req, const std::shared_ptr<Connection>& 
     job->load_ms = cfg_.knobs.cold_load_ms;
     omlx_loaded_.push_back(cfg_.knobs.model);
   }
+  const bool slot_free =
+      queue_.empty() && std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->busy; });
+  if (cfg_.scenario == Scenario::ResetOverSlots && !slot_free) {
+    // A runtime shedding what it cannot admit: the connection goes, no status line.
+    c->abort();
+    return;
+  }
   Job& j = *job;
   jobs_.emplace(id, std::move(job));
   if (cfg_.flavour == Flavour::Omlx && j.stream && j.load_ms == 0) {

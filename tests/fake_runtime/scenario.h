@@ -41,6 +41,7 @@ enum class Scenario {
   UnstablePooling,  // embeddings differ on every request; every second rerank comes back in reverse order
   EmptyContent,     // answers with no content at all (finish_reason stop, usage), tool calls still made
   ReasoningOnly,    // the whole answer comes as reasoning (reasoning_content / reasoning), no content
+  ResetOverSlots,   // a chat request that finds every slot busy is dropped before any status line
 };
 std::string_view to_string(Scenario s);
 std::optional<Scenario> parse_scenario(std::string_view s);

@@ -69,7 +69,7 @@ TEST_CASE("plain routes: transport failures, status classes, a body cut short") 
             .outcome == Outcome::Loading);
   CHECK(classify_plain(TransportEnd::ConnectionLost, answered(200, "{\"a\"")).outcome == Outcome::NoTerminal);
   TransferResult none;
-  CHECK(classify_plain(TransportEnd::ConnectionLost, none).outcome == Outcome::NoBody);
+  CHECK(classify_plain(TransportEnd::ConnectionLost, none).outcome == Outcome::ConnectionReset);
   CHECK(classify_plain(TransportEnd::ConnectRefused, none).outcome == Outcome::ConnectRefused);
   CHECK(classify_plain(TransportEnd::Stalled, none).outcome == Outcome::Stalled);
   CHECK(classify_plain(TransportEnd::CancelledByDaemon, none).outcome == Outcome::CancelledByDaemon);

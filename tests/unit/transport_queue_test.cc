@@ -1,0 +1,82 @@
+// A request waiting in the runtime's own queue is queued, not stalled
+// (docs/DESIGN.md §2.2): each time the runtime finishes a request queued ahead
+// of it, its first-content budget runs again from then. Virtual time only.
+#include "core/clock.h"
+#include "probes/transport/deadline.h"
+#include "tests/catch.h"
+
+using namespace soak;
+
+namespace {
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kStall = 1'000 * kMs;
+constexpr int64_t kPrefill = 300 * kMs;
+constexpr int64_t kWall = 60'000 * kMs;
+}  // namespace
+
+TEST_CASE("queue: the queue moving restarts the first-content budget, allowance included") {
+  VirtualClock clock;
+  StallMarks m;
+  m.start_ns = clock.mono_ns();
+  const TransferLimits l{kWall, kStall, kPrefill};
+  // Without the queue moving, the budget is start + stall + allowance.
+  CHECK(check_deadlines(m, l, m.start_ns).stall_at_ns == m.start_ns + kStall + kPrefill);
+  clock.advance_ms(900);
+  m.queue_moved_ns = clock.mono_ns();
+  auto c = check_deadlines(m, l, clock.mono_ns());
+  CHECK_FALSE(c.tripped);
+  CHECK(c.stall_at_ns == *m.queue_moved_ns + kStall + kPrefill);
+  // Past the old budget, still waiting: not stalled.
+  clock.advance_ms(1'000);
+  CHECK_FALSE(check_deadlines(m, l, clock.mono_ns()).tripped);
+  // The queue stops moving: stalled a whole budget after its last move.
+  clock.advance_ms(300);
+  CHECK(check_deadlines(m, l, clock.mono_ns()).tripped == EndReason::Stalled);
+}
+
+TEST_CASE("queue: a burst of 80 on 2 slots served 2 at a time never reads as a hang") {
+  // Each service takes 0.6 of the stall timeout: the 79th and 80th wait 39
+  // services (23.4 stall timeouts) for their slot.
+  VirtualClock clock;
+  const int64_t start = clock.mono_ns();
+  const TransferLimits l{kWall, kStall, 0};
+  const int64_t service = 600 * kMs;
+  int stalled = 0;
+  for (int member = 0; member < 80; ++member) {
+    const int place = member / 2;  // rounds served before this member's slot frees
+    StallMarks m;
+    m.start_ns = start;
+    for (int round = 1; round <= place; ++round) {
+      const int64_t t = start + round * service;
+      if (check_deadlines(m, l, t).tripped) break;
+      m.queue_moved_ns = t;  // the two members ahead of it finished
+    }
+    const int64_t first_token = start + place * service + 100 * kMs;
+    if (check_deadlines(m, l, first_token).tripped) ++stalled;
+  }
+  CHECK(stalled == 0);
+}
+
+TEST_CASE("queue: after the first content only content counts; the wall deadline never moves") {
+  StallMarks m;
+  m.start_ns = 0;
+  m.last_content_ns = 100 * kMs;
+  m.queue_moved_ns = 900 * kMs;
+  const TransferLimits l{2'000 * kMs, kStall, kPrefill};
+  CHECK(check_deadlines(m, l, 0).stall_at_ns == 100 * kMs + kStall);
+  StallMarks q;
+  q.start_ns = 0;
+  q.queue_moved_ns = 1'900 * kMs;
+  CHECK(check_deadlines(q, l, 2'000 * kMs).tripped == EndReason::Timeout);
+}
+
+TEST_CASE("queue: the stall detail says the clock ran from the queue's last move") {
+  HttpRequest r;
+  r.stall_timeout_ms = 1000;
+  r.prefill_allowance_ms = 300;
+  StallMarks m;
+  m.queue_moved_ns = 5;
+  const std::string d = describe_limit(EndReason::Stalled, r, m);
+  CHECK(d.find("plus the prefill allowance of 300 ms") != std::string::npos);
+  CHECK(d.find("since the runtime last finished a request queued ahead of it") != std::string::npos);
+}
