@@ -5,6 +5,7 @@ soak_add_test(unit_judge_compare SOURCES unit/judge_compare_test.cc LIBS soak_ju
 soak_add_test(unit_judge_hard SOURCES unit/judge_hard_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_session SOURCES unit/judge_session_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_canary SOURCES unit/judge_canary_test.cc LIBS soak_judges LABELS unit)
+soak_add_test(unit_judge_stages SOURCES unit/judge_stages_test.cc LIBS soak_judges LABELS unit)
 # These serialize evidence with the store's metrics_to_json (storage/evidence_json.h) to check determinism.
 soak_add_test(unit_judge_soak SOURCES unit/judge_soak_test.cc LIBS soak_judges soak_storage LABELS unit)
 soak_add_test(unit_judge_verdict SOURCES unit/judge_verdict_test.cc LIBS soak_judges soak_storage LABELS unit)
