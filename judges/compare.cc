@@ -102,7 +102,14 @@ class PoolJudge {
     const auto mw = stats::mann_whitney(v.cand, v.base, c_.confidence());
     const double scale = std::fabs(bm);
     const double sign = pm.better == Better::Lower ? 1.0 : -1.0;
-    const double worse = sign * mw.shift / scale;  // > 0: the candidate is worse
+    // > 0: the candidate is worse. The canary decides on the shift's estimate;
+    // the gate and the soak on the end of its interval nearest to no change:
+    // they compare every band and long-context size, some on six rounds a
+    // side, and a chance separation there must not hold a healthy build.
+    const double estimate_worse = sign * mw.shift / scale;
+    const double interval_worse = (sign > 0 ? mw.shift_lo : -mw.shift_hi) / scale;
+    const bool by_interval = c_.in.recipe.stage != StageKind::Canary;
+    const double worse = by_interval ? interval_worse : estimate_worse;
     const bool significant = mw.p_value < rules.alpha;
     const Floor fl = floor_for(pm);
 
@@ -132,6 +139,7 @@ class PoolJudge {
                                 mw.exact ? "exact" : "normal", sizes(n_c, n_b).c_str(), std::string(source).c_str());
     reason += format("; threshold %s + hold band %s (judge.hold_band), floor from %s", pct(fl.value).c_str(),
                      pct(rules.hold_band).c_str(), fl.from.c_str());
+    if (by_interval) reason += "; judged on the interval's end nearest to no change, " + pct(worse) + " worse";
     auto m = metric(name(pm.name), result, verdict + ": " + reason);
     m.n = n_c;
     m.n_baseline = n_b;
