@@ -41,6 +41,9 @@ inline constexpr int64_t kDefaultScrapeEveryMs = kMinute;
 inline constexpr int64_t kDefaultGatePauseMs = 2'000;
 inline constexpr int64_t kDefaultSoakTrafficEveryMs = kMinute;
 inline constexpr int64_t kDefaultSoakHeavyEveryMs = 6 * kHour;  // long context + bursts during the soak
+// Long context in the gate: six rounds of every size in 24 h, so each size has
+// the comparison's five-sample minimum by the gate's end (docs/DESIGN.md §3.5).
+inline constexpr int64_t kDefaultGateLongContextEveryMs = 4 * kHour;
 inline constexpr int64_t kDefaultBuildPollMs = 5 * kMinute;
 inline constexpr int64_t kDefaultSampleEveryMs = 5'000;
 
@@ -132,6 +135,7 @@ struct Cadences {
   int64_t gate_pause_ms = kDefaultGatePauseMs;
   int64_t soak_traffic_ms = kDefaultSoakTrafficEveryMs;
   int64_t soak_heavy_ms = kDefaultSoakHeavyEveryMs;
+  int64_t gate_long_context_ms = kDefaultGateLongContextEveryMs;
   int64_t build_poll_ms = kDefaultBuildPollMs;
 };
 
@@ -164,6 +168,10 @@ struct JudgeRules {
   // when the lower Wilson bound of their failure rate is above this
   // (docs/DESIGN.md §3.9): 1 in 8 with HTTP 500 rejects, one transient does not.
   double max_failure_ratio = 0.01;
+  // Fresh long-context prefill with fewer than min_samples a side (a canary
+  // runs each size about twice): a regression when every candidate sample is
+  // this many times worse than every baseline sample (docs/DESIGN.md §3.5).
+  double few_sample_factor = 3.0;
 };
 
 // Agent sessions (gate and soak traffic; docs/DESIGN.md §2.13): the seeds'

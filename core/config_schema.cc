@@ -238,6 +238,7 @@ const Section<Cadences>& cadence_section() {
                                 duration("gate_pause", &S::gate_pause_ms, "\"2s\"", Zero::Allow),
                                 duration("soak_traffic", &S::soak_traffic_ms, "\"1m\""),
                                 duration("soak_heavy", &S::soak_heavy_ms, "\"6h\""),
+                                duration("gate_long_context", &S::gate_long_context_ms, "\"4h\""),
                                 duration("build_poll", &S::build_poll_ms, "\"5m\""),
                             }};
   return s;
@@ -281,6 +282,8 @@ const Section<JudgeRules>& judge_section() {
                                 number("max_invalid_ratio", &S::max_invalid_ratio, 0, 1, "0.05"),
                                 integer("repeated_5xx", &S::repeated_5xx, 1, "3"),
                                 number("max_failure_ratio", &S::max_failure_ratio, 0, 1, "0.01"),
+                                number("few_sample_factor", &S::few_sample_factor, 1.5, 1000,
+                                       "3 (every candidate sample this many times the baseline's worst)"),
                             }};
   return s;
 }

@@ -139,6 +139,18 @@ Extracted extract(const PerfMetric& m, const std::vector<const std::vector<const
 
 bool perf_judged(ProbeKind k);  // health, scrape, build and cancel carry no performance figure
 
+// ---- a history baseline's own drift (judges/spread.cc) -----------------------------
+// The baseline's stage-to-stage spread of one figure: its rows grouped by
+// stored stage, the median of each stage with at least `min_samples` values,
+// and (high - low) / low of those medians, i.e. how far one of its own
+// sessions moved from another. stages < 2: not measurable.
+struct StageSpread {
+  int stages = 0;
+  double low = 0, high = 0;  // the smallest and largest stage median
+  double fraction = 0;
+};
+StageSpread stage_spread(const PerfMetric& m, const std::vector<const ProbeResult*>& base, int min_samples);
+
 // ---- soak footprint trend (judges/trends.cc; judges/views.cc draws the same) -----
 struct TrendPoint {
   int64_t t;  // wall ms

@@ -39,8 +39,9 @@
 // Harness outcomes (cancelled_by_daemon, harness_error) never count against
 // the candidate; they are reported in their own metric row, as are timing
 // artifacts. Failure ratios count completions only: health, scrape and build
-// rows and group summaries are not attempts. Only the canary compares against
-// the baseline.
+// rows and group summaries are not attempts. Every stage after smoke compares
+// against the baseline (the gate and soak their agent turns and long-context
+// rounds; a missing baseline there is noted, not inconclusive).
 //
 // Metric rows (MetricEvidence), in this order: hard/<class>, stage rules,
 // per-locator comparisons, soak trends, harness/timing-artifact counts.
@@ -79,7 +80,8 @@ namespace soak {
 // Bumped whenever a rule or a number format changes, so stored verdicts say
 // which rules produced them.
 // judge-3: identity_unproven holds; judge-4: answers (loops, early stop), per-size rounds in
-// gate and soak, slo floors, a launch's output cap holds at smoke.
+// gate and soak, slo floors, a launch's output cap holds at smoke, every stage compared,
+// few-sample long context, history spread, latency drift, footprint plateaus.
 inline constexpr std::string_view kJudgeVersion = "judge-4";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,
@@ -129,6 +131,12 @@ struct JudgeRecipe {
   // Canary: every configured long-context size must be served clean, fresh
   // and repeat (empty in recipes stored before the rule: nothing required).
   std::vector<int64_t> long_context_sizes;
+
+  // The runtime's own prompt-cache cap in MiB from the launch fingerprint
+  // (llama-server --cache-ram: 8192 unless given, -1 unlimited, 0 off;
+  // nullopt: not known). Soak footprint growth that stopped under it is the
+  // cache filling; growth past it fails (docs/DESIGN.md §3.6).
+  std::optional<int64_t> cache_cap_mib;
 
   // The candidate may run beside other inference engines (candidate key
   // allow_coexisting); otherwise a duplicate_engine event makes the stage

@@ -57,6 +57,10 @@ std::string recipe_to_json(const StoredRecipe& stored) {
                 {"max_invalid_ratio", r.judge.max_invalid_ratio},
                 {"repeated_5xx", r.judge.repeated_5xx},
                 {"max_failure_ratio", r.judge.max_failure_ratio}};
+  // Written only when set apart from its default, so recipes keep the shape
+  // every earlier verdict has.
+  if (r.judge.few_sample_factor != JudgeRules{}.few_sample_factor)
+    j["judge"]["few_sample_factor"] = r.judge.few_sample_factor;
   j["gate"] = {{"min_completed", r.gate.min_completed},
                {"max_failure_ratio", r.gate.max_failure_ratio},
                {"min_coverage", r.gate.min_coverage}};
@@ -78,6 +82,7 @@ std::string recipe_to_json(const StoredRecipe& stored) {
   if (r.memory_budget_bytes) j["memory_budget_bytes"] = *r.memory_budget_bytes;
   if (!r.long_context_sizes.empty()) j["long_context_sizes"] = r.long_context_sizes;
   if (r.allow_coexisting) j["allow_coexisting"] = true;
+  if (r.cache_cap_mib) j["cache_cap_mib"] = *r.cache_cap_mib;
   if (r.workload != WorkloadKind::Chat) j["workload"] = to_string(r.workload);
   if (!r.heavy_waits.empty()) {
     auto& hw = j["heavy_waits"] = nlohmann::ordered_json::array();
@@ -140,6 +145,7 @@ Result<StoredRecipe> recipe_from_json(const std::string& s) {
     r.judge.repeated_5xx = jj.at("repeated_5xx").get<int>();
     // Absent from recipes stored before the canary's pooled failure rule.
     r.judge.max_failure_ratio = jj.value("max_failure_ratio", JudgeRules{}.max_failure_ratio);
+    r.judge.few_sample_factor = jj.value("few_sample_factor", JudgeRules{}.few_sample_factor);
     const auto& g = j.at("gate");
     r.gate.min_completed = g.at("min_completed").get<int64_t>();
     r.gate.max_failure_ratio = g.at("max_failure_ratio").get<double>();
@@ -166,6 +172,7 @@ Result<StoredRecipe> recipe_from_json(const std::string& s) {
         r.heavy_waits.push_back(HeavyWait{w.at("task").get<std::string>(), w.at("planned").get<int64_t>(),
                                           w.at("runs").get<int64_t>(), w.at("waits").get<int64_t>(),
                                           w.at("waited_ms").get<int64_t>(), w.at("longest_ms").get<int64_t>()});
+    r.cache_cap_mib = opt_from<int64_t>(j, "cache_cap_mib");
     if (j.contains("workload")) {
       auto w = parse_workload_kind(j.at("workload").get<std::string>());
       if (!w) return make_error("judge input has an unknown workload \"" + j.at("workload").get<std::string>() + "\"");

@@ -32,6 +32,9 @@ constexpr double kEdgeFraction = 0.10;       // initial / final window for growt
 constexpr double kQuarter = 0.25;            // first / last part for drift and completion rate
 constexpr double kSustainedQuantile = 0.25;  // growth must hold for 3/4 of the final window
 constexpr double kMB = 1e6;
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kLatestPart = 1.0 / 3;  // the stage's latest part, judged on its own for persistence
+constexpr double kPersistShare = 0.5;    // ... which must still grow at half the whole stage's slope
 constexpr double kMsPerHour = 3'600'000.0;
 
 using Point = TrendPoint;
@@ -96,8 +99,19 @@ namespace {
 // in the series' unit (absolute).
 enum class GrowthUnit { Relative, Absolute };
 
+// Whether footprint growth persists into the stage's latest part (its last
+// third on its own), and the runtime's own cache cap: a cache that fills and
+// then holds is not a leak (docs/DESIGN.md §3.6).
+struct Plateau {
+  bool persists = true;
+  std::string text;              // "last third on its own +2.1 MB/h over 56 blocks"
+  std::optional<double> cap_mb;  // the prompt-cache cap in MB (nullopt: none known, or unlimited)
+  std::string cap_text;          // "llama-server's prompt-cache cap 8192 MiB (--cache-ram)"
+};
+
 void growth_row(const Context& c, Judgement& j, const Series& s, std::string name, std::string_view what,
-                GrowthUnit unit, double threshold, std::string_view limit_text, Severity on_fail) {
+                GrowthUnit unit, double threshold, std::string_view limit_text, Severity on_fail,
+                const Plateau* plateau = nullptr) {
   const auto w = edge_windows(s, kEdgeFraction);
   auto m = metric(std::move(name), MetricResult::Pass, "");
   m.n = static_cast<int64_t>(s.size());
@@ -121,9 +135,24 @@ void growth_row(const Context& c, Judgement& j, const Series& s, std::string nam
   std::string reason = format("%s %s MB initially; final tenth %s (p25 %s, p75 %s), limit %s",
                               std::string(what).c_str(), num(initial).c_str(), show(mid).c_str(),
                               show(sustained).c_str(), show(high).c_str(), std::string(limit_text).c_str());
-  if (sustained > threshold) {
+  // A footprint that grew and then held: past the cache cap (plus the
+  // ordinary growth allowance) it fails however flat it is now; under it, or
+  // with no cap known, growth that stopped before the last third is a plateau.
+  const double grown = stats::quantile_sorted(w.last, kSustainedQuantile) - initial;  // in the series' unit
+  const double allowed_mb = plateau && plateau->cap_mb ? *plateau->cap_mb + threshold * initial : 0;
+  if (plateau && plateau->cap_mb && sustained > threshold && grown > allowed_mb) {
     m.result = MetricResult::Fail;
-    reason = "sustained growth: " + reason;
+    reason = format("grew %s MB, past %s plus the %s growth allowance (%s MB in all): ", num(grown).c_str(),
+                    plateau->cap_text.c_str(), pct(threshold).c_str(), num(allowed_mb).c_str()) +
+             reason + "; " + plateau->text;
+    j.find(on_fail, m.metric + ": " + reason);
+  } else if (plateau && sustained > threshold && !plateau->persists) {
+    reason = "plateau, not a leak: grew and then held; " + reason + "; " + plateau->text +
+             (plateau->cap_mb ? format("; %s MB under %s", num(grown).c_str(), plateau->cap_text.c_str())
+                              : std::string("; no cache cap known"));
+  } else if (sustained > threshold) {
+    m.result = MetricResult::Fail;
+    reason = "sustained growth: " + reason + (plateau ? "; " + plateau->text : std::string());
     j.find(on_fail, m.metric + ": " + reason);
   } else if (mid > threshold) {
     m.result = MetricResult::Marginal;
@@ -133,6 +162,33 @@ void growth_row(const Context& c, Judgement& j, const Series& s, std::string nam
   m.reason = reason;
   set_numbers(m, mid, initial, sustained, high, threshold, 1);
   j.add(std::move(m));
+}
+
+// Growth persists when the stage's last third on its own still rises at half
+// the whole stage's rate or more: a steady leak does (about the same slope
+// throughout); a cache that filled and then held does not (about 0).
+Plateau plateau_of(const Context& c, const std::vector<double>& x, const std::vector<double>& y,
+                   const stats::TheilSen& whole) {
+  Plateau p;
+  const double from = x.back() * (1 - kLatestPart);
+  std::vector<double> lx, ly;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i] >= from) lx.push_back(x[i]), ly.push_back(y[i]);
+  const auto late = stats::theil_sen(lx, ly, c.confidence());
+  // Too few blocks in the last third to tell: growth counts as persisting.
+  const bool too_few = lx.size() < static_cast<size_t>(c.in.recipe.judge.min_samples);
+  p.persists = too_few || whole.slope <= 0 || late.slope >= kPersistShare * whole.slope;
+  p.text = format(
+      "last third on its own %s MB/h over %zu blocks (%s: growth persists at %.0f%% of the whole "
+      "stage's %s MB/h or more)",
+      num(late.slope).c_str(), lx.size(), p.persists ? "persists" : "held", kPersistShare * 100,
+      num(whole.slope).c_str());
+  if (const auto cap = c.in.recipe.cache_cap_mib; cap && *cap >= 0) {
+    p.cap_mb = static_cast<double>(*cap) * kMiB / kMB;
+    p.cap_text = format("the runtime's prompt-cache cap %lld MiB (launch fingerprint, llama-server --cache-ram)",
+                        static_cast<long long>(*cap));
+  }
+  return p;
 }
 
 void footprint(const Context& c, Judgement& j) {
@@ -152,14 +208,19 @@ void footprint(const Context& c, Judgement& j) {
     return;
   }
   const auto ts = stats::theil_sen(x, y, c.confidence());
-  std::string reason = format("Theil-Sen %s MB/h [%s, %s] over %zu block medians of %zu %s samples, bound %s MB/h",
-                              num(ts.slope).c_str(), num(ts.lo).c_str(), num(ts.hi).c_str(), x.size(), s.size(),
-                              std::string(source).c_str(), num(rules.max_footprint_slope_mb_per_h).c_str());
-  if (ts.lo > rules.max_footprint_slope_mb_per_h) {
+  const Plateau plateau = plateau_of(c, x, y, ts);
+  std::string reason = format(
+      "Theil-Sen %s MB/h [%s, %s] over %zu block medians of %zu %s samples, bound %s MB/h "
+      "(soak.max_footprint_slope_mb_per_h); %s",
+      num(ts.slope).c_str(), num(ts.lo).c_str(), num(ts.hi).c_str(), x.size(), s.size(), std::string(source).c_str(),
+      num(rules.max_footprint_slope_mb_per_h).c_str(), plateau.text.c_str());
+  if (ts.lo > rules.max_footprint_slope_mb_per_h && !plateau.persists) {
+    reason = "plateau, not a leak: the growth stopped before the last third; " + reason;
+  } else if (ts.lo > rules.max_footprint_slope_mb_per_h) {
     slope.result = MetricResult::Fail;
     reason = "footprint grows: " + reason;
     j.find(Severity::Failure, slope.metric + ": " + reason);
-  } else if (ts.slope > rules.max_footprint_slope_mb_per_h) {
+  } else if (ts.slope > rules.max_footprint_slope_mb_per_h && plateau.persists) {
     slope.result = MetricResult::Marginal;
     reason = "slope above the bound, interval reaches below it: " + reason;
     j.find(Severity::Hold, slope.metric + ": " + reason);
@@ -168,7 +229,7 @@ void footprint(const Context& c, Judgement& j) {
   set_numbers(slope, ts.slope, 0, ts.lo, ts.hi, rules.max_footprint_slope_mb_per_h, 1);
   j.add(std::move(slope));
   growth_row(c, j, s, "footprint_growth", source, GrowthUnit::Relative, rules.max_footprint_growth,
-             pct(rules.max_footprint_growth), Severity::Failure);
+             pct(rules.max_footprint_growth) + " (soak.max_footprint_growth)", Severity::Failure, &plateau);
 }
 
 // The candidate host's samples by (wall_ms, id).
@@ -239,42 +300,66 @@ Quarters quarters(const Context& c) {
   return {t0 + w, t1 - w};
 }
 
-void decode_drift(const Context& c, Judgement& j, const Quarters& q) {
+// Drift of one figure per locator, last quarter against the first: decode
+// rate, and TTFT and wall time, which still judge a runtime whose answers
+// arrive in one chunk (Ollama's whole tool calls: timing artifacts for rates,
+// real times to first token and to done). One bound for all three,
+// soak.max_decode_drift (15 %, the seeds' between-session spread, S4:183).
+struct DriftFigure {
+  const PerfMetric* metric;
+  std::string_view name;
+  std::string_view unit;
+  std::string_view worse;  // what a failing drift did
+};
+constexpr DriftFigure kDriftFigures[] = {{&kDecodeTps, "decode_drift", "tok/s", "decode rate drifted down"},
+                                         {&kTtft, "ttft_drift", "ms", "time to first token drifted up"},
+                                         {&kWall, "wall_drift", "ms", "wall time drifted up"}};
+
+void drift_row(const Context& c, Judgement& j, const Locator& loc, const DriftFigure& d,
+               const std::vector<const ProbeResult*>& first, const std::vector<const ProbeResult*>& last) {
   const auto& rules = c.in.recipe.soak;
+  Extracted ex = extract(*d.metric, {&first, &last});
+  if (ex.values[0].empty() && ex.values[1].empty()) return;
+  const auto& f = ex.values[0];
+  const auto& l = ex.values[1];
+  auto m = metric(std::string(d.name) + "/" + locator_label(loc), MetricResult::Pass, "");
+  m.n = static_cast<int64_t>(l.size());
+  m.n_baseline = static_cast<int64_t>(f.size());
+  const double fm = stats::median(f), lm = stats::median(l);
+  const auto min_n = static_cast<size_t>(c.in.recipe.judge.min_samples);
+  if (f.size() < min_n || l.size() < min_n || fm <= 0) {
+    m.result = MetricResult::Insufficient;
+    m.reason = format("%zu samples in the first quarter, %zu in the last, need %zu each", f.size(), l.size(), min_n);
+    set_numbers(m, lm, fm, 0, 0, rules.max_decode_drift, 1);
+    j.add(std::move(m));
+    return;
+  }
+  const auto mw = stats::mann_whitney(l, f, c.confidence());
+  const double sign = d.metric->better == Better::Higher ? -1.0 : 1.0;
+  const double drift = sign * mw.shift / fm;  // > 0: the figure got worse
+  const bool fail = mw.p_value < c.in.recipe.judge.alpha && drift > rules.max_decode_drift;
+  std::string reason = format(
+      "last quarter %s %s vs first %s, shift %s [%s, %s], %s, limit %s (soak.max_decode_drift); n=%zu last, %zu "
+      "first; source %s",
+      num(lm).c_str(), std::string(d.unit).c_str(), num(fm).c_str(), pct(mw.shift / fm).c_str(),
+      pct(mw.shift_lo / fm).c_str(), pct(mw.shift_hi / fm).c_str(), pval(mw.p_value).c_str(),
+      pct(sign * rules.max_decode_drift).c_str(), l.size(), f.size(), std::string(ex.source).c_str());
+  m.result = (fail ? MetricResult::Fail : MetricResult::Pass);
+  m.reason = (fail ? std::string(d.worse) + ": " : std::string()) + reason;
+  set_numbers(m, lm, fm, mw.shift_lo / fm, mw.shift_hi / fm, rules.max_decode_drift, mw.p_value);
+  if (fail) j.find(Severity::Failure, m.metric + ": " + m.reason);
+  j.add(std::move(m));
+}
+
+void drift(const Context& c, Judgement& j, const Quarters& q) {
   for (const auto& [loc, rows] : pool_rows(c.cand)) {
+    if (!perf_judged(loc.kind)) continue;
     std::vector<const ProbeResult*> first, last;
     for (const ProbeResult* r : rows) {
       if (r->started_wall_ms <= q.first_end) first.push_back(r);
       if (r->started_wall_ms >= q.last_start) last.push_back(r);
     }
-    Extracted ex = extract(kDecodeTps, {&first, &last});
-    if (ex.values[0].empty() && ex.values[1].empty()) continue;
-    const auto& f = ex.values[0];
-    const auto& l = ex.values[1];
-    auto m = metric("decode_drift/" + locator_label(loc), MetricResult::Pass, "");
-    m.n = static_cast<int64_t>(l.size());
-    m.n_baseline = static_cast<int64_t>(f.size());
-    const double fm = stats::median(f), lm = stats::median(l);
-    const auto min_n = static_cast<size_t>(c.in.recipe.judge.min_samples);
-    if (f.size() < min_n || l.size() < min_n || fm <= 0) {
-      m.result = MetricResult::Insufficient;
-      m.reason = format("%zu samples in the first quarter, %zu in the last, need %zu each", f.size(), l.size(), min_n);
-      set_numbers(m, lm, fm, 0, 0, rules.max_decode_drift, 1);
-      j.add(std::move(m));
-      continue;
-    }
-    const auto mw = stats::mann_whitney(l, f, c.confidence());
-    const double drift = -mw.shift / fm;  // > 0: decoding got slower
-    const bool fail = mw.p_value < c.in.recipe.judge.alpha && drift > rules.max_decode_drift;
-    std::string reason = format("last quarter %s tok/s vs first %s, shift %s [%s, %s], %s, limit %s; source %s",
-                                num(lm).c_str(), num(fm).c_str(), pct(mw.shift / fm).c_str(),
-                                pct(mw.shift_lo / fm).c_str(), pct(mw.shift_hi / fm).c_str(), pval(mw.p_value).c_str(),
-                                pct(-rules.max_decode_drift).c_str(), std::string(ex.source).c_str());
-    m.result = (fail ? MetricResult::Fail : MetricResult::Pass);
-    m.reason = (fail ? "decode rate drifted down: " : "") + reason;
-    set_numbers(m, lm, fm, mw.shift_lo / fm, mw.shift_hi / fm, rules.max_decode_drift, mw.p_value);
-    if (fail) j.find(Severity::Failure, m.metric + ": " + m.reason);
-    j.add(std::move(m));
+    for (const DriftFigure& d : kDriftFigures) drift_row(c, j, loc, d, first, last);
   }
 }
 
@@ -330,7 +415,7 @@ void judge_trends(const Context& c, Judgement& j) {
   swap_growth(c, j, "swap_growth_mb", "swap used");
   if (c.cand.empty()) return;
   const Quarters q = quarters(c);
-  decode_drift(c, j, q);
+  drift(c, j, q);
   completion_rate(c, j, q);
 }
 

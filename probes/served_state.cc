@@ -49,7 +49,7 @@ std::string_view to_string(IdentityProof p) {
 }
 
 std::string LaunchFingerprint::to_json() const {
-  if (empty() && !speculative && !max_tokens_default) return "";
+  if (empty() && !speculative && !max_tokens_default && !cache_ram_mib) return "";
   ojson j = ojson::object();
   if (!model.empty()) j["model"] = model;
   if (ctx_per_slot) j["ctx_per_slot"] = *ctx_per_slot;
@@ -58,6 +58,7 @@ std::string LaunchFingerprint::to_json() const {
   if (!kv_cache_type.empty()) j["kv_cache_type"] = kv_cache_type;
   if (speculative) j["speculative"] = *speculative;
   if (max_tokens_default) j["max_tokens_default"] = *max_tokens_default;
+  if (cache_ram_mib) j["cache_ram_mib"] = *cache_ram_mib;
   return j.dump();
 }
 
@@ -75,6 +76,10 @@ std::string LaunchFingerprint::summary() const {
   if (max_tokens_default)
     add("max_tokens default " +
         (*max_tokens_default < 0 ? std::string("unlimited") : std::to_string(*max_tokens_default)));
+  if (cache_ram_mib)
+    add("prompt cache " + (*cache_ram_mib < 0    ? std::string("unlimited")
+                           : *cache_ram_mib == 0 ? std::string("off")
+                                                 : std::to_string(*cache_ram_mib) + " MiB"));
   if (!model.empty()) add("model " + text::excerpt(model, 80));
   return out.empty() ? "not exposed" : out;
 }
@@ -97,6 +102,7 @@ FingerprintComparison compare_fingerprints(const LaunchFingerprint& was, const L
   value(was.slots, now.slots, c.merged.slots);
   value(was.speculative, now.speculative, c.merged.speculative);
   value(was.max_tokens_default, now.max_tokens_default, c.merged.max_tokens_default);
+  value(was.cache_ram_mib, now.cache_ram_mib, c.merged.cache_ram_mib);
   if (c.changed) c.merged = now;
   return c;
 }
@@ -113,6 +119,7 @@ Result<LaunchFingerprint> parse_fingerprint_json(std::string_view text) {
   f.kv_cache_type = jsonf::get_string(j, "kv_cache_type").value_or("");
   f.speculative = jsonf::get_bool(j, "speculative");
   f.max_tokens_default = jsonf::get_int(j, "max_tokens_default");
+  f.cache_ram_mib = jsonf::get_int(j, "cache_ram_mib");
   return f;
 }
 

@@ -49,7 +49,11 @@ struct LaunchFingerprint {
   std::string kv_cache_type;                  // e.g. "bf16", "q8_0"; empty: not exposed
   std::optional<bool> speculative;            // draft model / speculative decoding on
   std::optional<int64_t> max_tokens_default;  // cap when a request sends none (-1: unlimited)
-  std::string source;                         // routes (or "argv") it was read from
+  // The runtime's own host-RAM prompt cache cap in MiB (llama-server
+  // --cache-ram: 8192 unless given, -1 unlimited, 0 off): a soak footprint
+  // may grow up to it and hold (docs/DESIGN.md §3.6).
+  std::optional<int64_t> cache_ram_mib;
+  std::string source;  // routes (or "argv") it was read from
 
   bool empty() const { return model.empty() && !ctx_per_slot && !slots && kv_cache_type.empty(); }
   // Notes a route (or "argv") as read: "/props + /slots".

@@ -379,4 +379,37 @@ std::string bursts_svg(const std::vector<BurstPoint>& points) {
   return svg.str();
 }
 
+std::string speed_svg(const SpeedChart& c) {
+  Svg svg(kWidth, 250, "speed-" + c.figure, "chart speed", c.figure + " over the campaign");
+  const Scale x = time_scale(c.from_ms, c.to_ms);
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& s : c.series) extent(s.buckets, 1, lo, hi);
+  if (!(lo <= hi)) lo = 0, hi = 1;
+  constexpr double kTop = 16, kBottom = 200;
+  const bool log = lo > 0 && hi / lo > 20;
+  Scale y;
+  if (log) {
+    y = Scale{lo, hi, kBottom, kTop, Scale::Kind::Log};
+    value_axis(svg, y, log_ticks(lo, hi), kLeft, kWidth - kRight, c.unit);
+  } else {
+    auto [y0, y1] = nice_range(std::min(0.0, lo), hi, 5);
+    y = Scale{y0, y1, kBottom, kTop};
+    value_axis(svg, y, nice_ticks(y0, y1, 5), kLeft, kWidth - kRight, c.unit);
+  }
+  for (const auto& st : c.stages) {
+    const double sx = x(static_cast<double>(st.start_ms));
+    svg.line(sx, kTop, sx, kBottom, "stage-edge");
+    svg.text(sx + 3, kTop + 10, std::string(to_string(st.kind)), "stage-name");
+  }
+  std::vector<std::pair<std::string, std::string>> keys;
+  for (size_t i = 0; i < c.series.size(); ++i) {
+    const std::string cls = "speed-s" + std::to_string(i);
+    band(svg, x, y, c.series[i].buckets, 1, cls, i == 0);
+    keys.push_back({cls, c.series[i].workload + " (" + std::to_string(c.series[i].n) + ")"});
+  }
+  time_axis(svg, x, c.from_ms, c.to_ms, kBottom + 8);
+  legend(svg, kLeft, 242, keys);
+  return svg.str();
+}
+
 }  // namespace soak::report

@@ -1,6 +1,7 @@
 // The report's charts as inline SVG, each a pure function of its part of the
 // model (reports/model.h). Every chart has a stable id and class for the page
-// and its tests: timeline, memory, pressure, perf-<figure>, ladder, bursts.
+// and its tests: timeline, memory, pressure, perf-<figure>, ladder, bursts,
+// speed-<figure>.
 // Colours come from the page's stylesheet by class. Thread-agnostic.
 #pragma once
 
@@ -37,6 +38,11 @@ std::string ladder_svg(const std::vector<LadderPoint>& points, const std::option
 
 // Burst TTFT by burst size, with serialized bursts and peak concurrency.
 std::string bursts_svg(const std::vector<BurstPoint>& points);
+
+// One speed figure over the whole campaign: per workload the median per time
+// bucket as a line (the busiest workload with its min–max band), stage edges
+// marked; a log scale when the workloads' values span more than 20x.
+std::string speed_svg(const SpeedChart& c);
 
 // Axis label of a wall time for a span of `span_ms` ("01-03 14:00" or "14:05").
 std::string time_label(int64_t ms, int64_t span_ms);

@@ -371,6 +371,7 @@ Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow&
 
   ladder(store, candidate, rep);
   bursts(store, candidate, rep);
+  speed_charts(store, candidate, rep);
 
   // Rows: every id a reason cites, then failures the judges saw (capped).
   std::set<int64_t> cited_rows;

@@ -111,6 +111,24 @@ struct BurstPoint {
   std::optional<double> peak_decoding;    // median over summaries: most members decoding at once
 };
 
+// One speed figure of one workload over the candidate's whole campaign, every
+// stage, bucketed in time: a drift is seen as well as judged (the soak judges
+// it, judges/trends.cc).
+struct SpeedSeries {
+  std::string workload;  // "agent 20K shared_prefix", "long_context 32K fresh"
+  std::vector<Bucket> buckets;
+  int64_t n = 0;
+};
+struct SpeedChart {
+  std::string figure;  // ttft_ms | prompt_tps | decode_tps | wall_ms
+  std::string unit;    // "ms", "tok/s"
+  int64_t from_ms = 0, to_ms = 0;
+  std::vector<SpeedSeries> series;  // the workloads with the most rows, most first
+  std::vector<StageSpan> stages;    // where each stage begins and ends
+};
+// Per figure, at most this many workloads are drawn (the others are named in a note).
+inline constexpr size_t kMaxSpeedSeries = 4;
+
 struct JudgedView {
   VerdictRow stored;
   std::optional<bool> identical;  // checked for the latest judged verdict only
@@ -134,11 +152,16 @@ struct CandidateReport {
   // when it falls short of the largest configured size.
   std::optional<int64_t> context_reach;
   std::vector<BurstPoint> bursts;
+  std::vector<SpeedChart> speed;         // each speed figure over the whole campaign
   std::vector<ProbeResult> rows;         // cited by a reason, or failures (capped); by id
   std::vector<Event> events;             // every event of the timeline, by id
   std::set<int64_t> row_ids, event_ids;  // what the tables have anchors for
   std::vector<std::string> notes;        // what could not be shown, and why
 };
+
+// The speed charts from the candidate's rows over its campaign (reports/speed.cc);
+// a read that fails leaves them out and says so in rep.notes.
+void speed_charts(Store& store, const CandidateRow& candidate, CandidateReport& rep);
 
 Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow& candidate, int64_t now_ms,
                                                const JudgedSource& judged);

@@ -50,6 +50,9 @@ svg.chart{display:block;margin:6px 0;font-size:11px}svg text{fill:#3a444e}svg .t
 .fresh.box,.key.fresh{fill:#1e88e5;fill-opacity:.4;stroke:#1565c0}.repeat.box,.key.repeat{fill:#43a047;fill-opacity:.4;stroke:#2e7d32}
 .fresh.median,.repeat.median,.burst.median{stroke:#212121;stroke-width:2}.refused,.serialized{fill:#c62828;font-weight:600}
 .reach{stroke:#c62828;stroke-dasharray:4 3}.reach-label{fill:#c62828}.burst.box{fill:#7e57c2;fill-opacity:.4;stroke:#5e35b1}
+.speed-s0.band{fill:#1e88e5;fill-opacity:.15;stroke:none}.speed-s0.line{stroke:#1565c0}.key.speed-s0{fill:#1565c0}
+.speed-s1.line{stroke:#2e7d32}.key.speed-s1{fill:#2e7d32}.speed-s2.line{stroke:#ef6c00}.key.speed-s2{fill:#ef6c00}
+.speed-s3.line{stroke:#8e24aa}.key.speed-s3{fill:#8e24aa}.stage-edge{stroke:#90a4ae;stroke-dasharray:2 3}.stage-name{font-size:10px;fill:#5b6570}
 .notes li{color:#5b6570}footer{margin-top:32px;color:#8a949e;font-size:12px}
 )";
 
@@ -153,6 +156,18 @@ std::string argument_section(const CandidateReport& r) {
                                escape(jv.recomputed) + "</p>\n";
     s += metrics_table(v, r) + "</details>\n";
   }
+  return s + "</section>\n";
+}
+
+// Each speed figure over the whole campaign, every stage: a drift is seen
+// where the soak judges it.
+std::string speed_section(const CandidateReport& r) {
+  std::string s = "<section id=\"speed\"><h2>Speed over the campaign</h2>\n";
+  if (r.speed.empty()) return s + "<p>No timed completions yet.</p></section>\n";
+  s += "<p class=\"sub\">Every clean completion of every stage, per workload: the median per time bucket (the "
+       "busiest workload with its min–max band); rates leave out timing artifacts, prompt rates take fresh rows "
+       "only, as the judges do.</p>\n";
+  for (const auto& c : r.speed) s += "<h3>" + escape(c.figure) + "</h3>\n" + speed_svg(c) + "\n";
   return s + "</section>\n";
 }
 
@@ -274,7 +289,8 @@ std::string render_candidate(const CandidateReport& r) {
   s += "<br>report written " + iso_utc(r.generated_ms) + " by soakctl report</p></header>\n";
   s += "<nav class=\"sub\"><a href=\"#verdict\">verdict</a> · <a href=\"#timeline\">timeline</a> · <a "
        "href=\"#memory\">memory</a> · "
-       "<a href=\"#pressure\">pressure</a> · <a href=\"#perf\">candidate vs baseline</a> · <a href=\"#ladder\">long "
+       "<a href=\"#pressure\">pressure</a> · <a href=\"#perf\">candidate vs baseline</a> · <a "
+       "href=\"#speed\">speed</a> · <a href=\"#ladder\">long "
        "context</a> · <a href=\"#bursts\">bursts</a> · <a href=\"#argument\">argument</a> · <a href=\"#rows\">rows</a> "
        "· <a href=\"#events\">events</a></nav>\n";
   s += verdict_section(r);
@@ -296,7 +312,7 @@ std::string render_candidate(const CandidateReport& r) {
                 : std::string("<p>No stage has run yet.</p>");
   s += "</section>\n<section id=\"pressure-section\"><h2 id=\"pressure-h\">Host memory pressure</h2>\n";
   s += r.pressure ? pressure_svg(*r.pressure) : std::string("<p>No host samples.</p>");
-  s += "</section>\n" + perf_section(r);
+  s += "</section>\n" + perf_section(r) + speed_section(r);
   s += "<section id=\"ladder-section\"><h2 id=\"ladder-h\">Long context</h2>\n";
   s += r.ladder.empty() ? std::string("<p>No long-context rows.</p>") : ladder_svg(r.ladder, r.context_reach);
   s += "</section>\n<section id=\"bursts-section\"><h2 id=\"bursts-h\">Bursts</h2>\n";

@@ -322,6 +322,22 @@ Transition end_campaign(Track& t, VerdictState state, const std::string& reason,
   return tr;
 }
 
+namespace {
+
+// The prompt-cache cap the launch fingerprint recorded (probes/served_state.h
+// writes it as "cache_ram_mib"), read here from the stored JSON because the
+// probes sit beside this layer, not below it.
+std::optional<int64_t> cache_cap_of(const std::string& fingerprint) {
+  if (fingerprint.empty()) return std::nullopt;
+  auto j = json::parse(fingerprint, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  auto it = j.find("cache_ram_mib");
+  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<int64_t>();
+}
+
+}  // namespace
+
 StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<BaselineChoice>& baseline, int64_t now) {
   const CampaignSettings& s = t.cfg->settings;
   StoredRecipe stored;
@@ -371,7 +387,10 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
   }
   rows.since_ms = t.stage->started_ms;
   rows.until_ms = now;
-  if (t.stage->kind == StageKind::Canary) {
+  // Every stage after smoke compares with the baseline: the canary its probes,
+  // the gate and the soak their agent turns and long-context rounds
+  // (docs/DESIGN.md §3.5).
+  if (t.stage->kind != StageKind::Smoke) {
     if (baseline) {
       r.baseline_mode = baseline->mode;
       rows.baseline_since_ms = baseline->since_ms;
@@ -380,6 +399,7 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
     r.baseline_id = t.baseline_id;
     if (!t.baseline_id && t.cfg->baseline) r.missing_baseline = *t.cfg->baseline;
   }
+  r.cache_cap_mib = cache_cap_of(t.row->fingerprint);
   return stored;
 }
 

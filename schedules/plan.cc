@@ -33,7 +33,10 @@ StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind work
       break;
     case StageKind::Gate:
       p.tasks = {periodic(TaskKind::Scrape, c.scrape_ms),
-                 TaskSpec{TaskKind::Agent, Repeat::Continuous, 0, c.gate_pause_ms, Weight::Light}};
+                 TaskSpec{TaskKind::Agent, Repeat::Continuous, 0, c.gate_pause_ms, Weight::Light},
+                 // Enough rounds of every long-context size for the comparison
+                 // with the baseline by the gate's end (docs/DESIGN.md §3.5).
+                 periodic(TaskKind::LongContext, c.gate_long_context_ms, Weight::Heavy)};
       p.heartbeat = 0;
       break;
     case StageKind::Soak:

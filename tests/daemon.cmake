@@ -9,6 +9,8 @@ soak_add_test(unit_campaign_sim SOURCES unit/campaign_sim_test.cc LIBS soak_soak
   TIMEOUT 300)
 soak_add_test(unit_campaign_heavy SOURCES unit/campaign_heavy_test.cc LIBS soak_test_sim soak_daemon LABELS unit
   TIMEOUT 300)
+soak_add_test(unit_campaign_stages SOURCES unit/campaign_stages_test.cc LIBS soak_soakctl soak_test_sim soak_daemon LABELS unit
+  TIMEOUT 300)
 soak_add_test(unit_campaign_session SOURCES unit/campaign_session_test.cc LIBS soak_soakctl soak_test_sim soak_daemon LABELS unit
   TIMEOUT 300)
 soak_add_test(unit_campaign_launch_cap SOURCES unit/campaign_launch_cap_test.cc

@@ -141,8 +141,12 @@ constexpr ServedRoute kServed[] = {{{"GET", "/props"}, read_served_props}, {{"GE
 // What only llama-server's argv says: the KV cache type (-ctk/--cache-type-k,
 // -ctv/--cache-type-v: "q8_0" when both agree, else "k=q8_0 v=f16") and the
 // server's own cap on tokens when a request sends none
-// (-n/--predict/--n-predict; -1 unlimited). LLAMA_ARG_* environment
+// (-n/--predict/--n-predict; -1 unlimited), and the host-RAM prompt cache's
+// cap (-cram/--cache-ram, MiB; -1 unlimited, 0 off). LLAMA_ARG_* environment
 // variables, which could set the same, are not read.
+// llama.cpp common/common.h cache_ram_mib: the prompt cache's default cap.
+constexpr int64_t kDefaultCacheRamMib = 8192;
+
 void fingerprint_from_argv(const std::vector<std::string>& given, LaunchFingerprint& f) {
   if (given.empty()) return;
   // common/arg.cpp: {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"},
@@ -151,8 +155,9 @@ void fingerprint_from_argv(const std::vector<std::string>& given, LaunchFingerpr
   std::vector<std::string> args = given;
   for (auto& a : args)
     if (a.rfind("--", 0) == 0) std::replace(a.begin(), a.end(), '_', '-');
-  std::optional<std::string> k, v, n;
+  std::optional<std::string> k, v, n, cram;
   for (size_t i = 0; i < args.size(); ++i) {
+    if (auto x = argv::any_flag_value(args, i, {"-cram", "--cache-ram"})) cram = x;
     if (auto x = argv::any_flag_value(args, i, {"-ctk", "--cache-type-k"})) k = x;
     if (auto x = argv::any_flag_value(args, i, {"-ctv", "--cache-type-v"})) v = x;
     if (auto x = argv::any_flag_value(args, i, {"-n", "--predict", "--n-predict"})) n = x;
@@ -167,6 +172,11 @@ void fingerprint_from_argv(const std::vector<std::string>& given, LaunchFingerpr
     f.max_tokens_default = -1;
   else if (auto x = argv::to_int(*n))
     f.max_tokens_default = *x;
+  // common/common.h: int32_t cache_ram_mib = 8192 (8 GiB) unless given.
+  if (!cram)
+    f.cache_ram_mib = kDefaultCacheRamMib;
+  else if (auto x = argv::to_int(*cram))
+    f.cache_ram_mib = *x;
   f.add_source("argv");
 }
 

@@ -58,7 +58,7 @@ void SimRunner::perf_row(ProbeResult& r, const SimCandidate& s, double prompt_to
   const double slow = slowdown(s.behaviour) * s.speed;
   if (s.behaviour == Behaviour::ShortAnswers) out_tokens *= 0.45;  // under S4:271's 0.5x
   const double prompt_rate = cache == CacheState::Fresh || cache == CacheState::None ? kPromptRate : kPromptRate * 20;
-  double decode = kDecodeRate / slow;
+  double decode = kDecodeRate / slow / decode_divisor_;
   if (s.behaviour == Behaviour::SlowDecode) {
     decode = kDecodeRate / 10;
     r.server_draft_n = 100;
@@ -89,6 +89,13 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
   runs_[name]++;
   const int64_t start = clock_.wall_ms();
   run_starts_ms_.push_back(start);
+  // How far into its soak the candidate is (-1: not in the soak).
+  int64_t soak_elapsed = -1;
+  if (req.stage == StageKind::Soak && req.stage_id) {
+    soak_started_ms_.try_emplace(name, start);
+    soak_elapsed = start - soak_started_ms_[name];
+  }
+  decode_divisor_ = soak_elapsed >= req.candidate->settings.stages.soak_ms / 2 ? s.late_soak_decode : 1.0;
   std::vector<ProbeResult> rows;
   const bool down = s.behaviour == Behaviour::Unreachable;
   auto add = [&](ProbeKind k, const std::string& workload) -> ProbeResult& {
@@ -157,6 +164,9 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
         double fp = static_cast<double>(kBaseFootprint) * (0.995 + 0.01 * (jitter() - 0.9) * 5);
         if (s.behaviour == Behaviour::Leak && req.stage == StageKind::Soak) fp += static_cast<double>(n) * 40e6;
         if (s.behaviour == Behaviour::LeakSpike && req.stage == StageKind::Soak && n % 500 == 7) fp *= 1.3;
+        if (soak_elapsed >= 0 && s.soak_cache_fill_mb > 0)
+          fp += s.soak_cache_fill_mb * 1e6 *
+                std::min(1.0, static_cast<double>(soak_elapsed) / static_cast<double>(s.soak_cache_fill_ms));
         p.footprint_bytes = static_cast<int64_t>(fp);
         p.resident_bytes = p.footprint_bytes;
         if (req.stage_id) put(p);
@@ -206,6 +216,14 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
             r.cache_state = cache;
             if (down) continue;
             perf_row(r, s, static_cast<double>(size), kOutputTokens, cache);
+            if (cache == CacheState::Fresh && size >= 32768 && s.fresh_prefill_slowdown != 1.0) {
+              const double f = s.fresh_prefill_slowdown;
+              const auto extra = static_cast<int64_t>(static_cast<double>(*r.t_first_token_us) * (f - 1));
+              for (auto* t : {&r.t_first_byte_us, &r.t_first_event_us, &r.t_first_token_us, &r.t_last_token_us,
+                              &r.t_terminal_us, &r.t_done_us})
+                *t = **t + extra;
+              r.server_prompt_tps = *r.server_prompt_tps / f;
+            }
             if (s.behaviour == Behaviour::ContextLimit) {
               r.extra_json = R"({"sized_by":"tokenize","runtime_ctx":)" + std::to_string(s.runtime_ctx) +
                              R"(,"runtime_ctx_source":"/props n_ctx"})";

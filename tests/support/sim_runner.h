@@ -64,6 +64,14 @@ struct SimCandidate {
   int64_t drop_tools_above = 30'000;  // DeepToolDrop
   int64_t thinking_fail_turn = 5;     // Thinking5xx
   int64_t loop_every = 400;           // SoakLoops: 0.25 % of the soak's turns, under its 1 % failure ratio
+  // Fresh long-context prompts of 32K and more reach their first token this
+  // many times later than a healthy build's.
+  double fresh_prefill_slowdown = 1.0;
+  double late_soak_decode = 1.0;  // decode rate divided by this from the soak's second half on
+  // The soak's footprint grows by this many MB, evenly over soak_cache_fill_ms
+  // from the soak's start, then holds (a prompt cache filling).
+  double soak_cache_fill_mb = 0;
+  int64_t soak_cache_fill_ms = 48LL * 3'600'000;
 };
 
 class SimRunner final : public TaskRunner {
@@ -125,7 +133,9 @@ class SimRunner final : public TaskRunner {
   int64_t seq_ = 0;
   int64_t heavy_now_ = 0;
   int64_t max_heavy_ = 0;
-  std::optional<int64_t> gate_started_ms_;  // SwapCreep: when the gate's first scrape ran
+  std::optional<int64_t> gate_started_ms_;          // SwapCreep: when the gate's first scrape ran
+  std::map<std::string, int64_t> soak_started_ms_;  // per candidate name: the soak's first run
+  double decode_divisor_ = 1.0;                     // late_soak_decode, for the run in progress
   // Agent sessions per candidate name, driven as the engine drives them (probes/session.h).
   std::map<std::string, std::unique_ptr<probes::AgentSession>> sessions_;
   void agent_turn(const TaskRequest& req, const SimCandidate& s, ProbeResult& r);

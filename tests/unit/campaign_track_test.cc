@@ -103,7 +103,7 @@ TEST_CASE("each stage starts with its length, deadline, plan and a running verdi
     size_t tasks;
   };
   for (const Case& k : {Case{StageKind::Smoke, 15 * kMinute, 1}, Case{StageKind::Canary, 2 * kHour, 7},
-                        Case{StageKind::Gate, 24 * kHour, 2}, Case{StageKind::Soak, 7 * kDay, 5}}) {
+                        Case{StageKind::Gate, 24 * kHour, 3}, Case{StageKind::Soak, 7 * kDay, 5}}) {
     INFO(to_string(k.kind));
     World w;
     const StageRow row = open_stage(w.t, k.kind, kT0);

@@ -95,8 +95,13 @@ TEST_CASE("missed slots are never backfilled") {
 TEST_CASE("continuous gate traffic runs back to back with the configured pause") {
   StagePlan p = plan_for(StageKind::Gate, settings());
   REQUIRE(p.tasks[1].kind == TaskKind::Agent);
+  // The gate's long-context rounds (every 4 h, heavy) come third.
+  REQUIRE(p.tasks[2].kind == TaskKind::LongContext);
+  CHECK(p.tasks[2].every_ms == 4 * kHour);
+  CHECK(p.tasks[2].weight == Weight::Heavy);
   std::vector<TaskState> st(p.tasks.size());
   st[0].last_slot = 0;  // scrape already served
+  st[2].last_slot = 0;  // and the first long-context round
   DueSet d = next_due(p, st, 0, 0, HeavyGate::Free);
   REQUIRE(kinds(p, d) == std::vector<TaskKind>{TaskKind::Agent});
   mark_started(st, d.due[0]);

@@ -309,3 +309,34 @@ TEST_CASE("fingerprint: JSON round trip, summary, empty") {
   CHECK(parse_fingerprint_json("").ok());
   CHECK_FALSE(parse_fingerprint_json("[1]").ok());
 }
+
+TEST_CASE("served: llama-server's argv gives its prompt-cache cap, 8192 MiB when not given") {
+  // common/arg.cpp: {"-cram", "--cache-ram"}; common/common.h: cache_ram_mib = 8192 (-1 no limit, 0 off).
+  LaunchFingerprint plain;
+  add_llama_argv({"llama-server", "-m", "q.gguf"}, plain);
+  CHECK(plain.cache_ram_mib == 8192);
+  CHECK(plain.summary().find("prompt cache 8192 MiB") != std::string::npos);
+  CHECK(plain.to_json().find("\"cache_ram_mib\":8192") != std::string::npos);
+
+  LaunchFingerprint small, unlimited, off;
+  add_llama_argv({"llama-server", "--cache-ram", "2048"}, small);
+  add_llama_argv({"llama-server", "-cram", "-1"}, unlimited);
+  add_llama_argv({"llama-server", "--cache_ram", "0"}, off);
+  CHECK(small.cache_ram_mib == 2048);
+  CHECK(unlimited.cache_ram_mib == -1);
+  CHECK(unlimited.summary().find("prompt cache unlimited") != std::string::npos);
+  CHECK(off.cache_ram_mib == 0);
+  CHECK(off.summary().find("prompt cache off") != std::string::npos);
+
+  // Stored and read back; another cap is another launch.
+  auto back = parse_fingerprint_json(small.to_json());
+  REQUIRE(back);
+  CHECK(back->cache_ram_mib == 2048);
+  CHECK(compare_fingerprints(plain, small).changed);
+  LaunchFingerprint unread;  // an older row without the field: known now, not a change
+  unread.kv_cache_type = "f16";
+  unread.max_tokens_default = -1;
+  const auto merged = compare_fingerprints(unread, plain);
+  CHECK_FALSE(merged.changed);
+  CHECK(merged.merged.cache_ram_mib == 8192);
+}

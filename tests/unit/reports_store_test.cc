@@ -466,3 +466,37 @@ TEST_CASE("soakctl report: usage errors name the fix") {
         kCtlExitStore);
   CHECK(e.str().find("/nonexistent-dir/x.html") != std::string::npos);
 }
+
+TEST_CASE("report: each speed figure is drawn over the whole campaign, every stage, per workload") {
+  auto st = open_ro(demo().demo.path);
+  const CandidateRow c = row_of(*st, "mlx-leak");  // went through every stage to the soak
+  auto rep = build_candidate_report(*st, c, demo().demo.end_ms, source(*st));
+  REQUIRE(rep.ok());
+  std::set<std::string> figures;
+  for (const auto& chart : rep->speed) {
+    figures.insert(chart.figure);
+    CHECK(chart.from_ms == rep->timeline.from_ms);
+    CHECK(chart.stages.size() == rep->timeline.stages.size());
+    CHECK(chart.series.size() <= kMaxSpeedSeries);
+    for (size_t i = 1; i < chart.series.size(); ++i) CHECK(chart.series[i - 1].n >= chart.series[i].n);
+  }
+  CHECK(figures == std::set<std::string>{"ttft_ms", "prompt_tps", "decode_tps", "wall_ms"});
+  // The busiest TTFT workload has rows from the canary to the end of the soak.
+  const SpeedChart& ttft = rep->speed.front();
+  REQUIRE(ttft.figure == "ttft_ms");
+  REQUIRE_FALSE(ttft.series.empty());
+  const auto& b = ttft.series.front().buckets;
+  REQUIRE(b.size() > 10);
+  int64_t soak_start = 0, canary_end = 0;
+  for (const auto& s : rep->timeline.stages) {
+    if (s.kind == StageKind::Soak) soak_start = s.start_ms;
+    if (s.kind == StageKind::Canary) canary_end = s.end_ms;
+  }
+  REQUIRE(soak_start > 0);
+  CHECK(b.back().t0_ms > soak_start);
+  CHECK(b.front().t0_ms < canary_end + kDay);
+  const std::string page = render_candidate(*rep);
+  CHECK(page.find("id=\"speed-ttft_ms\"") != std::string::npos);
+  CHECK(page.find("id=\"speed-decode_tps\"") != std::string::npos);
+  CHECK(page.find("Speed over the campaign") != std::string::npos);
+}
