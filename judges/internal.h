@@ -171,9 +171,9 @@ void judge_long_context(const Context& c, Judgement& j);  // judges/context.cc
 void judge_capacity(const Context& c, Judgement& j);      // judges/context.cc
 // context_exceeded where the runtime's own context (the row's, else the stage's) does not exceed the prompt.
 bool beyond_reach(const ProbeResult& r, std::optional<int64_t> stage_ctx);  // judges/context.cc
-void judge_rounds(const Context& c, Judgement& j);   // judges/rounds.cc: gate and soak, per size and round
-void judge_answers(const Context& c, Judgement& j);  // judges/answers.cc: loops, completion length
-void judge_heavy_work(const Context& c, Judgement& j);    // judges/heavy_work.cc
+void judge_rounds(const Context& c, Judgement& j);      // judges/rounds.cc: gate and soak, per size and round
+void judge_answers(const Context& c, Judgement& j);     // judges/answers.cc: loops, completion length
+void judge_heavy_work(const Context& c, Judgement& j);  // judges/heavy_work.cc
 // An agent-session turn (probes/session.h): its tool calls are judged per
 // context band (judges/session.cc), not in the hard ratio classes.
 bool is_session_row(const ProbeResult& r);

@@ -12,8 +12,8 @@
 // beyond it is judged as a reach, not a fault (docs/DESIGN.md §3.9).
 #include <nlohmann/json.hpp>
 
-#include "probes/answer_check.h"
 #include "core/capacity_budget.h"
+#include "probes/answer_check.h"
 #include "probes/probe_group.h"
 
 namespace soak::probes {
