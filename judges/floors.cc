@@ -232,6 +232,22 @@ void ttft_floor(const Context& c, Judgement& j, const SloSettings& slo) {
   }
 }
 
+// One floor in seconds for every row of `rows` (the short wall, the warm retry).
+void fixed_floor(const Context& c, Judgement& j, const std::vector<const ProbeResult*>& rows, const PerfMetric& m,
+                 int64_t floor_ms, const std::string& name, const FloorText& t) {
+  std::vector<std::pair<const ProbeResult*, double>> f;
+  figures(m, rows, f);
+  Group g;
+  for (const auto& [r, v] : f) {
+    g.rows.push_back(r);
+    g.values.push_back(v);
+    g.floors.push_back(static_cast<double>(floor_ms));
+  }
+  judge_group(
+      c, j, name, g, Bound::AtMost, t,
+      format("%s %s s (%s)", t.key.c_str(), num(static_cast<double>(floor_ms) / 1000.0).c_str(), t.origin.c_str()));
+}
+
 // A short answer's whole wall: the functional probes that ask for a few words
 // with thinking off.
 void short_wall_floor(const Context& c, Judgement& j, const SloSettings& slo) {
@@ -242,20 +258,10 @@ void short_wall_floor(const Context& c, Judgement& j, const SloSettings& slo) {
                             r->kind == ProbeKind::ToolCall;
     if (short_kind && single(*r) && r->thinking != std::optional<bool>(true)) rows.push_back(r);
   }
-  std::vector<std::pair<const ProbeResult*, double>> f;
-  figures(kWall, rows, f);
-  Group g;
-  for (const auto& [r, v] : f) {
-    g.rows.push_back(r);
-    g.values.push_back(v);
-    g.floors.push_back(static_cast<double>(slo.max_short_wall_ms));
-  }
-  const FloorText t{"a short answer's wall", "slo.short_wall", "s",
-                    origin(slo.max_short_wall_ms == kDefaultSloShortWallMs,
-                           "default: short prose over 180 s was too slow to use, S1:108")};
-  judge_group(c, j, "slo/short_wall", g, Bound::AtMost, t,
-              format("%s %s s (%s)", t.key.c_str(), num(static_cast<double>(slo.max_short_wall_ms) / 1000.0).c_str(),
-                     t.origin.c_str()));
+  fixed_floor(c, j, rows, kWall, slo.max_short_wall_ms, "slo/short_wall",
+              FloorText{"a short answer's wall", "slo.short_wall", "s",
+                        origin(slo.max_short_wall_ms == kDefaultSloShortWallMs,
+                               "default: short prose over 180 s was too slow to use, S1:108")});
 }
 
 // An agent turn's wall per context band, the floor taken at the band's top.
@@ -292,20 +298,10 @@ void warm_floor(const Context& c, Judgement& j, const SloSettings& slo) {
   std::vector<const ProbeResult*> rows;
   for (const ProbeResult* r : c.cand)
     if (single(*r) && r->cache_state == CacheState::Repeat) rows.push_back(r);
-  std::vector<std::pair<const ProbeResult*, double>> f;
-  figures(kTtft, rows, f);
-  Group g;
-  for (const auto& [r, v] : f) {
-    g.rows.push_back(r);
-    g.values.push_back(v);
-    g.floors.push_back(static_cast<double>(slo.max_warm_ttft_ms));
-  }
-  const FloorText t{"a warm retry's first token", "slo.warm_ttft", "s",
-                    origin(slo.max_warm_ttft_ms == kDefaultSloWarmTtftMs,
-                           "default: a warm retry with no first token in 90 s was rejected, S1:106")};
-  judge_group(c, j, "slo/warm_ttft", g, Bound::AtMost, t,
-              format("%s %s s (%s)", t.key.c_str(), num(static_cast<double>(slo.max_warm_ttft_ms) / 1000.0).c_str(),
-                     t.origin.c_str()));
+  fixed_floor(c, j, rows, kTtft, slo.max_warm_ttft_ms, "slo/warm_ttft",
+              FloorText{"a warm retry's first token", "slo.warm_ttft", "s",
+                        origin(slo.max_warm_ttft_ms == kDefaultSloWarmTtftMs,
+                               "default: a warm retry with no first token in 90 s was rejected, S1:106")});
 }
 
 }  // namespace
