@@ -21,6 +21,7 @@
 #include <map>
 
 #include "judges/internal.h"
+#include "judges/stats.h"
 
 namespace soak::judge_detail {
 
@@ -50,12 +51,6 @@ bool answers_text(ProbeKind k) {
   }
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
-
 // Completion tokens of the clean answers of a pool.
 std::vector<double> completions_of(const std::vector<const ProbeResult*>& rows) {
   std::vector<double> out;
@@ -75,7 +70,7 @@ std::vector<double> run_medians(const std::vector<const ProbeResult*>& rows) {
     runs[key].push_back(static_cast<double>(*r->completion_tokens));
   }
   std::vector<double> out;
-  for (auto& [key, v] : runs) out.push_back(median_of(std::move(v)));
+  for (auto& [key, v] : runs) out.push_back(stats::median(std::move(v)));
   return out;
 }
 
@@ -127,8 +122,9 @@ void judge_completion_length(const Context& c, Judgement& j) {
       continue;
     ++compared;
     const auto cand_values = completions_of(rows);
-    const double base_median = median_of(completions_of(b->second));
-    const double cand_median = median_of(cand_values);
+    const auto base_values = completions_of(b->second);
+    const double base_median = stats::median(base_values);
+    const double cand_median = stats::median(cand_values);
     const double limit = kEarlyStopFraction * base_median;
     const auto short_runs = std::count_if(cand_runs.begin(), cand_runs.end(), [&](double v) { return v < limit; });
     if (!(cand_median < limit && short_runs >= kEarlyStopRuns)) continue;
@@ -142,7 +138,7 @@ void judge_completion_length(const Context& c, Judgement& j) {
                cand_values.size(), static_cast<long long>(short_runs), cand_runs.size(), kEarlyStopFraction,
                static_cast<long long>(kEarlyStopRuns)));
     m.n = static_cast<int64_t>(cand_values.size());
-    m.n_baseline = static_cast<int64_t>(completions_of(b->second).size());
+    m.n_baseline = static_cast<int64_t>(base_values.size());
     set_numbers(m, cand_median, base_median, 0, 0, kEarlyStopFraction, 1);
     j.find(Severity::Failure, "answers stop early: " + std::string(loc.workload_id) + ": " + m.reason);
     j.add(std::move(m));
