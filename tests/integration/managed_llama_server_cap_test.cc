@@ -75,7 +75,9 @@ TEST_CASE("a real llama-server started with -n 64 is held at smoke from its laun
   // every -n 64 answer would earn never comes into it).
   ProbeQuery q;
   q.candidate_id = cands[0].id;
-  for (const auto& r : *s.open_store()->probe_results(q)) {
+  auto rows = s.open_store()->probe_results(q);
+  REQUIRE(rows.ok());
+  for (const auto& r : *rows) {
     INFO(to_string(r.kind) << " " << r.workload_id << " " << to_string(r.outcome));
     CHECK((r.kind == ProbeKind::Health || r.kind == ProbeKind::Scrape || r.kind == ProbeKind::Build));
     CHECK(r.outcome != Outcome::ServerTokenCap);

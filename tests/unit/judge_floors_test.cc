@@ -250,6 +250,15 @@ TEST_CASE("floors: requests that wait for each other by design are not judged by
   CHECK(exact(v, "slo/decode_tps") == nullptr);
   CHECK(exact(v, "slo/ttft/short") == nullptr);
   CHECK_FALSE(contains(v.reason, "too slow"));
+
+  // The same figures on requests made one at a time do fail the floor: it is
+  // the concurrency that keeps the burst members out, not their figures.
+  Rows alone(kCandidate);
+  for (int i = 0; i < 10; ++i) alone.perf(ProbeKind::Burst, "burst/1/member", Perf{400'000, 500'000, 1.0, 100});
+  auto v1 = judge(first_build(StageKind::Canary), alone);
+  const auto* decode = exact(v1, "slo/decode_tps");
+  REQUIRE(decode);
+  CHECK(decode->result == MetricResult::Fail);
 }
 
 TEST_CASE("floors and the launch cap survive the stored recipe") {
