@@ -11,10 +11,7 @@ RepetitionReport answer_repetition(const ChatResult& r) {
 }
 
 std::optional<Verdict> check_answer(const ChatResult& r, const RepetitionReport& rep, bool expects_answer) {
-  if (rep.looping) {
-    return Verdict{Outcome::Repetition, "the last " + std::to_string(rep.loop_chars) + " bytes repeat a " +
-                                            std::to_string(rep.unit_chars) + "-byte unit: '" + rep.unit_excerpt + "'"};
-  }
+  if (rep.looping) return repetition_verdict(rep);
   if (!expects_answer || !r.tool_calls.empty() || !text::trim(r.content).empty()) return std::nullopt;
   if (!r.reasoning.empty()) {
     return Verdict{Outcome::EmptyAnswer, "no answer content: the whole reply (" + std::to_string(r.reasoning.size()) +

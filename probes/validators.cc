@@ -250,16 +250,23 @@ RepetitionReport detect_repetition(std::string_view text) {
       rep.loop_chars = periodic;
       rep.unit_excerpt = text::excerpt(tail.substr(n - p), 60);
     }
+    // The whole tail is periodic: no larger unit can give a longer run, and the
+    // smallest unit is already kept. Every answer passes here (loops are
+    // looked for on all of them), so a looping one stops at its unit.
+    if (periodic == n) break;
   }
   return rep;
 }
 
-Verdict check_repetition(const ChatResult& r) {
-  const std::string& produced = r.content.empty() ? r.reasoning : r.content;
-  RepetitionReport rep = detect_repetition(produced);
+Verdict repetition_verdict(const RepetitionReport& rep) {
   if (!rep.looping) return {Outcome::Clean, ""};
   return {Outcome::Repetition, "the last " + std::to_string(rep.loop_chars) + " bytes repeat a " +
                                    std::to_string(rep.unit_chars) + "-byte unit: '" + rep.unit_excerpt + "'"};
+}
+
+Verdict check_repetition(const ChatResult& r) {
+  const std::string& produced = r.content.empty() ? r.reasoning : r.content;
+  return repetition_verdict(detect_repetition(produced));
 }
 
 }  // namespace soak::probes

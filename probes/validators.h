@@ -95,6 +95,8 @@ struct RepetitionReport {
 RepetitionReport detect_repetition(std::string_view text);
 
 // Repetition over everything the model produced (content, else reasoning).
+// Repetition when the report found a loop (naming its size and unit), else clean.
+Verdict repetition_verdict(const RepetitionReport& rep);
 Verdict check_repetition(const ChatResult& r);
 
 }  // namespace soak::probes
