@@ -13,6 +13,9 @@
 
 namespace soak {
 
+// The exit status of a command whose command line is wrong (soakd, soakctl).
+constexpr int kExitUsage = 2;
+
 struct ArgSpec {
   std::set<std::string> flags;    // options without a value, e.g. "json"
   std::set<std::string> options;  // options with a value, e.g. "config"

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/args.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "daemon/wiring.h"
@@ -23,7 +24,6 @@ namespace {
 
 constexpr int kExitClean = 0;
 constexpr int kExitNotClean = 1;
-constexpr int kExitUsage = 2;
 constexpr size_t kDetailColumnChars = 70;
 
 using ojson = nlohmann::ordered_json;

@@ -41,7 +41,6 @@ namespace {
 
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
 
 const char* kUsage = R"(soakd — soak and canary daemon for local LLM runtimes
 

@@ -9,7 +9,6 @@ namespace soak::probes {
 
 namespace {
 constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
-bool is_2xx(int status) { return status >= 200 && status < 300; }
 }  // namespace
 
 // ---------------------------------------------------------------- Deferrer

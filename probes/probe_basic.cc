@@ -18,7 +18,6 @@ using ojson = nlohmann::ordered_json;
 
 constexpr size_t kMaxListedModels = 8;
 
-bool is_2xx(int s) { return s >= 200 && s < 300; }
 // A route this runtime build does not serve (e.g. llama-server without --metrics).
 bool unserved(int s) { return s == 404 || s == 405 || s == 501; }
 

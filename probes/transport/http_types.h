@@ -58,6 +58,9 @@ struct HttpRequest {
   ConnectionPolicy connection = ConnectionPolicy::Reuse;
 };
 
+// A success status (2xx).
+inline bool is_2xx(int status) { return status >= 200 && status < 300; }
+
 struct ResponseHead {
   int status = 0;                   // 0 until a final (non-1xx) status line arrived
   std::vector<HttpHeader> headers;  // in order, names as sent
