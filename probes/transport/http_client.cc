@@ -10,13 +10,12 @@
 #include <vector>
 
 #include "core/uv_util.h"
+#include "probes/transport/curl_request.h"
 #include "probes/transport/deadline.h"
 
 namespace soak {
 namespace {
 
-// Larger than curl's 16 KiB default: a fast stream is read in fewer calls.
-constexpr long kReceiveBufferBytes = 64 * 1024;
 constexpr int64_t kNsPerMs = 1'000'000;
 
 std::string describe_exception(std::exception_ptr e) {
@@ -171,19 +170,9 @@ struct HttpClient::Impl {
     CURL* e = curl_easy_init();
     if (!e) return "curl_easy_init failed";
     t->easy = e;
-    const HttpRequest& r = t->req;
     curl_easy_setopt(e, CURLOPT_PRIVATE, t);
-    curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    // Runtimes are local: a proxy from the environment would sit inside every timing.
-    curl_easy_setopt(e, CURLOPT_PROXY, "");
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
-    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, kReceiveBufferBytes);
+    t->headers = set_request_options(e, t->req);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
-    if (r.connect_timeout_ms > 0) {
-      curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout_ms));
-    }
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Impl::on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::on_write);
@@ -192,34 +181,6 @@ struct HttpClient::Impl {
     curl_easy_setopt(e, CURLOPT_SOCKOPTDATA, t);
     curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, &Impl::on_prereq);
     curl_easy_setopt(e, CURLOPT_PREREQDATA, t);
-    if (r.connection == ConnectionPolicy::Fresh) {
-      curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
-      curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
-    }
-
-    if (r.method == "GET" && r.body.empty()) {
-      curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-    } else if (r.method == "HEAD") {
-      curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-    } else {
-      if (!r.body.empty() || r.method == "POST") {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
-      }
-      if (r.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
-    }
-
-    for (const auto& h : r.headers) {
-      std::string line = h.name + ": " + h.value;
-      t->headers = curl_slist_append(t->headers, line.c_str());
-    }
-    if (!r.body.empty() && !find_header(r.headers, "Content-Type")) {
-      t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
-    }
-    // curl waits up to a second for "100 Continue" before sending a large body;
-    // that wait would sit inside every long-context TTFT.
-    t->headers = curl_slist_append(t->headers, "Expect:");
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
     return {};
   }
 
