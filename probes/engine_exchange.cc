@@ -71,6 +71,8 @@ HttpRequest build_http_request(const std::string& base_url, const Limits& l, con
   r.max_response_bytes = l.max_response_bytes;
   r.body_mode = spec.kind == ExchangeKind::ChatStream ? BodyMode::Stream : BodyMode::Buffer;
   r.connection = spec.connection;
+  // A chat request takes a slot, and waits in the runtime's queue for one.
+  r.queue_role = spec.kind == ExchangeKind::Plain ? QueueRole::None : QueueRole::Slot;
   return r;
 }
 
@@ -119,10 +121,6 @@ void Exchange::fail_before_sending(std::string why) {
   result_.transfer.reason = EndReason::Error;
   result_.transfer.detail = std::move(why);
   io_.defer.post([this] { finish(); });
-}
-
-void Exchange::queue_moved(int64_t mono_ns) {
-  if (state_ == State::Live && id_ != kNoTransfer) io_.http.mark_queue_moved(id_, mono_ns);
 }
 
 void Exchange::cancel() {

@@ -105,9 +105,6 @@ class Exchange final : public SseHandler, public TransferHandler {
   // soakd's own cancel: ends as TransportEnd::CancelledByDaemon.
   void cancel();
   bool live() const { return state_ == State::Live; }
-  // The runtime finished another request this one may be queued behind: its
-  // first-content budget runs again from `mono_ns` (probes/transport/deadline.h).
-  void queue_moved(int64_t mono_ns);
 
  private:
   enum class State { Idle, Live, Done };

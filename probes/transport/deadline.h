@@ -36,8 +36,9 @@ struct StallMarks {
   int64_t start_ns = 0;
   std::optional<int64_t> last_content_ns;   // the latest content
   std::optional<int64_t> last_progress_ns;  // the latest prefill progress before any content
-  // The latest time, before any content, that the runtime finished a request
-  // this one was queued behind (a member of the same group that it answered).
+  // The latest time, before any content, that the runtime's queue moved: it
+  // served another slot request to the same origin, or reported its queue
+  // moving (HttpClient::mark_queue_moved).
   std::optional<int64_t> queue_moved_ns;
 };
 

@@ -42,6 +42,7 @@ struct HttpClient::Impl {
     TransferId id = kNoTransfer;
     TransferHandler* handler = nullptr;
     HttpRequest req;
+    std::string origin;  // of req.url, for QueueRole::Slot
     CURL* easy = nullptr;
     curl_slist* headers = nullptr;
     UvHandle<uv_timer_t> timer;  // wall + stall, re-armed lazily
@@ -89,6 +90,7 @@ struct HttpClient::Impl {
     t->id = next_id++;
     t->handler = handler;
     t->req = std::move(req);
+    if (t->req.queue_role == QueueRole::Slot) t->origin = origin_of(t->req.url);
     t->result.times.start_ns = clock.mono_ns();
     t->marks.start_ns = t->result.times.start_ns;
     uv_timer_init(loop, t->timer.get());
@@ -135,11 +137,21 @@ struct HttpClient::Impl {
     if (!m.last_content_ns) m.last_progress_ns = arrived_ns;  // after the first content only content counts
   }
 
-  void mark_queue_moved(TransferId id, int64_t at_ns) {
-    auto it = transfers.find(id);
-    if (it == transfers.end() || it->second->ended) return;
-    StallMarks& m = it->second->marks;
-    if (!m.last_content_ns) m.queue_moved_ns = at_ns;
+  // Every slot request to `origin` still waiting for its first content may
+  // be the one the runtime starts next.
+  void mark_queue_moved(std::string_view origin, int64_t at_ns) {
+    for (auto& [id, t] : transfers)
+      if (waiting_in(*t, origin)) t->marks.queue_moved_ns = at_ns;
+  }
+
+  static bool waiting_in(const Transfer& t, std::string_view origin) {
+    return !t.ended && t.req.queue_role == QueueRole::Slot && t.origin == origin && !t.marks.last_content_ns;
+  }
+
+  size_t queued(std::string_view origin) const {
+    size_t n = 0;
+    for (const auto& [id, t] : transfers) n += waiting_in(*t, origin) ? 1 : 0;
+    return n;
   }
 
   void shutdown() {
@@ -219,6 +231,11 @@ struct HttpClient::Impl {
     t->result.times.done_ns = clock.mono_ns();
     uv_timer_stop(t->timer.get());
     ended.push_back(t);
+    // A slot request the runtime served (it wrote content, or a whole answer)
+    // freed its slot: whatever waits behind it at that origin is queued, not
+    // stalled, whoever sent it. One cut while nothing came moved nothing.
+    const bool served = t->marks.last_content_ns.has_value() || reason == EndReason::Completed;
+    if (t->req.queue_role == QueueRole::Slot && served) mark_queue_moved(t->origin, t->result.times.done_ns);
   }
 
   void schedule_reap() {
@@ -466,7 +483,10 @@ TransferId HttpClient::start(HttpRequest request, TransferHandler* handler) {
 void HttpClient::cancel(TransferId id) { impl_->cancel(id); }
 void HttpClient::mark_content(TransferId id, int64_t arrived_mono_ns) { impl_->mark_content(id, arrived_mono_ns); }
 void HttpClient::mark_progress(TransferId id, int64_t arrived_mono_ns) { impl_->mark_progress(id, arrived_mono_ns); }
-void HttpClient::mark_queue_moved(TransferId id, int64_t at_mono_ns) { impl_->mark_queue_moved(id, at_mono_ns); }
+void HttpClient::mark_queue_moved(std::string_view origin, int64_t at_mono_ns) {
+  impl_->mark_queue_moved(origin, at_mono_ns);
+}
+size_t HttpClient::queued(std::string_view origin) const { return impl_->queued(origin); }
 void HttpClient::shutdown() { impl_->shutdown(); }
 size_t HttpClient::active() const { return impl_->transfers.size(); }
 

@@ -276,6 +276,7 @@ TEST_CASE("the HTTP request of an exchange carries the candidate's limits and th
   CHECK(r.max_response_bytes == 4444);
   CHECK(r.body_mode == BodyMode::Stream);
   CHECK(std::find(r.headers.begin(), r.headers.end(), HttpHeader{"Authorization", "Bearer k3y"}) != r.headers.end());
+  CHECK(r.queue_role == QueueRole::Slot);  // a chat request waits in the runtime's queue
 
   s.kind = ExchangeKind::Plain;
   s.body.clear();
