@@ -81,6 +81,10 @@ struct ExchangeSpec {
   // The prompt's size in tokens, when the probe knows it: the stall clock
   // allows it prompt_tokens / limits.prefill_floor_tps of prefill (core/limits.h).
   std::optional<int64_t> prompt_tokens;
+  // Prompts the runtime reads before this one's first token, its own
+  // included (a capacity member behind others in its slots): the allowance
+  // from the start is that many prompts', and one prompt's after a queue move.
+  int64_t prefill_rounds = 1;
   int cut_after_tokens = 0;  // ChatStream: cut the stream after this many output events
 };
 

@@ -48,6 +48,7 @@ void Step::run_chat(ChatJob job, std::function<void(ProbeResult&, const Exchange
   spec.cut_after_tokens = job.cut_after_tokens;
   spec.stall_timeout_ms = job.stall_timeout_ms;
   spec.prompt_tokens = job.prompt_tokens;
+  spec.prefill_rounds = job.prefill_rounds;
   auto shared = std::make_shared<ChatJob>(std::move(job));
   send(std::move(spec), [this, shared, then = std::move(then)](const ExchangeResult& x) {
     ProbeResult r = chat_row(*shared, x);

@@ -210,9 +210,10 @@ struct HttpClient::Impl {
   void arm(Transfer* t) {
     int64_t now = clock.mono_ns();
     const HttpRequest& r = t->req;
-    auto check = check_deadlines(
-        t->marks, {r.wall_timeout_ms * kNsPerMs, r.stall_timeout_ms * kNsPerMs, r.prefill_allowance_ms * kNsPerMs},
-        now);
+    TransferLimits limits{r.wall_timeout_ms * kNsPerMs, r.stall_timeout_ms * kNsPerMs,
+                          r.prefill_allowance_ms * kNsPerMs, std::nullopt};
+    if (r.moved_prefill_allowance_ms) limits.moved_prefill_ns = *r.moved_prefill_allowance_ms * kNsPerMs;
+    auto check = check_deadlines(t->marks, limits, now);
     if (check.tripped) {
       end(t, *check.tripped, describe_limit(*check.tripped, r, t->marks), 0);
       return;

@@ -65,6 +65,10 @@ struct HttpRequest {
   // Added to the stall timeout before the first content: the time a long
   // prompt may take to be read (deadline.h prefill_allowance_ms). 0: none.
   int64_t prefill_allowance_ms = 0;
+  // The allowance again from each move of the runtime's queue (deadline.h):
+  // then only the request's own prompt is left to read. nullopt: the same as
+  // prefill_allowance_ms (a request that counted no other prompts ahead).
+  std::optional<int64_t> moved_prefill_allowance_ms;
   int64_t max_response_bytes = kDefaultMaxResponseBytes;  // body bytes after de-chunking
   BodyMode body_mode = BodyMode::Stream;
   ConnectionPolicy connection = ConnectionPolicy::Reuse;
