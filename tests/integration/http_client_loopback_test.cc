@@ -1002,3 +1002,55 @@ TEST_CASE("http: the runtime's own report of its queue moving restarts the budge
   CHECK(b.tr().reason == EndReason::Completed);
   CHECK(f.http.queued(origin) == 0);
 }
+
+TEST_CASE("http: a keep-alive connection the server closed is not the runtime's failure: a fresh one carries it") {
+  // llama-server (cpp-httplib) closes a connection idle for its keep-alive
+  // timeout (`Keep-Alive: timeout=5`). A request sent on it as it closes, or
+  // after, must reach the server on a new connection, not end as a reset.
+  ScriptServer* sp = nullptr;
+  auto answer = [](Conn& c) {
+    const std::string body = "{\"ok\":1}";
+    return c.send("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
+                  "\r\nKeep-Alive: timeout=5\r\n\r\n" + body);
+  };
+  auto post = [](const ScriptServer& s) {
+    HttpRequest r;
+    r.method = "POST";
+    r.url = s.url("/v1/chat/completions");
+    r.body = R"({"model":"m","messages":[{"role":"user","content":"hi"}]})";
+    r.body_mode = BodyMode::Buffer;
+    r.queue_role = QueueRole::Slot;
+    r.connect_timeout_ms = 1000;
+    return r;
+  };
+  enum class Close { AsTheRequestArrives, WhileIdle };
+  auto run = [&](Close how) {
+    ScriptServer server([&](Conn& c) {
+      if (!c.read_request() || !answer(c)) return;
+      if (how == Close::WhileIdle) {
+        c.pause(100);  // idle past its keep-alive timeout: the server closes
+        sp->note_peer_closed();
+        return;
+      }
+      (void)c.read_request();  // the next request arrived as the server gave the connection up
+      sp->note_peer_closed();
+    });
+    sp = &server;
+    Fixture f;
+    BodyRecorder first, second;
+    f.http.start(post(server), &first);
+    REQUIRE(f.run_until([&] { return first.done(); }));
+    REQUIRE(first.result->reason == EndReason::Completed);
+    if (how == Close::WhileIdle) REQUIRE(server.wait_peer_closed(1));
+    f.http.start(post(server), &second);
+    REQUIRE(f.run_until([&] { return second.done(); }));
+    INFO(second.result->detail);
+    CHECK(second.result->reason == EndReason::Completed);
+    CHECK(second.result->head.status == 200);
+    CHECK(second.result->body == "{\"ok\":1}");
+    CHECK_FALSE(second.result->reused_connection);  // it went on a connection of its own
+    CHECK(server.connections() == 2);
+  };
+  SECTION("closed as the next request arrives") { run(Close::AsTheRequestArrives); }
+  SECTION("closed while idle, before the next request") { run(Close::WhileIdle); }
+}
