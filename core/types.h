@@ -164,6 +164,9 @@ struct ProbeResult {
   std::optional<int64_t> itl_p50_us, itl_p95_us, itl_max_us;
   std::optional<double> client_decode_tps;  // (tokens-1) / (last - first token)
   bool timing_artifact = false;             // first output and finish implausibly close
+  // Not stored: set when a judgment reads the row, if it overlapped another
+  // candidate's heavy work on the host (judges/overlap.h); out of comparisons.
+  bool overlapped_heavy = false;
 
   // tokens
   std::optional<int64_t> prompt_tokens, completion_tokens, reasoning_tokens;
