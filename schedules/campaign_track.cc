@@ -1,13 +1,13 @@
 #include "schedules/campaign_track.h"
 
 #include <algorithm>
-#include <map>
 #include <set>
 
 #include <spdlog/fmt/fmt.h>
 #include <nlohmann/json.hpp>
 
 #include "core/duration.h"
+#include "schedules/heavy_waits.h"
 
 namespace soak {
 
@@ -38,25 +38,19 @@ Event track_event(const Track& t, EventKind kind, const json& detail, int64_t no
   return e;
 }
 
-// A heavy task's wait began (duration: none) or ended (duration: its length).
-// The store keeps these, so a restarted daemon counts the same waits
-// (resume_stage) and explain says the same after a restart.
-constexpr std::string_view kWaitBegan = "began", kWaitEnded = "ended";
-void wait_event(const Track& t, size_t task, std::string_view phase, int64_t now, std::optional<int64_t> duration_ms,
+// A heavy task's wait began (duration: none) or ended (duration: its length):
+// stored, so a restarted daemon counts the same waits (schedules/heavy_waits.h).
+void wait_event(const Track& t, size_t task, WaitPhase phase, int64_t now, std::optional<int64_t> duration_ms,
                 Transition& tr) {
-  json d;
-  d["task"] = to_string(t.plan.tasks[task].kind);
-  d["wait"] = phase;
-  d["stage"] = to_string(t.stage->kind);
-  d["stage_id"] = t.stage->id;
-  Event e = track_event(t, EventKind::HeavyWait, d, now, 0);
+  Event e = track_event(t, EventKind::HeavyWait, json::object(), now, 0);
+  e.detail_json = heavy_wait_detail(t.plan.tasks[task].kind, phase, t.stage->kind, t.stage->id);
   e.duration_ms = duration_ms;
   tr.events.push_back(std::move(e));
 }
 
 void hold(Track& t, const std::vector<size_t>& held, int64_t now, Transition& tr) {
   for (size_t i : held)
-    if (!t.tasks.at(i).waiting_since_ms) wait_event(t, i, kWaitBegan, now, std::nullopt, tr);
+    if (!t.tasks.at(i).waiting_since_ms) wait_event(t, i, WaitPhase::Began, now, std::nullopt, tr);
   mark_held(t.tasks, held, now);
 }
 
@@ -72,7 +66,7 @@ void due_now(Track& t, const StepInputs& in, int64_t now, Transition& tr) {
       continue;
     }
     if (const auto& since = t.tasks[d.task].waiting_since_ms)
-      wait_event(t, d.task, kWaitEnded, now, std::max<int64_t>(0, now - *since), tr);
+      wait_event(t, d.task, WaitPhase::Ended, now, std::max<int64_t>(0, now - *since), tr);
     mark_started(t.tasks, d, now);
     if (t.plan.tasks[d.task].weight == Weight::Heavy) t.last_heavy_start_ms = now;
     tr.dispatch.push_back(d);
@@ -429,40 +423,6 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
 }
 
 // ============================================================== restart
-namespace {
-
-// The heavy waits of the running stage again, from its heavy_wait events. A
-// wait still open when the daemon went away ends where the stage last showed
-// activity (`last_ms`): the time away is the restart's gap, not a wait.
-void resume_heavy_waits(Track& t, const std::vector<Event>& events, int64_t last_ms) {
-  std::map<size_t, int64_t> open;
-  auto ended = [&](size_t i, int64_t ms) {
-    TaskState& st = t.tasks[i];
-    st.waited_ms += ms;
-    st.longest_wait_ms = std::max(st.longest_wait_ms, ms);
-  };
-  for (const Event& e : events) {
-    if (e.kind != EventKind::HeavyWait) continue;
-    const json d = json::parse(e.detail_json, nullptr, false);
-    if (!d.is_object() || d.value("stage_id", int64_t{-1}) != t.stage->id) continue;
-    const std::string task = d.value("task", std::string()), phase = d.value("wait", std::string());
-    for (size_t i = 0; i < t.plan.tasks.size(); ++i) {
-      if (to_string(t.plan.tasks[i].kind) != task) continue;
-      if (phase == kWaitBegan) {
-        ++t.tasks[i].waits;
-        open[i] = e.wall_ms;
-        last_ms = std::max(last_ms, e.wall_ms);
-      } else if (phase == kWaitEnded && e.duration_ms) {
-        ended(i, *e.duration_ms);
-        open.erase(i);
-      }
-    }
-  }
-  for (const auto& [i, since] : open) ended(i, std::max<int64_t>(0, last_ms - since));
-}
-
-}  // namespace
-
 Transition resume_stage(Track& t, const StageRow& running, const std::vector<ProbeResult>& stage_rows,
                         const std::vector<Event>& stage_events, int64_t now) {
   t.stage = running;
@@ -491,7 +451,7 @@ Transition resume_stage(Track& t, const StageRow& running, const std::vector<Pro
   // The daemon was away: say so, with how long since the stage last ran anything.
   int64_t last = running.started_ms;
   if (!stage_rows.empty()) last = std::max(last, stage_rows.back().started_wall_ms);
-  resume_heavy_waits(t, stage_events, last);
+  resume_heavy_waits(t.plan, running.id, stage_events, last, t.tasks);
   Transition tr;
   json d;
   d["reason"] = "daemon restart";
