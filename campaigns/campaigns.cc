@@ -67,7 +67,15 @@ Status Campaigns::resume(int64_t now) {
       ProbeQuery q;
       q.stage_id = stages->back().id;
       auto stage_rows = d_.store.probe_results(q);
-      apply(t, resume_stage(t, stages->back(), stage_rows ? *stage_rows : std::vector<ProbeResult>{}, now), now);
+      EventQuery eq;
+      eq.candidate_id = latest->id;
+      eq.kind = EventKind::HeavyWait;
+      eq.since_ms = stages->back().started_ms;
+      auto waits = d_.store.events(eq);
+      apply(t,
+            resume_stage(t, stages->back(), stage_rows ? *stage_rows : std::vector<ProbeResult>{},
+                         waits ? *waits : std::vector<Event>{}, now),
+            now);
     } else if (!stages->empty() && stages->back().state == StageState::Passed) {
       apply(t, resume_after(t, stages->back().kind, now), now);  // stopped between two stages
     } else {

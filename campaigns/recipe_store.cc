@@ -1,5 +1,7 @@
 #include "campaigns/recipe_store.h"
 
+#include "judges/overlap.h"
+
 namespace soak {
 
 namespace {
@@ -27,6 +29,26 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
   auto rows = store.probe_results(pq);
   if (!rows) return rows.error();
   in.candidate_rows = std::move(*rows);
+
+  // A canary's rows that ran while another candidate's heavy work loaded the
+  // host stay out of its comparisons (judges/overlap.h); its baseline's
+  // interleaved runs are the canary's own design, not another's load.
+  if (r.stage == StageKind::Canary) {
+    std::vector<ProbeResult> others;
+    for (ProbeKind k : {ProbeKind::LongContext, ProbeKind::Burst, ProbeKind::Capacity, ProbeKind::SharedPrefix}) {
+      ProbeQuery hq;
+      hq.kind = k;
+      hq.since_ms = sel.since_ms;
+      hq.until_ms = sel.until_ms;
+      hq.max_id = sel.max_ids.probe;
+      auto heavy = store.probe_results(hq);
+      if (!heavy) return heavy.error();
+      for (auto& h : *heavy)
+        if (h.host_id == r.host_id && h.candidate_id != r.candidate_id && h.candidate_id != r.baseline_id)
+          others.push_back(std::move(h));
+    }
+    mark_overlapped_heavy(in.candidate_rows, others);
+  }
 
   if (r.baseline_id && r.baseline_mode != BaselineMode::None) {
     ProbeQuery bq;

@@ -164,6 +164,9 @@ struct ProbeResult {
   std::optional<int64_t> itl_p50_us, itl_p95_us, itl_max_us;
   std::optional<double> client_decode_tps;  // (tokens-1) / (last - first token)
   bool timing_artifact = false;             // first output and finish implausibly close
+  // Not stored: set when a judgment reads the row, if it overlapped another
+  // candidate's heavy work on the host (judges/overlap.h); out of comparisons.
+  bool overlapped_heavy = false;
 
   // tokens
   std::optional<int64_t> prompt_tokens, completion_tokens, reasoning_tokens;
@@ -234,6 +237,7 @@ enum class EventKind {
   ProcessGone,
   DuplicateEngine,  // the candidate's process
   MemoryBudget,     // the candidate's footprint went above its memory_budget
+  HeavyWait,        // a heavy task held for the host began or ended a wait (campaigns)
 };
 std::string_view to_string(EventKind k);
 std::optional<EventKind> parse_event_kind(std::string_view s);

@@ -187,6 +187,7 @@ bool eligible(const PerfMetric& m, const ProbeResult& r) {
   if (!is_clean(r) || !perf_judged(r.kind)) return false;
   if (m.fresh_only && r.cache_state != CacheState::Fresh) return false;
   if (m.rate && r.timing_artifact) return false;
+  if (r.overlapped_heavy) return false;  // its timing measured another candidate's heavy work
   // A request that waited for a cold model load (oMLX model_load_duration)
   // measured the load, not the prefill: kept out of TTFT, prefill and wall.
   if (r.server_load_ms && *r.server_load_ms > 0 && m.figure != Figure::DecodeTps) return false;

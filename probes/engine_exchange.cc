@@ -1,5 +1,6 @@
 #include "probes/engine_exchange.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/hash.h"
@@ -66,10 +67,16 @@ HttpRequest build_http_request(const std::string& base_url, const Limits& l, con
   r.connect_timeout_ms = l.connect_timeout_ms;
   r.wall_timeout_ms = l.wall_timeout_ms;
   r.stall_timeout_ms = spec.stall_timeout_ms.value_or(l.stall_timeout_ms);
-  if (spec.prompt_tokens) r.prefill_allowance_ms = prefill_allowance_ms(*spec.prompt_tokens, l.prefill_floor_tps);
+  if (spec.prompt_tokens) {
+    const int64_t one = prefill_allowance_ms(*spec.prompt_tokens, l.prefill_floor_tps);
+    r.prefill_allowance_ms = one * std::max<int64_t>(1, spec.prefill_rounds);
+    if (spec.prefill_rounds > 1) r.moved_prefill_allowance_ms = one;
+  }
   r.max_response_bytes = l.max_response_bytes;
   r.body_mode = spec.kind == ExchangeKind::ChatStream ? BodyMode::Stream : BodyMode::Buffer;
   r.connection = spec.connection;
+  // A chat request takes a slot, and waits in the runtime's queue for one.
+  r.queue_role = spec.kind == ExchangeKind::Plain ? QueueRole::None : QueueRole::Slot;
   return r;
 }
 
@@ -118,10 +125,6 @@ void Exchange::fail_before_sending(std::string why) {
   result_.transfer.reason = EndReason::Error;
   result_.transfer.detail = std::move(why);
   io_.defer.post([this] { finish(); });
-}
-
-void Exchange::queue_moved(int64_t mono_ns) {
-  if (state_ == State::Live && id_ != kNoTransfer) io_.http.mark_queue_moved(id_, mono_ns);
 }
 
 void Exchange::cancel() {

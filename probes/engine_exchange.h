@@ -81,6 +81,10 @@ struct ExchangeSpec {
   // The prompt's size in tokens, when the probe knows it: the stall clock
   // allows it prompt_tokens / limits.prefill_floor_tps of prefill (core/limits.h).
   std::optional<int64_t> prompt_tokens;
+  // Prompts the runtime reads before this one's first token, its own
+  // included (a capacity member behind others in its slots): the allowance
+  // from the start is that many prompts', and one prompt's after a queue move.
+  int64_t prefill_rounds = 1;
   int cut_after_tokens = 0;  // ChatStream: cut the stream after this many output events
 };
 
@@ -105,9 +109,6 @@ class Exchange final : public SseHandler, public TransferHandler {
   // soakd's own cancel: ends as TransportEnd::CancelledByDaemon.
   void cancel();
   bool live() const { return state_ == State::Live; }
-  // The runtime finished another request this one may be queued behind: its
-  // first-content budget runs again from `mono_ns` (probes/transport/deadline.h).
-  void queue_moved(int64_t mono_ns);
 
  private:
   enum class State { Idle, Live, Done };

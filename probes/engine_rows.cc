@@ -86,7 +86,7 @@ Verdict classify_plain(TransportEnd end, const TransferResult& t) {
   const bool lost = end == TransportEnd::ConnectionLost;
   if (t.head.status == 0) {
     return {lost ? Outcome::ConnectionReset : Outcome::MalformedResponse,
-            lost ? "connection closed before a status line" : "no HTTP status"};
+            lost ? "connection closed or reset before any status line" : "no HTTP status"};
   }
   if (t.head.status < 200 || t.head.status >= 300) return classify_http_error(t.head.status, t.body);
   if (lost) return {Outcome::NoTerminal, "connection lost before the body was complete"};

@@ -57,16 +57,18 @@ class CapacityStep final : public GroupStep {
     // The stall clock's prefill allowance (docs/DESIGN.md §2.2): the members
     // share the runtime's slots, so the last member's prompt is read after
     // ceil(concurrency / slots) rounds of prefills, its own included
-    // (core/capacity_budget.h); members still waiting when others finish get
-    // their budget again from then (probe_group.cc).
+    // (core/capacity_budget.h). Members still waiting when the runtime's
+    // queue moves get their budget again from then, with one prompt's
+    // allowance: the rounds ahead are what the move used up.
     const int64_t tokens = sized.measured_tokens ? *sized.measured_tokens : estimated_tokens(sized.fixture);
-    const int64_t group_tokens = tokens * capacity_prefill_rounds(e.concurrency, runtime_slots());
+    const int64_t rounds = capacity_prefill_rounds(e.concurrency, runtime_slots());
     for (int k = 0; k < e.concurrency; ++k) {
       ChatJob j;
       j.req = long_context_request(o, sized.fixture, env_.io.nonces.next());
       j.req.kind = ProbeKind::Capacity;  // the long-context prompt, rows of the capacity check
       j.cache = CacheState::Fresh;
-      j.prompt_tokens = group_tokens;
+      j.prompt_tokens = tokens;
+      j.prefill_rounds = rounds;
       j.extra = [extra_json](const ChatResult&) { return extra_json; };
       j.check = [marker](const ChatResult& r) { return check_code_word(r, marker); };  // S4:208
       g.jobs.push_back(std::move(j));

@@ -6,6 +6,9 @@
 
 namespace soak::probes {
 
+GroupStep::GroupStep(StepEnv env)
+    : Step(std::move(env)), origin_(origin_of(env_.cand.base_url)), watch_(env_.runtime), poll_timer_(env_.io.loop) {}
+
 void GroupStep::release(Group g, Finalize finalize, std::function<void()> then) {
   if (g.jobs.empty()) return then();
   group_ = std::move(g);
@@ -27,6 +30,22 @@ void GroupStep::release(Group g, Finalize finalize, std::function<void()> then) 
     if (group_.size) j.size = group_.size;
     run_chat(std::move(j), [this](ProbeResult& r, const ExchangeResult& x) { on_member(r, x); });
   }
+  const auto every = static_cast<uint64_t>(queue_poll_ms(env_.cand.settings.limits.stall_timeout_ms));
+  if (watch_.route()) poll_timer_.start(every, every, [this] { read_queue(); });
+}
+
+void GroupStep::read_queue() {
+  // Only while a member waits for its first token; one reading at a time.
+  if (poll_live_ || cancelled() || env_.io.http.queued(origin_) == 0 || !watch_.route()) return;
+  poll_live_ = true;
+  poll_ = &send(route(*watch_.route()), [this](const ExchangeResult& x) {
+    poll_live_ = false;
+    poll_ = nullptr;
+    if (watch_.on_answer(x.transfer.head.status, x.transfer.body))
+      env_.io.http.mark_queue_moved(origin_, env_.io.clock.mono_ns());
+    if (!watch_.route()) poll_timer_.stop();
+    end_if_done();
+  });
 }
 
 void GroupStep::on_member(ProbeResult& r, const ExchangeResult& x) {
@@ -43,17 +62,16 @@ void GroupStep::on_member(ProbeResult& r, const ExchangeResult& x) {
                             : std::optional<int64_t>(static_cast<int64_t>(x.chat.token_arrivals_ns.size()));
   members_.push_back(m);
   member_hashes_ += r.body_hash;
-  // A member the runtime served (it wrote output, or a whole response) freed
-  // its slot: the members still waiting in its queue are queued, not stalled,
-  // and their budget runs from now. One cut while nothing came moved nothing.
-  const bool served = x.chat.first_token_ns.has_value() || x.transfer.reason == EndReason::Completed;
-  if (served && outstanding_ > 1) {
-    const int64_t now = env_.io.clock.mono_ns();
-    for (auto& e : exchanges_)
-      if (e && e->live()) e->queue_moved(now);
-  }
   emit(std::move(r));
   if (--outstanding_ > 0) return;
+  poll_timer_.stop();
+  // A reading still in flight has nothing left to tell: its end ends the group.
+  if (poll_live_ && poll_) poll_->cancel();
+  end_if_done();
+}
+
+void GroupStep::end_if_done() {
+  if (outstanding_ > 0 || poll_live_ || !then_) return;
   if (!cancelled()) summarize();
   auto then = std::move(then_);
   then_ = nullptr;

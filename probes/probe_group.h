@@ -6,6 +6,13 @@
 // capacity probe (docs/DESIGN.md §2.4, §3.9) are both groups; they differ in
 // what they send and how they read the summary.
 //
+// While members wait in the runtime's queue, the group reads the runtime's
+// own queue state (probes/queue_watch.h) and tells the HttpClient when it
+// moved; the client also counts each slot request it saw served at that
+// origin (http_client.h mark_queue_moved). Either gives the members still
+// waiting their first-token budget again. The group ends once every member
+// and any queue reading in flight has ended.
+//
 // Threading: the loop thread, like every Step.
 #pragma once
 
@@ -14,14 +21,16 @@
 #include <string>
 #include <vector>
 
+#include "core/uv_util.h"
 #include "probes/engine_rows.h"
 #include "probes/probe_step.h"
+#include "probes/queue_watch.h"
 
 namespace soak::probes {
 
 class GroupStep : public Step {
  public:
-  using Step::Step;
+  explicit GroupStep(StepEnv env);
 
  protected:
   struct Group {
@@ -45,7 +54,16 @@ class GroupStep : public Step {
 
  private:
   void on_member(ProbeResult& r, const ExchangeResult& x);
+  void on_cancel() override { poll_timer_.stop(); }
+  void read_queue();
+  void end_if_done();
   void summarize();
+
+  const std::string origin_;  // of the candidate's base URL: where the members queue
+  QueueWatch watch_;
+  Timer poll_timer_;
+  bool poll_live_ = false;
+  Exchange* poll_ = nullptr;  // the reading in flight (owned by exchanges_)
 
   Group group_;
   Finalize finalize_;

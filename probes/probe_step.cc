@@ -48,6 +48,7 @@ void Step::run_chat(ChatJob job, std::function<void(ProbeResult&, const Exchange
   spec.cut_after_tokens = job.cut_after_tokens;
   spec.stall_timeout_ms = job.stall_timeout_ms;
   spec.prompt_tokens = job.prompt_tokens;
+  spec.prefill_rounds = job.prefill_rounds;
   auto shared = std::make_shared<ChatJob>(std::move(job));
   send(std::move(spec), [this, shared, then = std::move(then)](const ExchangeResult& x) {
     ProbeResult r = chat_row(*shared, x);
@@ -90,10 +91,10 @@ ProbeResult Step::chat_row(const ChatJob& job, const ExchangeResult& x) const {
                             expectations(mode));
   if (x.end == TransportEnd::LocalError && !x.transfer.detail.empty())
     v.detail = "soakd could not run the request: " + x.transfer.detail;
-  if (status == 0 && x.end == TransportEnd::ConnectionLost) {
-    // No status line at all: say so, with the transport's own reason.
-    v.detail = "connection closed before a status line" + (x.transfer.detail.empty() ? "" : ": " + x.transfer.detail) +
-               (x.transfer.reused_connection ? " (reused connection)" : "");
+  if (v.outcome == Outcome::ConnectionReset) {
+    // The classifier's words, then the transport's own reason and the connection it was on.
+    if (!x.transfer.detail.empty()) v.detail += ": " + x.transfer.detail;
+    if (x.transfer.reused_connection) v.detail += " (reused connection)";
   }
   // The loop detector reads every answer; its figure goes on the row.
   const bool has_answer = v.outcome == Outcome::Clean || v.outcome == Outcome::ServerTokenCap ||

@@ -94,6 +94,7 @@ struct ChatJob {
   int cut_after_tokens = 0;
   std::optional<int64_t> stall_timeout_ms;
   std::optional<int64_t> prompt_tokens;  // known prompt size: the stall clock's prefill allowance
+  int64_t prefill_rounds = 1;            // ExchangeSpec::prefill_rounds
   // Whether the answer must hold text or a tool call (probes/answer_check.h);
   // false only for a stream the probe cuts on purpose.
   bool expects_answer = true;

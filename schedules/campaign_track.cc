@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/duration.h"
+#include "schedules/heavy_waits.h"
 
 namespace soak {
 
@@ -37,17 +38,35 @@ Event track_event(const Track& t, EventKind kind, const json& detail, int64_t no
   return e;
 }
 
+// A heavy task's wait began (duration: none) or ended (duration: its length):
+// stored, so a restarted daemon counts the same waits (schedules/heavy_waits.h).
+void wait_event(const Track& t, size_t task, WaitPhase phase, int64_t now, std::optional<int64_t> duration_ms,
+                Transition& tr) {
+  Event e = track_event(t, EventKind::HeavyWait, json::object(), now, 0);
+  e.detail_json = heavy_wait_detail(t.plan.tasks[task].kind, phase, t.stage->kind, t.stage->id);
+  e.duration_ms = duration_ms;
+  tr.events.push_back(std::move(e));
+}
+
+void hold(Track& t, const std::vector<size_t>& held, int64_t now, Transition& tr) {
+  for (size_t i : held)
+    if (!t.tasks.at(i).waiting_since_ms) wait_event(t, i, WaitPhase::Began, now, std::nullopt, tr);
+  mark_held(t.tasks, held, now);
+}
+
 // The tasks due at `now`, marked started.
 void due_now(Track& t, const StepInputs& in, int64_t now, Transition& tr) {
   if (in.frozen || !t.stage) return;
   DueSet due = next_due(t.plan, t.tasks, t.stage->started_ms, now, in.heavy);
-  mark_held(t.tasks, due.held, now);
+  hold(t, due.held, now, tr);
   for (const Due& d : due.due) {
     // While another candidate's canary measures, only the heartbeat runs.
     if (in.hold_traffic && t.plan.tasks[d.task].kind != TaskKind::Scrape) {
-      if (t.plan.tasks[d.task].weight == Weight::Heavy) mark_held(t.tasks, {d.task}, now);
+      if (t.plan.tasks[d.task].weight == Weight::Heavy) hold(t, {d.task}, now, tr);
       continue;
     }
+    if (const auto& since = t.tasks[d.task].waiting_since_ms)
+      wait_event(t, d.task, WaitPhase::Ended, now, std::max<int64_t>(0, now - *since), tr);
     mark_started(t.tasks, d, now);
     if (t.plan.tasks[d.task].weight == Weight::Heavy) t.last_heavy_start_ms = now;
     tr.dispatch.push_back(d);
@@ -404,7 +423,8 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
 }
 
 // ============================================================== restart
-Transition resume_stage(Track& t, const StageRow& running, const std::vector<ProbeResult>& stage_rows, int64_t now) {
+Transition resume_stage(Track& t, const StageRow& running, const std::vector<ProbeResult>& stage_rows,
+                        const std::vector<Event>& stage_events, int64_t now) {
   t.stage = running;
   t.plan = plan_for(running.kind, t.cfg->settings, t.cfg->kind);
   t.tasks.assign(t.plan.tasks.size(), TaskState{});
@@ -431,6 +451,7 @@ Transition resume_stage(Track& t, const StageRow& running, const std::vector<Pro
   // The daemon was away: say so, with how long since the stage last ran anything.
   int64_t last = running.started_ms;
   if (!stage_rows.empty()) last = std::max(last, stage_rows.back().started_wall_ms);
+  resume_heavy_waits(t.plan, running.id, stage_events, last, t.tasks);
   Transition tr;
   json d;
   d["reason"] = "daemon restart";

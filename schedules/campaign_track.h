@@ -156,9 +156,12 @@ Transition end_campaign(Track& t, VerdictState state, const std::string& reason,
 StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<BaselineChoice>& baseline, int64_t now);
 
 // After a restart: the running stage as stored, its task states rebuilt from
-// the rows it already has (the last slot each task served), and a gap event
-// for the time the daemon was away.
-Transition resume_stage(Track& t, const StageRow& running, const std::vector<ProbeResult>& stage_rows, int64_t now);
+// the rows it already has (the last slot each task served) and from its
+// heavy_wait events (`stage_events`, the candidate's since the stage started:
+// how often and how long each heavy task waited for the host), and a gap
+// event for the time the daemon was away.
+Transition resume_stage(Track& t, const StageRow& running, const std::vector<ProbeResult>& stage_rows,
+                        const std::vector<Event>& stage_events, int64_t now);
 // After a restart between a passed stage and the next one.
 Transition resume_after(Track& t, StageKind passed, int64_t now);
 

@@ -9,6 +9,7 @@ soak_add_test(unit_judge_canary SOURCES unit/judge_canary_test.cc LIBS soak_judg
 soak_add_test(unit_judge_floors SOURCES unit/judge_floors_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_launch_cap SOURCES unit/judge_launch_cap_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_heavy_work SOURCES unit/judge_heavy_work_test.cc LIBS soak_judges LABELS unit)
+soak_add_test(unit_judge_overlap SOURCES unit/judge_overlap_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_stages SOURCES unit/judge_stages_test.cc LIBS soak_judges LABELS unit)
 # These serialize evidence with the store's metrics_to_json (storage/evidence_json.h) to check determinism.
 soak_add_test(unit_judge_soak SOURCES unit/judge_soak_test.cc LIBS soak_judges soak_storage LABELS unit)

@@ -9,7 +9,7 @@ soak_add_test(integration_probe_faults SOURCES integration/probe_faults_test.cc
   LIBS soak_probes soak_fake_runtime LABELS integration)
 # Queued bursts (not hangs) and connections reset before a status line.
 soak_add_test(integration_probe_queue SOURCES integration/probe_queue_test.cc
-  LIBS soak_probes soak_fake_runtime LABELS integration)
+  LIBS soak_probes soak_fake_runtime Threads::Threads LABELS integration)
 soak_add_test(integration_probe_wire SOURCES integration/probe_wire_test.cc
   LIBS soak_probes soak_fake_runtime Threads::Threads LABELS integration)
 # Slow prefills (progress reports, the floor-rate allowance, plain pings) and server caps, judged at smoke.

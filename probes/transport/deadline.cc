@@ -15,7 +15,9 @@ DeadlineCheck check_deadlines(const StallMarks& m, const TransferLimits& l, int6
       // latest progress report, whichever ends later.
       int64_t at = m.start_ns + l.stall_ns + std::max<int64_t>(0, l.prefill_ns);
       if (m.last_progress_ns) at = std::max(at, *m.last_progress_ns + l.stall_ns);
-      if (m.queue_moved_ns) at = std::max(at, *m.queue_moved_ns + l.stall_ns + std::max<int64_t>(0, l.prefill_ns));
+      if (m.queue_moved_ns)
+        at = std::max(at,
+                      *m.queue_moved_ns + l.stall_ns + std::max<int64_t>(0, l.moved_prefill_ns.value_or(l.prefill_ns)));
       stall_at = at;
     }
   }
@@ -47,7 +49,11 @@ std::string describe_limit(EndReason reason, const HttpRequest& r, const StallMa
   if (m.last_progress_ns)
     return stall + " since the last prefill progress report (budget: the stall timeout" + allowance +
            " from the request start)";
-  if (m.queue_moved_ns) return stall + allowance + " since the runtime last finished a request queued ahead of it";
+  if (m.queue_moved_ns) {
+    const int64_t own = r.moved_prefill_allowance_ms.value_or(r.prefill_allowance_ms);
+    const std::string moved = own > 0 ? " plus the prefill allowance of " + std::to_string(own) + " ms" : std::string();
+    return stall + moved + " since the runtime's queue last moved";
+  }
   return stall + allowance + " (since the request start; no prefill progress reported)";
 }
 

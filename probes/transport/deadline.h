@@ -12,8 +12,10 @@
 //   stall timeout from the report, when that ends later.
 // - A request waiting in the runtime's own queue (llama.cpp defers what its
 //   slots cannot take, and writes nothing until a slot does) is queued, not
-//   stalled: each time the runtime finishes a request queued ahead of it, its
-//   budget (stall timeout plus prefill allowance) runs again from then, so a
+//   stalled: each time the runtime's queue moves (it finishes or starts a
+//   request at the same origin, whoever sent it), its budget (stall timeout
+//   plus prefill allowance, the request's own prompt's when the allowance
+//   from the start counted others ahead of it) runs again from then, so a
 //   burst of 80 on 2 slots is not read as 78 hangs while the queue moves.
 // - From the first content on, it runs from the last content only.
 // Plain keep-alives (`: ping`, oMLX keepalive chunks) never move it: the
@@ -36,18 +38,23 @@ struct StallMarks {
   int64_t start_ns = 0;
   std::optional<int64_t> last_content_ns;   // the latest content
   std::optional<int64_t> last_progress_ns;  // the latest prefill progress before any content
-  // The latest time, before any content, that the runtime finished a request
-  // this one was queued behind (a member of the same group that it answered).
+  // The latest time, before any content, that the runtime's queue moved: it
+  // served another slot request to the same origin, or reported its queue
+  // moving (HttpClient::mark_queue_moved).
   std::optional<int64_t> queue_moved_ns;
 };
 
 // The limits of one transfer in ns. wall_ns / stall_ns of 0 disable that
 // limit; prefill_ns is the allowance on top of the stall timeout before the
-// first content (0: none).
+// first content (0: none); moved_prefill_ns the allowance from a queue move
+// (nullopt: prefill_ns): a request whose allowance counted other prompts read
+// before its own has only its own left once the queue moved, so a stuck
+// prefill is not given all of them again after every move.
 struct TransferLimits {
   int64_t wall_ns = 0;
   int64_t stall_ns = 0;
   int64_t prefill_ns = 0;
+  std::optional<int64_t> moved_prefill_ns;
 };
 
 struct DeadlineCheck {

@@ -10,13 +10,12 @@
 #include <vector>
 
 #include "core/uv_util.h"
+#include "probes/transport/curl_request.h"
 #include "probes/transport/deadline.h"
 
 namespace soak {
 namespace {
 
-// Larger than curl's 16 KiB default: a fast stream is read in fewer calls.
-constexpr long kReceiveBufferBytes = 64 * 1024;
 constexpr int64_t kNsPerMs = 1'000'000;
 
 std::string describe_exception(std::exception_ptr e) {
@@ -43,6 +42,7 @@ struct HttpClient::Impl {
     TransferId id = kNoTransfer;
     TransferHandler* handler = nullptr;
     HttpRequest req;
+    std::string origin;  // of req.url, for QueueRole::Slot
     CURL* easy = nullptr;
     curl_slist* headers = nullptr;
     UvHandle<uv_timer_t> timer;  // wall + stall, re-armed lazily
@@ -90,6 +90,7 @@ struct HttpClient::Impl {
     t->id = next_id++;
     t->handler = handler;
     t->req = std::move(req);
+    if (t->req.queue_role == QueueRole::Slot) t->origin = origin_of(t->req.url);
     t->result.times.start_ns = clock.mono_ns();
     t->marks.start_ns = t->result.times.start_ns;
     uv_timer_init(loop, t->timer.get());
@@ -136,11 +137,21 @@ struct HttpClient::Impl {
     if (!m.last_content_ns) m.last_progress_ns = arrived_ns;  // after the first content only content counts
   }
 
-  void mark_queue_moved(TransferId id, int64_t at_ns) {
-    auto it = transfers.find(id);
-    if (it == transfers.end() || it->second->ended) return;
-    StallMarks& m = it->second->marks;
-    if (!m.last_content_ns) m.queue_moved_ns = at_ns;
+  // Every slot request to `origin` still waiting for its first content may
+  // be the one the runtime starts next.
+  void mark_queue_moved(std::string_view origin, int64_t at_ns) {
+    for (auto& [id, t] : transfers)
+      if (waiting_in(*t, origin)) t->marks.queue_moved_ns = at_ns;
+  }
+
+  static bool waiting_in(const Transfer& t, std::string_view origin) {
+    return !t.ended && t.req.queue_role == QueueRole::Slot && t.origin == origin && !t.marks.last_content_ns;
+  }
+
+  size_t queued(std::string_view origin) const {
+    size_t n = 0;
+    for (const auto& [id, t] : transfers) n += waiting_in(*t, origin) ? 1 : 0;
+    return n;
   }
 
   void shutdown() {
@@ -171,19 +182,9 @@ struct HttpClient::Impl {
     CURL* e = curl_easy_init();
     if (!e) return "curl_easy_init failed";
     t->easy = e;
-    const HttpRequest& r = t->req;
     curl_easy_setopt(e, CURLOPT_PRIVATE, t);
-    curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    // Runtimes are local: a proxy from the environment would sit inside every timing.
-    curl_easy_setopt(e, CURLOPT_PROXY, "");
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
-    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, kReceiveBufferBytes);
+    t->headers = set_request_options(e, t->req);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
-    if (r.connect_timeout_ms > 0) {
-      curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout_ms));
-    }
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Impl::on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::on_write);
@@ -192,34 +193,6 @@ struct HttpClient::Impl {
     curl_easy_setopt(e, CURLOPT_SOCKOPTDATA, t);
     curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, &Impl::on_prereq);
     curl_easy_setopt(e, CURLOPT_PREREQDATA, t);
-    if (r.connection == ConnectionPolicy::Fresh) {
-      curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
-      curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
-    }
-
-    if (r.method == "GET" && r.body.empty()) {
-      curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-    } else if (r.method == "HEAD") {
-      curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-    } else {
-      if (!r.body.empty() || r.method == "POST") {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
-      }
-      if (r.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
-    }
-
-    for (const auto& h : r.headers) {
-      std::string line = h.name + ": " + h.value;
-      t->headers = curl_slist_append(t->headers, line.c_str());
-    }
-    if (!r.body.empty() && !find_header(r.headers, "Content-Type")) {
-      t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
-    }
-    // curl waits up to a second for "100 Continue" before sending a large body;
-    // that wait would sit inside every long-context TTFT.
-    t->headers = curl_slist_append(t->headers, "Expect:");
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
     return {};
   }
 
@@ -237,9 +210,10 @@ struct HttpClient::Impl {
   void arm(Transfer* t) {
     int64_t now = clock.mono_ns();
     const HttpRequest& r = t->req;
-    auto check = check_deadlines(
-        t->marks, {r.wall_timeout_ms * kNsPerMs, r.stall_timeout_ms * kNsPerMs, r.prefill_allowance_ms * kNsPerMs},
-        now);
+    TransferLimits limits{r.wall_timeout_ms * kNsPerMs, r.stall_timeout_ms * kNsPerMs,
+                          r.prefill_allowance_ms * kNsPerMs, std::nullopt};
+    if (r.moved_prefill_allowance_ms) limits.moved_prefill_ns = *r.moved_prefill_allowance_ms * kNsPerMs;
+    auto check = check_deadlines(t->marks, limits, now);
     if (check.tripped) {
       end(t, *check.tripped, describe_limit(*check.tripped, r, t->marks), 0);
       return;
@@ -258,6 +232,11 @@ struct HttpClient::Impl {
     t->result.times.done_ns = clock.mono_ns();
     uv_timer_stop(t->timer.get());
     ended.push_back(t);
+    // A slot request the runtime served (it wrote content, or a whole answer)
+    // freed its slot: whatever waits behind it at that origin is queued, not
+    // stalled, whoever sent it. One cut while nothing came moved nothing.
+    const bool served = t->marks.last_content_ns.has_value() || reason == EndReason::Completed;
+    if (t->req.queue_role == QueueRole::Slot && served) mark_queue_moved(t->origin, t->result.times.done_ns);
   }
 
   void schedule_reap() {
@@ -505,7 +484,10 @@ TransferId HttpClient::start(HttpRequest request, TransferHandler* handler) {
 void HttpClient::cancel(TransferId id) { impl_->cancel(id); }
 void HttpClient::mark_content(TransferId id, int64_t arrived_mono_ns) { impl_->mark_content(id, arrived_mono_ns); }
 void HttpClient::mark_progress(TransferId id, int64_t arrived_mono_ns) { impl_->mark_progress(id, arrived_mono_ns); }
-void HttpClient::mark_queue_moved(TransferId id, int64_t at_mono_ns) { impl_->mark_queue_moved(id, at_mono_ns); }
+void HttpClient::mark_queue_moved(std::string_view origin, int64_t at_mono_ns) {
+  impl_->mark_queue_moved(origin, at_mono_ns);
+}
+size_t HttpClient::queued(std::string_view origin) const { return impl_->queued(origin); }
 void HttpClient::shutdown() { impl_->shutdown(); }
 size_t HttpClient::active() const { return impl_->transfers.size(); }
 

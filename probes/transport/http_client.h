@@ -16,7 +16,7 @@
 //
 // Threading: construct, call and destroy on the loop thread only. Handler
 // callbacks run on that thread from inside the loop; from inside them it is
-// fine to call start(), cancel(), mark_content(), mark_progress() and shutdown() (what libcurl
+// fine to call start(), cancel(), the mark_*() calls and shutdown() (what libcurl
 // forbids inside its callbacks is deferred until curl returns), but never to
 // destroy the client.
 //
@@ -88,11 +88,17 @@ class HttpClient {
   // Ignored once content has been marked.
   void mark_progress(TransferId id, int64_t arrived_mono_ns);
 
-  // The runtime finished a request this one waits behind in its queue (the
-  // caller knows which requests share the runtime): before any content, the
-  // stall clock's prefill budget runs again from `at_mono_ns` (deadline.h).
-  // Ignored once content has been marked.
-  void mark_queue_moved(TransferId id, int64_t at_mono_ns);
+  // The runtime's queue. A QueueRole::Slot request waits in the queue of its
+  // URL's origin (origin_of) until its first content. When a slot request to
+  // an origin ends served (content marked, or a whole answer), and when the
+  // caller says the runtime reported its queue moving (another client's
+  // request there ended or started: its /slots or queue metrics), the stall
+  // clock's first-content budget of every slot request still waiting there
+  // runs again from `at_mono_ns` (deadline.h). A request that has content is
+  // past the queue and ignores it.
+  void mark_queue_moved(std::string_view origin, int64_t at_mono_ns);
+  // Slot requests to `origin` started and still without content.
+  size_t queued(std::string_view origin) const;
 
   // Stops the timers, ends every transfer as Cancelled (on_done is delivered
   // before this returns), releases curl and starts closing every uv handle.

@@ -38,6 +38,28 @@ bool find_header(const std::vector<HttpHeader>& headers, std::string_view name) 
   return false;
 }
 
+std::string origin_of(std::string_view url) {
+  const size_t sep = url.find("://");
+  if (sep == std::string_view::npos) return std::string(url);
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+  };
+  const std::string scheme = lower(url.substr(0, sep));
+  std::string_view authority = url.substr(sep + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (size_t at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
+  // The port follows the last ':' outside an IPv6 literal's brackets.
+  const size_t colon = authority.rfind(':');
+  const bool has_port = colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos;
+  std::string host = lower(has_port ? authority.substr(0, colon) : authority);
+  std::string port = has_port ? std::string(authority.substr(colon + 1)) : std::string();
+  if (port.empty()) port = scheme == "https" ? "443" : "80";
+  return scheme + "://" + host + ":" + port;
+}
+
 const std::string* ResponseHead::find(std::string_view name) const {
   for (const auto& h : headers) {
     if (header_name_equals(h.name, name)) return &h.value;

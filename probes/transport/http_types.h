@@ -24,6 +24,12 @@ enum class BodyMode { Stream, Buffer };
 //   bursts whose spread must include connection setup).
 enum class ConnectionPolicy { Reuse, Fresh };
 
+// Slot: the request takes one of the runtime's slots, and waits silently in
+//   its queue while none is free (chat completions); the client keeps the
+//   queue's moves per origin (HttpClient, deadline.h).
+// None: served beside the queue (health, models, metrics, slots, props).
+enum class QueueRole { None, Slot };
+
 // Header names compare ASCII case-insensitively (RFC 9110 §5.1).
 bool header_name_equals(std::string_view a, std::string_view b);
 
@@ -40,6 +46,12 @@ std::string_view trim_header_line(std::string_view s);
 int parse_status_line(std::string_view line);
 bool find_header(const std::vector<HttpHeader>& headers, std::string_view name);
 
+// The origin of an http(s) URL (RFC 6454): "scheme://host:port", scheme and
+// host lower-cased, the scheme's default port written out, so that every
+// spelling of one server's base URL is one queue. A URL without "://" is its
+// own origin, whole.
+std::string origin_of(std::string_view url);
+
 struct HttpRequest {
   std::string method = "GET";
   std::string url;
@@ -53,9 +65,14 @@ struct HttpRequest {
   // Added to the stall timeout before the first content: the time a long
   // prompt may take to be read (deadline.h prefill_allowance_ms). 0: none.
   int64_t prefill_allowance_ms = 0;
+  // The allowance again from each move of the runtime's queue (deadline.h):
+  // then only the request's own prompt is left to read. nullopt: the same as
+  // prefill_allowance_ms (a request that counted no other prompts ahead).
+  std::optional<int64_t> moved_prefill_allowance_ms;
   int64_t max_response_bytes = kDefaultMaxResponseBytes;  // body bytes after de-chunking
   BodyMode body_mode = BodyMode::Stream;
   ConnectionPolicy connection = ConnectionPolicy::Reuse;
+  QueueRole queue_role = QueueRole::None;
 };
 
 // A success status (2xx).

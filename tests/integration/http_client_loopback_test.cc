@@ -918,3 +918,139 @@ TEST_CASE("http: shutdown from inside an event callback is finished once curl re
   CHECK(a.content_ns.size() == 1);
   CHECK(f.http.active() == 0);
 }
+
+TEST_CASE("http: a slot request served at an origin restarts the first-content budget of those queued there") {
+  // A runtime's queue: "/a" holds the slot and answers after 500 ms; "/b"
+  // waits silently (no status line, as llama-server defers it) and answers at
+  // 1250 ms. B's stall timeout is 1000 ms: only A's end moves its budget, to
+  // 500 + 1000 ms. 250 ms of margin either way.
+  auto runtime = [](Conn& c) {
+    auto req = c.read_request();
+    if (!req) return;
+    const bool first = req->find("POST /a ") != std::string::npos;
+    if (!c.pause(first ? 500 : 1250)) return;
+    if (!c.send(sse_head(true)) || !c.send_chunk(content_event(0)) || !c.send_chunk("data: [DONE]\n\n")) return;
+    c.send("0\r\n\r\n");
+    c.wait(-1);
+  };
+  auto run = [&](QueueRole role_a, bool other_origin) {
+    ScriptServer server(runtime), elsewhere(runtime);
+    Fixture f;
+    SseRecorder a, b;
+    HttpRequest ra = sse_request(other_origin ? elsewhere : server, 4000);
+    ra.url = (other_origin ? elsewhere : server).url("/a");
+    ra.queue_role = role_a;
+    HttpRequest rb = sse_request(server, 1000);
+    rb.url = server.url("/b");
+    rb.queue_role = QueueRole::Slot;
+    f.sse.start(ra, &a);
+    f.sse.start(rb, &b);
+    REQUIRE(f.run_until([&] { return a.done() && b.done(); }));
+    CHECK(a.tr().reason == EndReason::Completed);
+    return b.tr();
+  };
+  SECTION("both slot requests at one origin: B is queued, not stalled") {
+    TransferResult b = run(QueueRole::Slot, false);
+    INFO(b.detail);
+    CHECK(b.reason == EndReason::Completed);
+  }
+  SECTION("A takes no slot (a metrics read): B stalls at its own budget, since the request start") {
+    TransferResult b = run(QueueRole::None, false);
+    CHECK(b.reason == EndReason::Stalled);
+    CHECK(b.detail.find("since the request start") != std::string::npos);
+  }
+  SECTION("A is served at another origin: B's queue did not move") {
+    CHECK(run(QueueRole::Slot, true).reason == EndReason::Stalled);
+  }
+}
+
+TEST_CASE("http: the runtime's own report of its queue moving restarts the budget of what waits at that origin") {
+  // Nothing of ours is served ahead of B: only the caller's mark (a reading
+  // of the runtime's /slots, as a group step makes) moves its budget.
+  ScriptServer server([](Conn& c) {
+    if (!c.read_request() || !c.pause(1250)) return;
+    if (!c.send(sse_head(true)) || !c.send_chunk(content_event(0)) || !c.send_chunk("data: [DONE]\n\n")) return;
+    c.send("0\r\n\r\n");
+    c.wait(-1);
+  });
+  Fixture f;
+  SseRecorder b;
+  HttpRequest rb = sse_request(server, 1000);
+  rb.queue_role = QueueRole::Slot;
+  f.sse.start(rb, &b);
+  const std::string origin = origin_of(rb.url);
+  CHECK(f.http.queued(origin) == 1);
+  CHECK(f.http.queued(origin_of("http://127.0.0.1:1")) == 0);
+  uv_timer_t mark;
+  uv_timer_init(f.get(), &mark);
+  struct Ctx {
+    Fixture* f;
+    std::string origin;
+  } ctx{&f, origin};
+  mark.data = &ctx;
+  uv_timer_start(
+      &mark,
+      [](uv_timer_t* t) {
+        auto* c = static_cast<Ctx*>(t->data);
+        c->f->http.mark_queue_moved(c->origin, c->f->clock.mono_ns());
+      },
+      500, 0);
+  REQUIRE(f.run_until([&] { return b.done(); }));
+  uv_close(reinterpret_cast<uv_handle_t*>(&mark), nullptr);
+  uv_run(f.get(), UV_RUN_NOWAIT);  // the close completes while `mark` is still in scope
+  INFO(b.tr().detail);
+  CHECK(b.tr().reason == EndReason::Completed);
+  CHECK(f.http.queued(origin) == 0);
+}
+
+TEST_CASE("http: a keep-alive connection the server closed is not the runtime's failure: a fresh one carries it") {
+  // llama-server (cpp-httplib) closes a connection idle for its keep-alive
+  // timeout (`Keep-Alive: timeout=5`). A request sent on it as it closes, or
+  // after, must reach the server on a new connection, not end as a reset.
+  ScriptServer* sp = nullptr;
+  auto answer = [](Conn& c) {
+    const std::string body = "{\"ok\":1}";
+    return c.send("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
+                  "\r\nKeep-Alive: timeout=5\r\n\r\n" + body);
+  };
+  auto post = [](const ScriptServer& s) {
+    HttpRequest r;
+    r.method = "POST";
+    r.url = s.url("/v1/chat/completions");
+    r.body = R"({"model":"m","messages":[{"role":"user","content":"hi"}]})";
+    r.body_mode = BodyMode::Buffer;
+    r.queue_role = QueueRole::Slot;
+    r.connect_timeout_ms = 1000;
+    return r;
+  };
+  enum class Close { AsTheRequestArrives, WhileIdle };
+  auto run = [&](Close how) {
+    ScriptServer server([&](Conn& c) {
+      if (!c.read_request() || !answer(c)) return;
+      if (how == Close::WhileIdle) {
+        c.pause(100);  // idle past its keep-alive timeout: the server closes
+        sp->note_peer_closed();
+        return;
+      }
+      (void)c.read_request();  // the next request arrived as the server gave the connection up
+      sp->note_peer_closed();
+    });
+    sp = &server;
+    Fixture f;
+    BodyRecorder first, second;
+    f.http.start(post(server), &first);
+    REQUIRE(f.run_until([&] { return first.done(); }));
+    REQUIRE(first.result->reason == EndReason::Completed);
+    if (how == Close::WhileIdle) REQUIRE(server.wait_peer_closed(1));
+    f.http.start(post(server), &second);
+    REQUIRE(f.run_until([&] { return second.done(); }));
+    INFO(second.result->detail);
+    CHECK(second.result->reason == EndReason::Completed);
+    CHECK(second.result->head.status == 200);
+    CHECK(second.result->body == "{\"ok\":1}");
+    CHECK_FALSE(second.result->reused_connection);  // it went on a connection of its own
+    CHECK(server.connections() == 2);
+  };
+  SECTION("closed as the next request arrives") { run(Close::AsTheRequestArrives); }
+  SECTION("closed while idle, before the next request") { run(Close::WhileIdle); }
+}

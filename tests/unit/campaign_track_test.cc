@@ -86,6 +86,13 @@ size_t count_task(const Track& t, const Transition& tr, TaskKind kind) {
                                            [&](const Due& d) { return t.plan.tasks[d.task].kind == kind; }));
 }
 
+std::vector<Event> of_kind(const std::vector<Event>& events, EventKind kind) {
+  std::vector<Event> out;
+  for (const Event& e : events)
+    if (e.kind == kind) out.push_back(e);
+  return out;
+}
+
 VerdictRow verdict(VerdictState state, const std::string& reason) {
   VerdictRow v;
   v.candidate_id = kCandidateId;
@@ -239,8 +246,9 @@ TEST_CASE("a stage short of coverage is extended, noted once, then inconclusive 
 
   Transition ext = step_stage(w.t, StepInputs{}, nominal_end);
   CHECK_FALSE(ext.judge);
-  REQUIRE(ext.events.size() == 1);
-  const Event& e = ext.events[0];
+  const std::vector<Event> extended = of_kind(ext.events, EventKind::StageExtended);  // heavy waits aside
+  REQUIRE(extended.size() == 1);
+  const Event& e = extended[0];
   CHECK(e.kind == EventKind::StageExtended);
   CHECK(e.candidate_id == kCandidateId);
   CHECK(e.host_id == kHostId);
@@ -255,7 +263,7 @@ TEST_CASE("a stage short of coverage is extended, noted once, then inconclusive 
 
   // Still short later on: running, no second event.
   Transition later = step_stage(w.t, StepInputs{}, nominal_end + 5 * kMinute);
-  CHECK(later.events.empty());
+  CHECK(of_kind(later.events, EventKind::StageExtended).empty());
   CHECK_FALSE(later.judge);
   w.finish_all(later, nominal_end + 5 * kMinute);
 
@@ -410,7 +418,7 @@ TEST_CASE("after a restart a stage resumes with its slots and a gap event") {
     rows.push_back(r);
   }
   const int64_t now = kT0 + kHour;
-  Transition tr = resume_stage(w.t, running, rows, now);
+  Transition tr = resume_stage(w.t, running, rows, {}, now);
   CHECK(w.t.phase == Phase::Staged);
   CHECK(w.t.stage->started_ms == kT0);  // the original start and deadline
   CHECK(w.t.tasks[0].runs == 3);
@@ -423,4 +431,52 @@ TEST_CASE("after a restart a stage resumes with its slots and a gap event") {
   // Missed slots are not backfilled: only the current one runs.
   Transition next = step_stage(w.t, StepInputs{}, now);
   CHECK(count_task(w.t, next, TaskKind::Scrape) == 1);
+}
+
+TEST_CASE("heavy waits survive a restart: the same waits from the stored heavy_wait events") {
+  // Live: the canary's heavy tasks are held for 20 min by another candidate's
+  // heavy work, then long context runs; burst is held again and still waits
+  // when the daemon stops at +50 min.
+  World live;
+  live.start(StageKind::Canary, kT0);
+  std::vector<Event> stored;
+  auto step = [&](HeavyGate heavy, int64_t now) {
+    Transition tr = step_stage(live.t, StepInputs{false, heavy, false}, now);
+    for (const Event& e : tr.events)
+      if (e.kind == EventKind::HeavyWait) stored.push_back(e);
+    return tr;
+  };
+  step(HeavyGate::Busy, kT0);
+  step(HeavyGate::Busy, kT0 + 10 * kMinute);
+  Transition freed = step(HeavyGate::Free, kT0 + 20 * kMinute);
+  REQUIRE(count_task(live.t, freed, TaskKind::LongContext) == 1);
+  live.finish_all(freed, kT0 + 30 * kMinute);
+  step(HeavyGate::Busy, kT0 + 40 * kMinute);
+  const int64_t stop = kT0 + 50 * kMinute;
+  const std::vector<HeavyWait> before = recipe_for(live.t, StageEnd::Completed, std::nullopt, stop).recipe.heavy_waits;
+  REQUIRE_FALSE(before.empty());
+  REQUIRE_FALSE(stored.empty());
+  for (const Event& e : stored) {
+    const auto d = nlohmann::json::parse(e.detail_json);
+    CHECK(d["stage_id"] == 100);
+    CHECK((d["wait"] == "began" || (d["wait"] == "ended" && e.duration_ms)));
+  }
+
+  // The daemon comes back: the stage's rows (the long-context run, a scrape at +50 min) and its events.
+  World back;
+  StageRow running = open_stage(back.t, StageKind::Canary, kT0);
+  running.id = 100;
+  std::vector<ProbeResult> rows(2);
+  rows[0].task = std::string(to_string(TaskKind::LongContext));
+  rows[0].started_wall_ms = kT0 + 20 * kMinute;
+  rows[1].task = std::string(to_string(TaskKind::Scrape));
+  rows[1].started_wall_ms = stop;
+  resume_stage(back.t, running, rows, stored, kT0 + 2 * kHour);
+  const std::vector<HeavyWait> after = recipe_for(back.t, StageEnd::Completed, std::nullopt, stop).recipe.heavy_waits;
+  CHECK(after == before);
+
+  // Without the events the restarted daemon would have forgotten every wait.
+  World forgot;
+  resume_stage(forgot.t, running, rows, {}, kT0 + 2 * kHour);
+  CHECK(recipe_for(forgot.t, StageEnd::Completed, std::nullopt, stop).recipe.heavy_waits.empty());
 }

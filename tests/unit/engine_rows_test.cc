@@ -276,6 +276,7 @@ TEST_CASE("the HTTP request of an exchange carries the candidate's limits and th
   CHECK(r.max_response_bytes == 4444);
   CHECK(r.body_mode == BodyMode::Stream);
   CHECK(std::find(r.headers.begin(), r.headers.end(), HttpHeader{"Authorization", "Bearer k3y"}) != r.headers.end());
+  CHECK(r.queue_role == QueueRole::Slot);  // a chat request waits in the runtime's queue
 
   s.kind = ExchangeKind::Plain;
   s.body.clear();
@@ -284,4 +285,21 @@ TEST_CASE("the HTTP request of an exchange carries the candidate's limits and th
   CHECK(g.body_mode == BodyMode::Buffer);
   CHECK(g.stall_timeout_ms == 10);
   CHECK(g.headers.empty());
+  CHECK(g.queue_role == QueueRole::None);  // a route read beside the queue
+}
+
+TEST_CASE("exchange: prompts read ahead count from the start; after a queue move only its own prompt") {
+  Limits l;
+  l.prefill_floor_tps = 100;  // 10 ms a token
+  ExchangeSpec s;
+  s.kind = ExchangeKind::ChatStream;
+  s.prompt_tokens = 1'000;
+  HttpRequest one = build_http_request("http://h", l, s, std::nullopt);
+  CHECK(one.prefill_allowance_ms == prefill_allowance_ms(1'000, 100));
+  CHECK_FALSE(one.moved_prefill_allowance_ms);  // nothing ahead: the same allowance after a move
+  s.prefill_rounds = 4;                         // 8 members on 2 slots
+  HttpRequest last = build_http_request("http://h", l, s, std::nullopt);
+  CHECK(last.prefill_allowance_ms == 4 * one.prefill_allowance_ms);
+  REQUIRE(last.moved_prefill_allowance_ms);
+  CHECK(*last.moved_prefill_allowance_ms == one.prefill_allowance_ms);
 }

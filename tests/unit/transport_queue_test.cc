@@ -78,5 +78,49 @@ TEST_CASE("queue: the stall detail says the clock ran from the queue's last move
   m.queue_moved_ns = 5;
   const std::string d = describe_limit(EndReason::Stalled, r, m);
   CHECK(d.find("plus the prefill allowance of 300 ms") != std::string::npos);
-  CHECK(d.find("since the runtime last finished a request queued ahead of it") != std::string::npos);
+  CHECK(d.find("since the runtime's queue last moved") != std::string::npos);
+}
+
+TEST_CASE("queue: one origin per server, however its base URL is spelled") {
+  CHECK(origin_of("http://127.0.0.1:8080/v1/chat/completions") == "http://127.0.0.1:8080");
+  CHECK(origin_of("HTTP://LocalHost:8080") == "http://localhost:8080");
+  CHECK(origin_of("http://localhost/v1") == "http://localhost:80");
+  CHECK(origin_of("https://user:pw@example.org/x?y") == "https://example.org:443");
+  CHECK(origin_of("http://[::1]:11434/api") == "http://[::1]:11434");
+  CHECK(origin_of("http://[::1]/api") == "http://[::1]:80");
+  CHECK(origin_of("http://127.0.0.1:8080") != origin_of("http://127.0.0.1:8081"));
+  CHECK(origin_of("not a url") == "not a url");
+}
+
+TEST_CASE("queue: after a move, a request that counted prompts ahead of it gets one prompt's allowance") {
+  // A capacity member behind three rounds of prefills on its slot: four
+  // prompts' allowance from the start, its own alone after each move.
+  VirtualClock clock;
+  StallMarks m;
+  m.start_ns = clock.mono_ns();
+  const TransferLimits l{kWall, kStall, 4 * kPrefill, kPrefill};
+  CHECK(check_deadlines(m, l, m.start_ns).stall_at_ns == m.start_ns + kStall + 4 * kPrefill);
+  // An early move never shortens the budget from the start.
+  m.queue_moved_ns = m.start_ns + 100 * kMs;
+  CHECK(check_deadlines(m, l, m.start_ns).stall_at_ns == m.start_ns + kStall + 4 * kPrefill);
+  // A late move: one prompt's allowance from it, not four.
+  clock.advance_ms(1'000);
+  m.queue_moved_ns = clock.mono_ns();
+  CHECK(check_deadlines(m, l, clock.mono_ns()).stall_at_ns == *m.queue_moved_ns + kStall + kPrefill);
+  clock.advance_ms(1'300);
+  CHECK(check_deadlines(m, l, clock.mono_ns()).tripped == EndReason::Stalled);
+  // The same move with the allowance counted twice, as before: not yet stalled.
+  const TransferLimits twice{kWall, kStall, 4 * kPrefill, std::nullopt};
+  CHECK_FALSE(check_deadlines(m, twice, clock.mono_ns()).tripped);
+}
+
+TEST_CASE("queue: the stall detail names the allowance in force after the move") {
+  HttpRequest r;
+  r.stall_timeout_ms = 1000;
+  r.prefill_allowance_ms = 1200;
+  r.moved_prefill_allowance_ms = 300;
+  StallMarks m;
+  m.queue_moved_ns = 5;
+  const std::string d = describe_limit(EndReason::Stalled, r, m);
+  CHECK(d.find("plus the prefill allowance of 300 ms since the runtime's queue last moved") != std::string::npos);
 }
