@@ -61,7 +61,8 @@ double log_upper_beta(double a, double b, double x0) {
   if (y < (b + 1) / (a + b + 2)) return b * std::log(y) + a * std::log(x0) + std::log(fraction(b, a, y)) - std::log(b);
   // Otherwise the tail is most of the whole: B(a, b) (1 - I_x0(a, b)), with
   // I_x0(a, b) small.
-  const double log_lower = a * std::log(x0) + b * std::log(y) - log_beta(a, b) + std::log(fraction(a, b, x0)) - std::log(a);
+  const double log_lower =
+      a * std::log(x0) + b * std::log(y) - log_beta(a, b) + std::log(fraction(a, b, x0)) - std::log(a);
   return log_beta(a, b) + std::log1p(-std::exp(std::min(log_lower, 0.0)));
 }
 
@@ -171,7 +172,9 @@ SequentialMeasure run(const Context& c, const Rules& rules, const Watched& w, do
     rose = false;
     at.log_e = sequential::log_e_value(at.n, at.k, budget);
     if (at.log_e > m.peak.log_e) m.peak = at;
-    if (!m.stop && at.log_e >= m.log_boundary()) m.stop = at;
+    if (m.stop) return;
+    m.path.push_back(at);
+    if (at.log_e >= m.log_boundary()) m.stop = at;
   };
   std::optional<int64_t> batch_ms;
   for (const ProbeResult* r : c.cand) {
@@ -222,8 +225,7 @@ void judge_sequential(const Context& c, Judgement& j) {
                        describe(s.peak).c_str(), boundary.c_str(), s.fraction() * 100);
     auto m = metric("sequential/" + s.name, s.stop ? MetricResult::Fail : MetricResult::Pass, reason);
     m.n = at.n;
-    set_numbers(m, ratio, s.budget, at.log_e, s.peak.log_e, s.log_boundary(),
-                std::min(1.0, std::exp(-s.peak.log_e)));
+    set_numbers(m, ratio, s.budget, at.log_e, s.peak.log_e, s.log_boundary(), std::min(1.0, std::exp(-s.peak.log_e)));
     j.add(std::move(m));
     if (s.stop) j.find(Severity::HardFailure, "sequential " + s.name + ": " + reason);
   }

@@ -41,7 +41,7 @@ namespace soak {
 
 // The prior's pseudo-counts (a Beta(1, 15) before truncation: mean 1 in 16).
 // It decides where the test is quickest: a 1-in-8 failure rate against a 1 %
-// budget rejects in a median 34 attempts (58 against 2 %); three failures in the first three
+// budget rejects in a median 36 attempts (52 against 2 %); three failures in the first three
 // attempts at a 1 % budget reject, two do not (tests/bench/sequential_bench.cc prints these).
 inline constexpr double kSequentialPriorFailures = 1.0;
 inline constexpr double kSequentialPriorSuccesses = 15.0;
@@ -68,12 +68,15 @@ struct SequentialPoint {
 
 // One watched measure over a stage's rows.
 struct SequentialMeasure {
-  std::string name;   // "pooled", "http_5xx", "task/<task kind>"
-  double budget = 0;  // p0: the failure ratio the stage tolerates
-  double alpha = 0;   // this measure's share of judge.alpha
+  std::string name;                     // "pooled", "http_5xx", "task/<task kind>"
+  double budget = 0;                    // p0: the failure ratio the stage tolerates
+  double alpha = 0;                     // this measure's share of judge.alpha
   SequentialPoint last;                 // after every row
   SequentialPoint peak;                 // the highest e-value seen
   std::optional<SequentialPoint> stop;  // the first batch at or over the boundary
+  // The point after every batch that held a failure, up to the stop (all of
+  // them when none): how the evidence grew, as explain prints it.
+  std::vector<SequentialPoint> path;
 
   double log_boundary() const;  // log(1 / alpha)
   // The evidence as a fraction of the boundary, on the log scale: 0 while the

@@ -66,8 +66,8 @@ TEST_CASE("the upper Beta integral matches a brute-force integral, both branches
   struct Case {
     double a, b, x0;
   };
-  for (const Case& c : {Case{1, 20, 0.01}, Case{4, 30, 0.01}, Case{13, 108, 0.02}, Case{2, 3, 0.5},
-                        Case{30, 5, 0.2}, Case{1, 1, 0.0}, Case{50, 2000, 0.01}}) {
+  for (const Case& c : {Case{1, 20, 0.01}, Case{4, 30, 0.01}, Case{13, 108, 0.02}, Case{2, 3, 0.5}, Case{30, 5, 0.2},
+                        Case{1, 1, 0.0}, Case{50, 2000, 0.01}}) {
     INFO(c.a << " " << c.b << " " << c.x0);
     CHECK(sequential::log_upper_beta(c.a, c.b, c.x0) ==
           Approx(brute_log_upper_beta(c.a, c.b, c.x0, 1)).epsilon(1e-7).margin(1e-7));
@@ -95,9 +95,10 @@ TEST_CASE("log space holds at a million attempts: no overflow, no underflow, the
   CHECK(std::isfinite(twice));
   CHECK(twice > 3000);
   const double sd = std::sqrt(0.02 * 0.98 / kN);
-  const double brute_twice = brute_log_upper_beta(1 + kN / 50, kSequentialPriorSuccesses + kN - kN / 50, 0.02 - 40 * sd, 0.02 + 40 * sd) -
-                             brute_log_upper_beta(1, kSequentialPriorSuccesses, 0.01, 1) - (kN / 50) * std::log(0.01) -
-                             (kN - kN / 50) * std::log1p(-0.01);
+  const double brute_twice =
+      brute_log_upper_beta(1 + kN / 50, kSequentialPriorSuccesses + kN - kN / 50, 0.02 - 40 * sd, 0.02 + 40 * sd) -
+      brute_log_upper_beta(1, kSequentialPriorSuccesses, 0.01, 1) - (kN / 50) * std::log(0.01) -
+      (kN - kN / 50) * std::log1p(-0.01);
   CHECK(twice == Approx(brute_twice).epsilon(1e-9));
   // No failures at all: the prior's mass near the budget keeps it at b / (n + b).
   const double none = sequential::log_e_value(kN, 0, 0.01);
