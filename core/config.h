@@ -163,7 +163,7 @@ struct JudgeRules {
   double tail_tolerance = 0.25;     // p95/p99 may be this much worse than baseline
   int min_samples = 5;              // per metric and side, below this: inconclusive
   double max_invalid_ratio = 0.05;  // invalid JSON / tool call tolerance before hard failure
-  int repeated_5xx = 3;             // this many 5xx in a row is a hard failure
+  int repeated_5xx = 3;             // thinking-on 5xx the session rule needs (5xx runs: judges/sequential.h)
   // Canary: pooled completions (functional, long context, burst members) fail
   // when the lower Wilson bound of their failure rate is above this
   // (docs/DESIGN.md §3.9): 1 in 8 with HTTP 500 rejects, one transient does not.

@@ -137,34 +137,6 @@ void ratio_class(const Context& c, const RowClass& cls, Judgement& j) {
   if (fail) j.find(Severity::HardFailure, std::string(cls.name) + " beyond tolerance: " + reason);
 }
 
-void repeated_5xx(const Context& c, Judgement& j) {
-  const int limit = std::max(1, c.in.recipe.judge.repeated_5xx);
-  int64_t total = 0, run = 0, longest = 0;
-  std::vector<int64_t> current, tripped;
-  for (const ProbeResult* r : c.cand) {
-    if (is_harness(*r)) continue;  // soakd's own faults say nothing about the runtime
-    if (r->outcome != Outcome::Http5xx) {
-      run = 0;
-      current.clear();
-      continue;
-    }
-    ++total;
-    ++run;
-    current.push_back(r->id);
-    longest = std::max(longest, run);
-    if (run >= limit && tripped.empty()) tripped = current;
-  }
-  const bool fail = longest >= limit;
-  std::string reason = format("%lld 5xx in all, longest run %lld, limit %d", static_cast<long long>(total),
-                              static_cast<long long>(longest), limit);
-  if (fail) reason += " (rows " + id_list(tripped) + ")";
-  auto m = metric(hard_name("repeated_5xx"), fail ? MetricResult::Fail : MetricResult::Pass, reason);
-  m.n = total;
-  set_numbers(m, static_cast<double>(longest), 0, 0, 0, limit, 1);
-  j.add(std::move(m));
-  if (fail) j.find(Severity::HardFailure, "repeated_5xx: " + reason);
-}
-
 // A process identity (pid, start time) of the candidate that appears after
 // another one of the same name was last seen replaced it: the runtime was
 // restarted, even when nobody wrote an event for it. Processes that live side
@@ -245,7 +217,8 @@ void judge_hard(const Context& c, Judgement& j) {
   // than the 5xx run that the same rows also trip.
   judge_session_hard(c, j);
   for (const auto& cls : row_classes()) row_class(c, cls, j);
-  repeated_5xx(c, j);
+  // The 5xx ratio is one of its measures: runs of 5xx are no rule of their own.
+  judge_sequential(c, j);
   restarts(c, j);
   guard_trips(c, j);
   for (const auto& cls : ratio_classes()) ratio_class(c, cls, j);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "judges/judge.h"
+#include "judges/sequential.h"
 
 namespace soak::judge_detail {
 
@@ -183,5 +184,9 @@ void judge_prefix_reuse(const Context& c, Judgement& j);  // judges/session.cc: 
 void judge_pooling_rps(const Context& c, Judgement& j);   // judges/session.cc: pooling bursts' requests/s
 void judge_floors(const Context& c, Judgement& j);        // judges/floors.cc: the slo floors
 void judge_launch_cap(const Context& c, Judgement& j);    // judges/floors.cc: the launch's default output cap
+// judges/sequential.cc: the e-process of every watched failure measure, and
+// their metric rows (a crossing is a hard failure; called by judge_hard).
+std::vector<SequentialMeasure> evidence(const Context& c);
+void judge_sequential(const Context& c, Judgement& j);
 
 }  // namespace soak::judge_detail

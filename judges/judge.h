@@ -82,7 +82,8 @@ namespace soak {
 // judge-3: identity_unproven holds; judge-4: answers (loops, early stop), per-size rounds in
 // gate and soak, slo floors, a launch's output cap holds at smoke, every stage compared,
 // few-sample long context, history spread, latency drift, footprint plateaus; judge-5: a
-// canary's rows that overlapped another candidate's heavy work stay out of its comparisons.
+// canary's rows that overlapped another candidate's heavy work stay out of its comparisons;
+// the sequential failure test (judges/sequential.h) rejects early, repeated_5xx is its 5xx measure.
 inline constexpr std::string_view kJudgeVersion = "judge-5";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "judges/stats.h"
+#include "reports/evidence_live.h"
 
 namespace soak::report {
 
@@ -116,7 +117,10 @@ Status TextfileCollector::refresh(Store& store, int64_t now_ms) {
   for (const auto& s : status_) {
     if (!s.stage) continue;
     StageFigures& f = figures_[s.candidate.id];
-    if (f.stage_id != s.stage->id) f = StageFigures{s.stage->id, 0, {}, {}, {}, {}, 0};
+    if (f.stage_id != s.stage->id) {
+      f = StageFigures{};
+      f.stage_id = s.stage->id;
+    }
     if (f.read_to >= max->probe) continue;
     ProbeQuery q;
     q.stage_id = s.stage->id;
@@ -135,6 +139,18 @@ Status TextfileCollector::refresh(Store& store, int64_t now_ms) {
       if (r.client_decode_tps && !r.timing_artifact) insert_sorted(f.decode_tps[r.workload_id], *r.client_decode_tps);
     }
     f.read_to = max->probe;
+    if (s.stage->state != StageState::Running) continue;
+    for (const auto& r : *rows)
+      if (r.candidate_id == s.candidate.id) f.rows.push_back(slim_row(r));
+    if (!f.recipe) {
+      auto recipe = running_recipe(store, s.candidate.id, *s.stage);
+      if (!recipe) return recipe.error();
+      f.recipe = *recipe;
+    }
+    JudgeInput in;
+    in.recipe = *f.recipe;
+    in.candidate_rows = f.rows;
+    f.evidence = sequential_evidence(in);
   }
 
   SampleQuery recent;
@@ -248,6 +264,25 @@ std::string TextfileCollector::render(int64_t now_ms) const {
     if (it == figures_.end()) continue;
     for (const auto& [w, v] : it->second.decode_tps)
       summary(t, "soakd_decode_tokens_per_second", candidate_labels(s.candidate) + "," + label("workload", w), v);
+  }
+  t.family("soakd_sequential_evidence_ratio", "gauge",
+           "The running stage's sequential failure test per watched measure: log E over log(1/alpha), 0 while the "
+           "rows favour the budget, 1 rejects.");
+  for (const auto& s : status_) {
+    auto it = figures_.find(s.candidate.id);
+    if (it == figures_.end() || !s.stage || s.stage->state != StageState::Running) continue;
+    for (const auto& m : it->second.evidence)
+      t.sample("soakd_sequential_evidence_ratio", join(candidate_labels(s.candidate), label("measure", m.name)),
+               value(m.fraction()));
+  }
+  t.family("soakd_sequential_e_value_log", "gauge",
+           "The natural log of the running stage's e-value per watched measure, after its rows so far.");
+  for (const auto& s : status_) {
+    auto it = figures_.find(s.candidate.id);
+    if (it == figures_.end() || !s.stage || s.stage->state != StageState::Running) continue;
+    for (const auto& m : it->second.evidence)
+      t.sample("soakd_sequential_e_value_log", join(candidate_labels(s.candidate), label("measure", m.name)),
+               value(m.last.log_e));
   }
   struct QueueGauge {
     const char* name;

@@ -8,7 +8,8 @@
 // Per candidate row (labels candidate, model, runtime, build): the stage and
 // its state as state sets, progress, verdict as a state set, probe outcome
 // counters, TTFT and decode-rate summaries of the latest stage per workload,
-// the runtime's footprint, resident and swap bytes. Per host (the newest host
+// the runtime's footprint, resident and swap bytes; the running stage's
+// sequential evidence per watched measure (reports/evidence_live.h). Per host (the newest host
 // sample's): memory pressure, free memory or PSI, swap, swap-outs, guard
 // state; events by kind.
 //
@@ -28,6 +29,7 @@
 
 #include "core/result.h"
 #include "core/types.h"
+#include "judges/sequential.h"
 #include "storage/store.h"
 
 namespace soak::report {
@@ -63,6 +65,11 @@ class TextfileCollector {
     // stage that read it (scrape and identity rows), and when.
     std::optional<int64_t> running, waiting;
     int64_t queue_ms = 0;
+    // The running stage's own rows as the sequential test reads them, the
+    // rules it is judged with, and its evidence as of the last refresh.
+    std::vector<ProbeResult> rows;
+    std::optional<JudgeRecipe> recipe;
+    std::vector<SequentialMeasure> evidence;
   };
   MetricsOptions opt_;
   int64_t counted_to_ = 0;                                                      // probe rows counted up to this id

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "campaigns/recipe_store.h"
+#include "judges/sequential.h"
 #include "probes/served_state.h"
 #include "storage/evidence_json.h"
 
@@ -22,6 +23,49 @@ std::string fmt_num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
+}
+
+// The last points of a measure's path that explain prints (the JSON has them all).
+constexpr size_t kPathShown = 8;
+
+json point_json(const SequentialPoint& p) { return {{"n", p.n}, {"k", p.k}, {"log_e", p.log_e}, {"row_id", p.row_id}}; }
+
+json sequential_json(const std::vector<SequentialMeasure>& ms) {
+  json arr = json::array();
+  for (const auto& m : ms) {
+    json path = json::array();
+    for (const auto& p : m.path) path.push_back(point_json(p));
+    arr.push_back({{"measure", m.name},
+                   {"budget", m.budget},
+                   {"alpha", m.alpha},
+                   {"log_boundary", m.log_boundary()},
+                   {"fraction", m.fraction()},
+                   {"last", point_json(m.last)},
+                   {"peak", point_json(m.peak)},
+                   {"stop", m.stop ? point_json(*m.stop) : json(nullptr)},
+                   {"path", path}});
+  }
+  return arr;
+}
+
+// Each watched measure's e-process (judges/sequential.h): where it stopped, or
+// where it stands, and the path of (n, k, E) that led there.
+void print_sequential(std::ostream& out, const std::vector<SequentialMeasure>& ms) {
+  if (ms.empty()) return;
+  out << "\nsequential test (reject when E >= 1/alpha; alpha split over " << ms.size() << " measures):\n";
+  for (const auto& m : ms) {
+    out << "  " << m.name << ", budget " << fmt_num(m.budget * 100) << "%, 1/alpha " << fmt_num(1 / m.alpha) << ": "
+        << (m.stop ? "stopped at " + describe(*m.stop) + ", row " + std::to_string(m.stop->row_id)
+                   : "now " + describe(m.last) + ", highest " + describe(m.peak) + ", " +
+                         std::to_string(static_cast<int>(m.fraction() * 100)) + "% of the boundary")
+        << "\n";
+    if (!m.stop || m.path.empty()) continue;
+    out << "    path:";
+    const size_t from = m.path.size() > kPathShown ? m.path.size() - kPathShown : 0;
+    if (from) out << " ...";
+    for (size_t i = from; i < m.path.size(); ++i) out << (i > from ? "," : "") << " " << describe(m.path[i]);
+    out << "\n";
+  }
 }
 
 // Which candidate row an explanation is about; both JSON answers start with it.
@@ -80,6 +124,9 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     c.err << "soakctl: cannot recompute: " << again.message() << "\n";
     return kCtlExitStore;
   }
+  // The same rows again, for the sequential test's path (the verdict keeps its end points only).
+  auto input = build_judge_input(st, *recipe);
+  const auto sequential = input ? sequential_evidence(*input) : std::vector<SequentialMeasure>{};
   const bool identical = same_verdict(*judged, *again);
   const bool rules_changed = judged->judge_version != again->judge_version;
   const int rc = identical || rules_changed ? kCtlExitOk : kCtlExitMismatch;
@@ -98,6 +145,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     if (latest && latest != judged) j["latest"] = verdict_json(*latest);
     if (!launches->empty()) j["launches"] = launches_json(*launches);  // a managed candidate's runtime
     if (reach) j["context_reach"] = reach_json(*reach);
+    j["sequential"] = sequential_json(sequential);
     c.out << j.dump(2) << "\n";
     return rc;
   }
@@ -146,6 +194,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     c.out << line << m.metric << "\n";
     if (!m.reason.empty()) c.out << "         " << m.reason << "\n";
   }
+  print_sequential(c.out, sequential);
   return rc;
 }
 

@@ -9,6 +9,7 @@
 #include "judges/judge.h"
 #include "probes/engine_rows.h"
 #include "probes/served_state.h"
+#include "reports/evidence_live.h"
 
 #include <algorithm>
 #include <cmath>
@@ -142,6 +143,42 @@ std::optional<PrefixReuse> prefix_reuse(Store& st, int64_t candidate_id) {
   return PrefixReuse{median < probes::kPrefixReuseRatio, median, n};
 }
 
+// The running stage's sequential evidence (judges/sequential.h); empty when
+// nothing runs or the store cannot say.
+std::vector<SequentialMeasure> evidence_of(Store& st, const StatusRow& r) {
+  if (!r.stage) return {};
+  auto ms = report::running_evidence(st, r.candidate.id, *r.stage);
+  return ms ? std::move(*ms) : std::vector<SequentialMeasure>{};
+}
+
+json evidence_json(const std::vector<SequentialMeasure>& ms) {
+  json arr = json::array();
+  for (const auto& m : ms)
+    arr.push_back({{"measure", m.name},
+                   {"n", m.last.n},
+                   {"k", m.last.k},
+                   {"log_e", m.last.log_e},
+                   {"log_boundary", m.log_boundary()},
+                   {"fraction", m.fraction()},
+                   {"budget", m.budget}});
+  return arr;
+}
+
+// "evidence: pooled 41%, task/burst 41%, http_5xx 12% of the boundary": the
+// measures furthest on their way to rejection first, those at none left out.
+constexpr size_t kEvidenceShown = 3;
+std::string evidence_text(std::vector<SequentialMeasure> ms) {
+  std::stable_sort(ms.begin(), ms.end(), [](const auto& x, const auto& y) { return x.fraction() > y.fraction(); });
+  std::string s;
+  size_t shown = 0;
+  for (const auto& m : ms) {
+    const int pct = static_cast<int>(std::floor(m.fraction() * 100));
+    if (pct <= 0 || shown == kEvidenceShown) continue;
+    s += (shown++ ? ", " : "") + m.name + " " + std::to_string(pct) + "%";
+  }
+  return "evidence against the failure budget: " + (shown ? s + " of the boundary" : std::string("none"));
+}
+
 int cmd_status(const Ctl& c, const Args& a, Store& st) {
   auto rows = st.status();
   if (!rows) {
@@ -168,6 +205,7 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
       if (auto reach = latest_reach(st, r.candidate.id)) j["context_reach"] = reach_json(*reach);
       if (auto p = prefix_reuse(st, r.candidate.id))
         j["prefix_reuse"] = {{"reuse", p->reuse}, {"median_ratio", p->median_ratio}, {"runs", p->runs}};
+      if (auto ev = evidence_of(st, r); !ev.empty()) j["sequential"] = evidence_json(ev);
       arr.push_back(std::move(j));
     }
     c.out << arr.dump(2) << "\n";
@@ -221,6 +259,9 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     if (r.verdict && !r.verdict->reason.empty() && r.verdict->state != VerdictState::Running)
       about += " — " + r.verdict->reason;
     for (const auto& line : wrap(about, reason_cols, kReasonLines)) c.out << "    " << line << "\n";
+    if (auto ev = evidence_of(st, r); !ev.empty())
+      for (const auto& line : wrap(evidence_text(std::move(ev)), reason_cols, kReasonLines))
+        c.out << "    " << line << "\n";
     // What the runtime serves with: a change of it is a new row, like a build.
     if (auto fp = probes::parse_fingerprint_json(r.candidate.fingerprint); fp && !r.candidate.fingerprint.empty())
       for (const auto& line : wrap("launch: " + fp->summary(), reason_cols, kReasonLines))

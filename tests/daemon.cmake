@@ -46,6 +46,11 @@ soak_add_test(integration_daemon_e2e SOURCES integration/daemon_e2e_test.cc
   LIBS soak_soakctl soak_daemon soak_test_process LABELS integration TIMEOUT 300)
 target_compile_definitions(integration_daemon_e2e PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
 add_dependencies(integration_daemon_e2e soakd soak-fake-runtime)
+# The sequential failure test through the daemon: early rejection, healthy stages run out.
+soak_add_test(integration_daemon_early_verdict SOURCES integration/daemon_early_verdict_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
+target_compile_definitions(integration_daemon_early_verdict PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+add_dependencies(integration_daemon_early_verdict soakd soak-fake-runtime)
 
 # Managed candidates (docs/DESIGN.md §4.8): the launch block, the executable's
 # fingerprint, orphan matching and the runtime log (no process started).

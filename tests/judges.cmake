@@ -17,4 +17,7 @@ soak_add_test(unit_judge_verdict SOURCES unit/judge_verdict_test.cc LIBS soak_ju
 
 # Benchmark program (prints figures; not a test).
 soak_add_bench(judge_bench SOURCES bench/judge_bench.cc LIBS soak_judges)
+# The sequential failure test in virtual time: false rejects at the budget, attempts to reject.
+soak_add_bench(sequential_bench SOURCES bench/sequential_bench.cc LIBS soak_judges)
 soak_add_test(unit_judge_answers SOURCES unit/judge_answers_test.cc LIBS soak_judges LABELS unit)
+soak_add_test(unit_judge_sequential SOURCES unit/judge_sequential_test.cc LIBS soak_judges LABELS unit)

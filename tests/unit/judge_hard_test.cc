@@ -45,8 +45,8 @@ TEST_CASE("the healthy canary used below is promoted and every hard check is lis
   auto v = h.judge();
   INFO(v.reason);
   CHECK(v.state == VerdictState::Promoted);
-  for (const char* cls : {"hung_stream", "no_terminal", "identity_mismatch", "stale_slot", "repeated_5xx",
-                          "process_restart", "guard_trip", "invalid_json", "invalid_tool_call", "empty_tool_args"}) {
+  for (const char* cls : {"hung_stream", "no_terminal", "identity_mismatch", "stale_slot", "process_restart",
+                          "guard_trip", "invalid_json", "invalid_tool_call", "empty_tool_args"}) {
     const auto* m = find_metric(v, std::string("hard/") + cls);
     REQUIRE(m);
     CHECK(m->result == MetricResult::Pass);
@@ -74,34 +74,39 @@ TEST_CASE("a single row of a hard-failure class rejects with the row ids") {
   }
 }
 
-TEST_CASE("repeated 5xx: consecutive runs reach the limit, harness rows do not break a run") {
+TEST_CASE("5xx are a measure of the sequential test: how many, not the run they finished in") {
   Healthy h;
-  h.in.recipe.judge.repeated_5xx = 3;
-  SECTION("two in a row, then clean, then two: not repeated") {
+  SECTION("two in a row, then clean, then two: no rejection, the run is no rule of its own") {
     h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
     h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
     h.cand.perf(ProbeKind::Stream, "stream/1k", Perf{});
     h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
     h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
     auto v = h.judge();
-    const auto* m = find_metric(v, "hard/repeated_5xx");
+    CHECK(!find_metric(v, "hard/repeated_5xx"));
+    const auto* m = find_metric(v, "sequential/http_5xx");
+    REQUIRE(m);
     CHECK(m->result == MetricResult::Pass);
-    CHECK(m->n == 4);
-    CHECK(m->estimate == 2);
+    CHECK(m->n == 35);
+    CHECK(m->estimate == Approx(4.0 / 35));
   }
-  SECTION("three in a row with a harness error between them") {
-    h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
-    h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::HarnessError);
-    h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
-    h.cand.add(ProbeKind::Health, "health", Outcome::Http5xx);
+  SECTION("harness errors and health checks are not attempts") {
+    for (int i = 0; i < 3; ++i) h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::HarnessError);
+    for (int i = 0; i < 3; ++i) h.cand.add(ProbeKind::Health, "health", Outcome::Http5xx);
     auto v = h.judge();
-    expect_hard(v, "repeated_5xx");
-    CHECK(find_metric(v, "hard/repeated_5xx")->estimate == 3);
+    const auto* m = find_metric(v, "sequential/http_5xx");
+    REQUIRE(m);
+    CHECK(m->n == 30);
+    CHECK(m->estimate == 0);
   }
-  SECTION("row order in the input does not matter: time order decides") {
-    for (int i = 0; i < 3; ++i) h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
+  SECTION("rejected at once when they come often enough, whatever order the input holds them in") {
+    for (int i = 0; i < 8; ++i) h.cand.add(ProbeKind::Stream, "stream/1k", Outcome::Http5xx);
     std::reverse(h.cand.rows.begin(), h.cand.rows.end());
-    expect_hard(h.judge(), "repeated_5xx");
+    auto v = h.judge();
+    INFO(v.reason);
+    CHECK(v.state == VerdictState::Rejected);
+    CHECK(contains(v.reason, "hard failure"));
+    CHECK(find_metric(v, "sequential/http_5xx")->result == MetricResult::Fail);
   }
 }
 

@@ -4,6 +4,7 @@
 // reads incrementally what a fresh one reads at once, and soakctl writes both.
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -355,6 +356,66 @@ TEST_CASE("metrics: a collector refreshed as the store grows says what a fresh o
     total += std::stoll(line.substr(line.rfind(' ') + 1));
   }
   CHECK(total == store.max_ids()->probe);
+}
+
+TEST_CASE("metrics: the running stage's sequential evidence per measure, as the judges compute it") {
+  TempDir tmp;
+  auto st = SqliteStore::open(tmp.path() + "/soakd.db", OpenMode::ReadWrite, Durability::Fast);
+  REQUIRE(st.ok());
+  SqliteStore& store = **st;
+  const int64_t host = *store.upsert_host(HostInfo{"studio", "Mac15,14", 1, "macOS"}, 1);
+  CandidateRow c;
+  c.host_id = host;
+  c.name = "flaky";
+  c.model = "m";
+  c.runtime = RuntimeKind::LlamaCpp;
+  c.build = "b1";
+  c.base_url = "http://127.0.0.1:8080";
+  c.id = *store.upsert_candidate(c, 1000);
+  StageRow stage;
+  stage.candidate_id = c.id;
+  stage.kind = StageKind::Canary;
+  stage.state = StageState::Running;
+  stage.started_ms = 2000;
+  stage.length_ms = 7'200'000;
+  stage.deadline_ms = stage.started_ms + stage.length_ms;
+  stage.id = *store.insert_stage(stage);
+  TextfileCollector collector(MetricsOptions{60'000, "test"});
+  JudgeInput in;
+  in.recipe.stage = StageKind::Canary;
+  for (int batch = 0; batch < 2; ++batch) {  // refreshed between batches: the kept rows add up
+    for (int i = 1; i <= 16; ++i) {
+      ProbeResult r;
+      r.candidate_id = c.id;
+      r.host_id = host;
+      r.stage_id = stage.id;
+      r.started_wall_ms = 3000 + (batch * 16 + i) * 1000;
+      r.kind = ProbeKind::Burst;
+      r.task = "burst";
+      r.workload_id = "burst/8";
+      r.outcome = i % 8 == 0 ? Outcome::Http5xx : Outcome::Clean;
+      r.extra_json = std::string(200, 'x');  // text the collector need not keep
+      r.id = *store.insert_probe_result(r);
+      in.candidate_rows.push_back(r);
+    }
+    REQUIRE(collector.refresh(store, 40'000).ok());
+  }
+  const auto want = sequential_evidence(in);
+  const std::string text = collector.render(40'000);
+  INFO(text);
+  const std::string labels = "{candidate=\"flaky\",model=\"m\",runtime=\"llama.cpp\",build=\"b1\",measure=\"";
+  for (const auto& m : want) {
+    char v[40];
+    std::snprintf(v, sizeof v, "%.10g", m.fraction());
+    CHECK(text.find("soakd_sequential_evidence_ratio" + labels + m.name + "\"} " + v + "\n") != std::string::npos);
+  }
+  const auto burst = std::find_if(want.begin(), want.end(), [](const auto& m) { return m.name == "task/burst"; });
+  REQUIRE(burst != want.end());
+  CHECK(burst->last.n == 32);
+  CHECK(burst->fraction() > 0);
+  TextfileCollector fresh(MetricsOptions{60'000, "test"});
+  REQUIRE(fresh.refresh(store, 40'000).ok());
+  CHECK(fresh.render(40'000) == text);
 }
 
 TEST_CASE("metrics text: every sample belongs to a family declared with HELP and TYPE; labels are escaped") {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "judges/sequential.h"
 #include "soakctl/common.h"
 #include "soakctl/soakctl.h"
 #include "storage/schema.h"
@@ -98,6 +99,54 @@ TEST_CASE("soakctl status shows one row per candidate with a progress bar for th
   CHECK(j[1]["stage"]["kind"] == "canary");
   CHECK(j[1]["stage"]["progress"].get<double>() == Approx(0.25).margin(0.01));
   CHECK(j[0]["verdict"]["state"] == "promoted");
+}
+
+TEST_CASE("soakctl status shows the running stage's sequential evidence as a fraction of its boundary") {
+  Fixture f;
+  StageRow canary;
+  canary.kind = StageKind::Canary;
+  canary.state = StageState::Running;
+  canary.started_ms = f.clock.wall_ms() - 10 * 60'000;
+  canary.length_ms = 2 * 3600'000;
+  canary.deadline_ms = canary.started_ms + canary.length_ms;
+  const int64_t id = f.add("llama-b9502", "b9502", VerdictState::Running, canary);
+  JudgeInput in;
+  in.recipe.stage = StageKind::Canary;
+  {
+    auto st = SqliteStore::open(f.db, OpenMode::ReadWrite);
+    REQUIRE(st.ok());
+    const int64_t stage_id = (*(*st)->stages(id)).back().id;
+    for (int i = 1; i <= 30; ++i) {  // 3 HTTP 500s in 30 functional completions: evidence, not yet a rejection
+      ProbeResult r;
+      r.candidate_id = id;
+      r.host_id = f.host;
+      r.stage_id = stage_id;
+      r.started_wall_ms = canary.started_ms + i * 1000;
+      r.kind = ProbeKind::Marker;
+      r.task = "functional";
+      r.workload_id = "functional/marker";
+      r.outcome = i % 10 == 0 ? Outcome::Http5xx : Outcome::Clean;
+      r.id = *(*st)->insert_probe_result(r);
+      in.candidate_rows.push_back(r);
+    }
+  }
+  const auto want = sequential_evidence(in);  // the defaults: nothing judged yet
+  REQUIRE(want.size() == 7);
+  REQUIRE(!want[0].stop);
+  REQUIRE(want[0].fraction() > 0);
+  std::string out;
+  REQUIRE(f.run({"--db", f.db, "status"}, &out) == kCtlExitOk);
+  INFO(out);
+  const std::string pct = std::to_string(static_cast<int>(std::floor(want[0].fraction() * 100))) + "%";
+  CHECK(out.find("evidence against the failure budget: pooled " + pct) != std::string::npos);
+  CHECK(out.find("of the boundary") != std::string::npos);
+  REQUIRE(f.run({"--db", f.db, "status", "--json"}, &out) == kCtlExitOk);
+  auto j = nlohmann::json::parse(out);
+  REQUIRE(j[0]["sequential"].size() == 7);
+  CHECK(j[0]["sequential"][0]["measure"] == "pooled");
+  CHECK(j[0]["sequential"][0]["n"] == 30);
+  CHECK(j[0]["sequential"][0]["k"] == 3);
+  CHECK(j[0]["sequential"][0]["fraction"].get<double>() == Approx(want[0].fraction()));
 }
 
 TEST_CASE("soakctl verdict exit codes: 0 promoted, 1 rejected, 3 undecided, 4 unknown") {

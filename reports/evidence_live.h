@@ -1,0 +1,37 @@
+// The sequential test's evidence while a stage runs (judges/sequential.h), for
+// readers outside the daemon: `soakctl status` and the metrics textfile.
+//
+// The daemon judges a running stage with its configuration's rules; these
+// readers have the store only, so they take the rules of the candidate's
+// latest judged stage (the campaign's previous stage: smoke before the
+// canary, and so on), or the defaults before any. The rows are the stage's
+// own, so both see the same evidence unless the configuration's judge rules
+// were reloaded during the campaign (then the daemon's decides).
+//
+// Thread-agnostic; uses the Store it is given.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/result.h"
+#include "core/types.h"
+#include "judges/judge.h"
+#include "judges/sequential.h"
+#include "storage/store.h"
+
+namespace soak::report {
+
+// The recipe a running stage's evidence is computed with: the latest judged
+// recipe of the candidate row with the running stage's kind and id.
+Result<JudgeRecipe> running_recipe(Store& store, int64_t candidate_id, const StageRow& stage);
+
+// A row as the sequential test reads it: the text it never looks at left out,
+// so a collector can keep a week's rows of a stage.
+ProbeResult slim_row(const ProbeResult& r);
+
+// Every watched measure of a running stage, from its rows so far; empty when
+// the stage is not running or watches nothing (smoke).
+Result<std::vector<SequentialMeasure>> running_evidence(Store& store, int64_t candidate_id, const StageRow& stage);
+
+}  // namespace soak::report
