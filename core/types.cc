@@ -141,7 +141,7 @@ constexpr Table<VerdictState, 6> kVerdicts{{
     {VerdictState::Blocked, "blocked"},
 }};
 
-constexpr Table<EventKind, 13> kEventKinds{{
+constexpr Table<EventKind, 14> kEventKinds{{
     {EventKind::DaemonStart, "daemon_start"},
     {EventKind::DaemonStop, "daemon_stop"},
     {EventKind::ConfigReload, "config_reload"},
@@ -155,6 +155,7 @@ constexpr Table<EventKind, 13> kEventKinds{{
     {EventKind::ProcessGone, "process_gone"},
     {EventKind::DuplicateEngine, "duplicate_engine"},
     {EventKind::MemoryBudget, "memory_budget"},
+    {EventKind::Notify, "notify"},
 }};
 
 constexpr Table<MetricResult, 4> kMetricResults{{

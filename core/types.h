@@ -234,6 +234,7 @@ enum class EventKind {
   ProcessGone,
   DuplicateEngine,  // the candidate's process
   MemoryBudget,     // the candidate's footprint went above its memory_budget
+  Notify,           // the notify command ran for a verdict: its outcome (daemon/notifier.h)
 };
 std::string_view to_string(EventKind k);
 std::optional<EventKind> parse_event_kind(std::string_view s);

@@ -142,6 +142,25 @@ std::optional<PrefixReuse> prefix_reuse(Store& st, int64_t candidate_id) {
   return PrefixReuse{median < probes::kPrefixReuseRatio, median, n};
 }
 
+// The notify command's latest outcome on a candidate row (daemon/notifier.h):
+// the `notify` event's detail, with its time.
+std::optional<json> last_notify(Store& st, int64_t candidate_id) {
+  EventQuery q;
+  q.candidate_id = candidate_id;
+  q.kind = EventKind::Notify;
+  auto events = st.events(q);
+  if (!events || events->empty()) return std::nullopt;
+  json j = json::parse(events->back().detail_json, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  j["at"] = iso_utc(events->back().wall_ms);
+  return j;
+}
+
+std::string notify_text(const json& j) {
+  auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : ""; };
+  return "notify (" + str("verdict") + ", " + str("at") + "): " + str("outcome") + " — " + str("detail");
+}
+
 int cmd_status(const Ctl& c, const Args& a, Store& st) {
   auto rows = st.status();
   if (!rows) {
@@ -168,6 +187,7 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
       if (auto reach = latest_reach(st, r.candidate.id)) j["context_reach"] = reach_json(*reach);
       if (auto p = prefix_reuse(st, r.candidate.id))
         j["prefix_reuse"] = {{"reuse", p->reuse}, {"median_ratio", p->median_ratio}, {"runs", p->runs}};
+      if (auto n = last_notify(st, r.candidate.id)) j["notify"] = std::move(*n);
       arr.push_back(std::move(j));
     }
     c.out << arr.dump(2) << "\n";
@@ -225,6 +245,8 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     if (auto fp = probes::parse_fingerprint_json(r.candidate.fingerprint); fp && !r.candidate.fingerprint.empty())
       for (const auto& line : wrap("launch: " + fp->summary(), reason_cols, kReasonLines))
         c.out << "    " << line << "\n";
+    if (auto n = last_notify(st, r.candidate.id))
+      for (const auto& line : wrap(notify_text(*n), reason_cols, kReasonLines)) c.out << "    " << line << "\n";
   }
   return kCtlExitOk;
 }
