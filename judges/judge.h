@@ -81,8 +81,10 @@ namespace soak {
 // which rules produced them.
 // judge-3: identity_unproven holds; judge-4: answers (loops, early stop), per-size rounds in
 // gate and soak, slo floors, a launch's output cap holds at smoke, every stage compared,
-// few-sample long context, history spread, latency drift, footprint plateaus.
-inline constexpr std::string_view kJudgeVersion = "judge-4";
+// few-sample long context, history spread, latency drift, footprint plateaus; judge-5: timed
+// rows measured above nominal thermal pressure left out of comparisons, a stage hot for more
+// than a quarter of them inconclusive.
+inline constexpr std::string_view kJudgeVersion = "judge-5";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,
 // stored history of the baseline candidate, or no baseline at all.

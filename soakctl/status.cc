@@ -156,6 +156,21 @@ std::optional<json> last_notify(Store& st, int64_t candidate_id) {
   return j;
 }
 
+// The host's thermal pressure as its latest sample read it (platform/thermal.h):
+// one row, found by the table's largest id. nullopt: no sample carries a level.
+std::optional<std::string> host_thermal(Store& st) {
+  auto max = st.max_ids();
+  if (!max || max->host_sample == 0) return std::nullopt;
+  SampleQuery q;
+  q.min_id = max->host_sample;
+  auto rows = st.host_samples(q);
+  if (!rows || rows->empty() || !rows->back().thermal_level) return std::nullopt;
+  const auto level = thermal_level_of(*rows->back().thermal_level);
+  if (!level) return std::nullopt;
+  return "host thermal pressure: " + std::string(to_string(*level)) + " (" + iso_utc(rows->back().wall_ms) + ")" +
+         (*level == ThermalLevel::Nominal ? "" : " — timed rows measured now are left out of speed comparisons");
+}
+
 std::string notify_text(const json& j) {
   auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : ""; };
   return "notify (" + str("verdict") + ", " + str("at") + "): " + str("outcome") + " — " + str("detail");
@@ -195,6 +210,7 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     return kCtlExitOk;
   }
   if (note) c.out << "soakd: " << *note << "\n\n";
+  if (auto thermal = host_thermal(st)) c.out << *thermal << "\n\n";
   if (rows->empty()) {
     c.out << "no candidates yet (soakd registers each candidate once it has read its build)\n";
     return kCtlExitOk;
