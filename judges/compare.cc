@@ -17,8 +17,9 @@
 // history baseline the effect floor is at least the baseline's own
 // stage-to-stage spread (judges/spread.cc); the reason says which was used.
 //
-// Timed rows measured above nominal thermal pressure are left out on both
-// sides first (judges/thermal.cc).
+// A canary warm-up's rows (core/tasks.h TaskKind::Warmup) never enter a
+// comparison, on either side; then timed rows measured above nominal thermal
+// pressure are left out on both sides (judges/thermal.cc).
 #include <algorithm>
 #include <cmath>
 
@@ -416,8 +417,8 @@ void compare_later_stage(const Context& c, const std::vector<const ProbeResult*>
 void judge_compare(const Context& c, Judgement& j) {
   const StageKind stage = c.in.recipe.stage;
   if (stage == StageKind::Smoke) return;
-  const ThermalSplit cand_cool = leave_out_hot(c.cand, c.in.host_samples);
-  const ThermalSplit base_cool = leave_out_hot(c.base, c.in.host_samples);
+  const ThermalSplit cand_cool = leave_out_hot(past_warmup(c.cand), c.in.host_samples);
+  const ThermalSplit base_cool = leave_out_hot(past_warmup(c.base), c.in.host_samples);
   judge_thermal(c, cand_cool, base_cool, j);
   if (stage != StageKind::Canary) {
     compare_later_stage(c, cand_cool.rows, base_cool.rows, j);

@@ -97,6 +97,9 @@ std::string locator_label(const Locator& l);  // "<workload>{cache=...,...}"
 
 using Pools = std::map<Locator, std::vector<const ProbeResult*>>;
 Pools pool_rows(const std::vector<const ProbeResult*>& rows);
+// `rows` without a canary warm-up's (core/tasks.h TaskKind::Warmup): they
+// measure the model's page-in, not the build, and never enter a comparison.
+std::vector<const ProbeResult*> past_warmup(const std::vector<const ProbeResult*>& rows);
 
 // ---- per-row figures -----------------------------------------------------------
 bool counts_against(const ProbeResult& r);  // runtime failure (not clean, not harness)
