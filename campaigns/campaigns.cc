@@ -90,7 +90,10 @@ Status Campaigns::resume(int64_t now) {
 void Campaigns::apply(Track& t, Transition tr, int64_t now) {
   // In order, after the rows they rest on (which may still wait in the outbox).
   if (tr.close_stage) d_.outbox.put(StageUpdate{*tr.close_stage});
-  for (const auto& v : tr.verdicts) d_.outbox.put(v);
+  for (const auto& v : tr.verdicts) {
+    d_.outbox.put(v);
+    if (on_verdict_ && v.state != VerdictState::Running && t.row) on_verdict_(VerdictNotice{*t.row, v});
+  }
   for (const auto& e : tr.events) insert_event(e);
   for (const auto& n : tr.notes) d_.log->info("{}", n);
   if (tr.cancel) cancel_track(t);

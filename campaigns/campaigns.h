@@ -47,6 +47,14 @@
 
 namespace soak {
 
+// A verdict other than `running` (promoted, rejected, hold, inconclusive,
+// blocked) as Campaigns writes it, with its candidate row: what the daemon's
+// notify command hears of (daemon/notifier.h).
+struct VerdictNotice {
+  CandidateRow candidate;
+  VerdictRow verdict;
+};
+
 // Local UTC offset in minutes at a given wall time (for the nightly window).
 using UtcOffset = std::function<int(int64_t wall_ms)>;
 
@@ -71,6 +79,9 @@ class Campaigns {
   bool settled() const;
   // Called after any task or build read completes (the daemon re-arms its timer).
   void set_on_change(std::function<void()> f) { on_change_ = std::move(f); }
+  // Called for each verdict other than `running`, on the loop, once its row is
+  // handed to the outbox (written, or waiting while the store cannot write).
+  void set_on_verdict(std::function<void(const VerdictNotice&)> f) { on_verdict_ = std::move(f); }
   // Who starts and stops managed candidates' runtimes (borrowed; without one a
   // candidate's launch block is not acted on). Its exits come back here.
   void set_runtime_control(RuntimeControl* control);
@@ -189,6 +200,7 @@ class Campaigns {
   bool light_window_ = false;             // a canary's heavy run ended: the next tick runs light work
   bool wake_soon_ = false;                // that tick held heavy work back: tick again at once
   std::function<void()> on_change_;
+  std::function<void(const VerdictNotice&)> on_verdict_;
   RuntimeControl* control_ = nullptr;
 };
 

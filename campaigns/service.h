@@ -34,6 +34,7 @@ class CampaignService final : public Service {
   bool settled() const override { return campaigns_.settled(); }
   void control_queued() override;
   const Campaigns& campaigns() const { return campaigns_; }
+  void set_on_verdict(std::function<void(const VerdictNotice&)> f) { campaigns_.set_on_verdict(std::move(f)); }
 
  private:
   void arm(int64_t delay_ms);

@@ -291,6 +291,19 @@ struct StoreOutageSettings {
   int64_t stop_after_ms = kDefaultStoreStopAfterMs;
 };
 
+// Verdict notifications (docs/DESIGN.md §4.11): `command` runs (argv, no
+// shell) on every verdict that is not `running` — promoted, rejected,
+// inconclusive, blocked, hold — with the verdict as JSON on stdin. Empty: off.
+inline constexpr int64_t kDefaultNotifyTimeoutMs = 30 * kSecond;  // then SIGKILL
+// soakd's graceful stop waits for a running command: the bound keeps that
+// stop within launchd's ExitTimeOut (core/service.h kLaunchdExitTimeOutMs).
+inline constexpr int64_t kMaxNotifyTimeoutMs = 45 * kSecond;
+
+struct NotifySettings {
+  std::vector<std::string> command;  // argv[0] looked up in PATH, or a path (resolved against the config file)
+  int64_t timeout_ms = kDefaultNotifyTimeoutMs;
+};
+
 struct ScheduleSettings {
   std::string nightly_window = "02:00";  // "HH:MM" local, or "now"
   bool exclusive_heavy = true;           // long-context prefill and bursts never overlap on a host
@@ -306,6 +319,7 @@ struct Config {
   ScheduleSettings schedule;
   StoreOutageSettings store_outage;
   MetricsSettings metrics;
+  NotifySettings notify;
   std::vector<CandidateConfig> candidates;
 
   const CandidateConfig* find(std::string_view name) const;

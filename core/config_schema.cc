@@ -487,7 +487,7 @@ const Section<Config>& top_section() {
           custom<S>("defaults", Kind::Object, campaign_section().example, read_defaults),
           object("sampler", &S::sampler, sampler_section()), object("schedule", &S::schedule, schedule_section()),
           object("store_outage", &S::store_outage, store_outage_section()),
-          object("metrics", &S::metrics, metrics_section()),
+          object("metrics", &S::metrics, metrics_section()), object("notify", &S::notify, notify_section()),
           read_elsewhere<S>("candidates", Kind::List, "[{...}, {...}]"),  // by parse_config, after "defaults"
       }};
   return s;

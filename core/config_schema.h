@@ -33,6 +33,7 @@ const Section<LaunchSpec>& launch_section();          // candidates[i].launch (c
 const Section<SamplerSettings>& sampler_section();    // "sampler"
 const Section<ScheduleSettings>& schedule_section();  // "schedule"
 const Section<MetricsSettings>& metrics_section();    // "metrics"
+const Section<NotifySettings>& notify_section();      // "notify" (core/config_notify.cc)
 // The file's top level. "candidates" is a row without a reader: parse_config
 // reads them once "defaults" is known, whatever the key order in the file.
 const Section<Config>& top_section();

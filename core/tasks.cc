@@ -6,7 +6,7 @@
 namespace soak {
 
 namespace {
-constexpr std::array<std::pair<TaskKind, std::string_view>, 10> kTaskNames{{
+constexpr std::array<std::pair<TaskKind, std::string_view>, 11> kTaskNames{{
     {TaskKind::Smoke, "smoke"},
     {TaskKind::Scrape, "scrape"},
     {TaskKind::Functional, "functional"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<TaskKind, std::string_view>, 10> kTaskNames{{
     {TaskKind::SoakTraffic, "soak_traffic"},
     {TaskKind::Capacity, "capacity"},
     {TaskKind::PrefixReuse, "prefix_reuse"},
+    {TaskKind::Warmup, "warmup"},
 }};
 }  // namespace
 
@@ -48,6 +49,7 @@ std::vector<ProbeKind> probe_kinds_for(TaskKind task, WorkloadKind workload) {
       case TaskKind::Scrape: return {ProbeKind::Health, ProbeKind::Scrape};
       case TaskKind::Functional:
       case TaskKind::Agent:
+      case TaskKind::Warmup:
       case TaskKind::SoakTraffic: return {*pooled};
       case TaskKind::Burst: return {ProbeKind::Burst};  // the engine sends pooling requests for a pooling candidate
       case TaskKind::LongContext:
@@ -72,6 +74,7 @@ std::vector<ProbeKind> probe_kinds_for(TaskKind task, WorkloadKind workload) {
     case TaskKind::Agent:
     case TaskKind::SoakTraffic: return {ProbeKind::Agent};
     case TaskKind::PrefixReuse: return {ProbeKind::SharedPrefix};
+    case TaskKind::Warmup: return {ProbeKind::Marker, ProbeKind::Stream};
   }
   return {};
 }

@@ -26,6 +26,7 @@ enum class TaskKind {
   Agent,        // gate: one agent-like turn (shared system prompt, tool call), continuously
   SoakTraffic,  // soak: one lower-rate agent-like turn
   PrefixReuse,  // canary: cold, warm, then prefix turns 1-3 on the shared system prompt
+  Warmup,       // a managed or first candidate's canary opens with it: pages the model in; never compared
 };
 std::string_view to_string(TaskKind k);
 std::optional<TaskKind> parse_task_kind(std::string_view s);
@@ -42,9 +43,10 @@ std::optional<TaskKind> parse_task_kind(std::string_view s);
 //   cancel        cancel
 //   agent, soak_traffic   agent (one turn of the candidate's agent session)
 //   prefix_reuse  shared_prefix
+//   warmup        marker, stream (short completions: the weights paged in before anything is timed)
 // A pooling candidate (WorkloadKind embedding / rerank) is never sent a chat
 // probe: its smoke is health + its pooling probe, functional, agent and soak
-// traffic run the pooling probe, burst runs pooling bursts, scrape is as for
+// traffic and warmup run the pooling probe, burst runs pooling bursts, scrape is as for
 // chat, and long context, capacity, cancel and prefix reuse run nothing.
 std::vector<ProbeKind> probe_kinds_for(TaskKind task, WorkloadKind workload = WorkloadKind::Chat);
 // The pooling probe of a pooling workload (Embeddings / Rerank); nullopt for chat.

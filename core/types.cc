@@ -141,7 +141,15 @@ constexpr Table<VerdictState, 6> kVerdicts{{
     {VerdictState::Blocked, "blocked"},
 }};
 
-constexpr Table<EventKind, 14> kEventKinds{{
+constexpr Table<ThermalLevel, 5> kThermalLevels{{
+    {ThermalLevel::Nominal, "nominal"},
+    {ThermalLevel::Moderate, "moderate"},
+    {ThermalLevel::Heavy, "heavy"},
+    {ThermalLevel::Trapping, "trapping"},
+    {ThermalLevel::Sleeping, "sleeping"},
+}};
+
+constexpr Table<EventKind, 15> kEventKinds{{
     {EventKind::DaemonStart, "daemon_start"},
     {EventKind::DaemonStop, "daemon_stop"},
     {EventKind::ConfigReload, "config_reload"},
@@ -156,6 +164,7 @@ constexpr Table<EventKind, 14> kEventKinds{{
     {EventKind::DuplicateEngine, "duplicate_engine"},
     {EventKind::MemoryBudget, "memory_budget"},
     {EventKind::HeavyWait, "heavy_wait"},
+    {EventKind::Notify, "notify"},
 }};
 
 constexpr Table<MetricResult, 4> kMetricResults{{
@@ -237,6 +246,14 @@ std::string stage_state_names() { return joined(kStageStates); }
 
 std::string_view to_string(VerdictState v) { return name_of(kVerdicts, v); }
 std::optional<VerdictState> parse_verdict_state(std::string_view s) { return lookup(kVerdicts, s); }
+
+std::string_view to_string(ThermalLevel t) { return name_of(kThermalLevels, t); }
+std::optional<ThermalLevel> parse_thermal_level(std::string_view s) { return lookup(kThermalLevels, s); }
+std::optional<ThermalLevel> thermal_level_of(int64_t value) {
+  for (const auto& [k, v] : kThermalLevels)
+    if (static_cast<int64_t>(k) == value) return k;
+  return std::nullopt;
+}
 std::string verdict_state_names() { return joined(kVerdicts); }
 
 std::string Sampling::to_json() const {

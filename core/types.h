@@ -194,6 +194,16 @@ struct ProbeResult {
   std::string extra_json;  // probe-specific figures (burst spread, reuse ratio, ...)
 };
 
+// Thermal pressure on one scale for both platforms: the values of macOS's
+// "com.apple.system.thermalpressurelevel" notification state, as
+// libkern/OSThermalNotification.h names them (platform/thermal.h reads them,
+// and maps Linux's thermal zones onto them). Stored as the number.
+enum class ThermalLevel { Nominal = 0, Moderate = 1, Heavy = 2, Trapping = 3, Sleeping = 4 };
+std::string_view to_string(ThermalLevel t);
+std::optional<ThermalLevel> parse_thermal_level(std::string_view s);
+// The level a stored or notified number names (nullopt: not one of 0..4).
+std::optional<ThermalLevel> thermal_level_of(int64_t value);
+
 struct HostSample {
   int64_t id = 0;
   int64_t host_id = 0;
@@ -206,7 +216,8 @@ struct HostSample {
   std::optional<int> memorystatus_level;                        // macOS percent free
   std::optional<double> psi_some_avg10, psi_full_avg10;         // Linux PSI
   std::optional<int64_t> psi_some_total_us, psi_full_total_us;
-  std::string error;  // sampling error(s); empty when all calls succeeded
+  std::optional<int> thermal_level;  // ThermalLevel's number; nullopt: not read (or a store before schema 6)
+  std::string error;                 // sampling error(s); empty when all calls succeeded
 };
 
 struct ProcessSample {
@@ -238,6 +249,7 @@ enum class EventKind {
   DuplicateEngine,  // the candidate's process
   MemoryBudget,     // the candidate's footprint went above its memory_budget
   HeavyWait,        // a heavy task held for the host began or ended a wait (campaigns)
+  Notify,           // the notify command ran for a verdict: its outcome (daemon/notifier.h)
 };
 std::string_view to_string(EventKind k);
 std::optional<EventKind> parse_event_kind(std::string_view s);

@@ -2,9 +2,10 @@
 // daemon's object graph — config snapshot, logger, lock, store, then (through
 // daemon/wiring.h, shared with `soakd probe`) clock, loop, host, HTTP client
 // and probe engine, then the runner, the Daemon and its services (managed
-// runtimes, campaigns, sampler).
+// runtimes, campaigns, sampler, notifications).
 #include "daemon/soakd_cli.h"
 
+#include <signal.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -21,6 +22,7 @@
 #include "core/log.h"
 #include "core/version.h"
 #include "daemon/daemon.h"
+#include "daemon/notifier.h"
 #include "daemon/probe_cli.h"
 #include "daemon/probe_task_runner.h"
 #include "daemon/sampler_service.h"
@@ -108,6 +110,12 @@ int cmd_check_config(const Args& a) {
       std::printf("  %-24s managed: %s\n", "", argv.c_str());
     }
   }
+  if (!cfg->notify.command.empty()) {
+    std::string argv;
+    for (const auto& a : cfg->notify.command) argv += (argv.empty() ? "" : " ") + a;
+    std::printf("  notify on every verdict: %s (killed after %s)\n", argv.c_str(),
+                format_duration(cfg->notify.timeout_ms).c_str());
+  }
   return kExitOk;
 }
 
@@ -134,6 +142,9 @@ int cmd_sample(const Args& a) {
 
 int cmd_run(const Args& a) {
   return_large_blocks_to_the_system();  // before the first allocation worth returning
+  // A notify command that exits before reading its stdin must not end soakd
+  // (probes/command.h); children get the default disposition back from libuv.
+  ::signal(SIGPIPE, SIG_IGN);
   auto path = a.get("config");
   if (!path) {
     std::fprintf(stderr, "soakd run: --config FILE is required (see soakd --help)\n");
@@ -203,13 +214,19 @@ int cmd_run(const Args& a) {
     DeferredTrim trim(deps.loop, kTrimAfterWorkMs, trim_free_memory);
     ProbeTaskRunner runner((*wiring)->engine(), deps.outbox, &trim);
     Daemon d(snapshot, opts, deps);
-    // Managed runtimes first: stopped last, after the probes against them were cancelled.
+    // Notifications first: stopped last, so a verdict written while the others
+    // stop is still told.
+    auto notifier = std::make_unique<NotifyService>(snapshot, deps, [&d] { d.check_settled(); });
+    NotifyService& notify = *notifier;
+    d.add_service(std::move(notifier));
+    // Managed runtimes next: stopped after the probes against them were cancelled.
     auto runtimes =
         std::make_unique<RuntimeSupervisor>(snapshot, deps, *sampler, engine_ready_check((*wiring)->engine()));
     RuntimeSupervisor& control = *runtimes;
     d.add_service(std::move(runtimes));
     auto campaigns = std::make_unique<CampaignService>(
         snapshot, deps, runner, [&d] { d.check_settled(); }, &control);
+    campaigns->set_on_verdict([&notify](const VerdictNotice& n) { notify.notify(n); });
     const Campaigns& view = campaigns->campaigns();
     d.add_service(std::move(campaigns));
     d.add_service(std::make_unique<SamplerService>(

@@ -16,6 +16,10 @@
 // sample worse than every baseline sample by judge.few_sample_factor. Against a
 // history baseline the effect floor is at least the baseline's own
 // stage-to-stage spread (judges/spread.cc); the reason says which was used.
+//
+// A canary warm-up's rows (core/tasks.h TaskKind::Warmup) never enter a
+// comparison, on either side; then timed rows measured above nominal thermal
+// pressure are left out on both sides (judges/thermal.cc).
 #include <algorithm>
 #include <cmath>
 
@@ -386,7 +390,8 @@ class PoolJudge {
 // gate and soak, interleaved or from history). They stand on their own rules
 // first; a missing baseline or a locator the baseline never ran is noted, not
 // inconclusive.
-void compare_later_stage(const Context& c, Judgement& j) {
+void compare_later_stage(const Context& c, const std::vector<const ProbeResult*>& cand_rows,
+                         const std::vector<const ProbeResult*>& base_rows, Judgement& j) {
   if (!c.in.recipe.baseline_id) return;  // a first build: nothing to compare with
   const std::string stage(to_string(c.in.recipe.stage));
   if (c.in.recipe.baseline_mode == BaselineMode::None || c.base.empty()) {
@@ -394,7 +399,7 @@ void compare_later_stage(const Context& c, Judgement& j) {
                  "the baseline has no stored rows to compare this " + stage + " with: judged on its own rules"));
     return;
   }
-  const Pools cand = pool_rows(c.cand), base = pool_rows(c.base);
+  const Pools cand = pool_rows(cand_rows), base = pool_rows(base_rows);
   int compared = 0;
   for (const auto& [loc, rows] : cand) {
     if (!perf_judged(loc.kind)) continue;  // scrapes and health checks carry no figures
@@ -412,8 +417,11 @@ void compare_later_stage(const Context& c, Judgement& j) {
 void judge_compare(const Context& c, Judgement& j) {
   const StageKind stage = c.in.recipe.stage;
   if (stage == StageKind::Smoke) return;
+  const ThermalSplit cand_cool = leave_out_hot(past_warmup(c.cand), c.in.host_samples);
+  const ThermalSplit base_cool = leave_out_hot(past_warmup(c.base), c.in.host_samples);
+  judge_thermal(c, cand_cool, base_cool, j);
   if (stage != StageKind::Canary) {
-    compare_later_stage(c, j);
+    compare_later_stage(c, cand_cool.rows, base_cool.rows, j);
     return;
   }
   if (!c.in.recipe.baseline_id && !c.in.recipe.missing_baseline.empty()) {
@@ -439,7 +447,7 @@ void judge_compare(const Context& c, Judgement& j) {
                                           std::string(to_string(c.in.recipe.baseline_mode)).c_str()));
     return;
   }
-  const Pools cand = pool_rows(c.cand), base = pool_rows(c.base);
+  const Pools cand = pool_rows(cand_cool.rows), base = pool_rows(base_cool.rows);
   const std::vector<const ProbeResult*> none;
   int comparable = 0;
   for (const auto& [loc, rows] : cand) {

@@ -98,6 +98,9 @@ std::string locator_label(const Locator& l);  // "<workload>{cache=...,...}"
 
 using Pools = std::map<Locator, std::vector<const ProbeResult*>>;
 Pools pool_rows(const std::vector<const ProbeResult*>& rows);
+// `rows` without a canary warm-up's (core/tasks.h TaskKind::Warmup): they
+// measure the model's page-in, not the build, and never enter a comparison.
+std::vector<const ProbeResult*> past_warmup(const std::vector<const ProbeResult*>& rows);
 
 // ---- per-row figures -----------------------------------------------------------
 bool counts_against(const ProbeResult& r);  // runtime failure (not clean, not harness)
@@ -162,6 +165,23 @@ struct TrendPoint {
 std::vector<TrendPoint> footprint_series(const JudgeInput& in, std::string_view& source);
 // Block medians of a time-sorted series: x in hours since its first sample.
 void block_medians(const std::vector<TrendPoint>& s, std::vector<double>& x, std::vector<double>& y);
+
+// ---- thermal pressure (judges/thermal.cc) -----------------------------------------
+// More than this share of a stage's timed rows measured hot: inconclusive.
+inline constexpr double kMaxHotShare = 0.25;
+// `rows` without the timed rows measured above nominal thermal pressure (a
+// sample of their host in effect at their start or taken while they ran).
+struct ThermalSplit {
+  std::vector<const ProbeResult*> rows;  // what comparisons see
+  std::vector<int64_t> hot_ids;          // the timed rows left out
+  int64_t timed = 0;                     // timed rows in all
+  int worst = 0;                         // the highest level seen on a hot row
+  bool read = false;                     // some sample carried a level at all
+};
+ThermalSplit leave_out_hot(const std::vector<const ProbeResult*>& rows, const std::vector<HostSample>& samples);
+// The `thermal` metric (how many were left out), and an inconclusive finding
+// past kMaxHotShare. Says nothing when no sample carried a level.
+void judge_thermal(const Context& c, const ThermalSplit& cand, const ThermalSplit& base, Judgement& j);
 
 // ---- the judges' parts (one translation unit each) ------------------------------
 void judge_hard(const Context& c, Judgement& j);          // judges/hard.cc

@@ -83,7 +83,9 @@ namespace soak {
 // gate and soak, slo floors, a launch's output cap holds at smoke, every stage compared,
 // few-sample long context, history spread, latency drift, footprint plateaus; judge-5: a
 // canary's rows that overlapped another candidate's heavy work stay out of its comparisons;
-// the sequential failure test (judges/sequential.h) rejects early, repeated_5xx is its 5xx measure.
+// the sequential failure test (judges/sequential.h) rejects early, repeated_5xx is its 5xx
+// measure; timed rows measured above nominal thermal pressure left out of comparisons, a stage
+// hot for more than a quarter of them inconclusive; a canary warm-up's rows never compared.
 inline constexpr std::string_view kJudgeVersion = "judge-5";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,

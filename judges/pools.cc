@@ -141,6 +141,14 @@ std::string locator_label(const Locator& l) {
   return s;
 }
 
+std::vector<const ProbeResult*> past_warmup(const std::vector<const ProbeResult*>& rows) {
+  static const std::string warmup(to_string(TaskKind::Warmup));
+  std::vector<const ProbeResult*> out;
+  for (const ProbeResult* r : rows)
+    if (r->task != warmup) out.push_back(r);
+  return out;
+}
+
 Pools pool_rows(const std::vector<const ProbeResult*>& rows) {
   Pools pools;
   for (const ProbeResult* r : rows) pools[locator_of(*r)].push_back(r);

@@ -12,7 +12,9 @@ using namespace judge_detail;
 
 std::vector<ComparedSamples> compared_samples(const JudgeInput& in) {
   const Context c(in);
-  const Pools cand = pool_rows(c.cand), base = pool_rows(c.base);
+  // What judge_compare compares: no warm-up rows, no rows measured hot (judges/thermal.cc).
+  const Pools cand = pool_rows(leave_out_hot(past_warmup(c.cand), in.host_samples).rows);
+  const Pools base = pool_rows(leave_out_hot(past_warmup(c.base), in.host_samples).rows);
   const std::vector<const ProbeResult*> none;
   std::vector<ComparedSamples> out;
   for (const auto& [loc, rows] : cand) {

@@ -15,6 +15,7 @@
 
 #include "platform/procfs.h"
 #include "platform/runtime_processes.h"
+#include "platform/thermal.h"
 
 namespace soak {
 namespace {
@@ -33,7 +34,7 @@ std::optional<int> pid_of_dirent(const char* name) {
 class LinuxSampler final : public Sampler {
  public:
   LinuxSampler(LinuxRoots roots, RuntimeSignatures runtimes)
-      : Sampler(runtimes), roots_(std::move(roots)), buf_(kInitialBuffer) {
+      : Sampler(runtimes), roots_(std::move(roots)), thermal_(make_thermal_source(roots_.sys)), buf_(kInitialBuffer) {
     long t = ::sysconf(_SC_CLK_TCK);
     clk_tck_ = t > 0 ? t : 0;
   }
@@ -73,6 +74,7 @@ class LinuxSampler final : public Sampler {
     } else if (err != ENOENT && err != EOPNOTSUPP) {
       append_error(s.error, "pressure/memory: " + std::string(std::strerror(err)));
     }
+    apply_thermal(*thermal_, s);
     return s;
   }
 
@@ -248,6 +250,7 @@ class LinuxSampler final : public Sampler {
   }
 
   LinuxRoots roots_;
+  std::unique_ptr<ThermalSource> thermal_;
   std::vector<char> buf_;
   std::string_view text_;
   char path_[4096];

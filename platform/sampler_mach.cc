@@ -53,6 +53,7 @@
 #include "platform/procfs.h"
 #include "platform/runtime_processes.h"
 #include "platform/sampler.h"
+#include "platform/thermal.h"
 
 namespace soak {
 namespace {
@@ -137,7 +138,8 @@ class MachSampler final : public Sampler {
         memsize_("hw.memsize"),
         model_("hw.model"),
         product_version_("kern.osproductversion"),
-        os_build_("kern.osversion") {
+        os_build_("kern.osversion"),
+        thermal_(make_thermal_source("")) {
     mach_timebase_info_data_t tb{};
     if (::mach_timebase_info(&tb) == KERN_SUCCESS) timebase_ = darwin::Timebase{tb.numer, tb.denom};
     int argmax = 0;
@@ -203,6 +205,7 @@ class MachSampler final : public Sampler {
     if (pressure_.read_int(v, s.error)) darwin::apply_pressure_level(v, s);
     if (memstatus_level_.read_int(v, s.error)) darwin::apply_memorystatus_level(v, s);
     if (memsize_.read_int(v, s.error)) darwin::apply_memsize(static_cast<uint64_t>(v), s);
+    apply_thermal(*thermal_, s);
     return s;
   }
 
@@ -306,6 +309,7 @@ class MachSampler final : public Sampler {
   mach_port_t host_;
   darwin::Timebase timebase_;
   Sysctl swapusage_, pressure_, memstatus_level_, memsize_, model_, product_version_, os_build_;
+  std::unique_ptr<ThermalSource> thermal_;
   std::vector<int> pids_;
   std::vector<proc_fdinfo> fds_;
   std::vector<char> procargs_;

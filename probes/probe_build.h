@@ -21,6 +21,7 @@
 #include "core/config.h"
 #include "core/result.h"
 #include "core/types.h"
+#include "probes/command.h"
 #include "probes/engine_exchange.h"
 #include "probes/probe_types.h"
 #include "probes/runtimes/runtime.h"
@@ -33,22 +34,6 @@ namespace soak::probes {
 // (81ff7abe5)" becomes "b9928-81ff7abe5"), else its first non-empty line,
 // trimmed.
 Result<std::string> build_from_command_output(const Runtime& runtime, std::string_view output);
-
-// Runs argv without a shell; `done` gets stdout+stderr on exit status 0.
-class CommandRun {
- public:
-  using Done = std::function<void(Result<std::string>)>;
-  CommandRun(uv_loop_t* loop, Deferrer& defer, std::vector<std::string> argv, int64_t timeout_ms, Done done);
-  ~CommandRun();  // kills the child if it still runs
-  CommandRun(const CommandRun&) = delete;
-  CommandRun& operator=(const CommandRun&) = delete;
-  void start();
-  void cancel();
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
 
 class BuildRead {
  public:

@@ -239,6 +239,13 @@ void memory(const std::vector<ProcessSample>& procs, const std::vector<HostSampl
     return h.memorystatus_level ? std::optional<double>(*h.memorystatus_level) : std::nullopt;
   });
   p.psi_some = of([](const HostSample& h) { return h.psi_some_avg10; });
+  for (const auto& h : hosts) {
+    if (h.host_id != c.host_id || !h.thermal_level || h.wall_ms < from || h.wall_ms > to) continue;
+    const ThermalLevel l = thermal_level_of(*h.thermal_level).value_or(ThermalLevel::Nominal);
+    ++p.thermal_samples;
+    if (l != ThermalLevel::Nominal) ++p.thermal_hot;
+    p.thermal_worst = std::max(p.thermal_worst, l);
+  }
   p.swap_used = rep.memory->host_swap;
   rep.pressure = std::move(p);
 }

@@ -84,6 +84,10 @@ struct PressureChart {
   std::vector<Bucket> free_pct;   // macOS memorystatus level (% free)
   std::vector<Bucket> psi_some;   // Linux PSI some avg10 (%)
   std::vector<Bucket> swap_used;  // bytes
+  // Thermal pressure (platform/thermal.h): samples that read a level, those
+  // above nominal, and the highest level read (none read: samples == 0).
+  int64_t thermal_samples = 0, thermal_hot = 0;
+  ThermalLevel thermal_worst = ThermalLevel::Nominal;
 };
 
 // One figure of one locator: the candidate beside its baseline.

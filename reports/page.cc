@@ -312,6 +312,11 @@ std::string render_candidate(const CandidateReport& r) {
                 : std::string("<p>No stage has run yet.</p>");
   s += "</section>\n<section id=\"pressure-section\"><h2 id=\"pressure-h\">Host memory pressure</h2>\n";
   s += r.pressure ? pressure_svg(*r.pressure) : std::string("<p>No host samples.</p>");
+  if (r.pressure && r.pressure->thermal_samples > 0)
+    s += "<p class=\"thermal\">Thermal pressure: above nominal in " + std::to_string(r.pressure->thermal_hot) + " of " +
+         std::to_string(r.pressure->thermal_samples) +
+         " host samples (highest: " + escape(to_string(r.pressure->thermal_worst)) +
+         "); timed rows measured above nominal are left out of the comparisons.</p>\n";
   s += "</section>\n" + perf_section(r) + speed_section(r);
   s += "<section id=\"ladder-section\"><h2 id=\"ladder-h\">Long context</h2>\n";
   s += r.ladder.empty() ? std::string("<p>No long-context rows.</p>") : ladder_svg(r.ladder, r.context_reach);

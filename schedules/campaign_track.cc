@@ -179,9 +179,18 @@ StageRow open_stage(const Track& t, StageKind kind, int64_t now) {
   return st;
 }
 
+namespace {
+// A managed runtime may have just loaded its model, and a first build has no
+// earlier run on this host that paged it in: their canary opens with a warm-up.
+Warmup warmup_for(const Track& t, StageKind stage) {
+  const bool opens = stage == StageKind::Canary && (t.cfg->launch.has_value() || !t.baseline_id);
+  return opens ? Warmup::Opening : Warmup::None;
+}
+}  // namespace
+
 Transition enter_stage(Track& t, const StageRow& stored, int64_t now) {
   t.stage = stored;
-  t.plan = plan_for(stored.kind, t.cfg->settings, t.cfg->kind);
+  t.plan = plan_for(stored.kind, t.cfg->settings, t.cfg->kind, warmup_for(t, stored.kind));
   t.tasks.assign(t.plan.tasks.size(), TaskState{});
   t.phase = Phase::Staged;
   t.smoke_retry_at_ms.reset();
@@ -426,7 +435,7 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
 Transition resume_stage(Track& t, const StageRow& running, const std::vector<ProbeResult>& stage_rows,
                         const std::vector<Event>& stage_events, int64_t now) {
   t.stage = running;
-  t.plan = plan_for(running.kind, t.cfg->settings, t.cfg->kind);
+  t.plan = plan_for(running.kind, t.cfg->settings, t.cfg->kind, warmup_for(t, running.kind));
   t.tasks.assign(t.plan.tasks.size(), TaskState{});
   for (size_t i = 0; i < t.plan.tasks.size(); ++i) {
     const TaskSpec& spec = t.plan.tasks[i];

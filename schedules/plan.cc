@@ -10,7 +10,7 @@ namespace {
 int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 }  // namespace
 
-StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind workload) {
+StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind workload, Warmup warmup) {
   const Cadences& c = s.cadence;
   auto periodic = [](TaskKind k, int64_t every, Weight w = Weight::Light) {
     return TaskSpec{k, Repeat::Periodic, every, 0, w};
@@ -29,6 +29,9 @@ StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind work
                  // heavy so that no burst or long prefill shares the runtime with
                  // the times to first token it compares (nor it with a burst's FIFO check).
                  periodic(TaskKind::PrefixReuse, c.functional_ms, Weight::Heavy)};
+      // Last, so the heartbeat keeps its index; Opening makes it run first.
+      if (warmup == Warmup::Opening)
+        p.tasks.push_back(TaskSpec{TaskKind::Warmup, Repeat::Opening, 0, 0, Weight::Heavy});
       p.heartbeat = 0;
       break;
     case StageKind::Gate:
@@ -60,6 +63,16 @@ DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int
     if (!out.next_wake_ms || t < *out.next_wake_ms) out.next_wake_ms = t;
   };
   const int64_t elapsed = std::max<int64_t>(0, now_ms - stage_started_ms);
+  // An opening task not yet ended holds everything else (it is heavy: alone on the host).
+  for (size_t i = 0; i < plan.tasks.size() && i < states.size(); ++i) {
+    if (plan.tasks[i].repeat != Repeat::Opening || states[i].runs > 0) continue;
+    if (states[i].running) return out;  // its completion wakes the scheduler
+    if (heavy == HeavyGate::Free)
+      out.due.push_back(Due{i, 0});
+    else
+      out.held.push_back(i);
+    return out;
+  }
   std::vector<Due> heavy_due;
   for (size_t i = 0; i < plan.tasks.size() && i < states.size(); ++i) {
     const TaskSpec& t = plan.tasks[i];
@@ -68,6 +81,7 @@ DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int
     bool is_due = false;
     int64_t slot = 0;
     switch (t.repeat) {
+      case Repeat::Opening:  // it ran (above): never again
       case Repeat::Once:
         is_due = st.runs == 0;
         slot = 0;

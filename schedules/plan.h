@@ -32,7 +32,13 @@ struct TaskReport {
 
 // Heavy tasks (long prefill, bursts) never overlap on one host.
 enum class Weight { Light, Heavy };
-enum class Repeat { Once, Periodic, Continuous };
+// Opening: once, before anything else of the stage; nothing else is due
+// until it has ended (the canary's warm-up).
+enum class Repeat { Once, Periodic, Continuous, Opening };
+// Whether a canary opens with a warm-up (docs/DESIGN.md §2.15): a managed or
+// first candidate's runtime may have just loaded its model, and the first
+// timed requests would measure the page-in, not the build.
+enum class Warmup { None, Opening };
 
 struct TaskSpec {
   TaskKind kind = TaskKind::Scrape;
@@ -49,8 +55,10 @@ struct StagePlan {
   std::optional<size_t> heartbeat;
 };
 
-// Tasks that run nothing for `workload` are left out of the plan.
-StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind workload = WorkloadKind::Chat);
+// Tasks that run nothing for `workload` are left out of the plan. `warmup`
+// applies to a canary only.
+StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind workload = WorkloadKind::Chat,
+                   Warmup warmup = Warmup::None);
 
 // What the scheduler remembers per task of a running stage. Rebuilt from the
 // store on restart (the last slot served is derivable from stored rows).

@@ -179,6 +179,40 @@ std::string evidence_text(std::vector<SequentialMeasure> ms) {
   return "evidence against the failure budget: " + (shown ? s + " of the boundary" : std::string("none"));
 }
 
+// The notify command's latest outcome on a candidate row (daemon/notifier.h):
+// the `notify` event's detail, with its time.
+std::optional<json> last_notify(Store& st, int64_t candidate_id) {
+  EventQuery q;
+  q.candidate_id = candidate_id;
+  q.kind = EventKind::Notify;
+  auto events = st.events(q);
+  if (!events || events->empty()) return std::nullopt;
+  json j = json::parse(events->back().detail_json, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  j["at"] = iso_utc(events->back().wall_ms);
+  return j;
+}
+
+// The host's thermal pressure as its latest sample read it (platform/thermal.h):
+// one row, found by the table's largest id. nullopt: no sample carries a level.
+std::optional<std::string> host_thermal(Store& st) {
+  auto max = st.max_ids();
+  if (!max || max->host_sample == 0) return std::nullopt;
+  SampleQuery q;
+  q.min_id = max->host_sample;
+  auto rows = st.host_samples(q);
+  if (!rows || rows->empty() || !rows->back().thermal_level) return std::nullopt;
+  const auto level = thermal_level_of(*rows->back().thermal_level);
+  if (!level) return std::nullopt;
+  return "host thermal pressure: " + std::string(to_string(*level)) + " (" + iso_utc(rows->back().wall_ms) + ")" +
+         (*level == ThermalLevel::Nominal ? "" : " — timed rows measured now are left out of speed comparisons");
+}
+
+std::string notify_text(const json& j) {
+  auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : ""; };
+  return "notify (" + str("verdict") + ", " + str("at") + "): " + str("outcome") + " — " + str("detail");
+}
+
 int cmd_status(const Ctl& c, const Args& a, Store& st) {
   auto rows = st.status();
   if (!rows) {
@@ -206,6 +240,7 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
       if (auto p = prefix_reuse(st, r.candidate.id))
         j["prefix_reuse"] = {{"reuse", p->reuse}, {"median_ratio", p->median_ratio}, {"runs", p->runs}};
       if (auto ev = evidence_of(st, r); !ev.empty()) j["sequential"] = evidence_json(ev);
+      if (auto n = last_notify(st, r.candidate.id)) j["notify"] = std::move(*n);
       arr.push_back(std::move(j));
     }
     c.out << arr.dump(2) << "\n";
@@ -213,6 +248,7 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     return kCtlExitOk;
   }
   if (note) c.out << "soakd: " << *note << "\n\n";
+  if (auto thermal = host_thermal(st)) c.out << *thermal << "\n\n";
   if (rows->empty()) {
     c.out << "no candidates yet (soakd registers each candidate once it has read its build)\n";
     return kCtlExitOk;
@@ -266,6 +302,8 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     if (auto fp = probes::parse_fingerprint_json(r.candidate.fingerprint); fp && !r.candidate.fingerprint.empty())
       for (const auto& line : wrap("launch: " + fp->summary(), reason_cols, kReasonLines))
         c.out << "    " << line << "\n";
+    if (auto n = last_notify(st, r.candidate.id))
+      for (const auto& line : wrap(notify_text(*n), reason_cols, kReasonLines)) c.out << "    " << line << "\n";
   }
   return kCtlExitOk;
 }

@@ -201,6 +201,7 @@ struct Table<HostSample> {
       col<&R::psi_full_avg10>("psi_full_avg10"),
       col<&R::psi_some_total_us>("psi_some_total_us"),
       col<&R::psi_full_total_us>("psi_full_total_us"),
+      col<&R::thermal_level>("thermal_level"),
       col<&R::error>("error"),
   };
 };

@@ -293,6 +293,11 @@ ALTER TABLE probe_results ADD COLUMN server_running INTEGER;
 ALTER TABLE probe_results ADD COLUMN server_waiting INTEGER;
 )SQL";
 
+// The thermal pressure level beside the memory figures (platform/thermal.h).
+constexpr std::string_view kV6 = R"SQL(
+ALTER TABLE host_samples ADD COLUMN thermal_level INTEGER;
+)SQL";
+
 }  // namespace
 
 std::string read_compat_sql(int user_version) {
@@ -303,11 +308,13 @@ std::string read_compat_sql(int user_version) {
   }
   if (user_version < kQueueSchema) missing += ", NULL AS server_running, NULL AS server_waiting";
   if (!missing.empty()) out += "CREATE TEMP VIEW probe_results AS SELECT *" + missing + " FROM main.probe_results;\n";
+  if (user_version < kThermalSchema)
+    out += "CREATE TEMP VIEW host_samples AS SELECT *, NULL AS thermal_level FROM main.host_samples;\n";
   return out;
 }
 
 const std::vector<std::string_view>& migrations() {
-  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4, kV5};
+  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4, kV5, kV6};
   return kMigrations;
 }
 

@@ -28,6 +28,9 @@ soak_add_test(integration_store_disk_full SOURCES integration/store_disk_full_te
   LIBS soak_daemon soak_test_process soak_fake_runtime LABELS integration)
 add_dependencies(integration_store_disk_full soakd)
 set_tests_properties(integration_store_disk_full PROPERTIES SKIP_RETURN_CODE 77)
+# The notify command run for real (a shell script that records what it got).
+soak_add_test(integration_notify_command SOURCES integration/notify_command_test.cc LIBS soak_daemon
+  LABELS integration)
 soak_add_test(unit_launchd_plist SOURCES unit/launchd_plist_test.cc LIBS soak_daemon soak_test_process LABELS unit)
 
 # Benchmark (prints figures; not a test): a week of a 10-candidate host, soakctl status/explain timings.

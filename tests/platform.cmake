@@ -13,6 +13,9 @@ if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
   set_tests_properties(unit_platform_allocator PROPERTIES SKIP_RETURN_CODE 77)
   soak_add_test(unit_platform_linux_sampler SOURCES unit/platform_sampler_linux_test.cc
                 LIBS soak_platform soak_daemon LABELS unit)
+  # The thermal levels: notify's values, the zone trees in tests/fixtures/thermal/, the Linux sampler.
+  soak_add_test(unit_platform_thermal SOURCES unit/platform_thermal_test.cc LIBS soak_platform soak_daemon
+                LABELS unit)
   # It samples its own process and checks the name the kernel gives it (comm:
   # the executable's name cut to 15 characters, "integration_sam").
   soak_add_test(integration_sampler_linux SOURCES integration/sampler_linux_test.cc

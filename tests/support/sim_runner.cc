@@ -294,6 +294,12 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
         }
         break;
       }
+      case TaskKind::Warmup:  // two short completions, as the engine runs it (core/tasks.h)
+        for (auto [k, w] : {std::pair{ProbeKind::Marker, "marker"}, {ProbeKind::Stream, "stream"}}) {
+          ProbeResult& r = add(k, w);
+          if (!down) perf_row(r, s, 200, kOutputTokens, CacheState::None);
+        }
+        break;
       case TaskKind::Agent:
       case TaskKind::SoakTraffic: {
         ProbeResult& r = add(ProbeKind::Agent, "agent");
@@ -411,6 +417,7 @@ void SimRunner::pooling_rows(const TaskRequest& req, const SimCandidate& s, int6
   switch (req.task) {
     case TaskKind::Smoke: rows.push_back(base_row(req, start, ProbeKind::Health, "health")); [[fallthrough]];
     case TaskKind::Functional:
+    case TaskKind::Warmup:
     case TaskKind::Agent:
     case TaskKind::SoakTraffic:
       pooled(CacheState::None);

@@ -109,7 +109,8 @@ TEST_CASE("each stage starts with its length, deadline, plan and a running verdi
     int64_t length_ms;
     size_t tasks;
   };
-  for (const Case& k : {Case{StageKind::Smoke, 15 * kMinute, 1}, Case{StageKind::Canary, 2 * kHour, 7},
+  // The track's build is the first (no baseline): its canary opens with a warm-up, an eighth task.
+  for (const Case& k : {Case{StageKind::Smoke, 15 * kMinute, 1}, Case{StageKind::Canary, 2 * kHour, 8},
                         Case{StageKind::Gate, 24 * kHour, 3}, Case{StageKind::Soak, 7 * kDay, 5}}) {
     INFO(to_string(k.kind));
     World w;
@@ -158,6 +159,7 @@ TEST_CASE("each stage starts with its length, deadline, plan and a running verdi
 
 TEST_CASE("a heavy task waits while another heavy task holds the host") {
   World w;
+  w.t.baseline_id = kCandidateId - 1;  // a later build: no warm-up first
   w.start(StageKind::Canary, kT0);
   Transition tr = step_stage(w.t, StepInputs{false, HeavyGate::Busy, false}, kT0);
   CHECK(count_task(w.t, tr, TaskKind::Scrape) == 1);
@@ -165,8 +167,42 @@ TEST_CASE("a heavy task waits while another heavy task holds the host") {
   CHECK(count_task(w.t, tr, TaskKind::Burst) == 0);
 }
 
+TEST_CASE("a first build's canary and a managed one's open with a warm-up; a later unmanaged build's does not") {
+  auto has_warmup = [](const Track& t) {
+    return std::any_of(t.plan.tasks.begin(), t.plan.tasks.end(),
+                       [](const TaskSpec& s) { return s.kind == TaskKind::Warmup; });
+  };
+  World first;
+  first.start(StageKind::Canary, kT0);
+  CHECK(has_warmup(first.t));
+  // Only the warm-up is dispatched at the start: nothing is timed before it.
+  Transition tr = step_stage(first.t, StepInputs{}, kT0);
+  REQUIRE(tr.dispatch.size() == 1);
+  CHECK(first.t.plan.tasks[tr.dispatch[0].task].kind == TaskKind::Warmup);
+
+  World later;
+  later.t.baseline_id = kCandidateId - 1;
+  later.start(StageKind::Canary, kT0);
+  CHECK_FALSE(has_warmup(later.t));
+  later.start(StageKind::Gate, kT0);
+  CHECK_FALSE(has_warmup(later.t));
+
+  const std::string managed = R"({"defaults": {"cadence": {"scrape": "5m"}}, "schedule": {"nightly_window": "now"},
+    "candidates": [{"name": "llama", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
+                    "base_url": "http://127.0.0.1:18431",
+                    "launch": {"argv": ["llama-server", "--port", "18431"]}}]})";
+  auto c = parse_config(managed, "track.json", "/tmp");
+  INFO((c.ok() ? "" : c.message()));
+  REQUIRE(c.ok());
+  World launched(std::make_shared<const Config>(std::move(*c)));
+  launched.t.baseline_id = kCandidateId - 1;
+  launched.start(StageKind::Canary, kT0);
+  CHECK(has_warmup(launched.t));
+}
+
 TEST_CASE("a stage that completes is judged, and a pass starts the next stage") {
   World w;
+  w.t.baseline_id = kCandidateId - 1;  // a later build: no warm-up opens its canary
   w.start(StageKind::Canary, kT0);
   const int64_t end = kT0 + 2 * kHour;
   w.run(kT0, end, 5 * kMinute);
@@ -240,6 +276,7 @@ TEST_CASE("a passed smoke waits for the canary: at once, or for the nightly wind
 
 TEST_CASE("a stage short of coverage is extended, noted once, then inconclusive at its deadline") {
   World w;
+  w.t.baseline_id = kCandidateId - 1;  // a later build: no warm-up opens its canary
   w.start(StageKind::Canary, kT0);
   w.run(kT0, kT0 + 30 * kMinute, 5 * kMinute);  // six slots, then the host slept
   const int64_t nominal_end = kT0 + 2 * kHour, deadline = kT0 + 2 * kHour + 30 * kMinute;
@@ -298,6 +335,7 @@ TEST_CASE("a stage short of coverage is extended, noted once, then inconclusive 
 
 TEST_CASE("a hard failure in a run ends the campaign rejected") {
   World w;
+  w.t.baseline_id = kCandidateId - 1;  // a later build: no warm-up opens its canary
   w.start(StageKind::Canary, kT0);
   Transition first = step_stage(w.t, StepInputs{}, kT0);
   REQUIRE_FALSE(first.dispatch.empty());
@@ -407,6 +445,7 @@ TEST_CASE("an abort closes the running stage and writes the operator's verdict")
 
 TEST_CASE("after a restart a stage resumes with its slots and a gap event") {
   World w;
+  w.t.baseline_id = kCandidateId - 1;  // a later build: no warm-up opens its canary
   StageRow running = open_stage(w.t, StageKind::Canary, kT0);
   running.id = 42;
   std::vector<ProbeResult> rows;

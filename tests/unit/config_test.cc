@@ -401,7 +401,7 @@ TEST_CASE("schema: messages keep their exact wording") {
         "soak, guard, agent, sampling, slo, long_context_sizes, burst_sizes, capacity");
   CHECK(line("", "zzzzzzzz", 1) ==
         "test.json: zzzzzzzz: unknown key \"zzzzzzzz\" Allowed here: store, log, defaults, "
-        "sampler, schedule, store_outage, metrics, candidates");
+        "sampler, schedule, store_outage, metrics, notify, candidates");
   CHECK(
       line_for(parse(doc_with("defaults", "burst_sizes", nlohmann::json::array({1, 0}))), "defaults.burst_sizes[1]") ==
       "test.json: defaults.burst_sizes[1]: must be a positive integer (e.g. [1, 8, 30, 80])");

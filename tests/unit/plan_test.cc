@@ -180,3 +180,37 @@ TEST_CASE("a pooling candidate's plans hold no task that would send it a chat re
     CHECK(canary == std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Functional, TaskKind::Burst});
   }
 }
+
+TEST_CASE("canary warm-up: it opens the stage alone; the rest is due once it has ended") {
+  StagePlan p = plan_for(StageKind::Canary, settings(), WorkloadKind::Chat, Warmup::Opening);
+  REQUIRE(p.tasks.back().kind == TaskKind::Warmup);
+  CHECK(p.tasks.back().repeat == Repeat::Opening);
+  CHECK(p.tasks.back().weight == Weight::Heavy);
+  CHECK(p.heartbeat == 0);  // the heartbeat keeps its place
+  CHECK(p.tasks[0].kind == TaskKind::Scrape);
+  const size_t w = p.tasks.size() - 1;
+  std::vector<TaskState> st(p.tasks.size());
+  CHECK(kinds(p, next_due(p, st, 0, 0, HeavyGate::Free)) == std::vector<TaskKind>{TaskKind::Warmup});
+  // Another candidate's heavy work on the host: the warm-up waits, and so does everything else.
+  DueSet held = next_due(p, st, 0, 0, HeavyGate::Busy);
+  CHECK(held.due.empty());
+  CHECK(held.held == std::vector<size_t>{w});
+  mark_started(st, Due{w, 0}, 0);
+  CHECK(next_due(p, st, 0, 20'000, HeavyGate::Free).due.empty());  // running: nothing else starts
+  mark_finished(st, w, 30'000);
+  CHECK(kinds(p, next_due(p, st, 0, 30'000, HeavyGate::Free)) ==
+        std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Functional, TaskKind::LongContext, TaskKind::Cancel});
+  // It never runs again in the stage.
+  for (size_t i = 0; i + 1 < st.size(); ++i) st[i].last_slot = 100;
+  CHECK(next_due(p, st, 0, 2 * kHour, HeavyGate::Free).due.size() < p.tasks.size() - 1);
+  for (const Due& d : next_due(p, st, 0, 200 * kHour, HeavyGate::Free).due) CHECK(d.task != w);
+  // Two short completions; a pooling candidate warms up with its pooling probe.
+  CHECK(probe_kinds_for(TaskKind::Warmup) == std::vector<ProbeKind>{ProbeKind::Marker, ProbeKind::Stream});
+  CHECK(probe_kinds_for(TaskKind::Warmup, WorkloadKind::Embedding) == std::vector<ProbeKind>{ProbeKind::Embeddings});
+  CHECK(parse_task_kind("warmup") == TaskKind::Warmup);
+  // Only a canary opens with it.
+  for (StageKind k : {StageKind::Smoke, StageKind::Gate, StageKind::Soak})
+    for (const auto& t : plan_for(k, settings(), WorkloadKind::Chat, Warmup::Opening).tasks)
+      CHECK(t.kind != TaskKind::Warmup);
+  for (const auto& t : plan_for(StageKind::Canary, settings()).tasks) CHECK(t.kind != TaskKind::Warmup);
+}

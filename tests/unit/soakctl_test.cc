@@ -149,6 +149,43 @@ TEST_CASE("soakctl status shows the running stage's sequential evidence as a fra
   CHECK(j[0]["sequential"][0]["fraction"].get<double>() == Approx(want[0].fraction()));
 }
 
+TEST_CASE("soakctl status shows the notify command's last outcome and the host's thermal pressure") {
+  Fixture f;
+  const int64_t id = f.add("llama-b9502", "b9502", VerdictState::Rejected);
+  {
+    auto st = SqliteStore::open(f.db, OpenMode::ReadWrite);
+    REQUIRE(st.ok());
+    Event ok;
+    ok.wall_ms = f.clock.wall_ms();
+    ok.host_id = f.host;
+    ok.candidate_id = id;
+    ok.kind = EventKind::Notify;
+    ok.detail_json = R"({"verdict":"running","stage":"smoke","outcome":"ok","detail":"curl exited with status 0"})";
+    REQUIRE((*st)->insert_event(ok).ok());
+    Event failed = ok;
+    failed.wall_ms += 1000;
+    failed.detail_json = R"({"verdict":"rejected","stage":"canary","outcome":"failed",)"
+                         R"("detail":"curl exited with status 22"})";
+    REQUIRE((*st)->insert_event(failed).ok());
+    HostSample h;
+    h.host_id = f.host;
+    h.wall_ms = f.clock.wall_ms();
+    h.thermal_level = static_cast<int>(ThermalLevel::Moderate);
+    REQUIRE((*st)->insert_host_sample(h).ok());
+  }
+  std::string out;
+  REQUIRE(f.run({"--db", f.db, "status"}, &out) == kCtlExitOk);
+  INFO(out);
+  // The latest outcome only.
+  CHECK(out.find("notify (rejected, 2027-01-15T08:00:02Z): failed — curl exited with status 22") != std::string::npos);
+  CHECK(out.find("status 0") == std::string::npos);
+  CHECK(out.find("host thermal pressure: moderate (2027-01-15T08:00:01Z)") != std::string::npos);
+  REQUIRE(f.run({"status", "--json", "--db", f.db}, &out) == kCtlExitOk);
+  auto j = nlohmann::json::parse(out);
+  CHECK(j[0]["notify"]["outcome"] == "failed");
+  CHECK(j[0]["notify"]["verdict"] == "rejected");
+}
+
 TEST_CASE("soakctl verdict exit codes: 0 promoted, 1 rejected, 3 undecided, 4 unknown") {
   Fixture f;
   f.add("old", "b9430", VerdictState::Promoted);

@@ -536,7 +536,8 @@ auto host_sample_fields(const HostSample& h) {
   return std::tie(h.id, h.host_id, h.wall_ms, h.free_bytes, h.active_bytes, h.inactive_bytes, h.wired_bytes,
                   h.compressed_bytes, h.available_bytes, h.total_bytes, h.swap_used_bytes, h.swap_total_bytes,
                   h.pageins, h.pageouts, h.swapins, h.swapouts, h.pressure_level, h.memorystatus_level,
-                  h.psi_some_avg10, h.psi_full_avg10, h.psi_some_total_us, h.psi_full_total_us, h.error);
+                  h.psi_some_avg10, h.psi_full_avg10, h.psi_some_total_us, h.psi_full_total_us, h.thermal_level,
+                  h.error);
 }
 
 auto process_sample_fields(const ProcessSample& p) {
@@ -598,6 +599,7 @@ TEST_CASE("every field of probe results and samples round-trips") {
   h.memorystatus_level = 40;
   h.psi_some_avg10 = 1.5;
   h.psi_full_avg10 = 0.5;
+  h.thermal_level = static_cast<int>(ThermalLevel::Heavy);
   h.error = "vm_stat: partial";
   auto hid = st->insert_host_sample(h);
   REQUIRE(hid.ok());
