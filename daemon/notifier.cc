@@ -15,8 +15,6 @@ namespace soak {
 
 namespace {
 
-using json = nlohmann::ordered_json;
-
 // The verdict file is the operator's, like the log beside it.
 constexpr unsigned kReportMode = 0600;
 // The longest line of the command's output the log takes (a runaway command
@@ -43,7 +41,7 @@ std::vector<std::string> process_environment() {
 
 std::string notice_json(const VerdictNotice& n, const std::string& report_path) {
   const VerdictRow& v = n.verdict;
-  json j;
+  nlohmann::ordered_json j;
   j["candidate"] = n.candidate.name;
   j["model"] = n.candidate.model;
   j["runtime"] = to_string(n.candidate.runtime);
@@ -56,7 +54,7 @@ std::string notice_json(const VerdictNotice& n, const std::string& report_path) 
   j["judge_version"] = v.judge_version;
   j["baseline_mode"] = v.baseline_mode;
   if (v.is_override) j["override"] = {{"who", v.who}, {"why", v.why}};
-  json failing = json::array();
+  nlohmann::ordered_json failing = nlohmann::ordered_json::array();
   for (const auto& m : v.metrics)
     if (m.result == MetricResult::Fail) failing.push_back({{"metric", m.metric}, {"reason", m.reason}});
   j["failing_metrics"] = std::move(failing);
@@ -87,7 +85,7 @@ std::string notice_report_path(const std::string& log_path, const std::string& c
 }
 
 std::string notify_outcome_json(const VerdictNotice& n, const probes::CommandEnd& end, const std::string& detail) {
-  json j;
+  nlohmann::ordered_json j;
   j["verdict"] = to_string(n.verdict.state);
   j["stage"] = n.verdict.stage;
   j["outcome"] = outcome_name(end);

@@ -9,14 +9,12 @@
 namespace soak {
 namespace {
 
-using json = nlohmann::json;
-
 constexpr std::string_view kWaitBegan = "began", kWaitEnded = "ended";
 
 }  // namespace
 
 std::string heavy_wait_detail(TaskKind task, WaitPhase phase, StageKind stage, int64_t stage_id) {
-  json d;
+  nlohmann::json d;
   d["task"] = to_string(task);
   d["wait"] = phase == WaitPhase::Began ? kWaitBegan : kWaitEnded;
   d["stage"] = to_string(stage);
@@ -34,7 +32,7 @@ void resume_heavy_waits(const StagePlan& plan, int64_t stage_id, const std::vect
   };
   for (const Event& e : events) {
     if (e.kind != EventKind::HeavyWait) continue;
-    const json d = json::parse(e.detail_json, nullptr, false);
+    const nlohmann::json d = nlohmann::json::parse(e.detail_json, nullptr, false);
     if (!d.is_object() || d.value("stage_id", int64_t{-1}) != stage_id) continue;
     const std::string task = d.value("task", std::string()), phase = d.value("wait", std::string());
     for (size_t i = 0; i < plan.tasks.size() && i < tasks.size(); ++i) {
