@@ -82,7 +82,8 @@ enum class ProbeKind {
   Scrape,
   Agent,
   Build,
-  Capacity,  // N long prompts of one size at once (docs/DESIGN.md §3.9)
+  Capacity,     // N long prompts of one size at once (docs/DESIGN.md §3.9)
+  Equivalence,  // the golden set's greedy answers, compared across builds (docs/DESIGN.md §3.12)
 };
 std::string_view to_string(ProbeKind k);
 std::optional<ProbeKind> parse_probe_kind(std::string_view s);
