@@ -27,6 +27,43 @@ void sort_top(TokenStep& s) {
 
 std::string_view to_string(LogprobShape s) { return s == LogprobShape::TopK ? "top_k" : "none"; }
 
+std::optional<LogprobShape> parse_logprob_shape(std::string_view s) {
+  if (s == "top_k") return LogprobShape::TopK;
+  if (s == "none") return LogprobShape::None;
+  return std::nullopt;
+}
+
+std::string logprob_shape_names() { return "none, top_k"; }
+
+std::vector<StoredGoldenRun> group_golden_runs(const std::vector<GoldenAnswerRow>& rows) {
+  std::vector<StoredGoldenRun> runs;
+  std::map<std::string, size_t> at;
+  for (const GoldenAnswerRow& r : rows) {
+    auto [it, added] = at.emplace(r.run, runs.size());
+    if (added) runs.push_back(StoredGoldenRun{r.run, r.stage_id, r.wall_ms, r.set_hash, {}});
+    GoldenAnswer a;
+    a.prompt_id = r.prompt_id;
+    a.text_hash = r.text_hash;
+    a.logprobs = r.logprobs;
+    if (auto steps = decode_steps(r.steps)) {
+      a.steps = std::move(*steps);
+    } else {
+      a.logprobs = LogprobShape::None;
+    }
+    runs[it->second].answers.answers.push_back(std::move(a));
+  }
+  return runs;
+}
+
+GoldenAnswerRow golden_row(const GoldenAnswer& a) {
+  GoldenAnswerRow r;
+  r.prompt_id = a.prompt_id;
+  r.text_hash = a.text_hash;
+  r.logprobs = a.logprobs;
+  r.steps = encode_steps(a.steps);
+  return r;
+}
+
 std::string encode_steps(const std::vector<TokenStep>& steps) {
   using json = nlohmann::json;
   std::map<std::pair<std::string, std::optional<int64_t>>, int64_t> index;

@@ -183,6 +183,7 @@ Result<int64_t> SqliteStore::insert_stage(const StageRow& r) { return insert_row
 Status SqliteStore::update_stage(const StageRow& r) { return update_row(cache_.get(), db_, r); }
 Result<int64_t> SqliteStore::insert_verdict(const VerdictRow& v) { return insert_row(cache_.get(), db_, v); }
 Result<int64_t> SqliteStore::insert_context_reach(const ContextReach& r) { return insert_row(cache_.get(), db_, r); }
+Result<int64_t> SqliteStore::insert_golden_answer(const GoldenAnswerRow& r) { return insert_row(cache_.get(), db_, r); }
 
 // ============================================================== managed runtimes
 Result<int64_t> SqliteStore::insert_launch(const RuntimeLaunch& l) { return insert_row(cache_.get(), db_, l); }
