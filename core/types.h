@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/golden.h"
+
 namespace soak {
 
 // ---------------------------------------------------------------- runtimes
@@ -190,6 +192,10 @@ struct ProbeResult {
   std::string body_hash;   // hash of the response body (bodies are not stored)
   std::string excerpt;     // short excerpt, on failure only
   std::string extra_json;  // probe-specific figures (burst spread, reuse ratio, ...)
+  // The golden answer this row brought (kind equivalence, docs/DESIGN.md §3.12):
+  // the store writes it to golden_answers with the row's candidate, stage and
+  // time, not into this row.
+  std::optional<GoldenAnswerRow> golden;
 };
 
 struct HostSample {
