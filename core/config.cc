@@ -119,6 +119,10 @@ static nlohmann::ordered_json settings_json(const CampaignSettings& s) {
     j["slo"] = {f.min_decode_tps,   points(f.max_ttft), f.max_short_wall_ms, points(f.max_turn_wall),
                 f.max_warm_ttft_ms, f.min_breaches,     f.max_breach_share};
   }
+  if (s.equivalence != EquivalenceSettings{}) {  // absent when defaulted: earlier hashes stay
+    const auto& e = s.equivalence;
+    j["equivalence"] = {e.enabled == EquivalenceSwitch::On, e.max_fork_margin, e.kl_factor, e.min_kl};
+  }
   return j;
 }
 

@@ -95,6 +95,23 @@ struct SloPoint {
   bool operator==(const SloPoint&) const = default;
 };
 
+// The golden-set comparison across builds (docs/DESIGN.md §3.13): a fork
+// where either side's top-1 − top-2 margin is above max_fork_margin nats is a
+// changed answer, one below it a near tie (recorded, not failed); the mean
+// top-k KL before the forks fails above kl_factor × the build's own noise
+// floor, and never below min_kl (a bit-stable build's floor is 0).
+inline constexpr double kDefaultEquivalenceMaxForkMargin = 0.1;
+inline constexpr double kDefaultEquivalenceKlFactor = 2.0;
+inline constexpr double kDefaultEquivalenceMinKl = 0.001;
+enum class EquivalenceSwitch { On, Off };
+struct EquivalenceSettings {
+  EquivalenceSwitch enabled = EquivalenceSwitch::On;  // chat candidates only
+  double max_fork_margin = kDefaultEquivalenceMaxForkMargin;
+  double kl_factor = kDefaultEquivalenceKlFactor;
+  double min_kl = kDefaultEquivalenceMinKl;
+  bool operator==(const EquivalenceSettings&) const = default;
+};
+
 // Absolute floors that apply in every stage, with or without a baseline.
 struct SloSettings {
   double min_decode_tps = kDefaultSloMinDecodeTps;  // 0: off
@@ -228,6 +245,7 @@ struct CampaignSettings {
   std::optional<std::vector<CapacityEntry>> capacity;
   Sampling sampling;
   SloSettings slo;
+  EquivalenceSettings equivalence;
 };
 
 // The capacity checks to run: the configured ones, else kDefaultCapacitySize x

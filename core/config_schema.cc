@@ -351,6 +351,7 @@ const Section<CampaignSettings>& campaign_section() {
           object("agent", &S::agent, agent_section()),
           object("sampling", &S::sampling, sampling_section()),
           object("slo", &S::slo, slo_section()),
+          object("equivalence", &S::equivalence, equivalence_section()),
           positive_list("long_context_sizes", &S::long_context_sizes, "[1024, 8192, 32768]",
                         Bound{kMaxLongContextTokens,
                               "a long-context prompt is built and held in memory for its whole "

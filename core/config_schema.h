@@ -15,17 +15,18 @@
 namespace soak::schema {
 
 // Campaign settings: under "defaults", and embedded in each candidate.
-const Section<StageDurations>& stages_section();      // "stages"
-const Section<Cadences>& cadence_section();           // "cadence"
-const Section<Limits>& limits_section();              // "limits"
-const Section<GateRules>& gate_section();             // "gate"
-const Section<JudgeRules>& judge_section();           // "judge"
-const Section<SoakRules>& soak_section();             // "soak"
-const Section<GuardRules>& guard_section();           // "guard"
-const Section<AgentSettings>& agent_section();        // "agent"
-const Section<Sampling>& sampling_section();          // "sampling"
-const Section<SloSettings>& slo_section();            // "slo" (core/config_slo.cc)
-const Section<CampaignSettings>& campaign_section();  // all of the above plus the size lists
+const Section<StageDurations>& stages_section();            // "stages"
+const Section<Cadences>& cadence_section();                 // "cadence"
+const Section<Limits>& limits_section();                    // "limits"
+const Section<GateRules>& gate_section();                   // "gate"
+const Section<JudgeRules>& judge_section();                 // "judge"
+const Section<SoakRules>& soak_section();                   // "soak"
+const Section<GuardRules>& guard_section();                 // "guard"
+const Section<AgentSettings>& agent_section();              // "agent"
+const Section<Sampling>& sampling_section();                // "sampling"
+const Section<SloSettings>& slo_section();                  // "slo" (core/config_slo.cc)
+const Section<EquivalenceSettings>& equivalence_section();  // "equivalence" (core/config_equivalence.cc)
+const Section<CampaignSettings>& campaign_section();        // all of the above plus the size lists
 
 const Section<BuildSpec>& build_section();            // candidates[i].build
 const Section<CandidateConfig>& candidate_section();  // candidates[i]: its own keys + the campaign keys

@@ -80,7 +80,7 @@ constexpr Table<Outcome, 31> kOutcomes{{
     {Outcome::HarnessError, "harness_error"},
 }};
 
-constexpr Table<ProbeKind, 18> kProbeKinds{{
+constexpr Table<ProbeKind, 19> kProbeKinds{{
     {ProbeKind::Health, "health"},
     {ProbeKind::Identity, "identity"},
     {ProbeKind::Marker, "marker"},
@@ -99,6 +99,7 @@ constexpr Table<ProbeKind, 18> kProbeKinds{{
     {ProbeKind::Agent, "agent"},
     {ProbeKind::Build, "build"},
     {ProbeKind::Capacity, "capacity"},
+    {ProbeKind::Equivalence, "equivalence"},
 }};
 
 constexpr Table<WorkloadKind, 3> kWorkloadKinds{{

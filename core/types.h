@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/golden.h"
+
 namespace soak {
 
 // ---------------------------------------------------------------- runtimes
@@ -82,7 +84,8 @@ enum class ProbeKind {
   Scrape,
   Agent,
   Build,
-  Capacity,  // N long prompts of one size at once (docs/DESIGN.md §3.9)
+  Capacity,     // N long prompts of one size at once (docs/DESIGN.md §3.9)
+  Equivalence,  // the golden set's greedy answers, compared across builds (docs/DESIGN.md §3.13)
 };
 std::string_view to_string(ProbeKind k);
 std::optional<ProbeKind> parse_probe_kind(std::string_view s);
@@ -192,6 +195,10 @@ struct ProbeResult {
   std::string body_hash;   // hash of the response body (bodies are not stored)
   std::string excerpt;     // short excerpt, on failure only
   std::string extra_json;  // probe-specific figures (burst spread, reuse ratio, ...)
+  // The golden answer this row brought (kind equivalence, docs/DESIGN.md §3.13):
+  // the store writes it to golden_answers with the row's candidate, stage and
+  // time, not into this row.
+  std::optional<GoldenAnswerRow> golden;
 };
 
 // Thermal pressure on one scale for both platforms: the values of macOS's

@@ -206,6 +206,7 @@ std::unique_ptr<Step> make_step(ProbeKind kind, StepEnv env) {
       return make_burst_step(std::move(env));
     case ProbeKind::Capacity: return make_capacity_step(std::move(env));
     case ProbeKind::Cancel: return make_cancel_step(std::move(env));
+    case ProbeKind::Equivalence: return make_equivalence_step(std::move(env));
     case ProbeKind::Build: return nullptr;
   }
   return nullptr;

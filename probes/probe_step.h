@@ -180,5 +180,6 @@ std::unique_ptr<Step> make_capacity_step(StepEnv env);
 std::unique_ptr<Step> make_cancel_step(StepEnv env);
 std::unique_ptr<Step> make_session_step(StepEnv env);        // probe_session.cc
 std::unique_ptr<Step> make_pooling_burst_step(StepEnv env);  // probe_pooling.cc
+std::unique_ptr<Step> make_equivalence_step(StepEnv env);    // probe_equivalence.cc
 
 }  // namespace soak::probes

@@ -12,54 +12,10 @@ ojson message(std::string_view role, std::string_view content) {
   return m;
 }
 
-// The common head of every chat body: model, messages, sampling, streaming and
-// thinking, in that order. Deliberately no max_tokens / max_completion_tokens.
-ojson chat_body(const ChatRequestOptions& o, ojson messages) {
-  ojson b;
-  b["model"] = o.model;
-  b["messages"] = std::move(messages);
-  b["temperature"] = o.sampling.temperature;
-  b["top_p"] = o.sampling.top_p;
-  if (o.dialect.top_k == TopK::Sent) b["top_k"] = o.sampling.top_k;
-  if (o.streaming == Streaming::On) {
-    b["stream"] = true;
-    b["stream_options"]["include_usage"] = true;
-    if (o.dialect.prefill_reports == PrefillReports::PromptProgressChunks) b["return_progress"] = true;
-  } else {
-    b["stream"] = false;
-  }
-  if (o.thinking) {
-    if (o.dialect.thinking_switch == ThinkingSwitch::ChatTemplateKwargs) {
-      b["chat_template_kwargs"]["enable_thinking"] = *o.thinking == Thinking::On;
-    } else {
-      b["reasoning_effort"] = *o.thinking == Thinking::On ? "medium" : "none";
-    }
-  }
-  return b;
-}
-
-BuiltRequest built(ProbeKind kind, const ChatRequestOptions& o, const ojson& body) {
-  BuiltRequest r;
-  r.kind = kind;
-  r.path = std::string(o.dialect.chat_path);
-  r.body = body.dump(-1, ' ', false, ojson::error_handler_t::replace);
-  r.streaming = o.streaming;
-  if (o.thinking) r.thinking = *o.thinking == Thinking::On;
-  r.sampling_json = o.sampling.to_json();
-  if (o.dialect.top_k == TopK::Dropped) {
-    ojson s = ojson::parse(r.sampling_json, nullptr, false);
-    if (s.is_object()) {
-      s["not_applied"] = ojson::array({"top_k"});
-      r.sampling_json = s.dump();
-    }
-  }
-  return r;
-}
-
 BuiltRequest user_only(ProbeKind kind, const ChatRequestOptions& o, std::string_view content) {
   ojson msgs = ojson::array();
   msgs.push_back(message("user", content));
-  return built(kind, o, chat_body(o, std::move(msgs)));
+  return built_request(kind, o, chat_body(o, std::move(msgs)));
 }
 
 nlohmann::json make_strict_schema() {
@@ -99,6 +55,50 @@ ToolExpectation make_tool() {
 
 }  // namespace
 
+// The common head of every chat body: model, messages, sampling, streaming and
+// thinking, in that order. Deliberately no max_tokens / max_completion_tokens.
+ojson chat_body(const ChatRequestOptions& o, ojson messages) {
+  ojson b;
+  b["model"] = o.model;
+  b["messages"] = std::move(messages);
+  b["temperature"] = o.sampling.temperature;
+  b["top_p"] = o.sampling.top_p;
+  if (o.dialect.top_k == TopK::Sent) b["top_k"] = o.sampling.top_k;
+  if (o.streaming == Streaming::On) {
+    b["stream"] = true;
+    b["stream_options"]["include_usage"] = true;
+    if (o.dialect.prefill_reports == PrefillReports::PromptProgressChunks) b["return_progress"] = true;
+  } else {
+    b["stream"] = false;
+  }
+  if (o.thinking) {
+    if (o.dialect.thinking_switch == ThinkingSwitch::ChatTemplateKwargs) {
+      b["chat_template_kwargs"]["enable_thinking"] = *o.thinking == Thinking::On;
+    } else {
+      b["reasoning_effort"] = *o.thinking == Thinking::On ? "medium" : "none";
+    }
+  }
+  return b;
+}
+
+BuiltRequest built_request(ProbeKind kind, const ChatRequestOptions& o, const ojson& body) {
+  BuiltRequest r;
+  r.kind = kind;
+  r.path = std::string(o.dialect.chat_path);
+  r.body = body.dump(-1, ' ', false, ojson::error_handler_t::replace);
+  r.streaming = o.streaming;
+  if (o.thinking) r.thinking = *o.thinking == Thinking::On;
+  r.sampling_json = o.sampling.to_json();
+  if (o.dialect.top_k == TopK::Dropped) {
+    ojson s = ojson::parse(r.sampling_json, nullptr, false);
+    if (s.is_object()) {
+      s["not_applied"] = ojson::array({"top_k"});
+      r.sampling_json = s.dump();
+    }
+  }
+  return r;
+}
+
 const nlohmann::json& strict_json_schema() {
   static const nlohmann::json kSchema = make_strict_schema();
   return kSchema;
@@ -127,7 +127,7 @@ BuiltRequest strict_json_request(const ChatRequestOptions& o) {
   b["response_format"]["json_schema"]["name"] = "build_status";
   b["response_format"]["json_schema"]["strict"] = true;
   b["response_format"]["json_schema"]["schema"] = ojson::parse(strict_json_schema().dump());
-  return built(ProbeKind::StrictJson, o, b);
+  return built_request(ProbeKind::StrictJson, o, b);
 }
 
 BuiltRequest tool_call_request(const ChatRequestOptions& o) {
@@ -144,7 +144,7 @@ BuiltRequest tool_call_request(const ChatRequestOptions& o) {
   // Ollama's OpenAI layer does not implement tool_choice (docs/DESIGN.md §7.1).
   if (o.dialect.tool_choice == ToolChoice::Supported) b["tool_choice"] = "required";
   b["parallel_tool_calls"] = false;
-  return built(ProbeKind::ToolCall, o, b);
+  return built_request(ProbeKind::ToolCall, o, b);
 }
 
 BuiltRequest thinking_request(ChatRequestOptions o, Thinking thinking) {
@@ -167,7 +167,7 @@ BuiltRequest shared_prefix_request(const ChatRequestOptions& o, uint64_t seed, s
   ojson msgs = ojson::array();
   msgs.push_back(message("system", shared_system_prompt(seed, session_nonce)));
   msgs.push_back(message("user", user_turn(seed, turn)));
-  return built(ProbeKind::SharedPrefix, o, chat_body(o, std::move(msgs)));
+  return built_request(ProbeKind::SharedPrefix, o, chat_body(o, std::move(msgs)));
 }
 
 BuiltRequest session_request(const ChatRequestOptions& o, ojson messages, const ojson& tools, bool tool_required) {
@@ -175,7 +175,7 @@ BuiltRequest session_request(const ChatRequestOptions& o, ojson messages, const 
   b["tools"] = tools;
   if (tool_required && o.dialect.tool_choice == ToolChoice::Supported) b["tool_choice"] = "required";
   b["parallel_tool_calls"] = false;
-  return built(ProbeKind::Agent, o, b);
+  return built_request(ProbeKind::Agent, o, b);
 }
 
 BuiltRequest burst_request(const ChatRequestOptions& o, int index, std::string_view nonce) {

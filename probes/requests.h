@@ -59,6 +59,16 @@ enum class TopK {
   Dropped,  // not a field of the runtime's OpenAI request: not sent, recorded as not applied
 };
 
+// Whether a chat answer carries per-token logprobs when asked ("logprobs": true,
+// "top_logprobs": k; OpenAI's shape, choices[0].logprobs.content[]), and the
+// runtime's prompt-cache switch: the golden set's greedy answers
+// (probes/golden_set.h) ask for both the same way on every run.
+enum class Logprobs { TopLogprobs, None };
+enum class PromptCacheSwitch {
+  None,
+  CachePromptField,  // "cache_prompt": false (llama.cpp: results may differ with the cache on)
+};
+
 struct RequestDialect {
   ToolChoice tool_choice = ToolChoice::Supported;
   // llama.cpp streams report prefill progress only when asked.
@@ -68,6 +78,8 @@ struct RequestDialect {
   // Where chat probes POST: the OpenAI route, or the runtime's own where only
   // that one reports its figures (LM Studio /api/v0: `stats`).
   std::string_view chat_path = kChatCompletionsPath;
+  Logprobs logprobs = Logprobs::TopLogprobs;
+  PromptCacheSwitch prompt_cache = PromptCacheSwitch::None;
 };
 
 struct ChatRequestOptions {
@@ -88,6 +100,12 @@ struct BuiltRequest {
   // settings the runtime's dialect has no field for, so they were not sent.
   std::string sampling_json;
 };
+
+// The common head of every chat body (model, messages, sampling, streaming,
+// thinking; never max_tokens) and the request made of a finished body: what
+// every builder here and in golden_set.h uses.
+nlohmann::ordered_json chat_body(const ChatRequestOptions& o, nlohmann::ordered_json messages);
+BuiltRequest built_request(ProbeKind kind, const ChatRequestOptions& o, const nlohmann::ordered_json& body);
 
 // ---------------------------------------------------------------- functional
 

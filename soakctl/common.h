@@ -76,7 +76,7 @@ void print_launches(std::ostream& out, const std::vector<RuntimeLaunch>& ls, con
 
 // Whether a command takes one candidate name as its argument (`explain NAME`);
 // the dispatcher checks the count, so a Candidate command finds it at positionals()[1].
-enum class Operand { None, Candidate, OptionalCandidate };
+enum class Operand { None, Candidate, OptionalCandidate, TwoCandidates };
 
 // One command as the dispatcher (soakctl.cc) sees it. Each command file defines
 // its own next to the code that reads the options; the dispatcher refuses an
@@ -90,16 +90,17 @@ struct Command {
   int (*run)(const Ctl& c, const Args& a, Store& st) = nullptr;  // returns the exit code (soakctl.h)
 };
 
-extern const Command kStatusCommand;   // status.cc
-extern const Command kVerdictCommand;  // verdict.cc
-extern const Command kExplainCommand;  // explain.cc
-extern const Command kHistoryCommand;  // history.cc
-extern const Command kEventsCommand;   // events.cc
-extern const Command kReportCommand;   // report.cc
-extern const Command kMetricsCommand;  // metrics.cc
-extern const Command kStartCommand;    // control.cc
-extern const Command kAbortCommand;    // control.cc
-extern const Command kPromoteCommand;  // control.cc
+extern const Command kStatusCommand;       // status.cc
+extern const Command kVerdictCommand;      // verdict.cc
+extern const Command kEquivalenceCommand;  // equivalence.cc
+extern const Command kExplainCommand;      // explain.cc
+extern const Command kHistoryCommand;      // history.cc
+extern const Command kEventsCommand;       // events.cc
+extern const Command kReportCommand;       // report.cc
+extern const Command kMetricsCommand;      // metrics.cc
+extern const Command kStartCommand;        // control.cc
+extern const Command kAbortCommand;        // control.cc
+extern const Command kPromoteCommand;      // control.cc
 
 // Every command, in the order --help lists them.
 const std::vector<const Command*>& commands();

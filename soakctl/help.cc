@@ -22,6 +22,12 @@ Usage:
       build seen). Exit code: 0 promoted, 1 rejected, 3 anything else
       (running, hold, inconclusive, blocked, or no verdict yet).
       R is one of: %RUNTIMES%.
+  soakctl [STORE] equivalence CANDIDATE_A CANDIDATE_B [--build-a B1] [--build-b B2] [--json]
+      Compare the latest stored golden-set runs of the two candidates (their
+      newest builds, or the builds given): per prompt equal or not, the first
+      fork with both tokens and margins, the mean top-k KL against the noise
+      floor (CANDIDATE_B's own last two runs, else CANDIDATE_A's). Exit
+      code: 0 equivalent, 1 not, 3 nothing to compare yet.
   soakctl [STORE] explain CANDIDATE [--build B] [--json]
       Why: recomputes the latest judged verdict of CANDIDATE (a config name;
       its newest build, or build B) from the stored rows and shows every

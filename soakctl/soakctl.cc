@@ -17,8 +17,8 @@ namespace soakctl {
 
 const std::vector<const Command*>& commands() {
   static const std::vector<const Command*> kCommands{
-      &kStatusCommand, &kVerdictCommand, &kExplainCommand, &kHistoryCommand, &kEventsCommand,
-      &kReportCommand, &kMetricsCommand, &kStartCommand,   &kAbortCommand,   &kPromoteCommand};
+      &kStatusCommand, &kVerdictCommand, &kEquivalenceCommand, &kExplainCommand, &kHistoryCommand, &kEventsCommand,
+      &kReportCommand, &kMetricsCommand, &kStartCommand,       &kAbortCommand,   &kPromoteCommand};
   return kCommands;
 }
 
@@ -62,6 +62,8 @@ std::string misuse(const Command& cmd, const Args& a) {
   const size_t given = a.positionals().size() - 1;
   if (cmd.operand == Operand::Candidate && given != 1)
     return "soakctl " + name + ": give exactly one CANDIDATE, a name as `soakctl status` lists it (" + see + ")";
+  if (cmd.operand == Operand::TwoCandidates && given != 2)
+    return "soakctl " + name + ": give two candidates, A and B, names as `soakctl status` lists them (" + see + ")";
   if (cmd.operand == Operand::OptionalCandidate && given > 1)
     return "soakctl " + name + ": give at most one CANDIDATE, a name as `soakctl status` lists it (" + see + ")";
   if (cmd.operand == Operand::None && given != 0)

@@ -8,6 +8,7 @@
 
 #include <string_view>
 
+#include "core/golden.h"
 #include "core/types.h"
 #include "storage/evidence_json.h"
 #include "storage/row_codec.h"
@@ -312,6 +313,30 @@ struct Table<ContextReach> {
       col<&R::configured_tokens>("configured_tokens"),
       col<&R::runtime_ctx_tokens>("runtime_ctx_tokens"),
       col<&R::runtime_ctx_source>("runtime_ctx_source"),
+  };
+};
+
+// ---- golden answers: one row per prompt and run (docs/DESIGN.md §3.13) ---------
+template <>
+struct Vocabulary<LogprobShape> {
+  static constexpr auto parse = &parse_logprob_shape;
+  static constexpr auto names = &logprob_shape_names;
+};
+template <>
+struct Table<GoldenAnswerRow> {
+  using R = GoldenAnswerRow;
+  static constexpr std::string_view name = "golden_answers";
+  static constexpr Column<R> columns[] = {
+      col<&R::id>("id", ColumnUse::RowId),
+      col<&R::candidate_id>("candidate_id"),
+      col<&R::stage_id>("stage_id"),
+      col<&R::wall_ms>("ts_ms"),
+      col<&R::run>("run"),
+      col<&R::set_hash>("set_hash"),
+      col<&R::prompt_id>("prompt_id"),
+      col<&R::text_hash>("text_hash"),
+      col<&R::logprobs>("logprobs"),
+      col<&R::steps>("steps"),
   };
 };
 

@@ -298,6 +298,25 @@ constexpr std::string_view kV6 = R"SQL(
 ALTER TABLE host_samples ADD COLUMN thermal_level INTEGER;
 )SQL";
 
+// The golden set's answers (docs/DESIGN.md §3.13): one row per prompt and run,
+// the steps as compact JSON (core/golden.h encode_steps: under 10 KB for a
+// 64-token answer with its top-5).
+constexpr std::string_view kV7 = R"SQL(
+CREATE TABLE golden_answers (
+  id           INTEGER PRIMARY KEY,
+  candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+  stage_id     INTEGER REFERENCES stages(id),
+  ts_ms        INTEGER NOT NULL,
+  run          TEXT NOT NULL,
+  set_hash     TEXT NOT NULL,
+  prompt_id    TEXT NOT NULL,
+  text_hash    TEXT NOT NULL,
+  logprobs     TEXT NOT NULL,
+  steps        TEXT NOT NULL
+);
+CREATE INDEX golden_answers_by_candidate ON golden_answers(candidate_id, id);
+)SQL";
+
 }  // namespace
 
 std::string read_compat_sql(int user_version) {
@@ -314,7 +333,7 @@ std::string read_compat_sql(int user_version) {
 }
 
 const std::vector<std::string_view>& migrations() {
-  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4, kV5, kV6};
+  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4, kV5, kV6, kV7};
   return kMigrations;
 }
 

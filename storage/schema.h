@@ -21,6 +21,7 @@ inline constexpr int kContextReachSchema = 3;  // context_reach
 inline constexpr int kFingerprintSchema = 4;   // candidates.fingerprint, probe_results.server_load_ms
 inline constexpr int kQueueSchema = 5;         // probe_results.server_running, server_waiting
 inline constexpr int kThermalSchema = 6;       // host_samples.thermal_level
+inline constexpr int kGoldenSchema = 7;        // golden_answers
 
 // For an older store opened read-only (never migrated): TEMP views that shadow
 // the tables whose columns it lacks (SQLite looks in TEMP first), so every

@@ -81,6 +81,11 @@ Result<std::optional<ContextReach>> SqliteStore::context_reach(int64_t candidate
       select_rows<ContextReach>(cache_.get(), db_, by_candidate(candidate_id), " ORDER BY id DESC LIMIT 1"));
 }
 
+Result<std::vector<GoldenAnswerRow>> SqliteStore::golden_answers(int64_t candidate_id) {
+  if (version_ < kGoldenSchema) return std::vector<GoldenAnswerRow>{};  // an older store read as it is: none
+  return select_rows<GoldenAnswerRow>(cache_.get(), db_, by_candidate(candidate_id), " ORDER BY id");
+}
+
 Result<std::vector<ControlRequest>> SqliteStore::pending_controls() {
   return select_rows<ControlRequest>(cache_.get(), db_, Where{}, " WHERE handled_ms IS NULL ORDER BY id");
 }

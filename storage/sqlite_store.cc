@@ -173,7 +173,16 @@ Status SqliteStore::set_fingerprint(int64_t candidate_id, const std::string& fin
 }
 
 // ============================================================== rows
-Result<int64_t> SqliteStore::insert_probe_result(const ProbeResult& r) { return insert_row(cache_.get(), db_, r); }
+Result<int64_t> SqliteStore::insert_probe_result(const ProbeResult& r) {
+  auto id = insert_row(cache_.get(), db_, r);
+  if (!id || !r.golden) return id;
+  GoldenAnswerRow g = *r.golden;
+  g.candidate_id = r.candidate_id;
+  g.stage_id = r.stage_id;
+  g.wall_ms = r.started_wall_ms;
+  if (auto gid = insert_golden_answer(g); !gid) return make_error(gid.message());
+  return id;
+}
 Result<int64_t> SqliteStore::insert_host_sample(const HostSample& h) { return insert_row(cache_.get(), db_, h); }
 Result<int64_t> SqliteStore::insert_process_sample(const ProcessSample& p) { return insert_row(cache_.get(), db_, p); }
 Result<int64_t> SqliteStore::insert_event(const Event& e) { return insert_row(cache_.get(), db_, e); }
@@ -183,6 +192,7 @@ Result<int64_t> SqliteStore::insert_stage(const StageRow& r) { return insert_row
 Status SqliteStore::update_stage(const StageRow& r) { return update_row(cache_.get(), db_, r); }
 Result<int64_t> SqliteStore::insert_verdict(const VerdictRow& v) { return insert_row(cache_.get(), db_, v); }
 Result<int64_t> SqliteStore::insert_context_reach(const ContextReach& r) { return insert_row(cache_.get(), db_, r); }
+Result<int64_t> SqliteStore::insert_golden_answer(const GoldenAnswerRow& r) { return insert_row(cache_.get(), db_, r); }
 
 // ============================================================== managed runtimes
 Result<int64_t> SqliteStore::insert_launch(const RuntimeLaunch& l) { return insert_row(cache_.get(), db_, l); }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/golden.h"
 #include "core/result.h"
 #include "core/types.h"
 
@@ -109,6 +110,11 @@ class Store {
   virtual Result<int64_t> insert_context_reach(const ContextReach& r) = 0;
   // nullopt when the candidate has none (or the store predates the table).
   virtual Result<std::optional<ContextReach>> context_reach(int64_t candidate_id) = 0;
+
+  // ---- golden answers (docs/DESIGN.md §3.13): one row per prompt and run
+  virtual Result<int64_t> insert_golden_answer(const GoldenAnswerRow& r) = 0;
+  // The candidate's answers in id order (none in a store that predates the table).
+  virtual Result<std::vector<GoldenAnswerRow>> golden_answers(int64_t candidate_id) = 0;
 
   // ---- control requests (soakctl -> daemon)
   virtual Result<int64_t> insert_control(const ControlRequest& c) = 0;

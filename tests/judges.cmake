@@ -12,6 +12,8 @@ soak_add_test(unit_judge_launch_cap SOURCES unit/judge_launch_cap_test.cc LIBS s
 soak_add_test(unit_judge_heavy_work SOURCES unit/judge_heavy_work_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_overlap SOURCES unit/judge_overlap_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_stages SOURCES unit/judge_stages_test.cc LIBS soak_judges LABELS unit)
+# The golden-set comparison across builds (docs/DESIGN.md §3.13).
+soak_add_test(unit_judge_equivalence SOURCES unit/judge_equivalence_test.cc LIBS soak_judges LABELS unit)
 # These serialize evidence with the store's metrics_to_json (storage/evidence_json.h) to check determinism.
 soak_add_test(unit_judge_soak SOURCES unit/judge_soak_test.cc LIBS soak_judges soak_storage LABELS unit)
 soak_add_test(unit_judge_verdict SOURCES unit/judge_verdict_test.cc LIBS soak_judges soak_storage LABELS unit)

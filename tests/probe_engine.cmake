@@ -25,6 +25,11 @@ soak_add_test(integration_probe_cli SOURCES integration/probe_cli_test.cc
   LIBS soak_storage soak_test_process nlohmann_json::nlohmann_json LABELS integration)
 add_dependencies(integration_probe_cli soakd soak-fake-runtime)
 
+# The golden set through the fake's answer modes: soakd probe --kind equivalence, then soakctl equivalence.
+soak_add_test(integration_equivalence_fake SOURCES integration/equivalence_fake_test.cc
+  LIBS soak_probes soak_storage soak_test_process LABELS integration TIMEOUT 600)
+add_dependencies(integration_equivalence_fake soakd soakctl soak-fake-runtime)
+
 # A real llama-server when SOAKD_LLAMA_SERVER names one; skipped (exit 77) otherwise.
 soak_add_test(integration_probe_llama_server SOURCES integration/probe_llama_server_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 1500)

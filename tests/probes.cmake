@@ -11,3 +11,4 @@ soak_add_test(unit_probes_session SOURCES unit/probes_session_test.cc LIBS soak_
 soak_add_test(unit_probes_prefill_cap SOURCES unit/probes_prefill_cap_test.cc LIBS soak_probes LABELS unit)
 soak_add_test(unit_probes_answers SOURCES unit/probes_answers_test.cc LIBS soak_probes LABELS unit)
 soak_add_test(unit_probes_queue_watch SOURCES unit/probes_queue_watch_test.cc LIBS soak_probes LABELS unit)
+soak_add_test(unit_probes_golden SOURCES unit/probes_golden_test.cc LIBS soak_probes LABELS unit)

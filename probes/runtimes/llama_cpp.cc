@@ -330,7 +330,13 @@ constinit const Runtime kLlamaCppRuntime{
     // server-context.cpp: a stream with return_progress gets a
     // prompt_progress chunk when the slot starts and after each batch of the
     // prompt.
-    .dialect = {.prefill_reports = PrefillReports::PromptProgressChunks},
+    // Logprobs: "logprobs" + "top_logprobs" give choices[0].logprobs.content[]
+    // of {id, token, bytes, logprob, top_logprobs[{id, token, bytes, logprob}]},
+    // pre-sampling probabilities (tools/server/server-task.cpp
+    // completion_token_output::probs_vector_to_json, non-stream chat answers).
+    // Its README warns that cache_prompt can make results nondeterministic.
+    .dialect = {.prefill_reports = PrefillReports::PromptProgressChunks,
+                .prompt_cache = PromptCacheSwitch::CachePromptField},
     .processes = {.programs = kPrograms},
     .launch_warnings = launch_warnings,
 };

@@ -100,7 +100,8 @@ constinit const Runtime kLmStudioRuntime{
     // Its OpenAI route answers without `stats`; the v0 route takes the same
     // OpenAI request and adds stats{tokens_per_second, time_to_first_token,
     // generation_time, stop_reason}, model_info and runtime: chat probes use it.
-    .dialect = {.chat_path = "/api/v0/chat/completions"},
+    // No logprobs on its chat answers (lmstudio-ai/lms#60): the golden set is compared on text.
+    .dialect = {.chat_path = "/api/v0/chat/completions", .logprobs = Logprobs::None},
     // The desktop app runs its engines inside helpers of its bundle.
     .processes = {.app = "LM Studio"},
 };

@@ -57,6 +57,8 @@ const StrKnob kStrKnobs[] = {
     {"build", &Knobs::build, "build: b<N> or b<N>-<commit> (llama.cpp), a version elsewhere"},
     {"pooling", &Knobs::pooling,
      "llama.cpp: embedding or rerank serves only that route (llama-server --embedding / --reranking)"},
+    {"answers", &Knobs::answers,
+     "logprobs of non-streamed answers: steady (default), changed, near-tie, no-logprobs, not-top1"},
 };
 
 std::string underscored(std::string s) {

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "core/uv_util.h"
+#include "tests/fake_runtime/logprobs.h"
 #include "tests/fake_runtime/pooling.h"
 #include "tests/fake_runtime/text_model.h"
 
@@ -46,6 +47,8 @@ struct Job {
   bool return_progress = false;  // llama.cpp: prompt_progress chunks during prefill
   bool lmstudio_v0 = false;      // LM Studio /api/v0/chat/completions: stats, model_info, runtime
   int max_tokens = -1;
+  int top_logprobs = 0;  // the request's top_logprobs when it asked for logprobs (0: not asked)
+  std::string prompt;    // the rendered prompt (the answer mode reads it)
   ReplyPlan plan;
   std::vector<uint32_t> prompt_ids;
   ChatIds ids;
@@ -428,6 +431,7 @@ void Responder::control(const json& body) {
   if (body.contains("digest")) cfg_.knobs.digest = body.value("digest", std::string());  // Ollama: a re-pull
   if (body.contains("draining")) draining_ = body.value("draining", false);              // Rapid-MLX: SIGTERM seen
   if (body.contains("kv_cache_type")) cfg_.knobs.kv_cache_type = body.value("kv_cache_type", cfg_.knobs.kv_cache_type);
+  if (body.contains("answers")) cfg_.knobs.answers = body.value("answers", cfg_.knobs.answers);
   if (body.contains("ctx_per_slot")) cfg_.knobs.ctx_per_slot = body.value("ctx_per_slot", cfg_.knobs.ctx_per_slot);
   if (body.contains("loading_ms")) start_loading(body.value("loading_ms", 0));
   // oMLX: POST /v1/models/{id}/unload, or another model evicting this one.
@@ -521,6 +525,15 @@ void Responder::chat(const HttpRequest& req, const std::shared_ptr<Connection>& 
       cfg_.flavour == Flavour::LlamaCpp && body.contains("return_progress") && body["return_progress"] == true;
   job->max_tokens = requested_max_tokens(body).value_or(-1);
   job->plan = plan_reply(body, prompt, cfg_.scenario, cfg_.knobs);
+  const AnswerMode answers = parse_answer_mode(cfg_.knobs.answers).value_or(AnswerMode::Steady);
+  shape_answer(answers, prompt, job->plan.pieces);
+  // LM Studio and oMLX give no logprobs (lmstudio-ai/lms#60, omlx#1549).
+  if (body.contains("logprobs") && body["logprobs"] == true && cfg_.flavour != Flavour::LmStudio &&
+      cfg_.flavour != Flavour::Omlx)
+    job->top_logprobs = body.contains("top_logprobs") && body["top_logprobs"].is_number_integer()
+                            ? std::max(1, body["top_logprobs"].get<int>())
+                            : 1;
+  job->prompt = prompt;
   job->t_arrival = clock_.mono_ns();
   uint64_t seed = mix(id ^ (static_cast<uint64_t>(stats_.port) << 32));
   job->ids.id = "chatcmpl-" + alnum_id(seed, kIdChars);
@@ -865,6 +878,10 @@ void Responder::finish(Job& job) {
       for (const auto& p : job.plan.pieces)
         if (p.kind == PieceKind::ToolArgs) tool.arguments += p.text;
       out.tool = tool;
+    }
+    if (job.top_logprobs > 0) {
+      const AnswerMode answers = parse_answer_mode(cfg_.knobs.answers).value_or(AnswerMode::Steady);
+      out.logprobs = answer_logprobs(answers, job.prompt, job.plan.pieces, job.top_logprobs);
     }
     ojson answer = completion_body(cfg_.flavour, job.ids, out, t);
     if (job.lmstudio_v0) lmstudio_v0_extras(answer, server_view(), t);

@@ -120,6 +120,9 @@ struct Knobs {
   // llama.cpp flavour only: "" serves chat; "embedding" / "rerank" serve only
   // that pooling route, as llama-server --embedding / --reranking (pooling.cc).
   std::string pooling;
+  // The golden set's answers and logprobs (tests/fake_runtime/logprobs.h):
+  // "" or steady, changed, near-tie, no-logprobs, not-top1.
+  std::string answers;
 };
 
 // The knobs a scenario starts from on a given flavour (e.g. FifoSerial sets

@@ -264,6 +264,7 @@ ojson completion_body(Flavour f, const ChatIds& ids, const CompletionOut& out, c
     choice["message"] = std::move(message);
     choice["finish_reason"] = out.finish_reason;
   }
+  if (out.logprobs) choice["logprobs"] = *out.logprobs;
   ojson j;
   if (f == Flavour::LlamaCpp) {
     j["choices"] = ojson::array({choice});

@@ -75,6 +75,7 @@ struct CompletionOut {
   std::string content;
   std::optional<ToolCallOut> tool;
   std::string finish_reason;
+  std::optional<ojson> logprobs;  // choices[0].logprobs, when the request asked and the flavour gives them
 };
 ojson completion_body(Flavour f, const ChatIds& ids, const CompletionOut& out, const GenTimings& t);
 

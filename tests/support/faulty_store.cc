@@ -32,6 +32,8 @@ constexpr std::array<MethodInfo, kStoreMethodCount> kMethods{{
     {StoreMethod::Verdicts, "verdicts", StoreAccess::Read},
     {StoreMethod::InsertContextReach, "insert_context_reach", StoreAccess::Write},
     {StoreMethod::ContextReach, "context_reach", StoreAccess::Read},
+    {StoreMethod::InsertGoldenAnswer, "insert_golden_answer", StoreAccess::Write},
+    {StoreMethod::GoldenAnswers, "golden_answers", StoreAccess::Read},
     {StoreMethod::InsertControl, "insert_control", StoreAccess::Write},
     {StoreMethod::PendingControls, "pending_controls", StoreAccess::Read},
     {StoreMethod::MarkControlHandled, "mark_control_handled", StoreAccess::Write},
@@ -196,6 +198,13 @@ Result<int64_t> FaultyStore::insert_context_reach(const ContextReach& r) {
 Result<std::optional<ContextReach>> FaultyStore::context_reach(int64_t candidate_id) {
   return forward<Result<std::optional<ContextReach>>>(M::ContextReach,
                                                       [&] { return inner_.context_reach(candidate_id); });
+}
+Result<int64_t> FaultyStore::insert_golden_answer(const GoldenAnswerRow& r) {
+  return forward<Result<int64_t>>(M::InsertGoldenAnswer, [&] { return inner_.insert_golden_answer(r); });
+}
+Result<std::vector<GoldenAnswerRow>> FaultyStore::golden_answers(int64_t candidate_id) {
+  return forward<Result<std::vector<GoldenAnswerRow>>>(M::GoldenAnswers,
+                                                       [&] { return inner_.golden_answers(candidate_id); });
 }
 Result<int64_t> FaultyStore::insert_control(const ControlRequest& c) {
   return forward<Result<int64_t>>(M::InsertControl, [&] { return inner_.insert_control(c); });

@@ -56,6 +56,8 @@ enum class StoreMethod {
   Verdicts,
   InsertContextReach,
   ContextReach,
+  InsertGoldenAnswer,
+  GoldenAnswers,
   InsertControl,
   PendingControls,
   MarkControlHandled,
@@ -70,7 +72,7 @@ enum class StoreMethod {
   Status,
   MaxIds,
 };
-inline constexpr size_t kStoreMethodCount = 31;
+inline constexpr size_t kStoreMethodCount = 33;
 const std::array<StoreMethod, kStoreMethodCount>& all_store_methods();
 std::string_view to_string(StoreMethod m);  // the Store method's name, e.g. "insert_probe_result"
 
@@ -127,6 +129,8 @@ class FaultyStore final : public Store {
   Result<std::vector<VerdictRow>> verdicts(int64_t candidate_id) override;
   Result<int64_t> insert_context_reach(const ContextReach& r) override;
   Result<std::optional<ContextReach>> context_reach(int64_t candidate_id) override;
+  Result<int64_t> insert_golden_answer(const GoldenAnswerRow& r) override;
+  Result<std::vector<GoldenAnswerRow>> golden_answers(int64_t candidate_id) override;
   Result<int64_t> insert_control(const ControlRequest& c) override;
   Result<std::vector<ControlRequest>> pending_controls() override;
   Status mark_control_handled(int64_t id, int64_t now_ms, const std::string& result) override;

@@ -275,7 +275,8 @@ TEST_CASE("soakctl usage errors name the fix") {
   f.add("llama-b9502", "b9502", VerdictState::Promoted);
   std::string out, err;
   CHECK(f.run({"--db", f.db, "frob"}, nullptr, &err) == kCtlExitUsage);
-  CHECK(err.find("one of: status, verdict, explain, history, events, report, metrics, start, abort, promote") !=
+  CHECK(err.find(
+            "one of: status, verdict, equivalence, explain, history, events, report, metrics, start, abort, promote") !=
         std::string::npos);
 
   // an option the command would ignore is refused, with the options it does take

@@ -1,0 +1,81 @@
+// The golden set run once (docs/DESIGN.md §3.13): its prompts one after
+// another (concurrency 1), each greedy answer judged by the chat contract like
+// any answer and carried on its row for the store's golden_answers table.
+#include <nlohmann/json.hpp>
+
+#include "core/hash.h"
+#include "probes/golden_set.h"
+#include "probes/json_fields.h"
+#include "probes/probe_step.h"
+
+namespace soak::probes {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+class EquivalenceStep final : public Step {
+ public:
+  explicit EquivalenceStep(StepEnv env) : Step(std::move(env)) {}
+
+  void start() override {
+    set_ = golden_set(env_.opts.fixture_seed);
+    set_hash_ = golden_set_hash(set_);
+    run_ = env_.io.nonces.next();  // one id for the run's answers
+    const ChatRequestOptions o = chat_options(Streaming::Off);
+    for (const GoldenPrompt& p : set_) {
+      ChatJob j;
+      j.req = golden_request(o, p);
+      j.workload = workload_id(ProbeKind::Equivalence, std::nullopt, CacheState::None, p.id);
+      j.fixture_hash = hash_hex(p.text);
+      if (p.context_tokens > 0) {
+        j.size = p.context_tokens;
+        j.prompt_tokens = p.context_tokens;  // the stall clock's prefill allowance
+      }
+      jobs_.push_back(std::move(j));
+    }
+    next();
+  }
+
+ private:
+  void next() {
+    if (!take_next(jobs_, i_)) return;
+    const size_t index = i_ - 1;
+    run_chat(jobs_[index], [this, index](ProbeResult& r, const ExchangeResult& x) {
+      note_answer(set_[index], r, x);
+      emit(std::move(r));
+      next();
+    });
+  }
+
+  // A clean answer's steps go on the row; thinking that ran though it was
+  // asked off is said on the row (its answer is still compared).
+  void note_answer(const GoldenPrompt& p, ProbeResult& r, const ExchangeResult& x) {
+    auto extra = ojson::parse(r.extra_json.empty() ? "{}" : r.extra_json, nullptr, false);
+    if (extra.is_discarded() || !extra.is_object()) extra = ojson::object();
+    extra["golden_run"] = run_;
+    extra["thinking_off_held"] = x.chat.reasoning.empty();
+    if (r.outcome == Outcome::Clean) {
+      if (auto a = read_golden_answer(jsonf::parse_object(x.transfer.body), p.id)) {
+        GoldenAnswerRow g = golden_row(*a);
+        g.run = run_;
+        g.set_hash = set_hash_;
+        extra["steps"] = a->steps.size();
+        extra["logprobs"] = std::string(to_string(a->logprobs));
+        r.golden = std::move(g);
+      }
+    }
+    r.extra_json = extra.dump();
+  }
+
+  std::vector<GoldenPrompt> set_;
+  std::string set_hash_;
+  std::string run_;
+  std::vector<ChatJob> jobs_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Step> make_equivalence_step(StepEnv env) { return std::make_unique<EquivalenceStep>(std::move(env)); }
+
+}  // namespace soak::probes

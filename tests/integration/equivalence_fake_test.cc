@@ -1,0 +1,131 @@
+// Same answers across builds through the fake runtime (docs/DESIGN.md §3.13):
+// `soakd probe --kind equivalence` runs the golden set against a steady build
+// (twice: its noise floor) and against a build of each kind the fake has
+// (tests/fake_runtime/logprobs.h), then `soakctl equivalence` compares the
+// stored runs: a changed answer and a greedy token that is not its top-1
+// fail, near-tie forks and a runtime without logprobs pass, and the output
+// names the fork.
+#include <fstream>
+
+#include "core/golden.h"
+#include "probes/golden_set.h"
+#include "storage/sqlite_store.h"
+#include "tests/catch.h"
+#include "tests/support/child_process.h"
+#include "tests/support/temp_dir.h"
+
+using namespace soak;
+
+namespace {
+
+const std::string kSoakd = std::string(SOAKD_BINARY_DIR) + "/daemon/soakd";
+const std::string kSoakctl = std::string(SOAKD_BINARY_DIR) + "/soakctl/soakctl";
+const std::string kFake = std::string(SOAKD_BINARY_DIR) + "/tests/fake_runtime/soak-fake-runtime";
+constexpr int kWaitMs = 60'000;
+
+struct FakeChild {
+  FakeChild(const std::string& answers, const std::string& build) {
+    auto c = ChildProcess::spawn(
+        {kFake, "--scenario", "healthy", "--token-interval-ms", "1", "--answers", answers, "--build", build});
+    REQUIRE(c);
+    child.emplace(std::move(*c));
+    auto line = child->wait_for_line("listening on 127.0.0.1:", kWaitMs);
+    REQUIRE(line);
+    url = "http://" + line->substr(line->find("127.0.0.1:"));
+    while (!url.empty() && (url.back() == '\n' || url.back() == '\r')) url.pop_back();
+  }
+  std::optional<ChildProcess> child;
+  std::string url;
+};
+
+// Two candidates, "base" and "cand", each on its own fake.
+std::string write_config(const TempDir& tmp, const std::string& base_url, const std::string& cand_url) {
+  const std::string path = tmp.path() + "/soakd.json";
+  std::ofstream(path) << R"({"store": ")" << tmp.path() << R"(/soakd.db", "log": ")" << tmp.path() << R"(/soakd.log",
+    "defaults": {"long_context_sizes": [1024], "limits": {"stall_timeout": "5s", "wall_timeout": "20s"}},
+    "candidates": [
+      {"name": "base", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp", "base_url": ")"
+                      << base_url << R"(", "build": {"from": "http"}},
+      {"name": "cand", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp", "base_url": ")"
+                      << cand_url << R"(", "build": {"from": "http"}}]})";
+  return path;
+}
+
+void probe(const std::string& cfg, const std::string& name) {
+  RunResult r = run_program({kSoakd, "probe", "--config", cfg, "--candidate", name, "--kind", "equivalence"}, kWaitMs);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find(std::to_string(probes::kGoldenSetSize) + " row(s), " + std::to_string(probes::kGoldenSetSize) +
+                   " clean") != std::string::npos);
+}
+
+struct Compared {
+  int exit_code;
+  std::string out;
+};
+
+// The base build twice (its floor), the other build once, then soakctl.
+Compared run_flavour(const std::string& answers) {
+  FakeChild base("steady", "b9430");
+  FakeChild cand(answers, "b9502");
+  TempDir tmp;
+  const std::string cfg = write_config(tmp, base.url, cand.url);
+  probe(cfg, "base");
+  probe(cfg, "base");
+  probe(cfg, "cand");
+
+  auto st = SqliteStore::open(tmp.path() + "/soakd.db", OpenMode::ReadOnly);
+  REQUIRE(st.ok());
+  auto cands = *(*st)->candidates();
+  REQUIRE(cands.size() == 2);
+  for (const auto& c : cands) {
+    auto rows = (*st)->golden_answers(c.id);
+    REQUIRE(rows.ok());
+    const auto runs = group_golden_runs(*rows);
+    REQUIRE(runs.size() == (c.name == "base" ? 2u : 1u));
+    CHECK(runs.back().answers.answers.size() == static_cast<size_t>(probes::kGoldenSetSize));
+    CHECK(runs.back().set_hash == probes::golden_set_hash(probes::golden_set()));
+  }
+
+  // The floor is the second side's own runs when it has two: base is B here.
+  RunResult r = run_program({kSoakctl, "--db", tmp.path() + "/soakd.db", "equivalence", "cand", "base"}, kWaitMs);
+  INFO(r.out << r.err);
+  return {r.exit_code, r.out};
+}
+
+}  // namespace
+
+TEST_CASE("equivalence through the fake: the same answers from another build are equivalent") {
+  const Compared c = run_flavour("steady");
+  CHECK(c.exit_code == 0);
+  CHECK(c.out.find("equivalent: 32 prompts, 32 equal") != std::string::npos);
+  CHECK(c.out.find("noise floor: base at b9430") != std::string::npos);
+}
+
+TEST_CASE("equivalence through the fake: a changed answer with a clear margin fails, naming the fork") {
+  const Compared c = run_flavour("changed");
+  CHECK(c.exit_code == 1);
+  CHECK(c.out.find("not_equivalent") != std::string::npos);
+  // The JSON-schema prompts changed at their second token; each is named with both tokens and margins.
+  CHECK(c.out.find("prompt json_schema/00: fork at token 1: \" CHANGED\" (margin 3.150)") != std::string::npos);
+  CHECK(c.out.find("prompt factual/00") == std::string::npos);
+}
+
+TEST_CASE("equivalence through the fake: forks at near ties only are recorded and pass") {
+  const Compared c = run_flavour("near-tie");
+  CHECK(c.exit_code == 0);
+  CHECK(c.out.find("32 near tie(s)") != std::string::npos);
+  CHECK(c.out.find("near_tie at token 2") != std::string::npos);
+}
+
+TEST_CASE("equivalence through the fake: without logprobs the texts are compared") {
+  const Compared c = run_flavour("no-logprobs");
+  CHECK(c.exit_code == 0);
+  CHECK(c.out.find("text 0/32 differ") != std::string::npos);
+}
+
+TEST_CASE("equivalence through the fake: a greedy token that is not its own top-1 fails") {
+  const Compared c = run_flavour("not-top1");
+  CHECK(c.exit_code == 1);
+  CHECK(c.out.find("is not its top-1") != std::string::npos);
+}
