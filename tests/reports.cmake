@@ -18,6 +18,13 @@ soak_add_test(integration_fleet_promtool SOURCES integration/fleet_promtool_test
   LIBS soak_soakctl soak_test_demo soak_daemon soak_test_process LABELS integration TIMEOUT 300)
 set_tests_properties(integration_fleet_promtool PROPERTIES SKIP_RETURN_CODE 77)
 
+# examples/fleet/ run for real: Debian's prometheus scraping two node exporters'
+# textfile collectors, each fed by a soakd store of its own, on loopback ports
+# picked free; skipped (exit 77) without prometheus or prometheus-node-exporter.
+soak_add_test(integration_fleet_prometheus SOURCES integration/fleet_prometheus_test.cc
+  LIBS soak_soakctl soak_test_demo soak_daemon soak_test_process CURL::libcurl LABELS integration TIMEOUT 300)
+set_tests_properties(integration_fleet_prometheus PROPERTIES SKIP_RETURN_CODE 77)
+
 # Formula/soakd.rb: Ruby syntax, and its service block against launchd/'s plist;
 # skipped (exit 77) without ruby.
 add_test(NAME homebrew_formula COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/homebrew/check.sh ${PROJECT_SOURCE_DIR})
