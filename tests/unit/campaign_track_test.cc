@@ -477,6 +477,7 @@ TEST_CASE("heavy waits survive a restart: the same waits from the stored heavy_w
   // heavy work, then long context runs; burst is held again and still waits
   // when the daemon stops at +50 min.
   World live;
+  live.t.baseline_id = kCandidateId - 1;  // a later build: no warm-up opens its canary
   live.start(StageKind::Canary, kT0);
   std::vector<Event> stored;
   auto step = [&](HeavyGate heavy, int64_t now) {
@@ -503,6 +504,7 @@ TEST_CASE("heavy waits survive a restart: the same waits from the stored heavy_w
 
   // The daemon comes back: the stage's rows (the long-context run, a scrape at +50 min) and its events.
   World back;
+  back.t.baseline_id = live.t.baseline_id;
   StageRow running = open_stage(back.t, StageKind::Canary, kT0);
   running.id = 100;
   std::vector<ProbeResult> rows(2);
@@ -516,6 +518,7 @@ TEST_CASE("heavy waits survive a restart: the same waits from the stored heavy_w
 
   // Without the events the restarted daemon would have forgotten every wait.
   World forgot;
+  forgot.t.baseline_id = live.t.baseline_id;
   resume_stage(forgot.t, running, rows, {}, kT0 + 2 * kHour);
   CHECK(recipe_for(forgot.t, StageEnd::Completed, std::nullopt, stop).recipe.heavy_waits.empty());
 }
