@@ -38,14 +38,18 @@ add_library(soak_pch OBJECT ${CMAKE_CURRENT_LIST_DIR}/pch.cc)
 target_link_libraries(soak_pch PRIVATE nlohmann_json::nlohmann_json spdlog::spdlog PkgConfig::UV)
 target_precompile_headers(soak_pch PRIVATE ${SOAKD_PCH_HEADERS})
 
-# soak_reuse_pch(DIR): every library and program under DIR (its subfolders too)
-# that has sources and no precompiled header of its own reuses soak_pch; called
+# soak_reuse_pch(DIR [PCH]): every library and program under DIR (its subfolders too)
+# that has sources and no precompiled header of its own reuses soak_pch (or PCH); called
 # once all targets exist, so a new library needs no line of its own. Test files
 # set theirs in soak_add_test. A target compiled without spdlog's definitions
 # (one that links none of soak_core's libraries) opts out with
 # DISABLE_PRECOMPILE_HEADERS; GCC says so otherwise (-Winvalid-pch: "not used
 # because SPDLOG_FMT_EXTERNAL not defined").
 function(soak_reuse_pch dir)
+  set(pch soak_pch)
+  if(ARGC GREATER 1)
+    set(pch ${ARGV1})
+  endif()
   get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
   foreach(t IN LISTS targets)
     get_target_property(type ${t} TYPE)
@@ -57,11 +61,11 @@ function(soak_reuse_pch dir)
     get_target_property(reused ${t} PRECOMPILE_HEADERS_REUSE_FROM)
     get_target_property(disabled ${t} DISABLE_PRECOMPILE_HEADERS)
     if(sources AND NOT own AND NOT reused AND NOT disabled)
-      target_precompile_headers(${t} REUSE_FROM soak_pch)
+      target_precompile_headers(${t} REUSE_FROM ${pch})
     endif()
   endforeach()
   get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
   foreach(sub IN LISTS subdirs)
-    soak_reuse_pch(${sub})
+    soak_reuse_pch(${sub} ${pch})
   endforeach()
 endfunction()
