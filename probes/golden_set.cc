@@ -216,13 +216,7 @@ BuiltRequest golden_request(const ChatRequestOptions& opts, const GoldenPrompt& 
     b["top_logprobs"] = kGoldenTopLogprobs;
   }
   if (p.kind == GoldenKind::ToolCall) {
-    const ToolExpectation& t = tool_probe_expectation();
-    ojson tool;
-    tool["type"] = "function";
-    tool["function"]["name"] = t.name;
-    tool["function"]["description"] = "Look up the current weather for a location";
-    tool["function"]["parameters"] = ojson::parse(t.parameters.dump());
-    b["tools"] = ojson::array({tool});
+    b["tools"] = tool_probe_tools();
     if (o.dialect.tool_choice == ToolChoice::Supported) b["tool_choice"] = "required";
     b["parallel_tool_calls"] = false;
   } else if (p.kind == GoldenKind::JsonSchema) {

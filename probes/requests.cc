@@ -130,17 +130,21 @@ BuiltRequest strict_json_request(const ChatRequestOptions& o) {
   return built_request(ProbeKind::StrictJson, o, b);
 }
 
-BuiltRequest tool_call_request(const ChatRequestOptions& o) {
+ojson tool_probe_tools() {
   const ToolExpectation& t = tool_probe_expectation();
-  ojson msgs = ojson::array();
-  msgs.push_back(message("user", "What is the weather in Lima, Peru, in celsius? Use the tool."));
-  ojson b = chat_body(o, std::move(msgs));
   ojson tool;
   tool["type"] = "function";
   tool["function"]["name"] = t.name;
   tool["function"]["description"] = "Look up the current weather for a location";
   tool["function"]["parameters"] = ojson::parse(t.parameters.dump());
-  b["tools"] = ojson::array({tool});
+  return ojson::array({tool});
+}
+
+BuiltRequest tool_call_request(const ChatRequestOptions& o) {
+  ojson msgs = ojson::array();
+  msgs.push_back(message("user", "What is the weather in Lima, Peru, in celsius? Use the tool."));
+  ojson b = chat_body(o, std::move(msgs));
+  b["tools"] = tool_probe_tools();
   // Ollama's OpenAI layer does not implement tool_choice (docs/DESIGN.md §7.1).
   if (o.dialect.tool_choice == ToolChoice::Supported) b["tool_choice"] = "required";
   b["parallel_tool_calls"] = false;

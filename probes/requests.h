@@ -123,6 +123,9 @@ const nlohmann::json& strict_json_schema();
 // tool_choice "required" is sent only where the runtime supports tool_choice.
 BuiltRequest tool_call_request(const ChatRequestOptions& o);
 const ToolExpectation& tool_probe_expectation();
+// The request's "tools" array that offers tool_probe_expectation()'s tool (the tool-call
+// probe, the agent session and the golden set send the same one).
+nlohmann::ordered_json tool_probe_tools();
 
 // Thinking on/off: a question with a known answer (kThinkingExpectedAnswer).
 inline constexpr std::string_view kThinkingExpectedAnswer = "391";

@@ -81,15 +81,7 @@ bool answered(Outcome o) {
 
 }  // namespace
 
-ojson session_tools() {
-  const ToolExpectation& t = tool_probe_expectation();
-  ojson tool;
-  tool["type"] = "function";
-  tool["function"]["name"] = t.name;
-  tool["function"]["description"] = "Look up the current weather for a location";
-  tool["function"]["parameters"] = ojson::parse(t.parameters.dump());
-  return ojson::array({tool});
-}
+ojson session_tools() { return tool_probe_tools(); }
 
 std::string band_label(int64_t band_lo, int64_t width) {
   auto k = [](int64_t v) {
