@@ -5,6 +5,7 @@
 
 #include "probes/prometheus.h"
 #include "probes/runtime_metrics.h"
+#include "probes/transport/http_types.h"
 
 namespace soak::probes {
 
@@ -86,8 +87,8 @@ int64_t queue_poll_ms(int64_t stall_timeout_ms) {
 
 bool QueueWatch::on_answer(int http_status, std::string_view body) {
   if (source_ == QueueSource::None) return false;
-  Result<QueueReading> r = http_status >= 200 && http_status < 300 ? read_queue(rt_, source_, body)
-                                                                   : Result<QueueReading>(make_error("not 2xx"));
+  Result<QueueReading> r =
+      is_2xx(http_status) ? read_queue(rt_, source_, body) : Result<QueueReading>(make_error("not 2xx"));
   if (!r.ok()) {
     source_ = next_queue_source(rt_, source_);
     last_.reset();

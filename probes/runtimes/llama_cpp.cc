@@ -10,6 +10,7 @@
 #include "probes/runtimes/runtime.h"
 #include "probes/server_cap.h"
 #include "probes/text_util.h"
+#include "probes/transport/http_types.h"
 
 namespace soak::probes {
 namespace {
@@ -22,7 +23,7 @@ using jsonf::json;
 // while loading (get-health-during-model-load.http), then /health is
 // {"status":"ok"}.
 HealthVerdict read_health(int http_status, std::string_view body) {
-  if (http_status >= 200 && http_status < 300) return read_health_status_member(http_status, body);
+  if (is_2xx(http_status)) return read_health_status_member(http_status, body);
   // Older llama.cpp /health answered 503 "no slot available" when every slot
   // was busy: alive, just full.
   return health_not_ok(http_status, body, [](std::string_view message, const std::string& detail) {

@@ -5,6 +5,7 @@
 
 #include "probes/json_fields.h"
 #include "probes/text_util.h"
+#include "probes/transport/http_types.h"
 
 namespace soak::probes {
 
@@ -19,7 +20,7 @@ std::string_view to_string(HealthState s) {
 }
 
 HealthVerdict read_health_plain(int http_status, std::string_view body) {
-  if (http_status >= 200 && http_status < 300) return {HealthState::Up, "HTTP " + std::to_string(http_status)};
+  if (is_2xx(http_status)) return {HealthState::Up, "HTTP " + std::to_string(http_status)};
   return health_not_ok(http_status, body);
 }
 

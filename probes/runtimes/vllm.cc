@@ -3,6 +3,7 @@
 #include "probes/json_fields.h"
 #include "probes/prometheus.h"
 #include "probes/runtimes/runtime.h"
+#include "probes/transport/http_types.h"
 
 namespace soak::probes {
 namespace {
@@ -14,7 +15,7 @@ constexpr HttpRoute kVersion{"GET", "/version"};  // {"version": "..."}
 // vllm/entrypoints/serve/instrumentator/health.py: 200 with an empty body,
 // 503 when the engine is dead (EngineDeadError).
 HealthVerdict read_health(int http_status, std::string_view body) {
-  if (http_status >= 200 && http_status < 300) return read_health_plain(http_status, body);
+  if (is_2xx(http_status)) return read_health_plain(http_status, body);
   return health_not_ok(http_status, body, [](std::string_view, const std::string& detail) {
     return std::optional<HealthVerdict>({HealthState::Down, detail + " (engine dead)"});
   });
