@@ -24,18 +24,15 @@ const std::string kSoakd = std::string(SOAKD_BINARY_DIR) + "/daemon/soakd";
 constexpr int kStartMs = 10'000;
 constexpr int kRunMs = 150'000;  // bound on the whole campaign (about 35 s unloaded)
 
-int port_of(const std::string& line) { return std::stoi(line.substr(line.rfind(':') + 1)); }
-
 // A port nothing listens on: bind an ephemeral one and let it go.
 int closed_port() {
   auto fake = ChildProcess::spawn({SOAK_FAKE_RUNTIME_BIN, "--listen", "127.0.0.1:0"});
   REQUIRE(fake);
-  auto line = fake->wait_for_line("listening on", kStartMs);
-  REQUIRE(line);
-  int p = port_of(*line);
+  auto p = fake->wait_for_port("listening on", kStartMs);
+  REQUIRE(p);
   fake->signal(SIGTERM);
   REQUIRE(fake->wait_exit(kStartMs));
-  return p;
+  return *p;
 }
 
 }  // namespace
@@ -45,9 +42,9 @@ TEST_CASE("soakd takes a healthy runtime from smoke to promoted, blocks an unrea
   auto fake = ChildProcess::spawn({SOAK_FAKE_RUNTIME_BIN, "--listen", "127.0.0.1:0:healthy", "--build", "b9430-5bec353",
                                    "--token-interval-ms", "2"});
   REQUIRE(fake);
-  auto line = fake->wait_for_line("listening on", kStartMs);
-  REQUIRE(line);
-  const int port = port_of(*line);
+  auto listening = fake->wait_for_port("listening on", kStartMs);
+  REQUIRE(listening);
+  const int port = *listening;
   const int dead = closed_port();
 
   const std::string cfg = tmp.path() + "/soakd.json";

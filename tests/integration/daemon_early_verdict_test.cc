@@ -24,14 +24,12 @@ constexpr int kRunMs = 150'000;        // bound on the whole run (about 40 s unl
 constexpr int64_t kCanaryMs = 80'000;  // the failing candidate's canary
 constexpr int64_t kQuarterMs = kCanaryMs / 4;
 
-int port_of(const std::string& line) { return std::stoi(line.substr(line.rfind(':') + 1)); }
-
-// A fake runtime child and the port it listens on (0 when it did not start).
+// A fake runtime child's port.
 int listening_port(std::optional<ChildProcess>& child) {
   REQUIRE(child);
-  auto line = child->wait_for_line("listening on", kStartMs);
-  REQUIRE(line);
-  return port_of(*line);
+  auto port = child->wait_for_port("listening on", kStartMs);
+  REQUIRE(port);
+  return *port;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <exception>
 #include <utility>
 
 namespace soak {
@@ -112,6 +113,17 @@ bool ChildProcess::find_line(const std::string& needle, std::string& line, size_
     }
   }
   return false;
+}
+
+std::optional<int> ChildProcess::wait_for_port(const std::string& needle, int timeout_ms) {
+  auto line = wait_for_line(needle, timeout_ms);
+  const size_t colon = line ? line->rfind(':') : std::string::npos;
+  if (colon == std::string::npos) return std::nullopt;
+  try {
+    return std::stoi(line->substr(colon + 1));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 std::optional<std::string> ChildProcess::wait_for_line(const std::string& needle, int timeout_ms) {

@@ -26,6 +26,9 @@ class ChildProcess {
   // Reads output until a line containing `needle` appears on either stream, or
   // until `timeout_ms` passes or both streams close. Returns the line.
   std::optional<std::string> wait_for_line(const std::string& needle, int timeout_ms);
+  // wait_for_line for a line that ends in ":PORT" (the fake runtime's and
+  // soakd's "listening on 127.0.0.1:PORT"); returns PORT.
+  std::optional<int> wait_for_port(const std::string& needle, int timeout_ms);
   // Waits for exit up to timeout_ms, draining output; returns the exit status
   // (as from waitpid) or nullopt on timeout.
   std::optional<int> wait_exit(int timeout_ms);
