@@ -314,7 +314,8 @@ struct StoreOutageSettings {
 // inconclusive, blocked, hold — with the verdict as JSON on stdin. Empty: off.
 inline constexpr int64_t kDefaultNotifyTimeoutMs = 30 * kSecond;  // then SIGKILL
 // soakd's graceful stop waits for a running command: the bound keeps that
-// stop within launchd's ExitTimeOut (core/service.h kLaunchdExitTimeOutMs).
+// stop within launchd's ExitTimeOut (core/service.h kLaunchdExitTimeOutMs; a static_assert in
+// daemon/notifier.cc holds it).
 inline constexpr int64_t kMaxNotifyTimeoutMs = 45 * kSecond;
 
 struct NotifySettings {

@@ -2,14 +2,10 @@
 // verdict, as an argv without a shell, and its time bound.
 #include "core/config_schema.h"
 #include "core/duration.h"
-#include "core/service.h"
 
 namespace soak::schema {
 
 namespace {
-
-static_assert(kStopGraceMs + kMaxNotifyTimeoutMs < kLaunchdExitTimeOutMs,
-              "a stop that waits for the notify command must fit launchd's ExitTimeOut");
 
 constexpr const char* kCommandExample = "[\"osascript\", \"-e\", \"display notification \\\"verdict\\\"\"]";
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
+#include "core/service.h"
 #include "storage/outbox.h"
 
 extern char** environ;
@@ -14,6 +15,10 @@ extern char** environ;
 namespace soak {
 
 namespace {
+
+// A graceful stop waits for a running command (core/config.h kMaxNotifyTimeoutMs).
+static_assert(kStopGraceMs + kMaxNotifyTimeoutMs < kLaunchdExitTimeOutMs,
+              "a stop that waits for the notify command must fit launchd's ExitTimeOut");
 
 // The verdict file is the operator's, like the log beside it.
 constexpr unsigned kReportMode = 0600;
