@@ -1,10 +1,10 @@
 #include "platform/thermal.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+
+#include "platform/procfs.h"
 
 namespace soak {
 
@@ -18,13 +18,8 @@ std::optional<std::string> first_line(const std::filesystem::path& p) {
   return line;
 }
 
-std::optional<int64_t> number(const std::optional<std::string>& s) {
-  if (!s || s->empty()) return std::nullopt;
-  char* end = nullptr;
-  const long long v = std::strtoll(s->c_str(), &end, 10);
-  if (end == s->c_str() || *end != '\0') return std::nullopt;
-  return v;
-}
+// A sysfs figure: a decimal integer on one line (procfs's parser).
+std::optional<int64_t> number(const std::optional<std::string>& s) { return s ? procfs::parse_int(*s) : std::nullopt; }
 
 ThermalLevel level_of_trip(std::string_view type) {
   if (type == "critical") return ThermalLevel::Sleeping;
@@ -39,7 +34,7 @@ ThermalLevel level_of_trip(std::string_view type) {
 void apply_thermal(ThermalSource& source, HostSample& s) {
   auto level = source.read();
   if (!level) {
-    s.error += (s.error.empty() ? "" : "; ") + level.message();
+    procfs::append_error(s.error, level.message());
     return;
   }
   if (*level) s.thermal_level = static_cast<int>(**level);
