@@ -124,6 +124,7 @@ void NotifyService::notify(const VerdictNotice& n) {
   auto run = std::make_unique<Run>();
   run->notice = n;
   run->started_mono_ns = d_.clock.mono_ns();
+  run->program = s.command[0];
   run->timeout_ms = s.timeout_ms;
   probes::CommandSpec spec{s.command, s.timeout_ms, body + "\n", notice_env(process_environment(), n, report)};
   run->command = std::make_unique<probes::CommandRun>(d_.loop, defer_, std::move(spec),
@@ -139,9 +140,8 @@ void NotifyService::ended(int64_t id, probes::CommandEnd end) {
   if (it == runs_.end()) return;
   const Run& r = *it->second;
   const VerdictNotice& n = r.notice;
-  const std::string program = cfg_->notify.command.empty() ? std::string("notify") : cfg_->notify.command[0];
   const int64_t took_ms = (d_.clock.mono_ns() - r.started_mono_ns) / 1'000'000;
-  const std::string detail = probes::describe_end(program, end, r.timeout_ms);
+  const std::string detail = probes::describe_end(r.program, end, r.timeout_ms);
   std::istringstream lines(end.output);
   for (std::string line; std::getline(lines, line);)
     if (!line.empty()) d_.log->info("notify: {} output: {}", n.candidate.name, line.substr(0, kMaxLoggedLine));

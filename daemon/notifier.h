@@ -31,7 +31,7 @@
 
 namespace soak {
 
-// Pure parts (tests/unit/notifier_test.cc).
+// Pure parts (tested in tests/integration/notify_command_test.cc).
 // The verdict as the command reads it on stdin.
 std::string notice_json(const VerdictNotice& n, const std::string& report_path);
 // `base` ("NAME=value" each, soakd's own environment) with the SOAKD_*
@@ -63,6 +63,7 @@ class NotifyService final : public Service {
   struct Run {
     VerdictNotice notice;
     int64_t started_mono_ns = 0;
+    std::string program;  // the command's argv[0] as it was started (a reload may change the config)
     int64_t timeout_ms = 0;
     std::unique_ptr<probes::CommandRun> command;
   };

@@ -55,7 +55,7 @@ struct CommandEnd {
 };
 
 // One line for the log and the store: "exited with status 3", "killed by
-// signal 9", "did not finish within 30s (killed)", "cannot run x: ...".
+// signal 9", "did not finish within 30000 ms (killed)", "cannot run x: ...".
 std::string describe_end(const std::string& program, const CommandEnd& end, int64_t timeout_ms);
 
 class CommandRun {
