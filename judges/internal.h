@@ -112,6 +112,13 @@ bool is_group_summary(const ProbeResult& r);
 // A completion the candidate was asked for: what failure ratios count. Health
 // checks, scrapes and build reads are not (they would thin every ratio 2-3x).
 bool is_completion(const ProbeResult& r);
+// The probe kinds the canary's pooled failure rule counts: the workload's
+// functional, long-context, burst and capacity probes (judge.cc, sequential.cc).
+std::vector<ProbeKind> canary_pooled_kinds(WorkloadKind workload);
+// A refused long prompt (ContextExceeded on a long-context or capacity row) is
+// the long-context and capacity rules' to judge: a hold when the size is beyond
+// the runtime's own context, a rejection otherwise; failure ratios leave it out.
+bool refused_long_prompt(const ProbeResult& r);
 
 enum class Better { Lower, Higher };
 

@@ -196,17 +196,10 @@ void failure_ratio(const Context& c, Judgement& j) {
 // show the runtime failing more often than tolerated, not merely once.
 // 1 in 8 with HTTP 500 rejects from 8 completions on; 1 in 100 never does.
 void canary_failure_ratio(const Context& c, Judgement& j) {
-  std::vector<ProbeKind> pooled;
-  for (TaskKind t : {TaskKind::Functional, TaskKind::LongContext, TaskKind::Burst, TaskKind::Capacity})
-    for (ProbeKind k : probe_kinds_for(t, c.in.recipe.workload)) pooled.push_back(k);
-  // A long-context refusal is judged by the long-context and capacity rules
-  // alone (a hold when the size is beyond the runtime's own context, a
-  // rejection otherwise).
+  const std::vector<ProbeKind> pooled = canary_pooled_kinds(c.in.recipe.workload);
   std::vector<const ProbeResult*> rows;
   for (const ProbeResult* r : completions(c.cand, &pooled))
-    if (!((r->kind == ProbeKind::LongContext || r->kind == ProbeKind::Capacity) &&
-          r->outcome == Outcome::ContextExceeded))
-      rows.push_back(r);
+    if (!refused_long_prompt(*r)) rows.push_back(r);
   ratio_metric(c, j, count(rows), "failure_ratio/pooled", c.in.recipe.judge.max_failure_ratio,
                "no functional, long-context, burst or capacity completions", RatioRule::LowerBound);
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/hash.h"
+#include "core/tasks.h"
 #include "judges/internal.h"
 
 namespace soak::judge_detail {
@@ -177,6 +178,17 @@ bool is_completion(const ProbeResult& r) {
     case ProbeKind::Build: return false;
     default: return !is_group_summary(r);
   }
+}
+
+std::vector<ProbeKind> canary_pooled_kinds(WorkloadKind workload) {
+  std::vector<ProbeKind> pooled;
+  for (TaskKind t : {TaskKind::Functional, TaskKind::LongContext, TaskKind::Burst, TaskKind::Capacity})
+    for (ProbeKind k : probe_kinds_for(t, workload)) pooled.push_back(k);
+  return pooled;
+}
+
+bool refused_long_prompt(const ProbeResult& r) {
+  return (r.kind == ProbeKind::LongContext || r.kind == ProbeKind::Capacity) && r.outcome == Outcome::ContextExceeded;
 }
 
 bool perf_judged(ProbeKind k) {

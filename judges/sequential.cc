@@ -114,14 +114,8 @@ double budget_of(const JudgeRecipe& r) {
   return r.stage == StageKind::Canary ? r.judge.max_failure_ratio : r.gate.max_failure_ratio;
 }
 
-// A refused long prompt is the long-context and capacity rules' to judge (a
-// hold when the size is beyond the runtime's own context).
-bool refused_long_prompt(const ProbeResult& r) {
-  return (r.kind == ProbeKind::LongContext || r.kind == ProbeKind::Capacity) && r.outcome == Outcome::ContextExceeded;
-}
-
 struct Rules {
-  std::vector<ProbeKind> canary_pooled;  // the canary's pooled kinds (judge.cc's pooled rule)
+  std::vector<ProbeKind> canary_pooled;  // canary_pooled_kinds(), once per evidence() call
 };
 
 bool attempt_of(const Context& c, const Rules& rules, const Watched& w, const ProbeResult& r) {
@@ -202,9 +196,7 @@ std::vector<SequentialMeasure> evidence(const Context& c) {
   const auto list = watched(r);
   std::vector<SequentialMeasure> out;
   if (list.empty() || !(budget > 0 && budget < 1) || !(r.judge.alpha > 0 && r.judge.alpha < 1)) return out;
-  Rules rules;
-  for (TaskKind t : {TaskKind::Functional, TaskKind::LongContext, TaskKind::Burst, TaskKind::Capacity})
-    for (ProbeKind k : probe_kinds_for(t, r.workload)) rules.canary_pooled.push_back(k);
+  const Rules rules{canary_pooled_kinds(r.workload)};
   const double share = r.judge.alpha / static_cast<double>(list.size());
   for (const Watched& w : list) out.push_back(run(c, rules, w, budget, share));
   return out;
