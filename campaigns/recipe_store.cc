@@ -123,12 +123,17 @@ Result<BaselineChoice> choose_baseline(Store& store, std::optional<int64_t> base
   return c;
 }
 
+VerdictRow judged_verdict(const JudgeInput& in, const StoredRecipe& r) {
+  VerdictRow v = judge_stage(in);
+  v.judge_input_json = recipe_to_json(r);
+  return v;
+}
+
 Result<StageJudged> judge_stage_from_store(Store& store, const StoredRecipe& r) {
   auto in = build_judge_input(store, r);
   if (!in) return in.error();
   StageJudged out;
-  out.verdict = judge_stage(*in);
-  out.verdict.judge_input_json = recipe_to_json(r);
+  out.verdict = judged_verdict(*in, r);
   out.reach = judged_context_reach(*in);
   return out;
 }
@@ -144,9 +149,7 @@ Result<std::optional<VerdictRow>> hard_failure_from_store(Store& store, const St
   if (!in) return in.error();
   if (!judge_hard_failures(*in)) return std::optional<VerdictRow>();
   // The whole verdict, from the same input and function `soakctl explain` uses.
-  VerdictRow v = judge_stage(*in);
-  v.judge_input_json = recipe_to_json(r);
-  return std::optional<VerdictRow>(std::move(v));
+  return std::optional<VerdictRow>(judged_verdict(*in, r));
 }
 
 Result<std::optional<VerdictRow>> launch_hold_from_store(Store& store, const StoredRecipe& r) {

@@ -24,6 +24,8 @@ namespace soak {
 
 // Reads the rows the recipe names and assembles the judge's input.
 Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& r);
+// The verdict of an input built from `r`, with `r` attached as its recipe.
+VerdictRow judged_verdict(const JudgeInput& in, const StoredRecipe& r);
 
 // Judge a stage from the store: the verdict with its recipe attached and, for
 // a canary with long-context sizes, the context reach its rows showed
@@ -34,7 +36,7 @@ struct StageJudged {
   std::optional<ContextReach> reach;
 };
 Result<StageJudged> judge_stage_from_store(Store& store, const StoredRecipe& r);
-// The verdict alone (soakctl explain recomputes it).
+// The verdict alone.
 Result<VerdictRow> judge_from_store(Store& store, const StoredRecipe& r);
 // The same, for checks while a stage runs: the rejecting verdict (recipe
 // attached) if the rows already hold a hard failure, nullopt otherwise.

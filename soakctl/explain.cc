@@ -119,14 +119,15 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     return kCtlExitOk;
   }
   auto recipe = recipe_from_json(judged->judge_input_json);
-  auto again = judge_from_store(st, *recipe);
-  if (!again) {
-    c.err << "soakctl: cannot recompute: " << again.message() << "\n";
+  auto input = build_judge_input(st, *recipe);
+  if (!input) {
+    c.err << "soakctl: cannot recompute: " << input.message() << "\n";
     return kCtlExitStore;
   }
-  // The same rows again, for the sequential test's path (the verdict keeps its end points only).
-  auto input = build_judge_input(st, *recipe);
-  const auto sequential = input ? sequential_evidence(*input) : std::vector<SequentialMeasure>{};
+  const VerdictRow recomputed = judged_verdict(*input, *recipe);
+  const VerdictRow* again = &recomputed;
+  // From the same rows, the sequential test's path (the verdict keeps its end points only).
+  const auto sequential = sequential_evidence(*input);
   const bool identical = same_verdict(*judged, *again);
   const bool rules_changed = judged->judge_version != again->judge_version;
   const int rc = identical || rules_changed ? kCtlExitOk : kCtlExitMismatch;
