@@ -35,7 +35,7 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
   // interleaved runs are the canary's own design, not another's load.
   if (r.stage == StageKind::Canary) {
     std::vector<ProbeResult> others;
-    for (ProbeKind k : {ProbeKind::LongContext, ProbeKind::Burst, ProbeKind::Capacity, ProbeKind::SharedPrefix}) {
+    for (ProbeKind k : kHeavyProbeKinds) {
       ProbeQuery hq;
       hq.kind = k;
       hq.since_ms = sel.since_ms;
@@ -78,6 +78,14 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
   auto hosts = store.host_samples(hs);
   if (!hosts) return hosts.error();
   in.host_samples = std::move(*hosts);
+  if (r.baseline_id && r.baseline_mode == BaselineMode::History) {
+    // The thermal state its rows ran at (judges/thermal.cc), from its own window.
+    hs.since_ms = sel.baseline_since_ms;
+    hs.until_ms = sel.baseline_until_ms;
+    auto then = store.host_samples(hs);
+    if (!then) return then.error();
+    in.baseline_host_samples = std::move(*then);
+  }
 
   EventQuery eq;
   eq.candidate_id = r.candidate_id;

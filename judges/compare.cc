@@ -417,8 +417,7 @@ void compare_later_stage(const Context& c, const std::vector<const ProbeResult*>
 void judge_compare(const Context& c, Judgement& j) {
   const StageKind stage = c.in.recipe.stage;
   if (stage == StageKind::Smoke) return;
-  const ThermalSplit cand_cool = leave_out_hot(past_warmup(c.cand), c.in.host_samples);
-  const ThermalSplit base_cool = leave_out_hot(past_warmup(c.base), c.in.host_samples);
+  const auto [cand_cool, base_cool] = cool_rows(c);
   judge_thermal(c, cand_cool, base_cool, j);
   if (stage != StageKind::Canary) {
     compare_later_stage(c, cand_cool.rows, base_cool.rows, j);

@@ -182,10 +182,11 @@ std::optional<double> decode_rate(const ProbeResult& r) {
   return std::nullopt;
 }
 
-void decode_floor(const Context& c, Judgement& j, const SloSettings& slo) {
+void decode_floor(const Context& c, const std::vector<const ProbeResult*>& timed, Judgement& j,
+                  const SloSettings& slo) {
   if (slo.min_decode_tps <= 0) return;
   Group g;
-  for (const ProbeResult* r : c.cand) {
+  for (const ProbeResult* r : timed) {
     if (!single(*r)) continue;
     const auto v = decode_rate(*r);
     if (!v) continue;
@@ -203,9 +204,9 @@ void decode_floor(const Context& c, Judgement& j, const SloSettings& slo) {
 // Time to first token by prompt size: long-context rows per configured size,
 // the rest ("short") each at its own prompt's size. Agent turns have their
 // own floor (turn wall), exact repeats theirs (warm retry).
-void ttft_floor(const Context& c, Judgement& j, const SloSettings& slo) {
+void ttft_floor(const Context& c, const std::vector<const ProbeResult*>& timed, Judgement& j, const SloSettings& slo) {
   std::vector<const ProbeResult*> rows;
-  for (const ProbeResult* r : c.cand)
+  for (const ProbeResult* r : timed)
     if (single(*r) && !is_session_row(*r) && r->cache_state != CacheState::Repeat) rows.push_back(r);
   std::vector<std::pair<const ProbeResult*, double>> f;
   figures(kTtft, rows, f);
@@ -250,9 +251,10 @@ void fixed_floor(const Context& c, Judgement& j, const std::vector<const ProbeRe
 
 // A short answer's whole wall: the functional probes that ask for a few words
 // with thinking off.
-void short_wall_floor(const Context& c, Judgement& j, const SloSettings& slo) {
+void short_wall_floor(const Context& c, const std::vector<const ProbeResult*>& timed, Judgement& j,
+                      const SloSettings& slo) {
   std::vector<const ProbeResult*> rows;
-  for (const ProbeResult* r : c.cand) {
+  for (const ProbeResult* r : timed) {
     const bool short_kind = r->kind == ProbeKind::Identity || r->kind == ProbeKind::Marker ||
                             r->kind == ProbeKind::Stream || r->kind == ProbeKind::StrictJson ||
                             r->kind == ProbeKind::ToolCall;
@@ -265,9 +267,10 @@ void short_wall_floor(const Context& c, Judgement& j, const SloSettings& slo) {
 }
 
 // An agent turn's wall per context band, the floor taken at the band's top.
-void turn_wall_floor(const Context& c, Judgement& j, const SloSettings& slo) {
+void turn_wall_floor(const Context& c, const std::vector<const ProbeResult*>& timed, Judgement& j,
+                     const SloSettings& slo) {
   std::vector<const ProbeResult*> rows;
-  for (const ProbeResult* r : c.cand)
+  for (const ProbeResult* r : timed)
     if (is_session_row(*r) && single(*r)) rows.push_back(r);
   std::vector<std::pair<const ProbeResult*, double>> f;
   figures(kWall, rows, f);
@@ -294,9 +297,9 @@ void turn_wall_floor(const Context& c, Judgement& j, const SloSettings& slo) {
 }
 
 // The first token of an exact repeat: what a warm retry gets.
-void warm_floor(const Context& c, Judgement& j, const SloSettings& slo) {
+void warm_floor(const Context& c, const std::vector<const ProbeResult*>& timed, Judgement& j, const SloSettings& slo) {
   std::vector<const ProbeResult*> rows;
-  for (const ProbeResult* r : c.cand)
+  for (const ProbeResult* r : timed)
     if (single(*r) && r->cache_state == CacheState::Repeat) rows.push_back(r);
   fixed_floor(c, j, rows, kTtft, slo.max_warm_ttft_ms, "slo/warm_ttft",
               FloorText{"a warm retry's first token", "slo.warm_ttft", "s",
@@ -309,11 +312,14 @@ void warm_floor(const Context& c, Judgement& j, const SloSettings& slo) {
 void judge_floors(const Context& c, Judgement& j) {
   if (!c.in.recipe.slo || c.in.recipe.workload != WorkloadKind::Chat) return;
   const SloSettings& slo = *c.in.recipe.slo;
-  decode_floor(c, j, slo);
-  ttft_floor(c, j, slo);
-  short_wall_floor(c, j, slo);
-  turn_wall_floor(c, j, slo);
-  warm_floor(c, j, slo);
+  // The canary's warm-up pages the model in: its first answers may be slow by
+  // design, so no floor reads them (their failures still count elsewhere).
+  const std::vector<const ProbeResult*> timed = past_warmup(c.cand);
+  decode_floor(c, timed, j, slo);
+  ttft_floor(c, timed, j, slo);
+  short_wall_floor(c, timed, j, slo);
+  turn_wall_floor(c, timed, j, slo);
+  warm_floor(c, timed, j, slo);
 }
 
 void judge_launch_cap(const Context& c, Judgement& j) {

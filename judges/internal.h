@@ -186,6 +186,12 @@ struct ThermalSplit {
   bool read = false;                     // some sample carried a level at all
 };
 ThermalSplit leave_out_hot(const std::vector<const ProbeResult*>& rows, const std::vector<HostSample>& samples);
+// What the comparisons compare, both sides: past the warm-up, none measured
+// hot (a history baseline's rows against its own window's samples).
+struct CoolRows {
+  ThermalSplit cand, base;
+};
+CoolRows cool_rows(const Context& c);
 // The `thermal` metric (how many were left out), and an inconclusive finding
 // past kMaxHotShare. Says nothing when no sample carried a level.
 void judge_thermal(const Context& c, const ThermalSplit& cand, const ThermalSplit& base, Judgement& j);

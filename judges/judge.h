@@ -171,6 +171,9 @@ struct JudgeInput {
   std::vector<ProbeResult> baseline_rows;   // the baseline's rows (same period or history)
   std::vector<ProcessSample> process_samples;
   std::vector<HostSample> host_samples;
+  // A history baseline's host samples over its own window (its rows' thermal
+  // state); empty when the baseline ran in this period (host_samples holds it).
+  std::vector<HostSample> baseline_host_samples;
   std::vector<Event> events;
 
   // What smoke must have seen clean at least once: what a smoke pass runs

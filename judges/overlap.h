@@ -10,16 +10,23 @@
 // Pure; thread-agnostic.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/types.h"
 
 namespace soak {
 
-// Whether a row of this kind is heavy work (long context, burst, capacity,
-// prefix reuse): what loads the host for long enough to skew another's timing.
+// The kinds of heavy work (long context, burst, capacity, prefix reuse): what
+// loads the host for long enough to skew another's timing.
+inline constexpr std::array<ProbeKind, 4> kHeavyProbeKinds = {ProbeKind::LongContext, ProbeKind::Burst,
+                                                              ProbeKind::Capacity, ProbeKind::SharedPrefix};
 bool is_heavy_kind(ProbeKind k);
+
+// A row's [start, end] in wall ms; a row with no end time covers its start only.
+std::pair<int64_t, int64_t> wall_span(const ProbeResult& r);
 
 // Marks the rows of `rows` whose span (start to its end) overlaps the span of
 // a heavy row in `others`; returns how many it marked. Rows of the same

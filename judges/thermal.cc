@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "judges/internal.h"
+#include "judges/overlap.h"
 
 namespace soak::judge_detail {
 
@@ -47,7 +48,7 @@ ThermalSplit leave_out_hot(const std::vector<const ProbeResult*>& rows, const st
       continue;
     }
     ++out.timed;
-    const int64_t start = r->started_wall_ms, end = start + *r->t_done_us / 1000;
+    const auto [start, end] = wall_span(*r);
     // The sample in effect at the start (the last one at or before it), then those taken while it ran.
     auto it = std::upper_bound(levels.begin(), levels.end(), LevelAt{r->host_id, start, 0},
                                [](const LevelAt& a, const LevelAt& b) {
@@ -65,6 +66,12 @@ ThermalSplit leave_out_hot(const std::vector<const ProbeResult*>& rows, const st
     }
   }
   return out;
+}
+
+CoolRows cool_rows(const Context& c) {
+  const auto& base_samples = c.in.baseline_host_samples.empty() ? c.in.host_samples : c.in.baseline_host_samples;
+  return CoolRows{leave_out_hot(past_warmup(c.cand), c.in.host_samples),
+                  leave_out_hot(past_warmup(c.base), base_samples)};
 }
 
 void judge_thermal(const Context& c, const ThermalSplit& cand, const ThermalSplit& base, Judgement& j) {

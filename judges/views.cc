@@ -13,8 +13,9 @@ using namespace judge_detail;
 std::vector<ComparedSamples> compared_samples(const JudgeInput& in) {
   const Context c(in);
   // What judge_compare compares: no warm-up rows, no rows measured hot (judges/thermal.cc).
-  const Pools cand = pool_rows(leave_out_hot(past_warmup(c.cand), in.host_samples).rows);
-  const Pools base = pool_rows(leave_out_hot(past_warmup(c.base), in.host_samples).rows);
+  const CoolRows cool = cool_rows(c);
+  const Pools cand = pool_rows(cool.cand.rows);
+  const Pools base = pool_rows(cool.base.rows);
   const std::vector<const ProbeResult*> none;
   std::vector<ComparedSamples> out;
   for (const auto& [loc, rows] : cand) {

@@ -37,6 +37,7 @@ void GroupStep::release(Group g, Finalize finalize, std::function<void()> then) 
 void GroupStep::read_queue() {
   // Only while a member waits for its first token; one reading at a time.
   if (poll_live_ || cancelled() || env_.io.http.queued(origin_) == 0 || !watch_.route()) return;
+  drop_finished_exchanges();  // the timer's callback: no exchange is running
   poll_live_ = true;
   poll_ = &send(route(*watch_.route()), [this](const ExchangeResult& x) {
     poll_live_ = false;

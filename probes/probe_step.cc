@@ -31,6 +31,10 @@ int64_t Step::live_requests() const {
   return std::count_if(exchanges_.begin(), exchanges_.end(), [](const auto& x) { return x->live(); });
 }
 
+void Step::drop_finished_exchanges() {
+  std::erase_if(exchanges_, [](const std::unique_ptr<Exchange>& x) { return !x->live(); });
+}
+
 Exchange& Step::send(ExchangeSpec spec, Exchange::Done then) {
   exchanges_.push_back(std::make_unique<Exchange>(env_.io, env_.cand, std::move(spec), std::move(then)));
   Exchange& x = *exchanges_.back();

@@ -153,6 +153,10 @@ class Step {
     return &items[taken++];
   }
   int64_t live_requests() const;
+  // Frees the exchanges that have ended (a step polling for minutes sends
+  // hundreds). Only from a timer's callback: inside an exchange's Done it
+  // would free the handler that is running.
+  void drop_finished_exchanges();
 
   StepEnv env_;
   std::vector<std::unique_ptr<Exchange>> exchanges_;

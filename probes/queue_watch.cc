@@ -87,6 +87,9 @@ int64_t queue_poll_ms(int64_t stall_timeout_ms) {
 
 bool QueueWatch::on_answer(int http_status, std::string_view body) {
   if (source_ == QueueSource::None) return false;
+  // No answer (the reading was cancelled with its group, timed out behind a
+  // busy server, or the connection failed): nothing learnt about the route.
+  if (http_status == 0) return false;
   Result<QueueReading> r =
       is_2xx(http_status) ? read_queue(rt_, source_, body) : Result<QueueReading>(make_error("not 2xx"));
   if (!r.ok()) {

@@ -57,7 +57,9 @@ int64_t queue_poll_ms(int64_t stall_timeout_ms);
 // The readings of one watch: on each answer, whether the queue moved since
 // the previous one. A source that fails (an HTTP error, a shape not its own:
 // llama-server without --metrics, or started with --no-slots) gives way to
-// the next; once none is left, route() is nullptr.
+// the next; once none is left, route() is nullptr. A reading that got no
+// answer at all (http_status 0: cancelled, timed out, refused) says nothing
+// of the route and keeps it.
 class QueueWatch {
  public:
   explicit QueueWatch(const Runtime& rt) : rt_(rt), source_(first_queue_source(rt)) {}

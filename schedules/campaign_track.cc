@@ -435,7 +435,21 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
 Transition resume_stage(Track& t, const StageRow& running, const std::vector<ProbeResult>& stage_rows,
                         const std::vector<Event>& stage_events, int64_t now) {
   t.stage = running;
-  t.plan = plan_for(running.kind, t.cfg->settings, t.cfg->kind, warmup_for(t, running.kind));
+  // Whether the stage opened with a warm-up is what its rows say, not what
+  // today's config would choose: a warm-up never runs mid-stage. Only the
+  // heartbeat's rows (it runs while a warm-up waits) decide nothing.
+  Warmup warmup = warmup_for(t, running.kind);
+  const std::string warm_task(to_string(TaskKind::Warmup)), beat_task(to_string(TaskKind::Scrape));
+  bool warmed = false, began = false;
+  for (const auto& r : stage_rows) {
+    warmed = warmed || r.task == warm_task;
+    began = began || r.task != beat_task;
+  }
+  if (warmed)
+    warmup = Warmup::Opening;
+  else if (began)
+    warmup = Warmup::None;
+  t.plan = plan_for(running.kind, t.cfg->settings, t.cfg->kind, warmup);
   t.tasks.assign(t.plan.tasks.size(), TaskState{});
   for (size_t i = 0; i < t.plan.tasks.size(); ++i) {
     const TaskSpec& spec = t.plan.tasks[i];
@@ -460,8 +474,9 @@ Transition resume_stage(Track& t, const StageRow& running, const std::vector<Pro
   // The daemon was away: say so, with how long since the stage last ran anything.
   int64_t last = running.started_ms;
   if (!stage_rows.empty()) last = std::max(last, stage_rows.back().started_wall_ms);
-  resume_heavy_waits(t.plan, running.id, stage_events, last, t.tasks);
   Transition tr;
+  for (const ClosedWait& w : resume_heavy_waits(t.plan, running.id, stage_events, last, t.tasks))
+    wait_event(t, w.task, WaitPhase::Ended, now, w.length_ms, tr);
   json d;
   d["reason"] = "daemon restart";
   d["stage"] = to_string(running.kind);

@@ -22,8 +22,8 @@ std::string heavy_wait_detail(TaskKind task, WaitPhase phase, StageKind stage, i
   return d.dump();
 }
 
-void resume_heavy_waits(const StagePlan& plan, int64_t stage_id, const std::vector<Event>& events, int64_t last_ms,
-                        std::vector<TaskState>& tasks) {
+std::vector<ClosedWait> resume_heavy_waits(const StagePlan& plan, int64_t stage_id, const std::vector<Event>& events,
+                                           int64_t last_ms, std::vector<TaskState>& tasks) {
   std::map<size_t, int64_t> open;
   auto ended = [&](size_t i, int64_t ms) {
     TaskState& st = tasks[i];
@@ -47,7 +47,12 @@ void resume_heavy_waits(const StagePlan& plan, int64_t stage_id, const std::vect
       }
     }
   }
-  for (const auto& [i, since] : open) ended(i, std::max<int64_t>(0, last_ms - since));
+  std::vector<ClosedWait> closed;
+  for (const auto& [i, since] : open) {
+    closed.push_back(ClosedWait{i, std::max<int64_t>(0, last_ms - since)});
+    ended(i, closed.back().length_ms);
+  }
+  return closed;
 }
 
 }  // namespace soak

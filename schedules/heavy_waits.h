@@ -27,7 +27,13 @@ std::string heavy_wait_detail(TaskKind task, WaitPhase phase, StageKind stage, i
 // `tasks` (one per task of `plan`). A wait still open when the daemon went
 // away ends at `last_ms` (the stage's last activity before it, or the wait's
 // own start if later): the time away is the restart's gap, not a wait.
-void resume_heavy_waits(const StagePlan& plan, int64_t stage_id, const std::vector<Event>& events, int64_t last_ms,
-                        std::vector<TaskState>& tasks);
+// Returns the waits it so closed (task index, length), for the caller to
+// store their "ended" events: the next restart then counts each once.
+struct ClosedWait {
+  size_t task = 0;
+  int64_t length_ms = 0;
+};
+std::vector<ClosedWait> resume_heavy_waits(const StagePlan& plan, int64_t stage_id, const std::vector<Event>& events,
+                                           int64_t last_ms, std::vector<TaskState>& tasks);
 
 }  // namespace soak

@@ -63,20 +63,27 @@ DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int
     if (!out.next_wake_ms || t < *out.next_wake_ms) out.next_wake_ms = t;
   };
   const int64_t elapsed = std::max<int64_t>(0, now_ms - stage_started_ms);
-  // An opening task not yet ended holds everything else (it is heavy: alone on the host).
+  // An opening task not yet ended holds everything else (it is heavy: alone
+  // on the host). While it is held for another candidate's heavy work, the
+  // heartbeat still reads the runtime's health: a wait of an hour must not
+  // leave the stage without one.
+  bool held_opening = false;
   for (size_t i = 0; i < plan.tasks.size() && i < states.size(); ++i) {
     if (plan.tasks[i].repeat != Repeat::Opening || states[i].runs > 0) continue;
     if (states[i].running) return out;  // its completion wakes the scheduler
-    if (heavy == HeavyGate::Free)
+    if (heavy == HeavyGate::Free) {
       out.due.push_back(Due{i, 0});
-    else
-      out.held.push_back(i);
-    return out;
+      return out;
+    }
+    out.held.push_back(i);
+    held_opening = true;
+    break;
   }
   std::vector<Due> heavy_due;
   for (size_t i = 0; i < plan.tasks.size() && i < states.size(); ++i) {
     const TaskSpec& t = plan.tasks[i];
     const TaskState& st = states[i];
+    if (held_opening && i != plan.heartbeat) continue;
     if (st.running) continue;  // its completion wakes the scheduler
     bool is_due = false;
     int64_t slot = 0;

@@ -472,6 +472,39 @@ TEST_CASE("after a restart a stage resumes with its slots and a gap event") {
   CHECK(count_task(w.t, next, TaskKind::Scrape) == 1);
 }
 
+TEST_CASE("after a restart the warm-up is what the stage's rows say, not what the config would choose") {
+  auto has_warmup = [](const Track& t) {
+    return std::any_of(t.plan.tasks.begin(), t.plan.tasks.end(),
+                       [](const TaskSpec& s) { return s.kind == TaskKind::Warmup; });
+  };
+  auto row = [](TaskKind task, int64_t at) {
+    ProbeResult r;
+    r.task = std::string(to_string(task));
+    r.started_wall_ms = at;
+    return r;
+  };
+  // A first build would open its canary with a warm-up today...
+  World first;
+  StageRow running = open_stage(first.t, StageKind::Canary, kT0);
+  running.id = 7;
+  // ...but this stage began without one (a baseline was known then): none mid-stage.
+  resume_stage(first.t, running, {row(TaskKind::Scrape, kT0), row(TaskKind::Functional, kT0 + kMinute)}, {},
+               kT0 + kHour);
+  CHECK_FALSE(has_warmup(first.t));
+  // A stage whose warm-up ran keeps it, done.
+  World warmed;
+  warmed.t.baseline_id = kCandidateId - 1;  // today: no warm-up would be chosen
+  resume_stage(warmed.t, running, {row(TaskKind::Warmup, kT0), row(TaskKind::Functional, kT0 + kMinute)}, {},
+               kT0 + kHour);
+  REQUIRE(has_warmup(warmed.t));
+  CHECK(warmed.t.tasks.back().runs == 1);
+  // Only heartbeats so far (the warm-up waited for the heavy gate): the config decides.
+  World waiting;
+  resume_stage(waiting.t, running, {row(TaskKind::Scrape, kT0)}, {}, kT0 + kHour);
+  CHECK(has_warmup(waiting.t));
+  CHECK(waiting.t.tasks.back().runs == 0);
+}
+
 TEST_CASE("heavy waits survive a restart: the same waits from the stored heavy_wait events") {
   // Live: the canary's heavy tasks are held for 20 min by another candidate's
   // heavy work, then long context runs; burst is held again and still waits
@@ -512,9 +545,32 @@ TEST_CASE("heavy waits survive a restart: the same waits from the stored heavy_w
   rows[0].started_wall_ms = kT0 + 20 * kMinute;
   rows[1].task = std::string(to_string(TaskKind::Scrape));
   rows[1].started_wall_ms = stop;
-  resume_stage(back.t, running, rows, stored, kT0 + 2 * kHour);
+  const Transition resumed = resume_stage(back.t, running, rows, stored, kT0 + 2 * kHour);
   const std::vector<HeavyWait> after = recipe_for(back.t, StageEnd::Completed, std::nullopt, stop).recipe.heavy_waits;
   CHECK(after == before);
+
+  // The wait the restart closed is stored as ended: held again after the
+  // restart (a new wait of 10 min), a second restart counts the first wait
+  // once, at the length the first resume gave it, not up to the new wait.
+  int64_t closed = 0;
+  for (const Event& e : resumed.events)
+    if (e.kind == EventKind::HeavyWait) {
+      CHECK(nlohmann::json::parse(e.detail_json)["wait"] == "ended");
+      stored.push_back(e);
+      ++closed;
+    }
+  CHECK(closed >= 1);  // every heavy task still held at the stop
+  for (auto [heavy, at] :
+       {std::pair{HeavyGate::Busy, kT0 + 2 * kHour}, std::pair{HeavyGate::Free, kT0 + 2 * kHour + 10 * kMinute}}) {
+    Transition tr = step_stage(back.t, StepInputs{false, heavy, false}, at);
+    for (const Event& e : tr.events)
+      if (e.kind == EventKind::HeavyWait) stored.push_back(e);
+    for (const Due& d : tr.dispatch) {  // what ran, as its rows would say
+      rows.emplace_back();
+      rows.back().task = std::string(to_string(back.t.plan.tasks[d.task].kind));
+      rows.back().started_wall_ms = at;
+    }
+  }
 
   // Without the events the restarted daemon would have forgotten every wait.
   World forgot;

@@ -76,3 +76,44 @@ TEST_CASE("overlap: rows marked as overlapped stay out of the canary's compariso
   REQUIRE(ttft);
   CHECK(ttft->n == 40);  // the marked rows are not among the samples
 }
+
+TEST_CASE("overlap: a long heavy span marks rows past shorter ones that started after it") {
+  // 0..10 s long context, then short bursts at 2 s and 3 s: a row at 8 s
+  // overlaps only the first, which started before the others.
+  std::vector<ProbeResult> rows = {timed(kCandidate, ProbeKind::Stream, 8'000, 100),
+                                   timed(kCandidate, ProbeKind::Stream, 10'500, 100)};
+  const std::vector<ProbeResult> others = {timed(kOther, ProbeKind::LongContext, 0, 10'000),
+                                           timed(kOther, ProbeKind::Burst, 2'000, 100),
+                                           timed(kOther, ProbeKind::Burst, 3'000, 100)};
+  CHECK(mark_overlapped_heavy(rows, others) == 1);
+  CHECK(rows[0].overlapped_heavy);
+  CHECK_FALSE(rows[1].overlapped_heavy);
+}
+
+TEST_CASE("overlap: the same rows marked as by comparing every pair") {
+  uint64_t x = 12345;
+  auto next = [&x](int64_t mod) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int64_t>((x >> 33) % static_cast<uint64_t>(mod));
+  };
+  const ProbeKind kinds[] = {ProbeKind::LongContext, ProbeKind::Stream, ProbeKind::Burst, ProbeKind::Capacity};
+  std::vector<ProbeResult> rows, others;
+  for (int i = 0; i < 300; ++i) rows.push_back(timed(kCandidate, ProbeKind::Stream, next(100'000), next(2'000)));
+  for (int i = 0; i < 60; ++i)
+    others.push_back(timed(next(3) == 0 ? kCandidate : kOther, kinds[next(4)], next(100'000), next(5'000)));
+  int64_t expected = 0;
+  std::vector<bool> want;
+  for (const auto& r : rows) {
+    bool hit = false;
+    for (const auto& o : others)
+      hit = hit || (is_heavy_kind(o.kind) && o.candidate_id != r.candidate_id &&
+                    o.started_wall_ms <= r.started_wall_ms + *r.t_done_us / 1'000 &&
+                    r.started_wall_ms <= o.started_wall_ms + *o.t_done_us / 1'000);
+    want.push_back(hit);
+    expected += hit;
+  }
+  REQUIRE(expected > 10);
+  REQUIRE(expected < 290);
+  CHECK(mark_overlapped_heavy(rows, others) == expected);
+  for (size_t i = 0; i < rows.size(); ++i) CHECK(rows[i].overlapped_heavy == want[i]);
+}

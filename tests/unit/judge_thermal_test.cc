@@ -114,3 +114,38 @@ TEST_CASE("thermal: a sample taken while a row ran makes it hot; one on another 
   CHECK(contains(thermal->reason, "1 of 40 timed row(s)"));
   CHECK(contains(thermal->reason, "(6; up to moderate)"));
 }
+
+TEST_CASE("thermal: a history baseline's rows are judged by the samples of their own window") {
+  // The baseline ran a day earlier; nine of its rows started under heavy
+  // pressure then. The stage's own samples (all nominal, a day later) say
+  // nothing of them: its window's samples leave them out.
+  HotCanary h(0, false);
+  constexpr int64_t kDayMs = 24 * 3'600'000LL;
+  for (auto& r : h.base.rows) r.started_wall_ms -= kDayMs;
+  std::vector<HostSample> then;
+  for (int k = 0; k < 2 * kN; ++k) {
+    HostSample s = host_sample(1000 + k, kT0 - kDayMs + k * kSampleEveryMs, 0);
+    s.thermal_level = static_cast<int>(k % 2 == 0 && k / 2 < 9 ? ThermalLevel::Heavy : ThermalLevel::Nominal);
+    then.push_back(s);
+  }
+  JudgeInput in = input_for(StageKind::Canary);
+  in.recipe.baseline_mode = BaselineMode::History;
+  in.candidate_rows = h.cand.rows;
+  in.baseline_rows = h.base.rows;
+  in.host_samples = h.samples;
+  const auto* kept = find_metric(judge_stage(in), "ttft_ms/stream/1k{");
+  REQUIRE(kept);
+  CHECK(kept->n_baseline == kN);
+
+  in.baseline_host_samples = then;
+  const VerdictRow v = judge_stage(in);
+  INFO(v.reason);
+  const auto* ttft = find_metric(v, "ttft_ms/stream/1k{");
+  REQUIRE(ttft);
+  CHECK(ttft->n == kN);
+  CHECK(ttft->n_baseline == kN - 9);
+  const auto* thermal = find_metric(v, "thermal");
+  REQUIRE(thermal);
+  CHECK(contains(thermal->reason, "0 of 40 timed row(s)"));
+  CHECK(contains(thermal->reason, "9 baseline row(s)"));
+}

@@ -191,10 +191,16 @@ TEST_CASE("canary warm-up: it opens the stage alone; the rest is due once it has
   const size_t w = p.tasks.size() - 1;
   std::vector<TaskState> st(p.tasks.size());
   CHECK(kinds(p, next_due(p, st, 0, 0, HeavyGate::Free)) == std::vector<TaskKind>{TaskKind::Warmup});
-  // Another candidate's heavy work on the host: the warm-up waits, and so does everything else.
+  // Another candidate's heavy work on the host: the warm-up waits, and so
+  // does everything else but the heartbeat (once per slot).
   DueSet held = next_due(p, st, 0, 0, HeavyGate::Busy);
-  CHECK(held.due.empty());
+  CHECK(kinds(p, held) == std::vector<TaskKind>{TaskKind::Scrape});
   CHECK(held.held == std::vector<size_t>{w});
+  mark_started(st, held.due[0], 0);
+  mark_finished(st, 0, 1'000);
+  CHECK(next_due(p, st, 0, 2'000, HeavyGate::Busy).due.empty());
+  CHECK(kinds(p, next_due(p, st, 0, p.tasks[0].every_ms, HeavyGate::Busy)) == std::vector<TaskKind>{TaskKind::Scrape});
+  st[0] = TaskState{};
   mark_started(st, Due{w, 0}, 0);
   CHECK(next_due(p, st, 0, 20'000, HeavyGate::Free).due.empty());  // running: nothing else starts
   mark_finished(st, w, 30'000);

@@ -110,6 +110,17 @@ TEST_CASE("queue watch: /slots refused gives way to /metrics, then to nothing") 
   CHECK_FALSE(w.on_answer(200, "[]"));
 }
 
+TEST_CASE("queue watch: a reading with no answer keeps the source and its last reading") {
+  QueueWatch w(llama());
+  const std::string a = "[{\"id\":0,\"is_processing\":true,\"id_task\":1}]";
+  const std::string b = "[{\"id\":0,\"is_processing\":true,\"id_task\":2}]";
+  CHECK_FALSE(w.on_answer(200, a));
+  // Cancelled with its group, or timed out behind a busy prefill.
+  CHECK_FALSE(w.on_answer(0, ""));
+  CHECK(w.source() == QueueSource::Slots);
+  CHECK(w.on_answer(200, b));  // compared with the reading before the silence
+}
+
 TEST_CASE("queue watch: a runtime with no queue route is not watched") {
   const Runtime& plain = builtin_runtime(RuntimeKind::OpenAI);
   CHECK(first_queue_source(plain) == QueueSource::None);
