@@ -172,7 +172,8 @@ struct JudgeInput {
   std::vector<ProcessSample> process_samples;
   std::vector<HostSample> host_samples;
   // A history baseline's host samples over its own window (its rows' thermal
-  // state); empty when the baseline ran in this period (host_samples holds it).
+  // state); unused unless the baseline mode is History (host_samples holds
+  // an interleaved baseline's).
   std::vector<HostSample> baseline_host_samples;
   std::vector<Event> events;
 

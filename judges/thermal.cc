@@ -69,7 +69,8 @@ ThermalSplit leave_out_hot(const std::vector<const ProbeResult*>& rows, const st
 }
 
 CoolRows cool_rows(const Context& c) {
-  const auto& base_samples = c.in.baseline_host_samples.empty() ? c.in.host_samples : c.in.baseline_host_samples;
+  const bool history = c.in.recipe.baseline_mode == BaselineMode::History;
+  const auto& base_samples = history ? c.in.baseline_host_samples : c.in.host_samples;
   return CoolRows{leave_out_hot(past_warmup(c.cand), c.in.host_samples),
                   leave_out_hot(past_warmup(c.base), base_samples)};
 }

@@ -101,6 +101,11 @@ VerdictRow verdict(VerdictState state, const std::string& reason) {
   return v;
 }
 
+bool has_warmup(const Track& t) {
+  return std::any_of(t.plan.tasks.begin(), t.plan.tasks.end(),
+                     [](const TaskSpec& s) { return s.kind == TaskKind::Warmup; });
+}
+
 }  // namespace
 
 TEST_CASE("each stage starts with its length, deadline, plan and a running verdict") {
@@ -168,10 +173,6 @@ TEST_CASE("a heavy task waits while another heavy task holds the host") {
 }
 
 TEST_CASE("a first build's canary and a managed one's open with a warm-up; a later unmanaged build's does not") {
-  auto has_warmup = [](const Track& t) {
-    return std::any_of(t.plan.tasks.begin(), t.plan.tasks.end(),
-                       [](const TaskSpec& s) { return s.kind == TaskKind::Warmup; });
-  };
   World first;
   first.start(StageKind::Canary, kT0);
   CHECK(has_warmup(first.t));
@@ -473,10 +474,6 @@ TEST_CASE("after a restart a stage resumes with its slots and a gap event") {
 }
 
 TEST_CASE("after a restart the warm-up is what the stage's rows say, not what the config would choose") {
-  auto has_warmup = [](const Track& t) {
-    return std::any_of(t.plan.tasks.begin(), t.plan.tasks.end(),
-                       [](const TaskSpec& s) { return s.kind == TaskKind::Warmup; });
-  };
   auto row = [](TaskKind task, int64_t at) {
     ProbeResult r;
     r.task = std::string(to_string(task));
@@ -560,21 +557,31 @@ TEST_CASE("heavy waits survive a restart: the same waits from the stored heavy_w
       ++closed;
     }
   CHECK(closed >= 1);  // every heavy task still held at the stop
-  for (auto [heavy, at] :
-       {std::pair{HeavyGate::Busy, kT0 + 2 * kHour}, std::pair{HeavyGate::Free, kT0 + 2 * kHour + 10 * kMinute}}) {
-    Transition tr = step_stage(back.t, StepInputs{false, heavy, false}, at);
-    for (const Event& e : tr.events)
-      if (e.kind == EventKind::HeavyWait) stored.push_back(e);
-    for (const Due& d : tr.dispatch) {  // what ran, as its rows would say
-      rows.emplace_back();
-      rows.back().task = std::string(to_string(back.t.plan.tasks[d.task].kind));
-      rows.back().started_wall_ms = at;
-    }
-  }
 
   // Without the events the restarted daemon would have forgotten every wait.
   World forgot;
   forgot.t.baseline_id = live.t.baseline_id;
   resume_stage(forgot.t, running, rows, {}, kT0 + 2 * kHour);
   CHECK(recipe_for(forgot.t, StageEnd::Completed, std::nullopt, stop).recipe.heavy_waits.empty());
+
+  // Held again after the restart (Busy), then freed 10 min later; the daemon
+  // stops once more. Its second resume counts the same waits.
+  const int64_t again_stop = kT0 + 2 * kHour + 10 * kMinute;
+  for (auto [heavy, at] : {std::pair{HeavyGate::Busy, kT0 + 2 * kHour}, std::pair{HeavyGate::Free, again_stop}}) {
+    Transition tr = step_stage(back.t, StepInputs{false, heavy, false}, at);
+    for (const Event& e : tr.events)
+      if (e.kind == EventKind::HeavyWait) stored.push_back(e);
+    for (const Due& d : tr.dispatch) {  // what ran, as its rows say
+      rows.emplace_back();
+      rows.back().task = std::string(to_string(back.t.plan.tasks[d.task].kind));
+      rows.back().started_wall_ms = at;
+    }
+    back.finish_all(tr, at);
+  }
+  const std::vector<HeavyWait> twice =
+      recipe_for(back.t, StageEnd::Completed, std::nullopt, again_stop).recipe.heavy_waits;
+  World again;
+  again.t.baseline_id = live.t.baseline_id;
+  resume_stage(again.t, running, rows, stored, kT0 + 3 * kHour);
+  CHECK(recipe_for(again.t, StageEnd::Completed, std::nullopt, again_stop).recipe.heavy_waits == twice);
 }
