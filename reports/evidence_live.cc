@@ -1,5 +1,8 @@
 #include "reports/evidence_live.h"
 
+#include <string>
+#include <utility>
+
 #include "judges/recipe.h"
 
 namespace soak::report {
@@ -16,19 +19,14 @@ Result<JudgeRecipe> running_recipe(Store& store, int64_t candidate_id, const Sta
   return r;
 }
 
-ProbeResult slim_row(const ProbeResult& r) {
-  ProbeResult s;
-  s.id = r.id;
-  s.candidate_id = r.candidate_id;
-  s.host_id = r.host_id;
-  s.stage_id = r.stage_id;
-  s.started_wall_ms = r.started_wall_ms;
-  s.kind = r.kind;
-  s.task = r.task;
-  s.workload_id = r.workload_id;  // a group's summary row is known by it
-  s.outcome = r.outcome;
-  s.http_status = r.http_status;
-  return s;
+ProbeResult slim_row(ProbeResult r) {
+  // Figures and keys stay; the text a row carries goes (the sequential test
+  // reads outcomes, statuses and send order, never an excerpt or a body).
+  for (std::string* text : {&r.fixture_hash, &r.sampling_json, &r.detail, &r.finish_reason, &r.response_model,
+                            &r.body_hash, &r.excerpt, &r.extra_json})
+    std::string().swap(*text);
+  r.golden.reset();
+  return r;
 }
 
 Result<std::vector<SequentialMeasure>> running_evidence(Store& store, int64_t candidate_id, const StageRow& stage) {
@@ -43,7 +41,7 @@ Result<std::vector<SequentialMeasure>> running_evidence(Store& store, int64_t ca
   JudgeInput in;
   in.recipe = *recipe;
   in.candidate_rows.reserve(rows->size());
-  for (const auto& r : *rows) in.candidate_rows.push_back(slim_row(r));
+  for (auto& r : *rows) in.candidate_rows.push_back(slim_row(std::move(r)));
   return sequential_evidence(in);
 }
 

@@ -26,9 +26,9 @@ namespace soak::report {
 // recipe of the candidate row with the running stage's kind and id.
 Result<JudgeRecipe> running_recipe(Store& store, int64_t candidate_id, const StageRow& stage);
 
-// A row as the sequential test reads it: the text it never looks at left out,
-// so a collector can keep a week's rows of a stage.
-ProbeResult slim_row(const ProbeResult& r);
+// A row as the sequential test reads it: the text it never looks at left out
+// (its figures kept), so a collector can keep a week's rows of a stage.
+ProbeResult slim_row(ProbeResult r);
 
 // Every watched measure of a running stage, from its rows so far; empty when
 // the stage is not running or watches nothing (smoke).
