@@ -20,6 +20,7 @@ SamplerService::SamplerService(const ConfigSnapshot& cfg, const Deps& deps, Samp
       host_id_(deps.host_id),
       active_(std::move(active)),
       interval_ms_(cfg->sampler.interval_ms),
+      process_every_ms_(cfg->sampler.process_every_ms),
       guard_(cfg->defaults.guard),
       gaps_(cfg->sampler.interval_ms, deps.host_id),
       keep_awake_(std::move(power), cfg->sampler.keep_awake ? KeepAwakeMode::WhileStagesRun : KeepAwakeMode::Off),
@@ -95,9 +96,9 @@ void SamplerService::tick() {
     auto it = watched_.find(a.candidate_id);
     if (it == watched_.end())
       it = watched_
-               .emplace(a.candidate_id,
-                        Watched{std::nullopt, 0, RestartDetector(a.candidate_id, host_id_),
-                                DuplicateEngineDetector(a.candidate_id, host_id_, sampler_.runtimes()), false})
+               .emplace(a.candidate_id, Watched{std::nullopt, 0, RestartDetector(a.candidate_id, host_id_),
+                                                DuplicateEngineDetector(a.candidate_id, host_id_, sampler_.runtimes()),
+                                                false, ProcessSampleKeeper(process_every_ms_)})
                .first;
     if (it->second.pid) candidate_pids.push_back(*it->second.pid);
   }
@@ -147,7 +148,9 @@ void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, in
     }
     p.host_id = host_id_;
     p.candidate_id = a.candidate_id;
-    if (w.pid) {
+    const auto& budget = a.cfg->memory_budget_bytes;
+    const bool over_budget = budget && p.footprint_bytes && *p.footprint_bytes > *budget;
+    if (w.pid && w.stored.keep(p, over_budget)) {
       // A sample that waits for the store has no id yet: the event names it by its time.
       const auto id = outbox_.put(p);
       check_budget(a, w, p, id.value_or(0));
@@ -193,6 +196,8 @@ void SamplerService::reload(const ConfigSnapshot& snapshot) {
     write(gaps_.start(clock_.now(), std::nullopt));
     timer_.start(static_cast<uint64_t>(interval_ms_), static_cast<uint64_t>(interval_ms_), [this] { tick(); });
   }
+  // Candidates watched from now on store at the new cadence.
+  process_every_ms_ = cfg.sampler.process_every_ms;
   keep_awake_.set_mode(cfg.sampler.keep_awake ? KeepAwakeMode::WhileStagesRun : KeepAwakeMode::Off);
   metrics_path_ = cfg.metrics.textfile;
   metrics_.set_guard_window(cfg.defaults.guard.window_ms);

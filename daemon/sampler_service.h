@@ -58,6 +58,7 @@ class SamplerService final : public Service {
     RestartDetector restarts;
     DuplicateEngineDetector duplicates;
     bool over_budget_reported = false;  // one memory_budget event per candidate row
+    ProcessSampleKeeper stored;         // which samples are written
   };
   void write(const std::vector<Event>& events);
   void write_metrics(int64_t wall_ms);
@@ -73,6 +74,7 @@ class SamplerService final : public Service {
   int64_t host_id_;
   ActiveSource active_;
   int64_t interval_ms_;
+  int64_t process_every_ms_;
   MemoryGuard guard_;
   GapDetector gaps_;
   KeepAwake keep_awake_;

@@ -26,6 +26,18 @@ std::optional<ProcessIdentity> identity_of(const ProcessSample& s) {
   return ProcessIdentity{s.pid, *s.start_time};
 }
 
+bool ProcessSampleKeeper::keep(const ProcessSample& s, bool over_budget) {
+  const auto identity = identity_of(s);
+  const bool due = !last_ms_ || s.wall_ms - *last_ms_ >= every_ms_ || s.wall_ms < *last_ms_;
+  const bool changed = identity != last_identity_ || s.error != last_error_ || over_budget != last_over_budget_;
+  if (!due && !changed) return false;
+  last_ms_ = s.wall_ms;
+  last_identity_ = identity;
+  last_error_ = s.error;
+  last_over_budget_ = over_budget;
+  return true;
+}
+
 std::vector<Event> RestartDetector::observe(std::optional<ProcessIdentity> seen, int64_t wall_ms) {
   std::vector<Event> out;
   if (!seen) {

@@ -10,6 +10,12 @@
 // reported once per duplicate process while it stays; what is an engine is
 // the sampler's runtime signatures (platform/runtime_processes.h).
 //
+// ProcessSampleKeeper: one per candidate. Which of the candidate's process
+// samples (read every sampler tick) are stored: one per `every_ms`, and at
+// once any sample that shows another process, an error, or a footprint past
+// the memory budget. The judges read the stored ones only (block medians over
+// the stage, docs/DESIGN.md §3.6), so what is stored is what is judged.
+//
 // Pure logic over samples and process lists; time is the caller's wall_ms.
 // Threading: the daemon's loop thread.
 #pragma once
@@ -17,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -33,6 +40,22 @@ struct ProcessIdentity {
 
 // The identity a sample shows, if it read the process's start time.
 std::optional<ProcessIdentity> identity_of(const ProcessSample& s);
+
+class ProcessSampleKeeper {
+ public:
+  explicit ProcessSampleKeeper(int64_t every_ms) : every_ms_(every_ms) {}
+
+  // Whether `s` is stored; a stored sample becomes the one the next are
+  // measured from. `over_budget`: the footprint is past the candidate's budget.
+  bool keep(const ProcessSample& s, bool over_budget = false);
+
+ private:
+  int64_t every_ms_;
+  std::optional<int64_t> last_ms_;
+  std::optional<ProcessIdentity> last_identity_;
+  std::string last_error_;
+  bool last_over_budget_ = false;
+};
 
 class RestartDetector {
  public:

@@ -317,6 +317,13 @@ CREATE TABLE golden_answers (
 CREATE INDEX golden_answers_by_candidate ON golden_answers(candidate_id, id);
 )SQL";
 
+// A candidate's rows of one kind without reading its others: soakctl status
+// reads the prefix-reuse rows of every candidate, which the (candidate_id, id)
+// index could only find by reading each of the candidate's rows.
+constexpr std::string_view kV8 = R"SQL(
+CREATE INDEX probe_results_by_candidate_kind ON probe_results(candidate_id, kind, id);
+)SQL";
+
 }  // namespace
 
 std::string read_compat_sql(int user_version) {
@@ -333,7 +340,7 @@ std::string read_compat_sql(int user_version) {
 }
 
 const std::vector<std::string_view>& migrations() {
-  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4, kV5, kV6, kV7};
+  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4, kV5, kV6, kV7, kV8};
   return kMigrations;
 }
 

@@ -22,6 +22,7 @@ inline constexpr int kFingerprintSchema = 4;   // candidates.fingerprint, probe_
 inline constexpr int kQueueSchema = 5;         // probe_results.server_running, server_waiting
 inline constexpr int kThermalSchema = 6;       // host_samples.thermal_level
 inline constexpr int kGoldenSchema = 7;        // golden_answers
+inline constexpr int kKindIndexSchema = 8;     // probe_results_by_candidate_kind (an index: nothing to shadow)
 
 // For an older store opened read-only (never migrated): TEMP views that shadow
 // the tables whose columns it lacks (SQLite looks in TEMP first), so every

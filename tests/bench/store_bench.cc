@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -18,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "campaigns/campaigns.h"
+#include "detectors/process_watch.h"
 #include "soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 #include "tests/support/sim_runner.h"
@@ -119,11 +121,15 @@ int main(int argc, char** argv) {
   }
   const double gen_campaign_s = ms_since(t0) / 1000;
 
-  // The sampler's share: a host sample and one process sample per candidate every 5 s.
+  // The sampler's share: a host sample every 5 s, and each candidate's process
+  // samples as the sampler stores them (daemon/sampler_service.cc: read every
+  // 5 s, one kept per sampler.process_every).
   t0 = std::chrono::steady_clock::now();
   sqlite3_exec(store.db(), "BEGIN", nullptr, nullptr, nullptr);
   auto ids = *store.candidates();
   int64_t samples = 0;
+  std::map<int64_t, ProcessSampleKeeper> keepers;
+  for (const auto& c : ids) keepers.emplace(c.id, ProcessSampleKeeper(shared->sampler.process_every_ms));
   for (int64_t t = start; t < clock.wall_ms(); t += kDefaultSampleEveryMs) {
     HostSample h;
     h.host_id = host;
@@ -146,6 +152,7 @@ int main(int argc, char** argv) {
       p.start_time = 1;
       p.footprint_bytes = 20LL << 30;
       p.resident_bytes = 19LL << 30;
+      if (!keepers.at(c.id).keep(p)) continue;
       store.insert_process_sample(p).ok();
       ++samples;
     }

@@ -63,7 +63,7 @@ TEST_CASE("soakd takes a healthy runtime from smoke to promoted, blocks an unrea
       "long_context_sizes": [1024],
       "burst_sizes": [1, 2]
     },
-    "sampler": { "interval": "250ms", "keep_awake": false },
+    "sampler": { "interval": "250ms", "process_every": "250ms", "keep_awake": false },
     "schedule": { "nightly_window": "now", "max_concurrent_canaries": 2 },
     // The test shares the host with whatever else runs on it (a real
     // llama-server of another test, say): SOLO would make the run inconclusive.

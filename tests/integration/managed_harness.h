@@ -126,7 +126,7 @@ struct Setup {
         "long_context_sizes": [1024],
         "burst_sizes": [1, 2]
       },
-      "sampler": { "interval": "250ms", "keep_awake": false },
+      "sampler": { "interval": "250ms", "process_every": "250ms", "keep_awake": false },
       "schedule": { "nightly_window": "now", "max_concurrent_canaries": 2 },
       "candidates": [
         { "name": "m", "model": "qwen3.6-35b-a3b", "runtime": ")"

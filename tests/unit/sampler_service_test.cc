@@ -167,10 +167,69 @@ TEST_CASE("sampler service: a pid that does not read is looked for again at the 
   SampleQuery q;
   q.candidate_id = w.cand;
   auto samples = *w.store->process_samples(q);
-  REQUIRE(samples.size() == 14);  // one per tick; the ones that did not read keep their error
+  // Read every tick, stored one per sampler.process_every (15 s: at 0, 15, 30,
+  // 45 and 60 s) while nothing changes, and at once the one that read and the
+  // gone one. The ones that did not read keep their error.
+  REQUIRE(samples.size() == 7);
+  CHECK(samples[1].wall_ms - samples[0].wall_ms == 15'000);
   CHECK(samples.front().error.find("permission denied") != std::string::npos);
-  CHECK(samples[12].error.empty());
+  CHECK(samples[5].error.empty());
   CHECK(samples.back().error.find("no such process") != std::string::npos);
+}
+
+TEST_CASE("sampler service: a steady process is stored one sample per 15 s; a restart and a budget breach at once") {
+  World w;
+  ProcessSample steady;
+  steady.start_time = 77;
+  steady.footprint_bytes = 1'000;
+  w.sampler.samples[kPid] = steady;
+  w.service->tick();
+  for (int i = 0; i < 8; ++i) w.tick_after(5000);  // 0 .. 40 s: stored at 0, 15 and 30 s
+  SampleQuery q;
+  q.candidate_id = w.cand;
+  REQUIRE(w.store->process_samples(q)->size() == 3);
+
+  ProcessSample restarted = steady;
+  restarted.start_time = 78;  // the same pid, a new process
+  w.sampler.samples[kPid] = restarted;
+  w.tick_after(5000);  // 45 s: due anyway; the next change is what is tested
+  w.tick_after(1000);  // 46 s
+  REQUIRE(w.store->process_samples(q)->size() == 4);
+  restarted.start_time = 79;
+  w.sampler.samples[kPid] = restarted;
+  w.tick_after(1000);  // 47 s: not due, stored because it is another process
+  auto samples = *w.store->process_samples(q);
+  REQUIRE(samples.size() == 5);
+  CHECK(samples.back().start_time == 79);
+  CHECK(samples.back().wall_ms - samples[3].wall_ms == 2'000);
+}
+
+TEST_CASE("process sample keeper: due by time, or at once on a change of process, error or budget") {
+  ProcessSampleKeeper k(15'000);
+  ProcessSample s;
+  s.pid = 9;
+  s.start_time = 1;
+  s.wall_ms = 100'000;
+  CHECK(k.keep(s));
+  s.wall_ms += 14'999;
+  CHECK_FALSE(k.keep(s));
+  s.wall_ms += 1;
+  CHECK(k.keep(s));  // 15 s after the last stored
+  s.wall_ms += 5'000;
+  CHECK(k.keep(s, true));  // past the budget
+  s.wall_ms += 5'000;
+  CHECK_FALSE(k.keep(s, true));  // still past it: nothing new
+  s.wall_ms += 1;
+  s.error = "pid 9: no such process";
+  CHECK(k.keep(s, true));
+  s.wall_ms += 1;
+  s.error.clear();
+  s.start_time = 2;
+  CHECK(k.keep(s, true));
+  s.wall_ms -= 60'000;  // the clock stepped back: stored, and measured from there
+  CHECK(k.keep(s, true));
+  s.wall_ms += 14'000;
+  CHECK_FALSE(k.keep(s, true));
 }
 
 TEST_CASE("sampler service: with metrics.textfile set, each tick rewrites that file whole; without it, nothing") {
