@@ -7,8 +7,10 @@
 // - started with -n 64, every answer stops at 64 tokens with finish_reason
 //   length, which soakd (sending no max_tokens) reports as server_token_cap,
 //   naming -n 64; a marker or a schema it cannot follow is classified too;
-// - started with a one-word grammar (root ::= "ok"), an answer ends with EOS,
-//   so a long fresh prefill can be judged on its own: with a large -c,
+// - started with a grammar that spells the code words the long prompts ask
+//   for (code_word_grammar: root ::= "ok WORD-1234 ..."), an answer carries
+//   them and ends with EOS, so the answer check passes on what the server
+//   really sent and a long fresh prefill can be judged on its own: with a large -c,
 //   --parallel 1 and the model's context overridden, a 32K prompt takes far
 //   longer than a 2 s stall timeout to its first token, and is clean, both on
 //   the default prefill floor and on progress reports alone.
@@ -35,6 +37,7 @@
 #include "daemon/wiring.h"
 #include "judges/judge.h"
 #include "platform/sampler.h"
+#include "probes/prompts.h"
 #include "probes/served_state.h"
 #include "schedules/plan.h"
 #include "storage/sqlite_store.h"
@@ -108,6 +111,17 @@ std::optional<ChildProcess> start_server(const Server& s, int port, std::vector<
                                 "--alias", kAlias, "--jinja", "--metrics", "--slots"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return ChildProcess::spawn(argv);
+}
+
+// A grammar whose only answer is "ok" and the code word of every long prompt
+// of these sizes (probes/prompts.cc fixture_marker), then EOS: the random
+// model cannot recall a word, so the answer check (S4:208) would fail every
+// row; this way it passes on the server's own answer, and a grammar that
+// spelled a wrong word would fail it.
+std::string code_word_grammar(const std::vector<int64_t>& sizes) {
+  std::string answer = "ok";
+  for (int64_t size : sizes) answer += " " + probes::fixture_marker(probes::long_context_fixture(size));
+  return "root ::= \"" + answer + "\"";
 }
 
 }  // namespace
@@ -215,7 +229,7 @@ TEST_CASE("a real llama-server started with -c below the largest size: the canar
   // the grammar makes every answer a short natural stop, no -n cap.
   auto server = start_server(srv, port,
                              {"--parallel", "1", "-c", "4096", "--override-kv", "qwen3.context_length=int:16384",
-                              "--grammar", "root ::= \"ok\""});
+                              "--grammar", code_word_grammar({1024, 2048, 8192})});
   REQUIRE(server);
   REQUIRE(server->wait_for_line("listening", kStartupMs));
 
@@ -258,7 +272,7 @@ TEST_CASE("a real llama-server started with -c below the largest size: the canar
 TEST_CASE("a real llama-server at --parallel 2: a capacity check of two 1K prompts at once completes") {
   const Server srv = server_or_skip();
   const int port = free_port();
-  auto server = start_server(srv, port, {"--parallel", "2", "-c", "8192", "--grammar", "root ::= \"ok\""});
+  auto server = start_server(srv, port, {"--parallel", "2", "-c", "8192", "--grammar", code_word_grammar({1024})});
   REQUIRE(server);
   REQUIRE(server->wait_for_line("listening", kStartupMs));
   CandidateConfig c = candidate("http://127.0.0.1:" + std::to_string(port));
@@ -296,13 +310,13 @@ TEST_CASE("a real llama-server: a fresh prefill far longer than the stall timeou
   constexpr int64_t kSize = 32'768;
   constexpr int64_t kStallMs = 2'000;
   // One slot with a large context (the model's own context overridden), and a
-  // grammar that makes every answer "ok" then EOS, so nothing but the prefill
+  // grammar that makes every answer "ok" and the code word then EOS, so nothing but the prefill
   // decides the row. Batches of 512 make a progress report every 512 prompt
   // tokens (llama.cpp sends one per batch).
-  auto server = start_server(
-      srv, port,
-      {"--parallel", "1", "-c", std::to_string(kCtx), "--override-kv",
-       "qwen3.context_length=int:" + std::to_string(kCtx), "--grammar", "root ::= \"ok\"", "-b", "512", "-ub", "512"});
+  auto server = start_server(srv, port,
+                             {"--parallel", "1", "-c", std::to_string(kCtx), "--override-kv",
+                              "qwen3.context_length=int:" + std::to_string(kCtx), "--grammar",
+                              code_word_grammar({kSize}), "-b", "512", "-ub", "512"});
   REQUIRE(server);
   REQUIRE(server->wait_for_line("listening", kStartupMs));
 
