@@ -37,14 +37,6 @@ constexpr int kInitUsage = 2;
 
 namespace fs = std::filesystem;
 
-// A port to ask, and what is known of it before asking.
-struct InitTarget {
-  uint16_t port = 0;
-  bool ipv4 = true;
-  std::optional<RuntimeKind> process_kind;  // a recognised engine listens there
-  std::string process;                      // "llama-server (pid 4242)"
-};
-
 Result<std::vector<uint16_t>> parse_ports(const std::string& list) {
   std::vector<uint16_t> out;
   size_t i = 0;
@@ -67,10 +59,10 @@ Result<std::vector<uint16_t>> parse_ports(const std::string& list) {
   return out;
 }
 
+// "llama-server -m q.gguf (pid 10)": its command line, secrets masked, kept short.
+constexpr size_t kInitCommandChars = 60;
 std::string process_label(const ProcessInfo& p) {
-  std::string name = p.name;
-  if (!p.argv.empty()) name = fs::path(p.argv[0]).filename().string();
-  return name + " (pid " + std::to_string(p.pid) + ")";
+  return display_command(p, kInitCommandChars) + " (pid " + std::to_string(p.pid) + ")";
 }
 
 // The GETs of one port, all at once, each bounded; the loop runs until every one has ended.
@@ -120,10 +112,10 @@ class GetBatch final : public TransferHandler {
   std::map<TransferId, std::string> paths_;
 };
 
-// Which ports to ask: --ports, else each recognised engine's listening ports,
-// then every runtime's default port; at most kMaxInitPorts.
-std::vector<InitTarget> choose_targets(Sampler& sampler, const std::optional<std::vector<uint16_t>>& given,
-                                       probes::RuntimeTable table, InitSurvey& survey) {
+}  // namespace
+
+std::vector<InitTarget> init_targets(Sampler& sampler, const std::optional<std::vector<uint16_t>>& given,
+                                     probes::RuntimeTable table, InitSurvey& survey) {
   std::vector<InitTarget> out;
   auto listed = sampler.list_processes();
   if (!listed) survey.notes.push_back("processes not listed: " + listed.message());
@@ -185,6 +177,8 @@ std::vector<InitTarget> choose_targets(Sampler& sampler, const std::optional<std
   return out;
 }
 
+namespace {
+
 // Reads the build (and the launch fingerprint) as the daemon will.
 void read_build_into(uv_loop_t* loop, probes::ProbeEngine& engine, FoundRuntime& f) {
   CandidateConfig c;
@@ -218,7 +212,7 @@ InitSurvey survey_host(Sampler& sampler, const std::optional<std::vector<uint16_
   InitSurvey survey;
   survey.store_path = default_store_path();
   survey.log_path = default_log_path();
-  const std::vector<InitTarget> targets = choose_targets(sampler, given, table, survey);
+  const std::vector<InitTarget> targets = init_targets(sampler, given, table, survey);
   const std::vector<std::string> paths = init_paths(table);
 
   SystemClock clock;
@@ -247,8 +241,7 @@ InitSurvey survey_host(Sampler& sampler, const std::optional<std::vector<uint16_
         if (m.status < 200 || m.status >= 300) {
           survey.notes.push_back(where + ": " + std::string(to_string(rt->kind)) + "'s model list GET " +
                                  std::string(rt->models.path) + " did not answer 2xx (" +
-                                 (m.status ? "HTTP " + std::to_string(m.status) : m.error) +
-                                 "): not a server to test");
+                                 (m.status ? "HTTP " + std::to_string(m.status) : m.error) + "): not a server to test");
           continue;
         }
       } else if (auto r = recognise_runtime(table, answers)) {
@@ -293,8 +286,9 @@ Status write_new_file(const std::string& path, const std::string& text) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     if (errno == EEXIST)
-      return make_error(path + " exists; soakd init never overwrites a file: move it away, name another FILE, or "
-                               "use --print");
+      return make_error(path +
+                        " exists; soakd init never overwrites a file: move it away, name another FILE, or "
+                        "use --print");
     return make_error("cannot create " + path + ": " + std::strerror(errno));
   }
   size_t off = 0;

@@ -148,7 +148,8 @@ void render_example(std::string& out, const Runtime& rt, const std::string& name
                      (rt.lift_cap ? rt.lift_cap(*rt.default_max_tokens, std::nullopt, std::nullopt)
                                   : "it caps answers at " + std::to_string(*rt.default_max_tokens) + " tokens"));
   if (rt.build_ask == probes::BuildAsk::None)
-    comment(out, "warning: it tells no build over HTTP: set \"build\": {\"command\": [\"<its program>\", \"--version\"]}");
+    comment(out,
+            "warning: it tells no build over HTTP: set \"build\": {\"command\": [\"<its program>\", \"--version\"]}");
   out += "    {\n";
   out += "      \"name\": " + quoted(name) + ",\n";
   out += "      \"model\": \"MODEL-ID\",\n";
@@ -242,8 +243,9 @@ std::string render_init_config(const InitSurvey& s, probes::RuntimeTable table) 
   out += "// soakd configuration, written by `soakd init`. JSON with // comments; unknown keys are errors.\n";
   out += "// Looked at: " + (s.looked_at.empty() ? std::string("nothing") : s.looked_at) + ".\n";
   for (const auto& n : s.notes) out += "//   " + n + "\n";
-  out += "// Check it with `soakd check-config FILE`, try a candidate with `soakd probe --config FILE --candidate "
-         "NAME`;\n// every key: README \"Configuration\" and examples/soakd.example.json.\n";
+  out +=
+      "// Check it with `soakd check-config FILE`, try a candidate with `soakd probe --config FILE --candidate "
+      "NAME`;\n// every key: README \"Configuration\" and examples/soakd.example.json.\n";
   out += "{\n";
   out += "  // Where the results and the log go (the defaults of this host).\n";
   out += "  \"store\": " + quoted(s.store_path) + ",\n";
@@ -265,7 +267,8 @@ std::string render_init_config(const InitSurvey& s, probes::RuntimeTable table) 
     for (const Runtime* rt : table)
       if (rt->default_port) with_port.push_back(rt);
     for (size_t i = 0; i < with_port.size(); ++i)
-      render_example(out, *with_port[i], "example-" + candidate_name(with_port[i]->kind, *with_port[i]->default_port, taken),
+      render_example(out, *with_port[i],
+                     "example-" + candidate_name(with_port[i]->kind, *with_port[i]->default_port, taken),
                      i + 1 == with_port.size());
   }
   out += "  ]\n}\n";

@@ -74,8 +74,11 @@ Usage:
       vLLM, oMLX and Rapid-MLX 8000, MLX-LM 8080) what they serve, and writes
       one candidate per runtime found (its model id, build, slots, launch) with
       what it could not learn as comments; nothing found: one disabled example
-      per runtime. FILE defaults to the config's default place; an existing
-      file is never overwritten. --print writes to stdout instead.
+      per runtime. Loopback only, each request bounded, at
+      most 16 ports. FILE defaults to ~/Library/Application Support/soakd/
+      soakd.json (Linux: ~/.config/soakd/soakd.json); an existing file is
+      never overwritten (exit 1).
+      --print               write to stdout instead of FILE
       --ports LIST          ask only these ports (comma-separated, at most 16)
   soakd check-config FILE
       Validate FILE without starting anything. Prints every problem with its

@@ -1,14 +1,18 @@
 // `soakd init`'s pure parts: which runtime gave a set of answers, which model
 // a candidate takes, and the config text written from hand-built survey
-// results, read back by the config loader as `soakd check-config` reads it.
+// results, read back by the config loader as `soakd check-config` reads it;
+// and which ports it asks, over a scripted sampler.
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 
 #include "core/config.h"
+#include "daemon/init_cli.h"
 #include "daemon/init_config.h"
 #include "probes/runtimes/catalog.h"
 #include "tests/catch.h"
+#include "tests/support/runtime_signatures.h"
 
 using namespace soak;
 
@@ -107,8 +111,8 @@ TEST_CASE("a runtime is recognised by its own routes, strongest evidence first")
     CHECK(recognised(answers({{"/v1/models", {200, kModels, ""}}})) == RuntimeKind::OpenAI);
   }
   SECTION("no model list: not a server to test") {
-    CHECK_FALSE(recognise_runtime(probes::builtin_runtimes(),
-                                  answers({{"/props", {200, R"({"build_info":"b1"})", ""}}})));
+    CHECK_FALSE(
+        recognise_runtime(probes::builtin_runtimes(), answers({{"/props", {200, R"({"build_info":"b1"})", ""}}})));
     CHECK_FALSE(recognise_runtime(probes::builtin_runtimes(), answers({}, InitAnswer{0, "", "connection refused"})));
   }
 }
@@ -243,4 +247,89 @@ TEST_CASE("nothing found: one disabled example per runtime with a default port, 
   CHECK(cfg.find("example-mlx-lm-8080"));  // the same default port: names stay apart by runtime
   CHECK(text.find("No runtime answered on this host") != std::string::npos);
   CHECK(text.find("warning: server cap: MLX-LM caps answers at 512 tokens") != std::string::npos);
+}
+
+namespace {
+
+// A host with a llama-server and an Ollama running, a shell, and an engine
+// whose sockets cannot be read.
+class InitSampler final : public Sampler {
+ public:
+  InitSampler() : Sampler(test::builtin_signatures()) {}
+  std::vector<ProcessInfo> processes{
+      {10, 1, "llama-server", "/opt/homebrew/bin/llama-server", {"/opt/homebrew/bin/llama-server", "-m", "q.gguf"}},
+      {11, 1, "ollama", "/usr/local/bin/ollama", {"/usr/local/bin/ollama", "serve"}},
+      {12, 1, "bash", "/bin/bash", {"bash"}},
+      {13, 1, "mlx_lm.server", "/usr/bin/python3", {"python3", "-m", "mlx_lm.server", "--port", "8090"}},
+  };
+  std::map<int, Result<std::vector<LocalPort>>> ports{
+      {10, std::vector<LocalPort>{{18080, true}}},
+      {11, std::vector<LocalPort>{{11434, true}, {40001, false}}},
+      {13, make_error("pid 13: its sockets cannot be read: Permission denied")},
+  };
+  std::map<uint16_t, int> listeners{{18080, 10}, {11434, 11}, {40001, 11}};
+
+  Result<HostInfo> host_info() override { return HostInfo{"studio", "Mac15,14", 512LL << 30, "macOS 15.3.1"}; }
+  HostSample sample_host(int64_t) override { return {}; }
+  ProcessSample sample_process(int pid, int64_t) override { return begin_process_sample(pid, 0); }
+  Result<std::vector<ProcessInfo>> list_processes() override { return processes; }
+  Result<std::optional<int>> find_listening_pid(uint16_t port) override {
+    auto it = listeners.find(port);
+    return it == listeners.end() ? std::optional<int>{} : std::optional<int>(it->second);
+  }
+  Result<std::vector<LocalPort>> local_listening_ports(int pid) override {
+    auto it = ports.find(pid);
+    return it == ports.end() ? Result<std::vector<LocalPort>>(std::vector<LocalPort>{}) : it->second;
+  }
+};
+
+std::vector<uint16_t> ports_of(const std::vector<InitTarget>& t) {
+  std::vector<uint16_t> out;
+  for (const auto& x : t) out.push_back(x.port);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("init's ports: the running engines' loopback ports, then each default port once") {
+  InitSampler sampler;
+  InitSurvey survey;
+  auto t = init_targets(sampler, std::nullopt, probes::builtin_runtimes(), survey);
+  // llama-server's, Ollama's two (one reached at [::1] only), then 8080, 8000, 1234 (11434 is there already).
+  CHECK(ports_of(t) == std::vector<uint16_t>{18080, 11434, 40001, 8080, 8000, 1234});
+  REQUIRE(t.size() == 6);
+  CHECK(t[0].process_kind == RuntimeKind::LlamaCpp);
+  CHECK(t[0].process == "/opt/homebrew/bin/llama-server -m q.gguf (pid 10)");
+  CHECK(t[1].process_kind == RuntimeKind::Ollama);
+  CHECK_FALSE(t[2].ipv4);
+  CHECK_FALSE(t[3].process_kind);  // nothing recognised listens on 8080
+  CHECK(survey.looked_at ==
+        "the ports of the running engines (18080, 11434, 40001) and the runtimes' default ports (8080, 8000, 1234)");
+  REQUIRE(survey.notes.size() == 1);
+  CHECK(survey.notes[0] ==
+        "mlx-lm python3 -m mlx_lm.server --port 8090 (pid 13): its ports are not known: pid 13: its sockets cannot "
+        "be read: Permission denied");
+}
+
+TEST_CASE("init's ports with --ports: those only, each with the engine listening there") {
+  InitSampler sampler;
+  InitSurvey survey;
+  auto t = init_targets(sampler, std::vector<uint16_t>{18080, 9999}, probes::builtin_runtimes(), survey);
+  CHECK(ports_of(t) == std::vector<uint16_t>{18080, 9999});
+  CHECK(t[0].process_kind == RuntimeKind::LlamaCpp);
+  CHECK_FALSE(t[1].process_kind);
+  CHECK(survey.looked_at == "ports 18080, 9999 (--ports)");
+  CHECK(survey.notes.empty());
+}
+
+TEST_CASE("init's ports are bounded: past kMaxInitPorts the rest is named, not asked") {
+  InitSampler sampler;
+  std::vector<LocalPort> many;
+  for (uint16_t p = 20000; p < 20030; ++p) many.push_back({p, true});
+  sampler.ports.insert_or_assign(10, many);
+  InitSurvey survey;
+  auto t = init_targets(sampler, std::nullopt, probes::builtin_runtimes(), survey);
+  CHECK(t.size() == kMaxInitPorts);
+  REQUIRE_FALSE(survey.notes.empty());
+  CHECK(survey.notes.back().find("more port(s) not asked (at most 16; name them with --ports)") != std::string::npos);
 }
