@@ -259,10 +259,13 @@ InitSurvey survey_host(Sampler& sampler, const std::optional<std::vector<uint16_
       f.models = served_models(*rt, answers);
       f.model = pick_model(f.models);
       if (rt->default_max_tokens) f.server_cap = *rt->default_max_tokens;
+      std::string keyed;
       for (const auto& [path, a] : answers)
         if (a.status == 401 || a.status == 403)
-          f.warnings.push_back("GET " + path + " asked for an API key (HTTP " + std::to_string(a.status) +
-                               "): set \"api_key_env\" to the name of the variable that holds it");
+          keyed += (keyed.empty() ? "" : ", ") + path + " (HTTP " + std::to_string(a.status) + ")";
+      if (!keyed.empty())
+        f.warnings.push_back("asked for an API key at " + keyed +
+                             ": set \"api_key_env\" to the name of the variable that holds it");
       if (!f.model.empty()) {
         read_build_into(&loop, *engine, f);
       } else {

@@ -150,7 +150,7 @@ TEST_CASE("the config written from what was found passes the loader, its warning
   mlx.model = "a \"quoted\" id";
   mlx.build_error = "/v1/chat/completions: timeout";
   mlx.server_cap = 512;
-  mlx.warnings = {"GET /props asked for an API key (HTTP 401): set \"api_key_env\""};
+  mlx.warnings = {"asked for an API key at /props (HTTP 401): set \"api_key_env\""};
   s.found = {llama, mlx};
 
   const std::string text = render_init_config(s, probes::builtin_runtimes());
@@ -190,7 +190,7 @@ TEST_CASE("the config written from what was found passes the loader, its warning
   has("// warning: slot count unknown");
   has("// warning: server cap: MLX-LM caps answers at 512 tokens: start mlx_lm.server with --max-tokens");
   has("held at smoke");
-  has("// warning: GET /props asked for an API key (HTTP 401)");
+  has("// warning: asked for an API key at /props (HTTP 401)");
   // Only the llama.cpp candidate's comment block says slots are known.
   CHECK(text.find("slot count unknown") > text.find("\"llama.cpp-8080\""));
 }
