@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "core/version.h"
 #include "daemon/daemon.h"
+#include "daemon/init_cli.h"
 #include "daemon/notifier.h"
 #include "daemon/probe_cli.h"
 #include "daemon/probe_task_runner.h"
@@ -66,6 +67,19 @@ Usage:
       Print this host's memory figures (pressure, swap, compressor) and each
       candidate's runtime process (how it was found, footprint, resident,
       swap), plus every inference engine running: a check of the setup.
+  soakd init [FILE] [--print] [--ports LIST]
+      Write a starter config from what this host runs: asks the loopback
+      ports of every running inference engine soakd recognises and every
+      runtime's default port (llama-server 8080, Ollama 11434, LM Studio 1234,
+      vLLM, oMLX and Rapid-MLX 8000, MLX-LM 8080) what they serve, and writes
+      one candidate per runtime found (its model id, build, slots, launch) with
+      what it could not learn as comments; nothing found: one disabled example
+      per runtime. Loopback only, each request bounded, at
+      most 16 ports. FILE defaults to ~/Library/Application Support/soakd/
+      soakd.json (Linux: ~/.config/soakd/soakd.json); an existing file is
+      never overwritten (exit 1).
+      --print               write to stdout instead of FILE
+      --ports LIST          ask only these ports (comma-separated, at most 16)
   soakd check-config FILE
       Validate FILE without starting anything. Prints every problem with its
       JSON path and an example of a valid value; exit 0 when valid. For a
@@ -246,8 +260,8 @@ int cmd_run(const Args& a) {
 
 int soakd_main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  ArgSpec spec{{"help", "version", "log-stderr", "exit-when-settled", "json", "once"},
-               {"config", "log-level", "candidate", "kind"}};
+  ArgSpec spec{{"help", "version", "log-stderr", "exit-when-settled", "json", "once", "print"},
+               {"config", "log-level", "candidate", "kind", "ports"}};
   auto a = Args::parse(args, spec);
   if (!a) {
     std::fprintf(stderr, "soakd: %s (see soakd --help)\n", a.message().c_str());
@@ -266,6 +280,7 @@ int soakd_main(int argc, char** argv) {
   if (cmd == "run") return cmd_run(*a);
   if (cmd == "sample") return cmd_sample(*a);
   if (cmd == "probe") return cmd_probe(*a);
+  if (cmd == "init") return cmd_init(*a);
   std::fprintf(stderr, "soakd: unknown command \"%s\" (see soakd --help)\n", cmd.c_str());
   return kExitUsage;
 }

@@ -1,6 +1,9 @@
 #include "platform/procfs.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
+#include <cstring>
 #include <limits>
 
 namespace soak::procfs {
@@ -421,6 +424,79 @@ bool parse_tcp_listeners(std::string_view text, uint16_t port, std::vector<uint6
     }
   });
   return header;
+}
+
+namespace {
+
+// One address word of a tcp table: 8 hex digits, the 32-bit value as the
+// kernel holds it, so its bytes in memory are the address's bytes in order.
+std::optional<std::array<uint8_t, 4>> tcp_address_word(std::string_view hex) {
+  uint32_t v = 0;
+  if (hex.size() != 8) return std::nullopt;
+  auto [p, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), v, 16);
+  if (ec != std::errc() || p != hex.data() + hex.size()) return std::nullopt;
+  std::array<uint8_t, 4> b{};
+  std::memcpy(b.data(), &v, sizeof v);
+  return b;
+}
+
+// 0: not local; 1: unspecified; 2: loopback.
+int tcp_address_scope(std::string_view hex, bool ipv6) {
+  std::array<uint8_t, 16> a{};
+  const size_t words = ipv6 ? 4 : 1;
+  if (hex.size() != words * 8) return 0;
+  for (size_t w = 0; w < words; ++w) {
+    auto b = tcp_address_word(hex.substr(w * 8, 8));
+    if (!b) return 0;
+    std::memcpy(a.data() + w * 4, b->data(), 4);
+  }
+  auto v4_scope = [](const uint8_t* p) {
+    if (p[0] == 0 && p[1] == 0 && p[2] == 0 && p[3] == 0) return 1;
+    if (p[0] == 127 && p[1] == 0 && p[2] == 0 && p[3] == 1) return 2;
+    return 0;
+  };
+  if (!ipv6) return v4_scope(a.data());
+  bool zero10 = std::all_of(a.begin(), a.begin() + 10, [](uint8_t x) { return x == 0; });
+  if (zero10 && a[10] == 0xFF && a[11] == 0xFF) return v4_scope(a.data() + 12);  // ::ffff:a.b.c.d
+  bool zero15 = zero10 && a[10] == 0 && a[11] == 0 && a[12] == 0 && a[13] == 0 && a[14] == 0;
+  if (zero15 && a[15] == 0) return 1;  // ::
+  if (zero15 && a[15] == 1) return 2;  // ::1
+  return 0;
+}
+
+}  // namespace
+
+std::optional<std::vector<LocalListener>> parse_local_listeners(std::string_view text, bool ipv6) {
+  bool header = false;
+  std::vector<LocalListener> out;
+  for_each_line(text, [&](std::string_view line) {
+    if (!header) {
+      header = line.find("local_address") != std::string_view::npos;
+      return;
+    }
+    constexpr size_t kLocal = 1, kState = 3, kInode = 9;
+    std::string_view local, state, inode;
+    for_each_token(line, [&](size_t i, std::string_view tok) {
+      if (i == kLocal) local = tok;
+      if (i == kState) state = tok;
+      if (i == kInode) inode = tok;
+      return i < kInode;
+    });
+    const size_t colon = local.rfind(':');
+    if (colon == std::string_view::npos || state != "0A") return;
+    unsigned port = 0;
+    std::string_view ps = local.substr(colon + 1);
+    auto [pp, pe] = std::from_chars(ps.data(), ps.data() + ps.size(), port, 16);
+    if (pe != std::errc() || pp != ps.data() + ps.size() || port == 0 || port > 0xFFFF) return;
+    uint64_t ino = 0;
+    auto [ip, ie] = std::from_chars(inode.data(), inode.data() + inode.size(), ino);
+    if (ie != std::errc() || ip != inode.data() + inode.size() || ino == 0) return;
+    const int scope = tcp_address_scope(local.substr(0, colon), ipv6);
+    if (scope == 0) return;
+    out.push_back(LocalListener{static_cast<uint16_t>(port), ino, ipv6, scope == 2});
+  });
+  if (!header) return std::nullopt;
+  return out;
 }
 
 std::optional<uint64_t> parse_socket_link(std::string_view link) {

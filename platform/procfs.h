@@ -106,6 +106,24 @@ inline constexpr int kTcpListenState = 0x0A;
 // Appends the inodes of sockets in LISTEN state on local `port` (any address).
 // Returns false if the text is not a tcp table at all (no header).
 bool parse_tcp_listeners(std::string_view text, uint16_t port, std::vector<uint64_t>& inodes);
+// A socket in LISTEN state that a client on this machine reaches at a
+// loopback address: bound to 127.0.0.1, ::1, the unspecified address 0.0.0.0
+// or ::, or their IPv4-mapped forms (::ffff:127.0.0.1, ::ffff:0.0.0.0).
+// Sockets bound to another address (a LAN address, 127.0.0.2) are left out:
+// `soakd init` asks only what 127.0.0.1 or [::1] reaches.
+struct LocalListener {
+  uint16_t port = 0;
+  uint64_t inode = 0;
+  bool ipv6 = false;      // from /proc/net/tcp6
+  bool loopback = false;  // bound to a loopback address (else the unspecified one)
+  bool operator==(const LocalListener&) const = default;
+};
+// Every such LISTEN entry of a /proc/net/tcp or /proc/net/tcp6 table, in its
+// order. The kernel prints each address as 32-bit words in host byte order
+// (so 127.0.0.1 is "0100007F" on a little-endian host); `ipv6` says which
+// table it is. Malformed lines and entries with inode 0 are skipped. nullopt
+// when the text is not a tcp table (no header).
+std::optional<std::vector<LocalListener>> parse_local_listeners(std::string_view text, bool ipv6);
 // "socket:[12345]" (readlink of /proc/<pid>/fd/N) -> 12345.
 std::optional<uint64_t> parse_socket_link(std::string_view link);
 

@@ -28,4 +28,8 @@ Result<std::optional<int>> listener_search_result(std::optional<int> lowest, int
   return std::optional<int>{};
 }
 
+Result<std::vector<LocalPort>> Sampler::local_listening_ports(int pid) {
+  return make_error("pid " + std::to_string(pid) + ": this sampler does not read listening sockets");
+}
+
 }  // namespace soak

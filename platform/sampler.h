@@ -54,6 +54,15 @@ struct RuntimeSignature {
 };
 using RuntimeSignatures = std::span<const RuntimeSignature>;
 
+// A TCP port a process listens on where a client on this machine reaches it
+// at a loopback address: bound to 127.0.0.1 or ::1, or to the unspecified
+// address (procfs.h LocalListener).
+struct LocalPort {
+  uint16_t port = 0;
+  bool ipv4 = true;  // reached at 127.0.0.1; false: at [::1] only
+  bool operator==(const LocalPort&) const = default;
+};
+
 class Sampler {
  public:
   explicit Sampler(RuntimeSignatures runtimes) : runtimes_(runtimes.begin(), runtimes.end()) {}
@@ -83,6 +92,12 @@ class Sampler {
   // workers). nullopt when nothing listens there. An error when something
   // listens but its owner is not visible to this user.
   virtual Result<std::optional<int>> find_listening_pid(uint16_t port) = 0;
+
+  // The ports `pid` listens on that loopback reaches (LocalPort), each once,
+  // lowest first (`soakd init` asks each what it serves). An error when the
+  // process's sockets cannot be inspected (another user's process). The base
+  // class's answer is that error, for samplers that do not look (tests').
+  virtual Result<std::vector<LocalPort>> local_listening_ports(int pid);
 
  private:
   std::vector<RuntimeSignature> runtimes_;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -158,6 +159,38 @@ class LinuxSampler final : public Sampler {
     }
     ::closedir(dir);
     return listener_search_result(lowest, hidden, ListenerInTable::Yes, port);
+  }
+
+  Result<std::vector<LocalPort>> local_listening_ports(int pid) override {
+    std::map<uint64_t, LocalPort> by_inode;  // the loopback-reachable listeners, by socket inode
+    for (bool v6 : {false, true}) {
+      const char* table = v6 ? "net/tcp6" : "net/tcp";
+      if (int err = read(roots_.proc + "/" + table)) {
+        if (v6 && err == ENOENT) continue;  // IPv6 disabled
+        return make_error(std::string(table) + ": " + std::strerror(err));
+      }
+      auto listeners = procfs::parse_local_listeners(text_, v6);
+      if (!listeners) return make_error(std::string(table) + ": not a tcp table");
+      for (const auto& l : *listeners) by_inode[l.inode] = LocalPort{l.port, !v6};
+    }
+    std::map<uint16_t, bool> ports;  // port -> reached over IPv4
+    if (!by_inode.empty()) {
+      DIR* fds = ::opendir(path("%s/%d/fd", roots_.proc.c_str(), pid));
+      if (!fds)
+        return make_error("pid " + std::to_string(pid) + ": its sockets cannot be read: " + std::strerror(errno));
+      while (dirent* ent = ::readdir(fds)) {
+        if (ent->d_name[0] == '.') continue;
+        ssize_t n = ::readlinkat(::dirfd(fds), ent->d_name, link_, sizeof link_ - 1);
+        if (n <= 0) continue;
+        auto inode = procfs::parse_socket_link(std::string_view(link_, static_cast<size_t>(n)));
+        auto it = inode ? by_inode.find(*inode) : by_inode.end();
+        if (it != by_inode.end()) ports[it->second.port] = ports[it->second.port] || it->second.ipv4;
+      }
+      ::closedir(fds);
+    }
+    std::vector<LocalPort> out;
+    for (const auto& [port, v4] : ports) out.push_back(LocalPort{port, v4});
+    return out;
   }
 
  private:

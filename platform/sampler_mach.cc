@@ -32,6 +32,7 @@
 //                         (psi.soi_kind, psi.soi_proto.pri_tcp.tcpsi_state,
 //                         psi.soi_proto.pri_tcp.tcpsi_ini.insi_lport), SOCKINFO_TCP,
 //                         TSI_S_LISTEN, PROC_PIDPATHINFO_MAXSIZE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <libproc.h>
 #include <mach/host_info.h>
@@ -40,12 +41,14 @@
 #include <mach/mach_port.h>
 #include <mach/mach_time.h>
 #include <mach/vm_statistics.h>
+#include <netinet/in.h>
 #include <sys/proc_info.h>
 #include <sys/resource.h>
 #include <sys/sysctl.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -262,6 +265,34 @@ class MachSampler final : public Sampler {
       if (r < 0) ++hidden;
     }
     return listener_search_result(lowest, hidden, ListenerInTable::Unknown, port);
+  }
+
+  Result<std::vector<LocalPort>> local_listening_ports(int pid) override {
+    int bytes = ::proc_pidinfo(pid, PROC_PIDLISTFDS, 0, nullptr, 0);
+    if (bytes <= 0) return make_error("pid " + std::to_string(pid) + ": " + errno_text("proc_pidinfo"));
+    fds_.resize(static_cast<size_t>(bytes) / sizeof(proc_fdinfo) + 16);
+    bytes = ::proc_pidinfo(pid, PROC_PIDLISTFDS, 0, fds_.data(), static_cast<int>(fds_.size() * sizeof(proc_fdinfo)));
+    if (bytes <= 0) return make_error("pid " + std::to_string(pid) + ": " + errno_text("proc_pidinfo"));
+    std::map<uint16_t, bool> ports;  // port -> reached over IPv4
+    for (size_t i = 0, n = static_cast<size_t>(bytes) / sizeof(proc_fdinfo); i < n; ++i) {
+      if (fds_[i].proc_fdtype != PROX_FDTYPE_SOCKET) continue;
+      socket_fdinfo si{};
+      if (::proc_pidfdinfo(pid, fds_[i].proc_fd, PROC_PIDFDSOCKETINFO, &si, sizeof si) != static_cast<int>(sizeof si))
+        continue;
+      if (si.psi.soi_kind != SOCKINFO_TCP || si.psi.soi_proto.pri_tcp.tcpsi_state != TSI_S_LISTEN) continue;
+      const in_sockinfo& ini = si.psi.soi_proto.pri_tcp.tcpsi_ini;
+      const uint16_t port = darwin::port_from_insi_lport(ini.insi_lport);
+      if ((ini.insi_vflag & INI_IPV4) != 0) {
+        const uint32_t a = ntohl(ini.insi_laddr.ina_46.i46a_addr4.s_addr);
+        if (a == INADDR_ANY || a == INADDR_LOOPBACK) ports[port] = true;
+      } else if ((ini.insi_vflag & INI_IPV6) != 0) {
+        const in6_addr& a = ini.insi_laddr.ina_6;
+        if (IN6_IS_ADDR_LOOPBACK(&a) || IN6_IS_ADDR_UNSPECIFIED(&a)) ports.try_emplace(port, false);
+      }
+    }
+    std::vector<LocalPort> out;
+    for (const auto& [port, v4] : ports) out.push_back(LocalPort{port, v4});
+    return out;
   }
 
  private:

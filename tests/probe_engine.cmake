@@ -25,6 +25,13 @@ soak_add_test(integration_probe_cli SOURCES integration/probe_cli_test.cc
   LIBS soak_storage soak_test_process nlohmann_json::nlohmann_json LABELS integration)
 add_dependencies(integration_probe_cli soakd soak-fake-runtime)
 
+# soakd init: recognition and the config text (unit); against every flavour of
+# the fake runtime on --ports, then check-config and probe on what it wrote.
+soak_add_test(unit_init_config SOURCES unit/init_config_test.cc LIBS soak_daemon LABELS unit)
+soak_add_test(integration_init_cli SOURCES integration/init_cli_test.cc
+  LIBS soak_test_process LABELS integration TIMEOUT 300)
+add_dependencies(integration_init_cli soakd soak-fake-runtime)
+
 # The golden set through the fake's answer modes: soakd probe --kind equivalence, then soakctl equivalence.
 soak_add_test(integration_equivalence_fake SOURCES integration/equivalence_fake_test.cc
   LIBS soak_probes soak_storage soak_test_process LABELS integration TIMEOUT 600)

@@ -174,6 +174,48 @@ TEST_CASE("real listener lookup: a loopback socket of this process, IPv4 and IPv
   if (fd6 >= 0) ::close(fd6);
 }
 
+TEST_CASE("real loopback ports of this process for soakd init: 127.0.0.1 and ::1, not 127.0.0.2") {
+  auto sampler = make_system_sampler(test::builtin_signatures());
+  int fd4 = -1, fd6 = -1;
+  auto port4 = listen_loopback(AF_INET, fd4);
+  REQUIRE(port4.has_value());
+  // Bound to another loopback address: 127.0.0.1 does not reach it.
+  int other = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(other >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(0x7F000002);
+  REQUIRE(::bind(other, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(other, 4) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(other, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  const uint16_t other_port = ntohs(a.sin_port);
+  auto port6 = listen_loopback(AF_INET6, fd6);
+
+  auto ports = sampler->local_listening_ports(::getpid());
+  REQUIRE(ports);
+  auto has = [&](uint16_t p) {
+    return std::find_if(ports->begin(), ports->end(), [&](const LocalPort& l) { return l.port == p; }) != ports->end();
+  };
+  CHECK(std::find(ports->begin(), ports->end(), LocalPort{*port4, true}) != ports->end());
+  CHECK_FALSE(has(other_port));
+  if (port6) {
+    CHECK(std::find(ports->begin(), ports->end(), LocalPort{*port6, false}) != ports->end());
+  } else {
+    WARN("no IPv6 loopback on this machine; the IPv6 table not exercised");
+  }
+  CHECK(std::is_sorted(ports->begin(), ports->end(),
+                       [](const LocalPort& x, const LocalPort& y) { return x.port < y.port; }));
+  // Another user's process (pid 1, unless this runs as root): its sockets cannot be read, and it says so.
+  if (::geteuid() != 0) CHECK_FALSE(sampler->local_listening_ports(1));
+  ::close(fd4);
+  ::close(other);
+  if (fd6 >= 0) ::close(fd6);
+  auto after = sampler->local_listening_ports(::getpid());
+  REQUIRE(after);
+  CHECK(std::none_of(after->begin(), after->end(), [&](const LocalPort& l) { return l.port == *port4; }));
+}
+
 TEST_CASE("real discovery: engines found by argv, duplicates flagged, a restart seen") {
   auto sampler = make_system_sampler(test::builtin_signatures());
   BlockedChild llama("llama-server", {"-m", "tiny.gguf", "--api-key", "sk-test"});

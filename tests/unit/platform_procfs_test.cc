@@ -280,6 +280,35 @@ TEST_CASE("net/tcp captures: listeners found by port and state, IPv4 and IPv6") 
   CHECK_FALSE(parse_tcp_listeners("no header here\n", 80, inodes));
 }
 
+// The byte order of the captures is the development machine's (x86-64,
+// little-endian), as the kernel printed it.
+TEST_CASE("net/tcp captures for soakd init: loopback and unspecified listeners only") {
+  auto v4 = parse_local_listeners(fixture("net-tcp-init"), false);
+  REQUIRE(v4);
+  // 0.0.0.0:18091, 127.0.0.1:18090 (its open connection is not a listener),
+  // the machine's own 0.0.0.0:2024; not 127.0.0.2:18093 nor 192.0.2.2:18092.
+  CHECK(*v4 == std::vector<LocalListener>{
+                   {18091, 32631, false, false}, {18090, 32630, false, true}, {2024, 1063, false, false}});
+  auto v6 = parse_local_listeners(fixture("net-tcp6-init"), true);
+  REQUIRE(v6);
+  // [::]:18095, [::ffff:127.0.0.1]:18096, [::1]:18094.
+  CHECK(*v6 == std::vector<LocalListener>{
+                   {18095, 32635, true, false}, {18096, 32636, true, true}, {18094, 32634, true, true}});
+  // The older captures: 127.0.0.1:18080 and [::1]:18081.
+  CHECK(parse_local_listeners(fixture("net-tcp"), false)->at(1) == LocalListener{18080, 15278, false, true});
+  CHECK(*parse_local_listeners(fixture("net-tcp6"), true) == std::vector<LocalListener>{{18081, 15279, true, true}});
+  // The wrong table for the address width, a broken line, inode 0, no header.
+  CHECK(parse_local_listeners(fixture("net-tcp6-init"), false)->empty());
+  CHECK(parse_local_listeners(
+            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+            "   0: 0100007F:1F9 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 0 1\n"
+            "   1: 0100007F 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 12 1\n"
+            "   2: 0100007G:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 13 1\n"
+            "   3: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 14 1\n",
+            false) == std::vector<LocalListener>{{8080, 14, false, true}});
+  CHECK_FALSE(parse_local_listeners("no header here\n", false).has_value());
+}
+
 TEST_CASE("socket links") {
   CHECK(parse_socket_link("socket:[15278]") == 15278u);
   CHECK_FALSE(parse_socket_link("pipe:[15278]").has_value());
