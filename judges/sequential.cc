@@ -133,9 +133,8 @@ std::vector<Batch> send_batches(const std::vector<const ProbeResult*>& rows) {
   std::vector<std::pair<int64_t, const ProbeResult*>> timed;
   timed.reserve(rows.size());
   for (const ProbeResult* r : rows)
-    timed.emplace_back(group_member(*r) ? first_sent.at({*r->group_id, r->task, r->workload_id, r->kind})
-                                        : r->started_wall_ms,
-                       r);
+    timed.emplace_back(
+        group_member(*r) ? first_sent.at({*r->group_id, r->task, r->workload_id, r->kind}) : r->started_wall_ms, r);
   std::stable_sort(timed.begin(), timed.end(), [](const auto& x, const auto& y) {
     return x.first != y.first ? x.first < y.first : x.second->id < y.second->id;
   });
@@ -333,8 +332,9 @@ SequentialMeasure latency_slo(const Context& c, const std::vector<Batch>& batche
       const double bound = sequential::beta_upper_quantile(static_cast<double>(smallest - j + 1),
                                                            static_cast<double>(j), m.estimate_alpha / pools);
       m.budget = std::max(kSloMinBudget, bound);
-      m.basis = format("rows slower than the baseline's p95 + floor + hold band in %lld pool(s) (fewest %lld baseline values)",
-                       static_cast<long long>(pools), static_cast<long long>(smallest));
+      m.basis = format(
+          "rows slower than the baseline's p95 + floor + hold band in %lld pool(s) (fewest %lld baseline values)",
+          static_cast<long long>(pools), static_cast<long long>(smallest));
     } else {
       m.basis = format("no pool has %lld baseline values", static_cast<long long>(kSloMinBaseline));
     }
@@ -478,8 +478,8 @@ void judge_sequential(const Context& c, Judgement& j) {
       reason = format("%lld of %lld timed rows slower than the baseline's p95 + margin (%.2f%%), budget %.2f%%: ", k, n,
                       ratio * 100, s.budget * 100);
     else if (s.name.rfind("tool_calls/", 0) == 0)
-      reason = format("%lld of %lld tool-call turns failed (%.2f%%), budget %.2f%%: ", k, n, ratio * 100,
-                      s.budget * 100);
+      reason =
+          format("%lld of %lld tool-call turns failed (%.2f%%), budget %.2f%%: ", k, n, ratio * 100, s.budget * 100);
     else
       reason = format("%lld of %lld failed (%.2f%%), budget %.2f%%: ", k, n, ratio * 100, s.budget * 100);
     const std::string boundary = "1/alpha=" + num(1 / s.alpha);

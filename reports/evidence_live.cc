@@ -52,8 +52,8 @@ ProbeResult slim_row(const ProbeResult& r) {
   return s;
 }
 
-Status extend_running_baseline(Store& store, JudgeRecipe& recipe, const StageRow& stage,
-                               std::vector<ProbeResult>& rows, int64_t& read_to, int64_t max_id) {
+Status extend_running_baseline(Store& store, JudgeRecipe& recipe, const StageRow& stage, std::vector<ProbeResult>& rows,
+                               int64_t& read_to, int64_t max_id) {
   if (!recipe.baseline_id || stage.kind == StageKind::Smoke) {
     recipe.baseline_mode = BaselineMode::None;
     return Status::Ok();

@@ -41,8 +41,8 @@ ProbeResult slim_row(const ProbeResult& r);
 // collector reads each row once (a history baseline's, fixed at the stage's
 // start, once only). Host samples are not read: a row measured hot counts
 // here where the daemon's judgment leaves it out of latency_slo.
-Status extend_running_baseline(Store& store, JudgeRecipe& recipe, const StageRow& stage,
-                               std::vector<ProbeResult>& rows, int64_t& read_to, int64_t max_id);
+Status extend_running_baseline(Store& store, JudgeRecipe& recipe, const StageRow& stage, std::vector<ProbeResult>& rows,
+                               int64_t& read_to, int64_t max_id);
 
 // Every watched measure of a running stage, from its rows so far; empty when
 // the stage is not running or watches nothing (smoke).

@@ -24,11 +24,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <numbers>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -230,9 +230,9 @@ int main(int argc, char** argv) {
   constexpr int64_t kPairedRuns = 300;
   constexpr double kBaselineRates[] = {0.01, 0.02, 0.05};
   if (runs("paired"))
-    std::printf("paired: %d stages of up to %lld interleaved runs (6 completions a side), rho %.2f, prior Beta(%g, %g)\n",
-              stages, static_cast<long long>(kPairedRuns), kPairedShare, kPairedPriorFailures,
-              kPairedPriorSuccesses);
+    std::printf(
+        "paired: %d stages of up to %lld interleaved runs (6 completions a side), rho %.2f, prior Beta(%g, %g)\n",
+        stages, static_cast<long long>(kPairedRuns), kPairedShare, kPairedPriorFailures, kPairedPriorSuccesses);
   PairedStage ps(runs("paired") ? kPairedRuns : 0);
   double paired_alpha = 0;
   for (const auto& m : sequential_evidence(ps.in))

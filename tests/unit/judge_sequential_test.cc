@@ -116,13 +116,12 @@ TEST_CASE("alpha is split over a fixed list of measures per stage") {
     size_t measures;
     int shares;
   };
-  for (const Case& c : {Case{StageKind::Canary, WorkloadKind::Chat, true, 9, 9},
-                        Case{StageKind::Canary, WorkloadKind::Chat, false, 7, 7},
-                        Case{StageKind::Gate, WorkloadKind::Chat, true, 10, 6},
-                        Case{StageKind::Soak, WorkloadKind::Chat, true, 12, 8},
-                        Case{StageKind::Soak, WorkloadKind::Chat, false, 11, 7},
-                        Case{StageKind::Smoke, WorkloadKind::Chat, true, 0, 0},
-                        Case{StageKind::Canary, WorkloadKind::Embedding, true, 6, 6}}) {
+  for (const Case& c :
+       {Case{StageKind::Canary, WorkloadKind::Chat, true, 9, 9},
+        Case{StageKind::Canary, WorkloadKind::Chat, false, 7, 7},
+        Case{StageKind::Gate, WorkloadKind::Chat, true, 10, 6}, Case{StageKind::Soak, WorkloadKind::Chat, true, 12, 8},
+        Case{StageKind::Soak, WorkloadKind::Chat, false, 11, 7}, Case{StageKind::Smoke, WorkloadKind::Chat, true, 0, 0},
+        Case{StageKind::Canary, WorkloadKind::Embedding, true, 6, 6}}) {
     JudgeInput in = input_for(c.stage);
     in.recipe.workload = c.workload;
     if (!c.baseline) in.recipe.baseline_id.reset();
@@ -364,9 +363,10 @@ ProbeResult& turn(Rows& rows, int64_t turn_no, int64_t lo, bool tool_required, O
   ProbeResult& r = rows.add(ProbeKind::Agent, "agent/" + std::to_string(lo), o);
   r.task = "agent";
   r.size_tokens = lo;
-  r.extra_json = "{\"band\":\"x\",\"context_tokens\":" + std::to_string(lo + 500) +
-                 ",\"recovery\":false,\"session\":1,\"thinking\":false,\"tool_required\":" +
-                 (tool_required ? "true" : "false") + ",\"turn\":" + std::to_string(turn_no) + "}";
+  r.extra_json =
+      "{\"band\":\"x\",\"context_tokens\":" + std::to_string(lo + 500) +
+      ",\"recovery\":false,\"session\":1,\"thinking\":false,\"tool_required\":" + (tool_required ? "true" : "false") +
+      ",\"turn\":" + std::to_string(turn_no) + "}";
   return r;
 }
 
@@ -382,8 +382,7 @@ TEST_CASE("tool calls: the session's tool-call failures are a measure per contex
     for (int i = 0; i < 60; ++i, ++n) {
       const bool tool = i % 2 == 0;
       const bool bad = lo >= 30'000 && (tool ? i % 6 == 0 : true);
-      turn(rows, n, lo, tool,
-           !bad ? Outcome::Clean : tool ? Outcome::MissingToolCall : Outcome::InvalidToolCall);
+      turn(rows, n, lo, tool, !bad ? Outcome::Clean : tool ? Outcome::MissingToolCall : Outcome::InvalidToolCall);
     }
   in.candidate_rows = rows.rows;
   const auto ms = sequential_evidence(in);
@@ -535,9 +534,8 @@ JudgeInput paired_canary(int runs, Fail fail) {
 TEST_CASE("paired: the candidate's failures against its interleaved baseline's") {
   SECTION("failing four times as often as the baseline rejects") {
     // Candidate: rows 0-3 of every third run (4 in 18); baseline: row 0 of every third (1 in 18).
-    const auto in = paired_canary(60, [](int side, int run, int i) {
-      return run % 3 == 0 && (side == 0 ? i < 4 : i == 0);
-    });
+    const auto in =
+        paired_canary(60, [](int side, int run, int i) { return run % 3 == 0 && (side == 0 ? i < 4 : i == 0); });
     const auto m_all = sequential_evidence(in);
     const auto* m = measure(m_all, "paired");
     REQUIRE(m);
