@@ -292,13 +292,6 @@ Transition task_finished(Track& t, size_t task, const TaskReport& report, int64_
     return tr;
   }
   tr.check_hard_failures = candidate_failure;
-  // Slow rows and a paired run's baseline half fail nothing: with a baseline,
-  // the early check also runs after clean work, at most once a minute.
-  if (!candidate_failure && t.baseline_id && t.stage && t.stage->kind != StageKind::Smoke &&
-      now - t.last_clean_check_ms >= kCleanCheckEveryMs) {
-    t.last_clean_check_ms = now;
-    tr.check_hard_failures = true;
-  }
   return tr;
 }
 

@@ -32,8 +32,6 @@
 namespace soak {
 
 inline constexpr int64_t kSmokeRetryMs = 15'000;  // unreachable smoke: try again after this
-// A stage with a baseline: clean work asks for the early check this often at most.
-inline constexpr int64_t kCleanCheckEveryMs = 60'000;
 
 enum class Phase { ReadingBuild, Staged, WaitingCanary, Done };
 
@@ -53,10 +51,6 @@ struct Track {
   bool extension_noted = false;
   std::optional<VerdictState> final_state;  // once Done
   std::optional<int64_t> shadow_live_ok;    // last shadow scrape of the baseline was clean (1) or not (0)
-  // When a clean task last asked for the early check (task_finished): with a
-  // baseline the sequential test's latency_slo and paired measures can cross
-  // on rows no one counts as failed, so they are looked at once a minute too.
-  int64_t last_clean_check_ms = 0;
   // When this track last started a heavy task: among tracks whose heavy work
   // waits equally long, the one served least recently goes first.
   std::optional<int64_t> last_heavy_start_ms;
@@ -142,8 +136,7 @@ Transition step_stage(Track& t, const StepInputs& in, int64_t now);
 
 // One of the track's own runs finished (a shadow baseline run is not).
 // An unreachable smoke is retried after kSmokeRetryMs; a candidate failure
-// asks for a hard-failure check, and after smoke, with a baseline, so does
-// clean work once every kCleanCheckEveryMs (latency_slo, paired).
+// asks for a hard-failure check.
 Transition task_finished(Track& t, size_t task, const TaskReport& report, int64_t now);
 
 // The judge's verdict on the running stage: close the stage, write the verdict
