@@ -279,6 +279,7 @@ void Campaigns::launch(const InFlight& f, const CandidateSnapshot& cfg, std::opt
                        StageKind stage, TaskKind task, int64_t group_id) {
   const int64_t work_id = next_work_id_++;
   in_flight_[work_id] = f;
+  in_flight_[work_id].group_id = group_id;
   TaskRequest req;
   req.work_id = work_id;
   req.candidate = cfg;
@@ -322,11 +323,11 @@ void Campaigns::on_task_done(int64_t work_id, TaskReport rep, int64_t now) {
   if (t.phase != Phase::Staged || !t.stage || !t.row || t.row->id != f.candidate_id) return;  // finished meanwhile
   apply(t, task_finished(t, f.task, rep, now), now);
   if (t.phase != Phase::Staged) return;
-  shadow_run(t, f, work_id);
+  shadow_run(t, f);
 }
 
 // Interleaved A/B: a canary's run repeated against a live, promoted baseline.
-void Campaigns::shadow_run(Track& t, const InFlight& f, int64_t work_id) {
+void Campaigns::shadow_run(Track& t, const InFlight& f) {
   const TaskSpec& spec = t.plan.tasks[f.task];
   if (t.stage->kind != StageKind::Canary || !interleaves(spec.kind) || !t.baseline_id || frozen_) return;
   const Track* b = nullptr;
@@ -335,8 +336,9 @@ void Campaigns::shadow_run(Track& t, const InFlight& f, int64_t work_id) {
   const bool baseline_idle = b && b->phase == Phase::Done && b->final_state == VerdictState::Promoted;
   if (!baseline_idle || (spec.kind != TaskKind::Scrape && t.shadow_live_ok.value_or(0) != 1)) return;
   if (spec.weight == Weight::Heavy && heavy_gate(t) == HeavyGate::Busy) return;
+  // The same group id as the candidate's run it repeats: the pair is known by it.
   launch(InFlight{f.task, true, t.name, *t.baseline_id, spec.weight}, b->cfg, std::nullopt, StageKind::Canary,
-         spec.kind, work_id);
+         spec.kind, f.group_id);
 }
 
 // ============================================================== tick

@@ -109,6 +109,7 @@ class Campaigns {
     std::string track;         // owner track name
     int64_t candidate_id = 0;  // row the run is for
     Weight weight = Weight::Light;
+    int64_t group_id = 0;  // the run's slot: its rows' group id, and its shadow run's
   };
 
   // campaigns.cc
@@ -126,7 +127,7 @@ class Campaigns {
   void launch(const InFlight& f, const CandidateSnapshot& cfg, std::optional<int64_t> stage_id, StageKind stage,
               TaskKind task, int64_t group_id);
   void on_task_done(int64_t work_id, TaskReport report, int64_t now);
-  void shadow_run(Track& t, const InFlight& f, int64_t work_id);
+  void shadow_run(Track& t, const InFlight& f);
   void check_hard_events(int64_t now);
   void write_event(EventKind kind, std::optional<int64_t> candidate_id, const std::string& detail, int64_t now,
                    std::optional<int64_t> duration_ms = std::nullopt);

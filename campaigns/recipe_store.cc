@@ -4,13 +4,6 @@
 
 namespace soak {
 
-namespace {
-
-// How long before a stage window the history baseline may reach back.
-constexpr int64_t kHistoryLookbackMs = 30 * kDay;
-
-}  // namespace
-
 Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
   const JudgeRecipe& r = stored.recipe;
   const RowSelection& sel = stored.rows;

@@ -147,6 +147,9 @@ struct Extracted {
   std::string_view source;                  // "client" | "server"
 };
 Extracted extract(const PerfMetric& m, const std::vector<const std::vector<const ProbeResult*>*>& sets);
+// One row's client-side value of `m` (TTFT, wall), when the row is eligible
+// for it as extract() decides; nullopt otherwise.
+std::optional<double> client_figure(const PerfMetric& m, const ProbeResult& r);
 
 bool perf_judged(ProbeKind k);  // health, scrape, build and cancel carry no performance figure
 
@@ -211,6 +214,10 @@ void judge_heavy_work(const Context& c, Judgement& j);  // judges/heavy_work.cc
 // An agent-session turn (probes/session.h): its tool calls are judged per
 // context band (judges/session.cc), not in the hard ratio classes.
 bool is_session_row(const ProbeResult& r);
+// A session turn that asked for a tool call (its extra_json's tool_required),
+// and the outcomes that are tool-call failures (missing, invalid, empty args).
+bool requires_tool_call(const ProbeResult& r);
+bool is_tool_failure(Outcome o);
 void judge_session_hard(const Context& c, Judgement& j);  // judges/session.cc: tool-call bands, thinking 5xx
 void judge_session(const Context& c, Judgement& j);       // judges/session.cc: recovery, sessions summary
 void judge_prefix_reuse(const Context& c, Judgement& j);  // judges/session.cc: the canary's cold/warm/prefix rule

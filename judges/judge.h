@@ -85,13 +85,19 @@ namespace soak {
 // canary's rows that overlapped another candidate's heavy work stay out of its comparisons;
 // the sequential failure test (judges/sequential.h) rejects early, repeated_5xx is its 5xx
 // measure; timed rows measured above nominal thermal pressure left out of comparisons, a stage
-// hot for more than a quarter of them inconclusive; a canary warm-up's rows never compared.
-inline constexpr std::string_view kJudgeVersion = "judge-5";
+// hot for more than a quarter of them inconclusive; a canary warm-up's rows never compared;
+// judge-6: the sequential test also watches the agent session's tool-call bands, a latency-SLO
+// miss ratio against a history baseline's p95 and the canary's failures beside its interleaved
+// baseline (paired), and looks at a burst's members as one batch by group id.
+inline constexpr std::string_view kJudgeVersion = "judge-6";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,
 // stored history of the baseline candidate, or no baseline at all.
 enum class BaselineMode { None, Interleaved, History };
 std::string_view to_string(BaselineMode m);
+// How long before a stage window a history baseline may reach back
+// (campaigns/recipe_store.h choose_baseline, reports/evidence_live.h).
+inline constexpr int64_t kHistoryLookbackMs = 30LL * 24 * 60 * 60 * 1000;
 
 // How the stage ended, as the scheduler saw it. Only Completed can pass.
 enum class StageEnd { Completed, Stopped, TimedOut };

@@ -245,6 +245,12 @@ bool usable(std::optional<double> v) { return v && std::isfinite(*v) && *v >= 0;
 
 }  // namespace
 
+std::optional<double> client_figure(const PerfMetric& m, const ProbeResult& r) {
+  if (!eligible(m, r)) return std::nullopt;
+  auto v = client_value(m, r);
+  return usable(v) ? v : std::nullopt;
+}
+
 Extracted extract(const PerfMetric& m, const std::vector<const std::vector<const ProbeResult*>*>& sets) {
   bool all_server = true, any_row = false;
   for (const auto* set : sets)

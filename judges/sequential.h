@@ -18,16 +18,44 @@
 // the stage's false-reject probability is at most α over all of them.
 //
 // E depends on (n, k) only, falls on every clean row and rises on failures,
-// so looking after each batch of rows sent at the same instant sees its
-// highest values. Rows are taken in the order they were sent
-// (started_wall_ms, then id); rows sent in the same millisecond (a burst's
-// members, released in one loop pass) are one batch, so the order in which
-// they finished never matters. Computed in log space throughout (no overflow
-// at n = 10^6).
+// so looking after each batch of rows sent together sees its highest values.
+// Rows are taken in the order they were sent (started_wall_ms, then id),
+// never the order they finished (ids): rows sent in the same millisecond are
+// one batch, and so are the members of one burst or capacity group (same
+// task, group id, kind and workload), all at the group's first send time, so
+// a burst whose members' clock readings straddle a millisecond is still one
+// look. Computed in log space throughout (no overflow at n = 10^6).
 //
-// Pure: the daemon (judges/hard.cc, while a stage runs and at its end),
-// `soakctl explain`, `soakctl status` and the metrics textfile compute the
-// same evidence from the same rows.
+// Besides the failure ratios, three measures:
+//   - tool_calls/<band>: the agent session's tool-required turns (gate, soak),
+//     failing with a tool-call class (missing, invalid, empty arguments),
+//     against judge.max_invalid_ratio, one measure per context band of
+//     agent.band_tokens up to agent.context_ceiling_tokens (the last band
+//     takes any turn past it); the bands share one measure's part of α.
+//   - latency_slo: the candidate's clean timed rows slower than the
+//     baseline's p95 of their pool (locator), TTFT for completions, wall time
+//     for embeddings and rerank. The p95 is the nearest-rank order statistic of
+//     a history baseline's rows, all stored before the stage's window began, so
+//     it is fixed at the stage's start and recomputed identically from the
+//     same rows; a pool needs kSloMinBaseline baseline values. A p95 from m
+//     values lets through a random share of the baseline's own distribution
+//     (Beta(m - j + 1, j) for the j-th of m), so the budget is the larger of
+//     kSloMinBudget and the upper (1 - δ) bound of that share in the smallest
+//     pool; half the measure's α is δ (split over its pools), half the
+//     boundary's. Present whenever a baseline is configured; with an
+//     interleaved baseline (no rows before the stage) or none it stays at n = 0.
+//   - paired: the canary's interleaved baseline (shadow runs of its
+//     functional, long-context, burst and capacity tasks). Each baseline run is
+//     paired with the candidate's latest run of the same task started before it;
+//     a pair whose two runs made the same number of attempts counts. Under the
+//     null (the candidate fails no more often than the baseline) each failure in
+//     a pair is the candidate's with probability at most ρ = 1/2 (its share of
+//     the pair's attempts; exactly 1/2 when the failures are binomial, the
+//     hypergeometric law of a pair given its failure count is tighter still), so
+//     the same mixture test runs on (failures, the candidate's share of them)
+//     with budget ρ and a uniform prior on (ρ, 1]. Present for a canary with a
+//     configured baseline; n = 0 unless the baseline mode is interleaved.
+//
 #pragma once
 
 #include <cstdint>
@@ -45,6 +73,16 @@ namespace soak {
 // attempts at a 1 % budget reject, two do not (tests/bench/sequential_bench.cc prints these).
 inline constexpr double kSequentialPriorFailures = 1.0;
 inline constexpr double kSequentialPriorSuccesses = 15.0;
+// The paired test's prior on the candidate's share of failures: uniform on
+// (1/2, 1] (a 4x worse candidate owns 4/5 of the failures).
+inline constexpr double kPairedPriorFailures = 1.0;
+inline constexpr double kPairedPriorSuccesses = 1.0;
+inline constexpr double kPairedShare = 0.5;
+// latency_slo: the baseline quantile, the fewest baseline values a pool needs,
+// the smallest budget (twice the misses a p95 lets through).
+inline constexpr double kSloQuantile = 0.95;
+inline constexpr int64_t kSloMinBaseline = 20;
+inline constexpr double kSloMinBudget = 0.10;
 
 namespace sequential {
 
@@ -55,6 +93,11 @@ double log_upper_beta(double a, double b, double x0);
 
 // log E(n, k) for budget p0 in (0, 1), with the prior above.
 double log_e_value(int64_t n, int64_t k, double p0);
+// The same with a Beta(prior_a, prior_b) prior truncated to (p0, 1].
+double log_e_value(int64_t n, int64_t k, double p0, double prior_a, double prior_b);
+
+// The x with P(X > x) = tail for X ~ Beta(a, b) (bisection to 1e-12).
+double beta_upper_quantile(double a, double b, double tail);
 
 }  // namespace sequential
 
@@ -68,9 +111,14 @@ struct SequentialPoint {
 
 // One watched measure over a stage's rows.
 struct SequentialMeasure {
-  std::string name;                     // "pooled", "http_5xx", "task/<task kind>"
-  double budget = 0;                    // p0: the failure ratio the stage tolerates
-  double alpha = 0;                     // this measure's share of judge.alpha
+  // "pooled", "http_5xx", "task/<task kind>", "tool_calls/<band>", "latency_slo", "paired"
+  std::string name;
+  double budget = 0;          // p0: the failure ratio the stage tolerates (paired: ρ)
+  double alpha = 0;           // this measure's share of judge.alpha, its boundary's
+  double estimate_alpha = 0;  // latency_slo: the share spent on its p95 estimates (δ)
+  // What the counts are, for a measure whose n and k are not attempts and
+  // failures: "slower than the baseline's p95 in 4 pools (smallest 24 values)".
+  std::string basis;
   SequentialPoint last;                 // after every row
   SequentialPoint peak;                 // the highest e-value seen
   std::optional<SequentialPoint> stop;  // the first batch at or over the boundary
@@ -84,10 +132,12 @@ struct SequentialMeasure {
   double fraction() const;
 };
 
-// Every measure the stage watches, in a fixed order (pooled, http_5xx, then
-// one per task the stage runs); empty for smoke (any failure there rejects)
-// and for a recipe whose rules leave nothing to test (alpha or budget not in
-// (0, 1)).
+// Every measure the stage watches, in a fixed order (pooled, http_5xx, one
+// per task the stage runs, then the tool-call bands, latency_slo and paired
+// where they apply); empty for smoke (any failure there rejects) and for a
+// recipe whose rules leave nothing to test (alpha or budget not in (0, 1)).
+// Which measures a stage watches depends on its recipe only (stage, workload,
+// agent bands, whether a baseline is configured), never on its rows.
 std::vector<SequentialMeasure> sequential_evidence(const JudgeInput& in);
 
 // "E=312 (n=48, k=7)": how a point reads in reasons and explain.

@@ -283,6 +283,12 @@ bool is_session_row(const ProbeResult& r) {
   return r.kind == ProbeKind::Agent && r.extra_json.find("\"session\"") != std::string::npos;
 }
 
+bool requires_tool_call(const ProbeResult& r) {
+  return is_session_row(r) && raw_value(r.extra_json, "turn") && bool_of(r.extra_json, "tool_required");
+}
+
+bool is_tool_failure(Outcome o) { return tool_failure(o); }
+
 void judge_session_hard(const Context& c, Judgement& j) {
   const auto turns = session_rows(c);
   if (turns.empty()) return;

@@ -23,12 +23,26 @@
 namespace soak::report {
 
 // The recipe a running stage's evidence is computed with: the latest judged
-// recipe of the candidate row with the running stage's kind and id.
+// recipe of the candidate row with the running stage's kind and id, and the
+// candidate row's baseline after smoke (what the daemon's recipe names).
 Result<JudgeRecipe> running_recipe(Store& store, int64_t candidate_id, const StageRow& stage);
 
 // A row as the sequential test reads it: the text it never looks at left out
-// (its figures kept), so a collector can keep a week's rows of a stage.
+// (its figures kept, and a session turn its extra_json, which says whether it
+// asked for a tool call), so a collector can keep a week's rows of a stage.
 ProbeResult slim_row(ProbeResult r);
+
+// The baseline rows a running stage's evidence reads (latency_slo, paired),
+// chosen as the daemon chooses them (campaigns/recipe_store.h
+// choose_baseline): the recipe's baseline's rows since the stage began
+// (interleaved) when it has any, else its rows of the kHistoryLookbackMs
+// before (history). Sets recipe.baseline_mode; appends to `rows` the slimmed
+// rows with ids above `read_to` up to `max_id` and moves `read_to` on, so a
+// collector reads each row once (a history baseline's, fixed at the stage's
+// start, once only). Host samples are not read: a row measured hot counts
+// here where the daemon's judgment leaves it out of latency_slo.
+Status extend_running_baseline(Store& store, JudgeRecipe& recipe, const StageRow& stage, std::vector<ProbeResult>& rows,
+                               int64_t& read_to, int64_t max_id);
 
 // Every watched measure of a running stage, from its rows so far; empty when
 // the stage is not running or watches nothing (smoke).

@@ -147,9 +147,13 @@ Status TextfileCollector::refresh(Store& store, int64_t now_ms) {
       if (!recipe) return recipe.error();
       f.recipe = *recipe;
     }
+    if (auto st = extend_running_baseline(store, *f.recipe, *s.stage, f.baseline_rows, f.baseline_read_to, max->probe);
+        !st)
+      return st.error();
     JudgeInput in;
     in.recipe = *f.recipe;
     in.candidate_rows = f.rows;
+    in.baseline_rows = f.baseline_rows;
     f.evidence = sequential_evidence(in);
   }
 

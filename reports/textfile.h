@@ -69,6 +69,8 @@ class TextfileCollector {
     // rules it is judged with, and its evidence as of the last refresh.
     std::vector<ProbeResult> rows;
     std::optional<JudgeRecipe> recipe;
+    std::vector<ProbeResult> baseline_rows;  // reports/evidence_live.h extend_running_baseline
+    int64_t baseline_read_to = 0;
     std::vector<SequentialMeasure> evidence;
   };
   MetricsOptions opt_;

@@ -38,6 +38,8 @@ json sequential_json(const std::vector<SequentialMeasure>& ms) {
     arr.push_back({{"measure", m.name},
                    {"budget", m.budget},
                    {"alpha", m.alpha},
+                   {"estimate_alpha", m.estimate_alpha},
+                   {"basis", m.basis},
                    {"log_boundary", m.log_boundary()},
                    {"fraction", m.fraction()},
                    {"last", point_json(m.last)},
@@ -59,6 +61,7 @@ void print_sequential(std::ostream& out, const std::vector<SequentialMeasure>& m
                    : "now " + describe(m.last) + ", highest " + describe(m.peak) + ", " +
                          std::to_string(static_cast<int>(m.fraction() * 100)) + "% of the boundary")
         << "\n";
+    if (!m.basis.empty()) out << "    " << m.basis << "\n";
     if (!m.stop || m.path.empty()) continue;
     out << "    path:";
     const size_t from = m.path.size() > kPathShown ? m.path.size() - kPathShown : 0;

@@ -160,7 +160,8 @@ json evidence_json(const std::vector<SequentialMeasure>& ms) {
                    {"log_e", m.last.log_e},
                    {"log_boundary", m.log_boundary()},
                    {"fraction", m.fraction()},
-                   {"budget", m.budget}});
+                   {"budget", m.budget},
+                   {"basis", m.basis}});
   return arr;
 }
 

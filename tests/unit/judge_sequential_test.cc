@@ -105,35 +105,58 @@ TEST_CASE("log space holds at a million attempts: no overflow, no underflow, the
   CHECK(none == Approx(std::log(kSequentialPriorSuccesses / (kN + kSequentialPriorSuccesses))).epsilon(1e-9));
 }
 
-TEST_CASE("alpha is split evenly over a fixed list of measures per stage") {
+TEST_CASE("alpha is split over a fixed list of measures per stage") {
+  // Shares: one per failure ratio, one for the tool-call bands together (five
+  // bands of 10K up to the 50K ceiling), one for latency_slo (half its
+  // boundary's, half its p95 estimates'), one for paired (canary).
   struct Case {
     StageKind stage;
     WorkloadKind workload;
+    bool baseline;
     size_t measures;
+    int shares;
   };
-  for (const Case& c : {Case{StageKind::Canary, WorkloadKind::Chat, 7}, Case{StageKind::Gate, WorkloadKind::Chat, 4},
-                        Case{StageKind::Soak, WorkloadKind::Chat, 6}, Case{StageKind::Smoke, WorkloadKind::Chat, 0},
-                        Case{StageKind::Canary, WorkloadKind::Embedding, 4}}) {
+  for (const Case& c :
+       {Case{StageKind::Canary, WorkloadKind::Chat, true, 9, 9},
+        Case{StageKind::Canary, WorkloadKind::Chat, false, 7, 7},
+        Case{StageKind::Gate, WorkloadKind::Chat, true, 10, 6}, Case{StageKind::Soak, WorkloadKind::Chat, true, 12, 8},
+        Case{StageKind::Soak, WorkloadKind::Chat, false, 11, 7}, Case{StageKind::Smoke, WorkloadKind::Chat, true, 0, 0},
+        Case{StageKind::Canary, WorkloadKind::Embedding, true, 6, 6}}) {
     JudgeInput in = input_for(c.stage);
     in.recipe.workload = c.workload;
+    if (!c.baseline) in.recipe.baseline_id.reset();
     const auto none = sequential_evidence(in);  // no rows yet: the split is known before the first
     in.candidate_rows = canary_with(50, 10).candidate_rows;
     const auto some = sequential_evidence(in);
-    INFO(to_string(c.stage));
+    INFO(to_string(c.stage) << " baseline " << c.baseline);
     REQUIRE(none.size() == c.measures);
     REQUIRE(some.size() == c.measures);
+    const double share = c.shares ? in.recipe.judge.alpha / c.shares : 0;
     double sum = 0;
-    for (const auto& m : some) {
-      CHECK(m.alpha == Approx(in.recipe.judge.alpha / static_cast<double>(c.measures)));
-      sum += m.alpha;
+    for (size_t i = 0; i < some.size(); ++i) {
+      const auto& m = some[i];
+      INFO(m.name);
+      CHECK(m.name == none[i].name);
+      if (m.name.rfind("tool_calls/", 0) == 0)
+        CHECK(m.alpha == Approx(share / 5));
+      else if (m.name == "latency_slo")
+        CHECK(m.alpha + m.estimate_alpha == Approx(share));
+      else
+        CHECK(m.alpha == Approx(share));
+      sum += m.alpha + m.estimate_alpha;
     }
     if (c.measures) CHECK(sum == Approx(in.recipe.judge.alpha));
   }
   const auto canary = sequential_evidence(canary_with(10, 0));
-  REQUIRE(canary.size() == 7);
+  REQUIRE(canary.size() == 9);
   CHECK(canary[0].name == "pooled");
   CHECK(canary[1].name == "http_5xx");
   CHECK(canary[2].name == "task/functional");
+  CHECK(canary[7].name == "latency_slo");
+  CHECK(canary[8].name == "paired");
+  const auto gate = sequential_evidence(input_for(StageKind::Gate));
+  CHECK(gate[4].name == "tool_calls/0-10K");
+  CHECK(gate[8].name == "tool_calls/40K-50K");
 }
 
 TEST_CASE("one 5xx in eight rejects early, naming the measure, n, k, the budget and the e-value") {
@@ -160,7 +183,7 @@ TEST_CASE("one 5xx in eight rejects early, naming the measure, n, k, the budget 
   REQUIRE(m);
   CHECK(m->result == MetricResult::Fail);
   CHECK(m->n == pooled->stop->n);
-  CHECK(m->p_value <= in.recipe.judge.alpha / 7);
+  CHECK(m->p_value <= in.recipe.judge.alpha / 9);
   // One row fewer and nothing has crossed yet.
   early.candidate_rows.pop_back();
   CHECK(!judge_hard_failures(early));
@@ -219,6 +242,90 @@ TEST_CASE("runs are counted in the order requests were sent, not the order they 
   CHECK(measure(first, "task/burst")->peak.n % 8 == 0);
 }
 
+TEST_CASE("send order, not id order: failures that came back first count where they were sent") {
+  // Thirty functional completions sent 10 s apart, every tenth a 500. The
+  // clean ones are slow and the 500s come back at once, so the store gave the
+  // three 500s the first ids: in id order they are three failures in the
+  // first three attempts, which reject at a 1 % budget; in send order they
+  // are one in ten.
+  auto stage = [](bool sent_in_id_order) {
+    JudgeInput in = input_for(StageKind::Canary);
+    int64_t next_clean = 4, next_failure = 1;
+    for (int i = 0; i < 30; ++i) {
+      ProbeResult r;
+      const bool fail = i % 10 == 9;
+      r.id = fail ? next_failure++ : next_clean++;
+      r.candidate_id = kCandidate;
+      r.host_id = kHost;
+      r.kind = ProbeKind::Marker;
+      r.task = "functional";
+      r.workload_id = "functional/marker";
+      r.started_wall_ms = kT0 + (sent_in_id_order ? r.id : i) * 10'000;
+      r.outcome = fail ? Outcome::Http5xx : Outcome::Clean;
+      r.http_status = fail ? 500 : 200;
+      in.candidate_rows.push_back(r);
+    }
+    return in;
+  };
+  const auto sent = sequential_evidence(stage(false));
+  const auto* pooled = measure(sent, "pooled");
+  REQUIRE(pooled);
+  CHECK(!pooled->stop);
+  REQUIRE(!pooled->path.empty());
+  CHECK(pooled->path[0].n == 10);  // the first look with a failure saw the nine clean rows sent before it
+  CHECK(!judge_hard_failures(stage(false)));
+  // The same rows had they been sent in id order: the test would reject, so
+  // an implementation taking rows by id cannot pass the checks above.
+  const auto by_id = sequential_evidence(stage(true));
+  REQUIRE(measure(by_id, "pooled")->stop);
+  CHECK(measure(by_id, "pooled")->stop->n == 3);
+}
+
+TEST_CASE("a burst is one look even when its members' send times straddle a millisecond") {
+  // Real clocks tick between the members of one loop pass; the group id keeps
+  // them together. Each burst of eight holds one 500, its members sent at t
+  // and t + 1 ms, interleaved with a functional row sent at t + 1 ms.
+  JudgeInput in = input_for(StageKind::Canary);
+  int64_t id = 1;
+  for (int b = 0; b < 6; ++b) {
+    const int64_t t = kT0 + b * kMinuteMs;
+    for (int i = 0; i < 8; ++i) {
+      ProbeResult r;
+      r.id = id++;
+      r.candidate_id = kCandidate;
+      r.kind = ProbeKind::Burst;
+      r.task = "burst";
+      r.workload_id = "burst/8";
+      r.group_id = b;
+      r.started_wall_ms = t + (i < 4 ? 0 : 1);
+      r.outcome = i == 2 ? Outcome::Http5xx : Outcome::Clean;
+      in.candidate_rows.push_back(r);
+    }
+    ProbeResult f;
+    f.id = id++;
+    f.candidate_id = kCandidate;
+    f.kind = ProbeKind::Marker;
+    f.task = "functional";
+    f.workload_id = "functional/marker";
+    f.started_wall_ms = t + 1;
+    f.outcome = Outcome::Clean;
+    in.candidate_rows.push_back(f);
+  }
+  const auto burst_ms = sequential_evidence(in);
+  const auto* burst = measure(burst_ms, "task/burst");
+  REQUIRE(burst);
+  REQUIRE(burst->path.size() >= 3);
+  for (const auto& p : burst->path) CHECK(p.n % 8 == 0);
+  // Without the group id the first four members of each burst were a look of
+  // their own: the grouping is what the check above sees.
+  for (auto& r : in.candidate_rows) r.group_id.reset();
+  const auto split_ms = sequential_evidence(in);
+  const auto* split = measure(split_ms, "task/burst");
+  bool partial = false;
+  for (const auto& p : split->path) partial = partial || p.n % 8 != 0;
+  CHECK(partial);
+}
+
 TEST_CASE("after a restart the evidence is recomputed from the stored rows, identically") {
   const JudgeInput whole = canary_with(200, 8);
   const auto before = sequential_evidence(whole);
@@ -240,10 +347,224 @@ TEST_CASE("after a restart the evidence is recomputed from the stored rows, iden
   const auto stop = measure(before, "pooled")->stop;
   REQUIRE(stop);
   prefix.candidate_rows.resize(static_cast<size_t>(stop->n));
-  const auto* again = measure(sequential_evidence(prefix), "pooled");
+  const auto again_all = sequential_evidence(prefix);
+  const auto* again = measure(again_all, "pooled");
   REQUIRE(again->stop);
   CHECK(again->stop->row_id == stop->row_id);
   CHECK(again->stop->log_e == stop->log_e);
   // And the stage's verdict (what explain recomputes) is byte-identical.
   CHECK(judge_stage(whole).reason == judge_stage(stored).reason);
+}
+
+namespace {
+
+// A gate's agent turn: every second one requires a tool call; `lo` the band.
+ProbeResult& turn(Rows& rows, int64_t turn_no, int64_t lo, bool tool_required, Outcome o) {
+  ProbeResult& r = rows.add(ProbeKind::Agent, "agent/" + std::to_string(lo), o);
+  r.task = "agent";
+  r.size_tokens = lo;
+  r.extra_json =
+      "{\"band\":\"x\",\"context_tokens\":" + std::to_string(lo + 500) +
+      ",\"recovery\":false,\"session\":1,\"thinking\":false,\"tool_required\":" + (tool_required ? "true" : "false") +
+      ",\"turn\":" + std::to_string(turn_no) + "}";
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("tool calls: the session's tool-call failures are a measure per context band") {
+  JudgeInput in = input_for(StageKind::Gate);
+  Rows rows{kCandidate, 1};
+  // Clean below 30K; from 30K on a third of the tool turns send no call, and
+  // turns that asked for none fail with invalid calls (the band rule's, not this test's).
+  int64_t n = 0;
+  for (int64_t lo : {0, 10'000, 20'000, 30'000})
+    for (int i = 0; i < 60; ++i, ++n) {
+      const bool tool = i % 2 == 0;
+      const bool bad = lo >= 30'000 && (tool ? i % 6 == 0 : true);
+      turn(rows, n, lo, tool, !bad ? Outcome::Clean : tool ? Outcome::MissingToolCall : Outcome::InvalidToolCall);
+    }
+  in.candidate_rows = rows.rows;
+  const auto ms = sequential_evidence(in);
+  const auto* low = measure(ms, "tool_calls/0-10K");
+  const auto* high = measure(ms, "tool_calls/30K-40K");
+  const auto* empty = measure(ms, "tool_calls/40K-50K");
+  REQUIRE(low);
+  REQUIRE(high);
+  REQUIRE(empty);
+  CHECK(low->last.n == 30);
+  CHECK(low->last.k == 0);
+  CHECK(!low->stop);
+  CHECK(high->budget == in.recipe.judge.max_invalid_ratio);
+  REQUIRE(high->stop);
+  CHECK(high->stop->k * 3 <= high->stop->n + 3);  // only tool turns count: a third of them failed
+  CHECK(empty->last.n == 0);
+  // A turn past the ceiling is the last band's.
+  JudgeInput deep = input_for(StageKind::Gate);
+  Rows more{kCandidate, 1};
+  turn(more, 1, 70'000, true, Outcome::MissingToolCall);
+  deep.candidate_rows = more.rows;
+  CHECK(measure(sequential_evidence(deep), "tool_calls/40K-50K")->last.k == 1);
+  // The verdict names the band.
+  in.recipe.end = StageEnd::Stopped;
+  const auto v = judge_hard_failures(in);
+  REQUIRE(v);
+  CHECK(v->state == VerdictState::Rejected);
+  const auto* row = find_metric(*v, "sequential/tool_calls/30K-40K");
+  REQUIRE(row);
+  CHECK(row->result == MetricResult::Fail);
+  CHECK(contains(row->reason, "tool-call turns failed"));
+  CHECK(find_metric(*v, "sequential/tool_calls/0-10K")->result == MetricResult::Pass);
+}
+
+namespace {
+
+// A canary against a history baseline: 40 baseline stream rows around 200 ms
+// TTFT, stored a day before; the candidate's rows around `ttft` ms.
+JudgeInput slo_canary(double ttft, int n = 60) {
+  JudgeInput in = input_for(StageKind::Canary);
+  in.recipe.baseline_mode = BaselineMode::History;
+  Rows base{kBaseline, 1, kT0 - kDayMs};
+  add_perf(base, 40, Perf{}, 1);
+  for (auto& r : base.rows) r.task = "functional";
+  in.baseline_rows = base.rows;
+  Rows cand{kCandidate, 1000};
+  Perf p;
+  p.ttft_ms = ttft;
+  add_perf(cand, n, p, 100);
+  for (auto& r : cand.rows) r.task = "functional";
+  in.candidate_rows = cand.rows;
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("latency_slo: rows slower than a history baseline's p95, fixed at the stage's start") {
+  SECTION("a candidate at the baseline's speed never crosses") {
+    const auto m_all = sequential_evidence(slo_canary(200));
+    const auto* m = measure(m_all, "latency_slo");
+    REQUIRE(m);
+    CHECK(m->last.n == 60);
+    CHECK(!m->stop);
+    CHECK(m->last.k <= 3);
+    // 40 values, the 38th: the budget covers how much of the baseline's own
+    // distribution such a p95 may leave above it, never under 10 %.
+    const double expect = sequential::beta_upper_quantile(3, 38, m->estimate_alpha);
+    CHECK(m->budget == Approx(std::max(kSloMinBudget, expect)));
+    CHECK(m->budget > kSloMinBudget);
+    CHECK(contains(m->basis, "1 pool(s) (fewest 40 baseline values)"));
+  }
+  SECTION("a candidate three times slower is rejected within a couple of dozen rows") {
+    const auto in = slo_canary(600);
+    const auto m_all = sequential_evidence(in);
+    const auto* m = measure(m_all, "latency_slo");
+    REQUIRE(m);
+    REQUIRE(m->stop);
+    CHECK(m->stop->k == m->stop->n);
+    CHECK(m->stop->n <= 25);
+    const auto v = judge_stage(in);
+    CHECK(v.state == VerdictState::Rejected);
+    CHECK(contains(v.reason, "sequential latency_slo"));
+  }
+  SECTION("slower, but within the comparisons' floor and hold band: not a miss") {
+    // +12 % everywhere: beyond the effect floor alone, within floor + hold band of the p95.
+    const auto m_all = sequential_evidence(slo_canary(224));
+    const auto* m = measure(m_all, "latency_slo");
+    CHECK(!m->stop);
+  }
+  SECTION("no history baseline, or too few values: present, at n = 0") {
+    JudgeInput in = slo_canary(600);
+    in.recipe.baseline_mode = BaselineMode::Interleaved;  // the baseline's rows are the stage's own period
+    CHECK(measure(sequential_evidence(in), "latency_slo")->last.n == 0);
+    in = slo_canary(600);
+    in.baseline_rows.resize(kSloMinBaseline - 1);
+    const auto few_all = sequential_evidence(in);
+    const auto* few = measure(few_all, "latency_slo");
+    CHECK(few->last.n == 0);
+    CHECK(contains(few->basis, "no pool has 20 baseline values"));
+    in.recipe.baseline_id.reset();
+    CHECK(!measure(sequential_evidence(in), "latency_slo"));
+  }
+  SECTION("recomputed identically from the rows in any order") {
+    JudgeInput in = slo_canary(600);
+    const auto before = *measure(sequential_evidence(in), "latency_slo");
+    std::mt19937 g(7);
+    std::shuffle(in.candidate_rows.begin(), in.candidate_rows.end(), g);
+    std::shuffle(in.baseline_rows.begin(), in.baseline_rows.end(), g);
+    const auto after = *measure(sequential_evidence(in), "latency_slo");
+    CHECK(after.budget == before.budget);
+    REQUIRE(after.stop);
+    CHECK(after.stop->row_id == before.stop->row_id);
+    CHECK(after.stop->log_e == before.stop->log_e);
+  }
+}
+
+namespace {
+
+// A canary with an interleaved baseline: `runs` functional runs of six
+// completions each (group id = slot), each repeated by the baseline right
+// after it (its own group id). fail(side, run, i): whether that row is a 500.
+template <class Fail>
+JudgeInput paired_canary(int runs, Fail fail) {
+  JudgeInput in = input_for(StageKind::Canary);
+  in.recipe.baseline_mode = BaselineMode::Interleaved;
+  int64_t id = 1;
+  for (int run = 0; run < runs; ++run)
+    for (int side = 0; side < 2; ++side)
+      for (int i = 0; i < 6; ++i) {
+        ProbeResult r;
+        r.id = id++;
+        r.candidate_id = side == 0 ? kCandidate : kBaseline;
+        r.host_id = kHost;
+        r.kind = ProbeKind::Marker;
+        r.task = "functional";
+        r.workload_id = "functional/marker";
+        r.group_id = side == 0 ? run : 10'000 + run;
+        r.started_wall_ms = kT0 + run * kMinuteMs + side * 20'000 + i * 1'000;
+        const bool f = fail(side, run, i);
+        r.outcome = f ? Outcome::Http5xx : Outcome::Clean;
+        r.http_status = f ? 500 : 200;
+        (side == 0 ? in.candidate_rows : in.baseline_rows).push_back(r);
+      }
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("paired: the candidate's failures against its interleaved baseline's") {
+  SECTION("failing four times as often as the baseline rejects") {
+    // Candidate: rows 0-3 of every third run (4 in 18); baseline: row 0 of every third (1 in 18).
+    const auto in =
+        paired_canary(60, [](int side, int run, int i) { return run % 3 == 0 && (side == 0 ? i < 4 : i == 0); });
+    const auto m_all = sequential_evidence(in);
+    const auto* m = measure(m_all, "paired");
+    REQUIRE(m);
+    CHECK(m->budget == kPairedShare);
+    REQUIRE(m->stop);
+    CHECK(m->stop->k * 5 == m->stop->n * 4);
+    CHECK(contains(m->basis, "paired run(s)"));
+  }
+  SECTION("the same failures on both sides never reject, whatever their rate") {
+    const auto in = paired_canary(200, [](int, int run, int i) { return (run + i) % 4 == 0; });
+    const auto m_all = sequential_evidence(in);
+    const auto* m = measure(m_all, "paired");
+    REQUIRE(m);
+    CHECK(m->last.n > 200);
+    CHECK(m->last.k * 2 == m->last.n);
+    CHECK(!m->stop);
+    CHECK(m->last.log_e < 0);
+  }
+  SECTION("a pair whose runs made different numbers of attempts is left out") {
+    auto in = paired_canary(3, [](int side, int, int) { return side == 0; });
+    in.baseline_rows.pop_back();  // the last baseline run lost a row
+    const auto m_all = sequential_evidence(in);
+    const auto* m = measure(m_all, "paired");
+    CHECK(m->last.n == 12);
+    CHECK(contains(m->basis, "2 paired run(s)"));
+  }
+  SECTION("without an interleaved baseline the measure stays at n = 0") {
+    auto in = paired_canary(60, [](int side, int, int i) { return side == 0 && i < 2; });
+    in.recipe.baseline_mode = BaselineMode::History;
+    CHECK(measure(sequential_evidence(in), "paired")->last.n == 0);
+  }
 }

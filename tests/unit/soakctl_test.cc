@@ -149,6 +149,61 @@ TEST_CASE("soakctl status shows the running stage's sequential evidence as a fra
   CHECK(j[0]["sequential"][0]["fraction"].get<double>() == Approx(want[0].fraction()));
 }
 
+TEST_CASE("soakctl status reads the running canary's interleaved baseline: the paired measure") {
+  Fixture f;
+  const int64_t base = f.add("llama-b9430", "b9430", VerdictState::Promoted);
+  StageRow canary;
+  canary.kind = StageKind::Canary;
+  canary.state = StageState::Running;
+  canary.started_ms = f.clock.wall_ms() - 10 * 60'000;
+  canary.length_ms = 2 * 3600'000;
+  canary.deadline_ms = canary.started_ms + canary.length_ms;
+  const int64_t id = f.add("llama-b9502", "b9502", VerdictState::Running, canary);
+  JudgeInput in;
+  in.recipe.stage = StageKind::Canary;
+  in.recipe.baseline_id = base;
+  in.recipe.baseline_mode = BaselineMode::Interleaved;
+  {
+    auto st = SqliteStore::open(f.db, OpenMode::ReadWrite);
+    REQUIRE(st.ok());
+    REQUIRE((*st)->set_baseline(id, base).ok());
+    const int64_t stage_id = (*(*st)->stages(id)).back().id;
+    // Eight functional runs of six, each repeated by the baseline (its shadow
+    // run: no stage, the same group id); the candidate's first two rows of each fail.
+    for (int run = 0; run < 8; ++run)
+      for (int side = 0; side < 2; ++side)
+        for (int i = 0; i < 6; ++i) {
+          ProbeResult r;
+          r.candidate_id = side == 0 ? id : base;
+          r.host_id = f.host;
+          if (side == 0) r.stage_id = stage_id;
+          r.group_id = run;
+          r.started_wall_ms = canary.started_ms + run * 60'000 + side * 20'000 + i * 1000;
+          r.kind = ProbeKind::Marker;
+          r.task = "functional";
+          r.workload_id = "functional/marker";
+          r.outcome = side == 0 && i < 2 ? Outcome::Http5xx : Outcome::Clean;
+          r.id = *(*st)->insert_probe_result(r);
+          (side == 0 ? in.candidate_rows : in.baseline_rows).push_back(r);
+        }
+  }
+  const auto want = sequential_evidence(in);
+  REQUIRE(want.size() == 9);
+  REQUIRE(want[8].name == "paired");
+  REQUIRE(want[8].last.n == 16);
+  std::string out;
+  REQUIRE(f.run({"--db", f.db, "status", "--json"}, &out) == kCtlExitOk);
+  auto j = nlohmann::json::parse(out);
+  const auto& ms = j[1]["sequential"];
+  REQUIRE(ms.size() == 9);
+  CHECK(ms[7]["measure"] == "latency_slo");
+  CHECK(ms[7]["n"] == 0);  // an interleaved baseline: nothing fixed at the stage's start
+  CHECK(ms[8]["measure"] == "paired");
+  CHECK(ms[8]["n"] == 16);
+  CHECK(ms[8]["k"] == 16);
+  CHECK(ms[8]["fraction"].get<double>() == Approx(want[8].fraction()));
+}
+
 TEST_CASE("soakctl status shows the notify command's last outcome and the host's thermal pressure") {
   Fixture f;
   const int64_t id = f.add("llama-b9502", "b9502", VerdictState::Rejected);
