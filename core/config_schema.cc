@@ -438,7 +438,7 @@ const Section<CandidateConfig>& candidate_section() {
 // ============================================================== the rest of the file
 const Section<SamplerSettings>& sampler_section() {
   using S = SamplerSettings;
-  static const Section<S> s{"{\"interval\": \"5s\", \"process_every\": \"15s\", \"keep_awake\": true}",
+  static const Section<S> s{"{\"interval\": \"5s\", \"keep_awake\": true}",
                             {
                                 duration("interval", &S::interval_ms, "\"5s\""),
                                 duration("process_every", &S::process_every_ms, "\"15s\""),

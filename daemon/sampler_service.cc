@@ -20,7 +20,7 @@ SamplerService::SamplerService(const ConfigSnapshot& cfg, const Deps& deps, Samp
       host_id_(deps.host_id),
       active_(std::move(active)),
       interval_ms_(cfg->sampler.interval_ms),
-      process_every_ms_(cfg->sampler.process_every_ms),
+      process_every_ms_(cfg->sampler.process_sample_every_ms()),
       guard_(cfg->defaults.guard),
       gaps_(cfg->sampler.interval_ms, deps.host_id),
       keep_awake_(std::move(power), cfg->sampler.keep_awake ? KeepAwakeMode::WhileStagesRun : KeepAwakeMode::Off),
@@ -197,7 +197,7 @@ void SamplerService::reload(const ConfigSnapshot& snapshot) {
     timer_.start(static_cast<uint64_t>(interval_ms_), static_cast<uint64_t>(interval_ms_), [this] { tick(); });
   }
   // Candidates watched from now on store at the new cadence.
-  process_every_ms_ = cfg.sampler.process_every_ms;
+  process_every_ms_ = cfg.sampler.process_sample_every_ms();
   keep_awake_.set_mode(cfg.sampler.keep_awake ? KeepAwakeMode::WhileStagesRun : KeepAwakeMode::Off);
   metrics_path_ = cfg.metrics.textfile;
   metrics_.set_guard_window(cfg.defaults.guard.window_ms);

@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   auto ids = *store.candidates();
   int64_t samples = 0;
   std::map<int64_t, ProcessSampleKeeper> keepers;
-  for (const auto& c : ids) keepers.emplace(c.id, ProcessSampleKeeper(shared->sampler.process_every_ms));
+  for (const auto& c : ids) keepers.emplace(c.id, ProcessSampleKeeper(shared->sampler.process_sample_every_ms()));
   for (int64_t t = start; t < clock.wall_ms(); t += kDefaultSampleEveryMs) {
     HostSample h;
     h.host_id = host;
