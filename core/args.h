@@ -13,7 +13,10 @@
 
 namespace soak {
 
-// The exit status of a command whose command line is wrong (soakd, soakctl).
+// Exit statuses of soakd's commands: done, failed, and a command line that is
+// wrong (soakd, soakctl).
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 
 struct ArgSpec {

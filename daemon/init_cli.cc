@@ -31,10 +31,6 @@ namespace soak {
 
 namespace {
 
-constexpr int kInitOk = 0;
-constexpr int kInitFailure = 1;
-constexpr int kInitUsage = 2;
-
 namespace fs = std::filesystem;
 
 Result<std::vector<uint16_t>> parse_ports(const std::string& list) {
@@ -315,19 +311,19 @@ int cmd_init(const Args& a) {
   const auto& pos = a.positionals();
   if (pos.size() > 2) {
     std::fprintf(stderr, "soakd init: give at most one FILE (see soakd --help)\n");
-    return kInitUsage;
+    return kExitUsage;
   }
   const bool print = a.flag("print");
   if (print && pos.size() == 2) {
     std::fprintf(stderr, "soakd init: --print writes to stdout; give FILE or --print, not both\n");
-    return kInitUsage;
+    return kExitUsage;
   }
   std::optional<std::vector<uint16_t>> ports;
   if (auto list = a.get("ports")) {
     auto p = parse_ports(*list);
     if (!p) {
       std::fprintf(stderr, "soakd init: %s\n", p.message().c_str());
-      return kInitUsage;
+      return kExitUsage;
     }
     ports = std::move(*p);
   }
@@ -339,22 +335,22 @@ int cmd_init(const Args& a) {
                  "soakd init: %s exists; soakd init never overwrites a file: move it away, name another FILE, or use "
                  "--print\n",
                  path.c_str());
-    return kInitFailure;
+    return kExitFailure;
   }
   auto sampler = make_system_sampler(runtime_signatures());
   const InitSurvey survey = survey_host(*sampler, ports);
   const std::string text = render_init_config(survey, probes::builtin_runtimes());
   if (print) {
     std::fputs(text.c_str(), stdout);
-    return kInitOk;
+    return kExitOk;
   }
   if (auto st = write_new_file(path, text); !st) {
     std::fprintf(stderr, "soakd init: %s\n", st.message().c_str());
-    return kInitFailure;
+    return kExitFailure;
   }
   std::printf("%s: %zu runtime(s) found; check it with: soakd check-config %s\n", path.c_str(), survey.found.size(),
               path.c_str());
-  return kInitOk;
+  return kExitOk;
 }
 
 }  // namespace soak

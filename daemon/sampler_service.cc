@@ -153,7 +153,7 @@ void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, in
     if (w.pid && w.stored.keep(p, over_budget)) {
       // A sample that waits for the store has no id yet: the event names it by its time.
       const auto id = outbox_.put(p);
-      check_budget(a, w, p, id.value_or(0));
+      if (over_budget) report_over_budget(a, w, p, id.value_or(0));
     }
     identity = identity_of(p);
   }
@@ -170,9 +170,10 @@ void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, in
   }
 }
 
-void SamplerService::check_budget(const Campaigns::Active& a, Watched& w, const ProcessSample& p, int64_t sample_id) {
+void SamplerService::report_over_budget(const Campaigns::Active& a, Watched& w, const ProcessSample& p,
+                                        int64_t sample_id) {
   const auto& budget = a.cfg->memory_budget_bytes;
-  if (!budget || !a.stage || !p.footprint_bytes || *p.footprint_bytes <= *budget || w.over_budget_reported) return;
+  if (!a.stage || w.over_budget_reported) return;
   w.over_budget_reported = true;
   Event e;
   e.wall_ms = p.wall_ms;

@@ -62,7 +62,8 @@ class SamplerService final : public Service {
   };
   void write(const std::vector<Event>& events);
   void write_metrics(int64_t wall_ms);
-  void check_budget(const Campaigns::Active& a, Watched& w, const ProcessSample& p, int64_t sample_id);
+  // A footprint past the candidate's memory_budget: one event per candidate row.
+  void report_over_budget(const Campaigns::Active& a, Watched& w, const ProcessSample& p, int64_t sample_id);
   void sample_candidate(const Campaigns::Active& a, Watched& w, int64_t wall_ms, bool scan_due,
                         const std::vector<ProcessInfo>* processes, const std::vector<int>& candidate_pids);
 

@@ -42,9 +42,6 @@ namespace soak {
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-
 const char* kUsage = R"(soakd — soak and canary daemon for local LLM runtimes
 
 Usage:
