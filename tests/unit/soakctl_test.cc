@@ -101,14 +101,22 @@ TEST_CASE("soakctl status shows one row per candidate with a progress bar for th
   CHECK(j[0]["verdict"]["state"] == "promoted");
 }
 
-TEST_CASE("soakctl status shows the running stage's sequential evidence as a fraction of its boundary") {
-  Fixture f;
+namespace {
+// A 2 h canary that started ten minutes before `now_ms`.
+StageRow running_canary(int64_t now_ms) {
   StageRow canary;
   canary.kind = StageKind::Canary;
   canary.state = StageState::Running;
-  canary.started_ms = f.clock.wall_ms() - 10 * 60'000;
+  canary.started_ms = now_ms - 10 * 60'000;
   canary.length_ms = 2 * 3600'000;
   canary.deadline_ms = canary.started_ms + canary.length_ms;
+  return canary;
+}
+}  // namespace
+
+TEST_CASE("soakctl status shows the running stage's sequential evidence as a fraction of its boundary") {
+  Fixture f;
+  const StageRow canary = running_canary(f.clock.wall_ms());
   const int64_t id = f.add("llama-b9502", "b9502", VerdictState::Running, canary);
   JudgeInput in;
   in.recipe.stage = StageKind::Canary;
@@ -152,12 +160,7 @@ TEST_CASE("soakctl status shows the running stage's sequential evidence as a fra
 TEST_CASE("soakctl status reads the running canary's interleaved baseline: the paired measure") {
   Fixture f;
   const int64_t base = f.add("llama-b9430", "b9430", VerdictState::Promoted);
-  StageRow canary;
-  canary.kind = StageKind::Canary;
-  canary.state = StageState::Running;
-  canary.started_ms = f.clock.wall_ms() - 10 * 60'000;
-  canary.length_ms = 2 * 3600'000;
-  canary.deadline_ms = canary.started_ms + canary.length_ms;
+  const StageRow canary = running_canary(f.clock.wall_ms());
   const int64_t id = f.add("llama-b9502", "b9502", VerdictState::Running, canary);
   JudgeInput in;
   in.recipe.stage = StageKind::Canary;
