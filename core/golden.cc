@@ -56,12 +56,8 @@ std::vector<StoredGoldenRun> group_golden_runs(const std::vector<GoldenAnswerRow
 }
 
 GoldenAnswerRow golden_row(const GoldenAnswer& a) {
-  GoldenAnswerRow r;
-  r.prompt_id = a.prompt_id;
-  r.text_hash = a.text_hash;
-  r.logprobs = a.logprobs;
-  r.steps = encode_steps(a.steps);
-  return r;
+  return GoldenAnswerRow{
+      .prompt_id = a.prompt_id, .text_hash = a.text_hash, .logprobs = a.logprobs, .steps = encode_steps(a.steps)};
 }
 
 std::string encode_steps(const std::vector<TokenStep>& steps) {

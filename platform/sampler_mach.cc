@@ -186,19 +186,18 @@ class MachSampler final : public Sampler {
                KERN_SUCCESS) {
       append_error(s.error, "host_statistics64: kern_return " + std::to_string(kr));
     } else {
-      darwin::VmRaw raw;
-      raw.page_size = page_size;
-      raw.free_count = vm.free_count;
-      raw.active_count = vm.active_count;
-      raw.inactive_count = vm.inactive_count;
-      raw.wire_count = vm.wire_count;
-      raw.compressor_page_count = vm.compressor_page_count;
-      raw.speculative_count = vm.speculative_count;
-      raw.pageins = vm.pageins;
-      raw.pageouts = vm.pageouts;
-      raw.swapins = vm.swapins;
-      raw.swapouts = vm.swapouts;
-      darwin::apply_vm(raw, s);
+      darwin::apply_vm(darwin::VmRaw{.page_size = page_size,
+                                     .free_count = vm.free_count,
+                                     .active_count = vm.active_count,
+                                     .inactive_count = vm.inactive_count,
+                                     .wire_count = vm.wire_count,
+                                     .compressor_page_count = vm.compressor_page_count,
+                                     .speculative_count = vm.speculative_count,
+                                     .pageins = vm.pageins,
+                                     .pageouts = vm.pageouts,
+                                     .swapins = vm.swapins,
+                                     .swapouts = vm.swapouts},
+                       s);
     }
 
     struct xsw_usage sw {};

@@ -7,9 +7,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -74,6 +76,21 @@ inline std::optional<bool> get_bool(const json& j, const char* key) {
   const json* m = member(j, key);
   if (!m || !m->is_boolean()) return std::nullopt;
   return m->get<bool>();
+}
+
+// A struct's optional numeric fields read by name, one table per type: a
+// runtime's figure block (llama.cpp `timings`, OpenAI `usage`) maps straight
+// onto the struct, absent or mistyped members staying nullopt.
+template <class T>
+using IntField = std::pair<const char*, std::optional<int64_t> T::*>;
+template <class T>
+using NumberField = std::pair<const char*, std::optional<double> T::*>;
+
+template <class T>
+void read_fields(const json& j, T& out, std::initializer_list<IntField<T>> ints,
+                 std::initializer_list<NumberField<T>> numbers) {
+  for (const auto& [key, field] : ints) out.*field = get_int(j, key);
+  for (const auto& [key, field] : numbers) out.*field = get_number(j, key);
 }
 
 // dump() throws on invalid UTF-8 unless told to replace; bodies are untrusted.

@@ -16,32 +16,36 @@ using jsonf::json;
 constexpr std::string_view kOmlxKeepaliveModel = "keepalive";
 
 ServerTimings parse_timings(const json& t) {
+  using T = ServerTimings;
   ServerTimings s;
-  s.prompt_n = jsonf::get_int(t, "prompt_n");
-  s.cache_n = jsonf::get_int(t, "cache_n");
-  s.predicted_n = jsonf::get_int(t, "predicted_n");
-  s.draft_n = jsonf::get_int(t, "draft_n");
-  s.draft_n_accepted = jsonf::get_int(t, "draft_n_accepted");
-  s.prompt_ms = jsonf::get_number(t, "prompt_ms");
-  s.prompt_per_second = jsonf::get_number(t, "prompt_per_second");
-  s.predicted_ms = jsonf::get_number(t, "predicted_ms");
-  s.predicted_per_second = jsonf::get_number(t, "predicted_per_second");
+  jsonf::read_fields<T>(t, s,
+                        {{"prompt_n", &T::prompt_n},
+                         {"cache_n", &T::cache_n},
+                         {"predicted_n", &T::predicted_n},
+                         {"draft_n", &T::draft_n},
+                         {"draft_n_accepted", &T::draft_n_accepted}},
+                        {{"prompt_ms", &T::prompt_ms},
+                         {"prompt_per_second", &T::prompt_per_second},
+                         {"predicted_ms", &T::predicted_ms},
+                         {"predicted_per_second", &T::predicted_per_second}});
   return s;
 }
 
 Usage parse_usage(const json& u) {
+  using U = Usage;
   Usage x;
-  x.prompt_tokens = jsonf::get_int(u, "prompt_tokens");
-  x.completion_tokens = jsonf::get_int(u, "completion_tokens");
-  x.total_tokens = jsonf::get_int(u, "total_tokens");
+  jsonf::read_fields<U>(u, x,
+                        {{"prompt_tokens", &U::prompt_tokens},
+                         {"completion_tokens", &U::completion_tokens},
+                         {"total_tokens", &U::total_tokens}},
+                        {{"time_to_first_token", &U::server_ttft_s},
+                         {"prompt_tokens_per_second", &U::server_prompt_tps},
+                         {"generation_tokens_per_second", &U::server_generation_tps},
+                         {"model_load_duration", &U::server_load_s}});
   if (const json* d = jsonf::member(u, "completion_tokens_details"))
     x.reasoning_tokens = jsonf::get_int(*d, "reasoning_tokens");
   if (const json* d = jsonf::member(u, "prompt_tokens_details")) x.cached_tokens = jsonf::get_int(*d, "cached_tokens");
   if (!x.cached_tokens) x.cached_tokens = jsonf::get_int(u, "cached_tokens");
-  x.server_ttft_s = jsonf::get_number(u, "time_to_first_token");
-  x.server_prompt_tps = jsonf::get_number(u, "prompt_tokens_per_second");
-  x.server_generation_tps = jsonf::get_number(u, "generation_tokens_per_second");
-  x.server_load_s = jsonf::get_number(u, "model_load_duration");
   return x;
 }
 
