@@ -8,8 +8,8 @@
 # precompiled header built at another -O level, and Clang refuses it.
 #
 # Only speed changes: each file still includes what it uses, which
-# scripts/macos-compile-check.sh proves by compiling every file on its own
-# without one. -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON builds without them.
+# `scripts/macos-compile-check.sh --each` proves by compiling every file on its
+# own without one. -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON builds without them.
 set(SOAKD_PCH_HEADERS
   <nlohmann/json.hpp>
   <spdlog/spdlog.h>

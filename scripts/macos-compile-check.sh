@@ -17,7 +17,20 @@
 # Each file goes through the compiler's front end only (-fsyntax-only, see
 # syntax_line below), which gives every diagnostic without writing an object.
 #
-# Usage: scripts/macos-compile-check.sh [file.cc ...]   (default: all)
+# Files are compiled in batches of up to 8 from one folder, one translation
+# unit a batch, as the build compiles them (CMAKE_UNITY_BUILD, batches of 8):
+# the headers are read and their templates instantiated once a batch, about a
+# quarter of the time file by file. A file of test cases (TEST_CASE) goes into
+# a namespace of its own within its batch, after the batch's headers, so
+# file-local helpers of the same name (tests have many) do not collide; other
+# files go in as they are, as in the build. A file that defines main(), and the
+# runtimes' files (probes/runtimes/, which share helper names by design and
+# build outside the unity batches: probes/CMakeLists.txt), compile on their own. A batch that fails is compiled again file by file, so every
+# failure is a file's own and names it. What a batch cannot prove, as the
+# build's unity batches and precompiled header cannot either: that a file
+# includes every header it uses (`--each` compiles file by file, which does).
+#
+# Usage: scripts/macos-compile-check.sh [--each] [file.cc ...]   (default: all)
 # Exit status: 0 when every file compiles, 1 otherwise (the failing files are
 # listed), 2 when the toolchain cannot be set up.
 set -uo pipefail
@@ -79,6 +92,11 @@ link_first fmt /usr/include || ok=0
 link_first catch2 /usr/include /usr/local/include || ok=0
 [[ $ok == 1 ]] || { echo "error: install the dependency headers (see README)" >&2; exit 2; }
 
+batch_size=8
+if [[ "${1:-}" == --each ]]; then
+  batch_size=1
+  shift
+fi
 if [[ $# -gt 0 ]]; then
   files=("$@")
 else
@@ -138,12 +156,13 @@ how="front end only"
 
 # One file: compile it, leave its diagnostics in $out/<name>.err and a
 # .fail marker when it did not compile.
-check_one() {
+check_one() {  # check_one FILE [kind]
   local f="$1" src="$1" name kind=product
   [[ "$src" = /* ]] || src="$repo/$f"
   name="$(echo "$f" | tr '/' '_')"
   # What CMake passes to test programs (paths are placeholders: nothing runs).
   [[ "$f" == tests/* ]] && kind=tests
+  [[ -n "${2:-}" ]] && kind="$2"
   local a=()
   if [[ $syntax_only == 1 ]]; then
     mapfile -d '' a < "$out/cc1-$kind"
@@ -159,9 +178,97 @@ check_one() {
   fi
 }
 
-running=0
+# A batch: one translation unit including its files (their paths absolute).
+# Files of test cases: the #include lines of their opening blocks first, then
+# each such file inside a namespace of its own (its headers, already read, add
+# nothing there).
+write_batch() {  # write_batch OUT FILE...
+  local unit="$1"
+  shift
+  local f n=0 wrapped=()
+  : > "$unit"
+  for f in "$@"; do
+    grep -q -E '^(TEST_CASE|SCENARIO)' "$repo/$f" && wrapped+=("$f")
+  done
+  if [[ ${#wrapped[@]} -gt 0 ]]; then
+    for f in "${wrapped[@]}"; do
+      # The opening block: includes, blank lines and comments up to the first code.
+      awk -v dir="$(dirname "$repo/$f")" '
+        /^[[:space:]]*$/ || /^[[:space:]]*\/\// || /^#pragma/ { next }
+        /^#include[[:space:]]*"/ {
+          split($0, q, "\""); p = q[2]
+          if ((getline line < (dir "/" p)) >= 0) { close(dir "/" p); print "#include \"" dir "/" p "\""; next }
+          print; next }
+        /^#include/ { print; next }
+        { exit }' "$repo/$f"
+    done | awk '!seen[$0]++' >> "$unit"
+  fi
+  for f in "$@"; do
+    n=$((n + 1))
+    if [[ " ${wrapped[*]} " == *" $f "* ]]; then
+      printf 'namespace soakd_macos_check_%d {\n#include "%s"\n}  // namespace soakd_macos_check_%d\n' \
+        "$n" "$repo/$f" "$n" >> "$unit"
+    else
+      printf '#include "%s"\n' "$repo/$f" >> "$unit"
+    fi
+  done
+}
+
+# One batch: compiled as one unit; when that fails, file by file.
+check_batch() {  # check_batch INDEX FILE...
+  local index="$1"
+  shift
+  local kind=product
+  [[ "$1" == tests/* ]] && kind=tests
+  if [[ $# -eq 1 ]]; then
+    check_one "$1"
+    return
+  fi
+  local unit="$out/__batch_${index}__.cc"
+  write_batch "$unit" "$@"
+  echo "$*" > "$out/__batch_${index}__.files"
+  check_one "$unit" "$kind"
+  if [[ -e "$out/$(echo "$unit" | tr '/' '_').fail" ]]; then
+    : > "$out/__batch_${index}__.split"
+    local f
+    for f in "$@"; do check_one "$f"; done
+  fi
+}
+
+# Batches: the files of one folder in order, up to batch_size each; a file
+# with main() alone.
+batches=()
+current=""
+current_dir=""
+current_n=0
+flush() {
+  [[ -n "$current" ]] && batches+=("$current")
+  current=""
+  current_n=0
+}
 for f in "${files[@]}"; do
-  check_one "$f" &
+  src="$f"
+  [[ "$src" = /* ]] || src="$repo/$f"
+  if [[ $batch_size -eq 1 || "$f" = /* || "$f" == probes/runtimes/* ]] || grep -q -E '^int main\(|CATCH_CONFIG_(MAIN|RUNNER)' "$src"; then
+    batches+=("$f")
+    continue
+  fi
+  dir="$(dirname "$f")"
+  if [[ "$dir" != "$current_dir" || $current_n -ge $batch_size ]]; then
+    flush
+    current_dir="$dir"
+  fi
+  current="${current:+$current }$f"
+  current_n=$((current_n + 1))
+done
+flush
+
+running=0
+index=0
+for b in "${batches[@]}"; do
+  index=$((index + 1))
+  # shellcheck disable=SC2086
+  check_batch "$index" $b &
   running=$((running + 1))
   if [[ $running -ge $jobs ]]; then
     wait -n
@@ -169,6 +276,7 @@ for f in "${files[@]}"; do
   fi
 done
 wait
+split=$(find "$out" -name '__batch_*__.split' | wc -l)
 
 failed=()
 for f in "${files[@]}"; do
@@ -183,7 +291,29 @@ for f in "${files[@]}"; do
   fi
 done
 
+# A batch compiled file by file: which, and the batch's first error (a name
+# two of its files both define, usually).
+for m in "$out"/__batch_*__.split; do
+  [[ -e "$m" ]] || continue
+  b="${m%.split}"
+  echo "note: compiled file by file: $(cat "$b.files")" >&2
+  grep -m1 'error:' "$out/$(echo "$b.cc" | tr '/' '_').err" | sed 's/^/    /' >&2
+done
+
+# A batch that compiled with warnings: they name their files.
+for e in "$out"/*__batch_*__.cc.err; do
+  [[ -s "$e" && ! -e "${e%.err}.fail" ]] || continue
+  b="${e##*__batch_}"
+  b="${b%%__.cc.err}"
+  echo "WARN $(cat "$out/__batch_${b}__.files")" >&2
+  sed 's/^/    /' "$e" | head -20 >&2
+done
+
 total=${#files[@]}
+units="${#batches[@]} units"
+[[ ${#batches[@]} -eq 1 ]] && units="1 unit"
+how="$how, $units"
+[[ $split -gt 0 ]] && how="$how, $split of them split file by file"
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "macOS compile check ($target, $how): ${#failed[@]} of $total files failed: ${failed[*]}"
   exit 1
