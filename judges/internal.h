@@ -151,8 +151,6 @@ Extracted extract(const PerfMetric& m, const std::vector<const std::vector<const
 // for it as extract() decides; nullopt otherwise.
 std::optional<double> client_figure(const PerfMetric& m, const ProbeResult& r);
 
-bool perf_judged(ProbeKind k);  // health, scrape, build and cancel carry no performance figure
-
 // ---- a history baseline's own drift (judges/spread.cc) -----------------------------
 // The baseline's stage-to-stage spread of one figure: its rows grouped by
 // stored stage, the median of each stage with at least `min_samples` values,

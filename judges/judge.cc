@@ -25,6 +25,16 @@ bool is_unreachable(Outcome o) {
   return o == Outcome::ConnectRefused || o == Outcome::ConnectTimeout || o == Outcome::Loading;
 }
 
+bool perf_judged(ProbeKind k) {
+  switch (k) {
+    case ProbeKind::Health:
+    case ProbeKind::Scrape:
+    case ProbeKind::Build:
+    case ProbeKind::Cancel: return false;
+    default: return true;
+  }
+}
+
 namespace judge_detail {
 namespace {
 

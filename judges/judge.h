@@ -107,6 +107,10 @@ enum class StageEnd { Completed, Stopped, TimedOut };
 // Smoke retries on it; a stage that saw nothing else is blocked.
 bool is_unreachable(Outcome o);
 
+// Rows of this kind carry a performance figure (health, scrape, build and
+// cancel rows carry none).
+bool perf_judged(ProbeKind k);
+
 // Everything a judgment takes besides rows: which stage of which candidate and
 // how it ended, the rules in force, coverage and the baseline. The daemon
 // stores it with the verdict, beside the bounds of the rows it selected

@@ -191,16 +191,6 @@ bool refused_long_prompt(const ProbeResult& r) {
   return (r.kind == ProbeKind::LongContext || r.kind == ProbeKind::Capacity) && r.outcome == Outcome::ContextExceeded;
 }
 
-bool perf_judged(ProbeKind k) {
-  switch (k) {
-    case ProbeKind::Health:
-    case ProbeKind::Scrape:
-    case ProbeKind::Build:
-    case ProbeKind::Cancel: return false;
-    default: return true;
-  }
-}
-
 namespace {
 
 bool eligible(const PerfMetric& m, const ProbeResult& r) {

@@ -195,6 +195,7 @@ Transition enter_stage(Track& t, const StageRow& stored, int64_t now) {
   t.phase = Phase::Staged;
   t.smoke_retry_at_ms.reset();
   t.extension_noted = false;
+  t.stage_rows = t.rows_at_check = 0;
   Transition tr;
   tr.verdicts.push_back(verdict_for(t, VerdictState::Running, std::string(to_string(stored.kind)) + " running", now));
   tr.notes.push_back(fmt::format("{} ({}): {} started, {} (deadline +{})", t.name, t.row->build, to_string(stored.kind),
@@ -291,7 +292,12 @@ Transition task_finished(Track& t, size_t task, const TaskReport& report, int64_
                                    format_duration(kSmokeRetryMs)));
     return tr;
   }
-  tr.check_hard_failures = candidate_failure;
+  for (ProbeKind k : report.kinds) t.stage_rows += perf_judged(k) ? 1 : 0;
+  const bool clean_check_due =
+      t.baseline_id && t.stage && t.stage->kind != StageKind::Smoke &&
+      t.stage_rows - t.rows_at_check >= std::max(kEarlyCheckMinRows, t.rows_at_check / kEarlyCheckGrowth);
+  tr.check_hard_failures = candidate_failure || clean_check_due;
+  if (tr.check_hard_failures) t.rows_at_check = t.stage_rows;
   return tr;
 }
 
@@ -451,6 +457,9 @@ Transition resume_stage(Track& t, const StageRow& running, const std::vector<Pro
     warmup = Warmup::None;
   t.plan = plan_for(running.kind, t.cfg->settings, t.cfg->kind, warmup);
   t.tasks.assign(t.plan.tasks.size(), TaskState{});
+  // Its timed rows so far; the first task after the restart asks for the early check.
+  t.stage_rows = std::count_if(stage_rows.begin(), stage_rows.end(), [](const auto& r) { return perf_judged(r.kind); });
+  t.rows_at_check = 0;
   for (size_t i = 0; i < t.plan.tasks.size(); ++i) {
     const TaskSpec& spec = t.plan.tasks[i];
     const std::string name(to_string(spec.kind));

@@ -32,6 +32,14 @@
 namespace soak {
 
 inline constexpr int64_t kSmokeRetryMs = 15'000;  // unreachable smoke: try again after this
+// The early check after clean work (docs/DESIGN.md §3.12): with a baseline,
+// latency_slo and paired can cross on rows no one counts as failed (a slow
+// clean row, a shadow run completing a pair), so clean work also asks for the
+// check, once max(kEarlyCheckMinRows, n / kEarlyCheckGrowth) timed rows have
+// come in since the check at n. A crossing is seen at most that many rows
+// late, and a stage of n rows is read O(log n) times, not once a row.
+inline constexpr int64_t kEarlyCheckMinRows = 16;
+inline constexpr int64_t kEarlyCheckGrowth = 8;
 
 enum class Phase { ReadingBuild, Staged, WaitingCanary, Done };
 
@@ -49,6 +57,11 @@ struct Track {
   int64_t canary_not_before_ms = 0;
   std::optional<int64_t> smoke_retry_at_ms;
   bool extension_noted = false;
+  // The running stage's timed rows (judges/judge.h perf_judged) so far (a
+  // resumed stage starts from its stored rows), and that count at the last
+  // early check.
+  int64_t stage_rows = 0;
+  int64_t rows_at_check = 0;
   std::optional<VerdictState> final_state;  // once Done
   std::optional<int64_t> shadow_live_ok;    // last shadow scrape of the baseline was clean (1) or not (0)
   // When this track last started a heavy task: among tracks whose heavy work
@@ -136,7 +149,8 @@ Transition step_stage(Track& t, const StepInputs& in, int64_t now);
 
 // One of the track's own runs finished (a shadow baseline run is not).
 // An unreachable smoke is retried after kSmokeRetryMs; a candidate failure
-// asks for a hard-failure check.
+// asks for a hard-failure check, and so, after smoke and with a baseline, does
+// clean work on the spacing of kEarlyCheckMinRows / kEarlyCheckGrowth.
 Transition task_finished(Track& t, size_t task, const TaskReport& report, int64_t now);
 
 // The judge's verdict on the running stage: close the stage, write the verdict

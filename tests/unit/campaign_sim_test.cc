@@ -634,3 +634,31 @@ TEST_CASE("a loop in the soak's agent traffic is caught, under the failure ratio
   CHECK(has_metric(*v, "answers/loops", MetricResult::Fail));
   CHECK(has_metric(*v, "failure_ratio", MetricResult::Pass));
 }
+
+TEST_CASE("a new build 3x slower than its promoted history is stopped by latency_slo before its canary's end") {
+  // Nothing fails: every row is clean, only slow. The early check after clean
+  // work (schedules/campaign_track.h kEarlyCheckMinRows) finds the crossing
+  // while the canary runs; without it the canary would run to its end.
+  World w(candidate("llama", 18431));
+  w.runner->at("llama").build = "b9430";
+  w.run(10 * kDay);
+  REQUIRE(w.verdict("llama", "b9430")->state == VerdictState::Promoted);
+  w.runner->at("llama").build = "b9502";
+  w.runner->at("llama").speed = 3.0;
+  w.run(
+      10 * kDay,
+      [&] {
+        auto v = w.verdict("llama", "b9502");
+        return v && v->state != VerdictState::Running;
+      },
+      World::UntilSettled::GoOn);
+  auto v = w.verdict("llama", "b9502");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Rejected);
+  CHECK(v->stage == "canary");
+  CHECK(has_metric(*v, "sequential/latency_slo", MetricResult::Fail));
+  const auto st = w.stages("llama");  // the newest row: b9502's
+  REQUIRE(st.back().ended_ms);
+  CHECK(*st.back().ended_ms - st.back().started_ms < st.back().length_ms);
+}

@@ -379,6 +379,84 @@ TEST_CASE("a hard failure in a run ends the campaign rejected") {
   CHECK(step_stage(w.t, StepInputs{}, kT0 + 3 * kMinute).dispatch.empty());  // nothing more runs
 }
 
+TEST_CASE("clean work with a baseline asks for the early check, ever more rarely; without one, never") {
+  // latency_slo and paired cross on clean rows: the check must come without a
+  // failure, but a week's soak must not read its rows once a task.
+  auto checks_over = [](World& w, int64_t rows) {
+    Transition first = step_stage(w.t, StepInputs{}, kT0);
+    REQUIRE_FALSE(first.dispatch.empty());
+    TaskReport clean;
+    clean.outcomes = {Outcome::Clean};
+    clean.kinds = {ProbeKind::Stream};
+    std::vector<int64_t> at;
+    for (int64_t n = 1; n <= rows; ++n)
+      if (task_finished(w.t, first.dispatch[0].task, clean, kT0 + n * kSecond).check_hard_failures) at.push_back(n);
+    return at;
+  };
+  SECTION("with a baseline") {
+    World w;
+    w.t.baseline_id = kCandidateId - 1;
+    w.start(StageKind::Canary, kT0);
+    const auto at = checks_over(w, 100'000);
+    REQUIRE(at.size() >= 3);
+    CHECK(at[0] == kEarlyCheckMinRows);  // the first after 16 rows
+    CHECK(at[1] == 2 * kEarlyCheckMinRows);
+    // Never more than max(16, n/8) rows late, and O(log n) checks in all.
+    int64_t prev = 0;
+    for (int64_t n : at) {
+      CHECK(n - prev <= std::max(kEarlyCheckMinRows, prev / kEarlyCheckGrowth));
+      prev = n;
+    }
+    CHECK(100'000 - prev <= std::max(kEarlyCheckMinRows, prev / kEarlyCheckGrowth));
+    CHECK(at.size() < 80);
+  }
+  SECTION("a failure asks at once and restarts the spacing") {
+    World w;
+    w.t.baseline_id = kCandidateId - 1;
+    w.start(StageKind::Canary, kT0);
+    Transition first = step_stage(w.t, StepInputs{}, kT0);
+    TaskReport clean, hung;
+    clean.outcomes = {Outcome::Clean};
+    clean.kinds = {ProbeKind::Stream};
+    hung.outcomes = {Outcome::Stalled};
+    hung.kinds = {ProbeKind::Stream};
+    for (int i = 0; i < 10; ++i)
+      CHECK_FALSE(task_finished(w.t, first.dispatch[0].task, clean, kT0).check_hard_failures);
+    CHECK(task_finished(w.t, first.dispatch[0].task, hung, kT0).check_hard_failures);
+    for (int i = 0; i < 15; ++i)
+      CHECK_FALSE(task_finished(w.t, first.dispatch[0].task, clean, kT0).check_hard_failures);
+    CHECK(task_finished(w.t, first.dispatch[0].task, clean, kT0).check_hard_failures);
+  }
+  SECTION("a new stage starts the count again") {
+    World w;
+    w.t.baseline_id = kCandidateId - 1;
+    w.start(StageKind::Canary, kT0);
+    REQUIRE(checks_over(w, 40).size() == 2);
+    w.start(StageKind::Gate, kT0);
+    CHECK(checks_over(w, 15).empty());
+  }
+  SECTION("rows without a timing (the heartbeat's scrapes) do not count") {
+    World w;
+    w.t.baseline_id = kCandidateId - 1;
+    w.start(StageKind::Canary, kT0);
+    Transition first = step_stage(w.t, StepInputs{}, kT0);
+    TaskReport scrape;
+    scrape.outcomes = {Outcome::Clean, Outcome::Clean};
+    scrape.kinds = {ProbeKind::Scrape, ProbeKind::Health};
+    for (int i = 0; i < 100; ++i)
+      CHECK_FALSE(task_finished(w.t, first.dispatch[0].task, scrape, kT0).check_hard_failures);
+  }
+  SECTION("without a baseline, or at smoke") {
+    World none;
+    none.start(StageKind::Canary, kT0);
+    CHECK(checks_over(none, 1'000).empty());
+    World smoke;
+    smoke.t.baseline_id = kCandidateId - 1;
+    smoke.start(StageKind::Smoke, kT0);
+    CHECK(checks_over(smoke, 100).empty());
+  }
+}
+
 TEST_CASE("an unreachable smoke is retried, and judged as timed out at its length") {
   World w;
   w.start(StageKind::Smoke, kT0);
