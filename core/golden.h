@@ -54,14 +54,14 @@ struct GoldenRun {
 struct GoldenAnswerRow {
   int64_t id = 0;  // assigned by the store
   int64_t candidate_id = 0;
-  std::optional<int64_t> stage_id;
+  std::optional<int64_t> stage_id{};
   int64_t wall_ms = 0;
-  std::string run;       // one run of the set: the id its step drew, shared by its answers
-  std::string set_hash;  // the set asked (probes/golden_set.h golden_set_hash): runs of two sets never compare
-  std::string prompt_id;
-  std::string text_hash;
+  std::string run{};       // one run of the set: the id its step drew, shared by its answers
+  std::string set_hash{};  // the set asked (probes/golden_set.h golden_set_hash): runs of two sets never compare
+  std::string prompt_id{};
+  std::string text_hash{};
   LogprobShape logprobs = LogprobShape::None;
-  std::string steps;  // encode_steps()
+  std::string steps{};  // encode_steps()
 };
 std::optional<LogprobShape> parse_logprob_shape(std::string_view s);
 std::string logprob_shape_names();
