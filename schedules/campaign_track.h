@@ -39,7 +39,7 @@ inline constexpr int64_t kSmokeRetryMs = 15'000;  // unreachable smoke: try agai
 // come in since the check at n. A crossing is seen at most that many rows
 // late, and a stage of n rows is read O(log n) times, not once a row.
 inline constexpr int64_t kEarlyCheckMinRows = 16;
-inline constexpr int64_t kEarlyCheckGrowth = 8;
+inline constexpr int64_t kEarlyCheckGrowth = 4;
 
 enum class Phase { ReadingBuild, Staged, WaitingCanary, Done };
 

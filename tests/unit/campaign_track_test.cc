@@ -401,14 +401,14 @@ TEST_CASE("clean work with a baseline asks for the early check, ever more rarely
     REQUIRE(at.size() >= 3);
     CHECK(at[0] == kEarlyCheckMinRows);  // the first after 16 rows
     CHECK(at[1] == 2 * kEarlyCheckMinRows);
-    // Never more than max(16, n/8) rows late, and O(log n) checks in all.
+    // Never more than max(16, n/4) rows late, and O(log n) checks in all.
     int64_t prev = 0;
     for (int64_t n : at) {
       CHECK(n - prev <= std::max(kEarlyCheckMinRows, prev / kEarlyCheckGrowth));
       prev = n;
     }
     CHECK(100'000 - prev <= std::max(kEarlyCheckMinRows, prev / kEarlyCheckGrowth));
-    CHECK(at.size() < 80);
+    CHECK(at.size() < 50);
   }
   SECTION("a failure asks at once and restarts the spacing") {
     World w;
