@@ -36,7 +36,7 @@ soak_add_test(integration_notify_command SOURCES integration/notify_command_test
 soak_add_test(unit_launchd_plist SOURCES unit/launchd_plist_test.cc LIBS soak_daemon soak_test_process LABELS unit)
 
 # Benchmark (prints figures; not a test): a week of a 10-candidate host, soakctl status/explain timings.
-soak_add_bench(store_bench SOURCES bench/store_bench.cc LIBS soak_soakctl soak_test_sim soak_daemon)
+soak_add_bench(store_bench SOURCES bench/store_bench.cc LIBS soak_soakctl soak_test_sim soak_daemon DEPENDS soakctl)
 
 # Benchmark (prints figures; not a test): soakd at rest with 4 and 24 candidates
 # against fake runtimes: resident memory, wakeups and CPU between due work.

@@ -1,10 +1,17 @@
 // Store benchmark: generates a full week of a 10-candidate host (campaigns run
 // in virtual time at the default cadences, plus 5-second host and process
-// samples), then times `soakctl status` and `soakctl explain` against it and
-// reports the store's size per candidate-week. Prints figures; asserts nothing.
+// samples), then times `soakctl status` and `soakctl explain` against it, in
+// the process and as whole commands (the soakctl program beside this one, a
+// new process each run), and reports the store's size per candidate-week.
+// `--builds N` runs N builds of every candidate one after another, each a
+// whole campaign (4: about a month of store). Prints figures; asserts nothing.
 //
-//   store_bench [DIR] [--candidates N] [--keep]
+//   store_bench [DIR] [--candidates N] [--builds N] [--keep]
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -49,6 +56,36 @@ Timing time_runs(int n, F f) {
   return {v.front(), v[v.size() / 2], v.back()};
 }
 
+// One whole command, as an operator runs it: a new process (SQLite's own page
+// cache empty), its output thrown away; its wall time in ms, or -1. Spawned
+// (vfork-like), not forked: copying this process's page tables would be timed too.
+double run_command(const std::string& program, const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(program.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, program.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const double ms = ms_since(t0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? ms : -1;
+}
+
+Timing time_command(int n, const std::string& program, const std::vector<std::string>& args) {
+  bool failed = false;
+  auto t = time_runs(n, [&] { failed = failed || run_command(program, args) < 0; });
+  if (failed) t.median = -1;
+  return t;
+}
+
 int64_t file_size(const std::string& p) {
   std::error_code ec;
   auto s = fs::file_size(p, ec);
@@ -59,12 +96,14 @@ int64_t file_size(const std::string& p) {
 
 int main(int argc, char** argv) {
   std::string dir = "/tmp/soakd-store-bench";
-  int n = 10;
+  int n = 10, builds = 1;
   bool keep = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--candidates" && i + 1 < argc)
       n = std::stoi(argv[++i]);
+    else if (a == "--builds" && i + 1 < argc)
+      builds = std::max(1, std::stoi(argv[++i]));
     else if (a == "--keep")
       keep = true;
     else
@@ -106,18 +145,34 @@ int main(int argc, char** argv) {
                  [](int64_t) { return 0; });
   if (!camp.resume(clock.wall_ms())) return 1;
 
-  std::printf("generating: %d candidates, smoke 15m + canary 2h + gate 24h + soak 7d at the default cadences...\n", n);
+  std::printf(
+      "generating: %d candidates x %d build(s), smoke 15m + canary 2h + gate 24h + soak 7d at the default "
+      "cadences...\n",
+      n, builds);
   auto t0 = std::chrono::steady_clock::now();
   const int64_t start = clock.wall_ms();
-  const int64_t end = start + 9 * kDay;
-  while (clock.wall_ms() < end && !camp.settled()) {
-    const int64_t now = clock.wall_ms();
-    runner.deliver(now);
-    camp.tick(now);
-    int64_t next = end;
-    if (auto a = runner.next_completion_ms()) next = std::min(next, *a);
-    if (auto b = camp.next_wake_ms(now)) next = std::min(next, *b);
-    clock.advance_ms(std::max<int64_t>(1, next - now));
+  for (int b = 0; b < builds; ++b) {
+    if (b) {
+      // The next nightly build of every candidate: a new row, a whole new campaign.
+      for (int i = 0; i < n; ++i)
+        runner.at("cand" + std::to_string(i)).build = "b9" + std::to_string(5 + b) + std::to_string(i);
+      const int64_t until = clock.wall_ms() + kDay;  // read by the next build check
+      while (clock.wall_ms() < until && camp.settled()) {
+        camp.tick(clock.wall_ms());
+        const int64_t now = clock.wall_ms();
+        clock.advance_ms(std::max<int64_t>(1, camp.next_wake_ms(now).value_or(now + kMinute) - now));
+      }
+    }
+    const int64_t end = clock.wall_ms() + 9 * kDay;
+    while (clock.wall_ms() < end && !camp.settled()) {
+      const int64_t now = clock.wall_ms();
+      runner.deliver(now);
+      camp.tick(now);
+      int64_t next = end;
+      if (auto a = runner.next_completion_ms()) next = std::min(next, *a);
+      if (auto w = camp.next_wake_ms(now)) next = std::min(next, *w);
+      clock.advance_ms(std::max<int64_t>(1, next - now));
+    }
   }
   const double gen_campaign_s = ms_since(t0) / 1000;
 
@@ -177,17 +232,29 @@ int main(int argc, char** argv) {
     sink.str("");
     soakctl_main({"--db", db, "status"}, sink, err, wall);
   });
-  std::printf("soakctl status   (in-process, 20 runs): min %.1f ms, median %.1f ms, max %.1f ms  (target <= 50 ms)\n",
-              status.min, status.median, status.max);
+  std::printf("soakctl status   (in-process, 20 runs): min %.1f ms, median %.1f ms, max %.1f ms\n", status.min,
+              status.median, status.max);
   int code = 0;
   auto explain = time_runs(5, [&] {
     sink.str("");
     code = soakctl_main({"--db", db, "explain", "cand1"}, sink, err, wall);
   });
-  std::printf(
-      "soakctl explain  (in-process, 5 runs): min %.1f ms, median %.1f ms, max %.1f ms  (target <= 1000 ms; exit %d)\n",
-      explain.min, explain.median, explain.max, code);
-  std::printf("whole commands: soakctl --db %s status / soakctl --db %s explain cand1\n", db.c_str(), db.c_str());
+  std::printf("soakctl explain  (in-process, 5 runs): min %.1f ms, median %.1f ms, max %.1f ms  (exit %d)\n",
+              explain.min, explain.median, explain.max, code);
+  // The whole commands, each a new process: what an operator waits for.
+  const std::string soakctl =
+      (fs::canonical("/proc/self/exe").parent_path().parent_path() / "soakctl" / "soakctl").string();
+  if (fs::exists(soakctl)) {
+    auto whole_status = time_command(20, soakctl, {"--db", db, "status"});
+    std::printf("whole `soakctl status` (20 runs): min %.1f ms, median %.1f ms, max %.1f ms  (target <= 10 ms)\n",
+                whole_status.min, whole_status.median, whole_status.max);
+    auto whole_explain = time_command(10, soakctl, {"--db", db, "explain", "cand1"});
+    std::printf(
+        "whole `soakctl explain cand1` (10 runs): min %.1f ms, median %.1f ms, max %.1f ms  (target <= 100 ms)\n",
+        whole_explain.min, whole_explain.median, whole_explain.max);
+  } else {
+    std::printf("whole commands: no %s (build the soakctl target)\n", soakctl.c_str());
+  }
   if (!keep) fs::remove_all(dir);
   return 0;
 }
