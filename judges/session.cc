@@ -47,12 +47,13 @@ struct TurnRow {
 // square of the gate's length. The writer is label_turn_row()
 // (probes/session.cc): compact JSON, keys as below, numbers and booleans bare.
 std::optional<std::string_view> raw_value(std::string_view json, std::string_view key) {
-  std::string quoted = "\"";
-  quoted += key;
-  quoted += "\":";
-  const size_t at = json.find(quoted);
+  // "key": found without building the quoted needle (no allocation a call).
+  size_t at = json.find(key);
+  while (at != std::string_view::npos &&
+         (at == 0 || json[at - 1] != '"' || json.substr(at + key.size(), 2) != std::string_view("\":")))
+    at = json.find(key, at + 1);
   if (at == std::string_view::npos) return std::nullopt;
-  std::string_view v = json.substr(at + quoted.size());
+  std::string_view v = json.substr(at + key.size() + 2);
   size_t end = 0;
   if (!v.empty() && v[0] == '"') {
     end = v.find('"', 1);

@@ -75,15 +75,17 @@ inline std::optional<std::string> read_field(const Stmt& s, int c, double& v) {
   v = s.dbl(c);
   return std::nullopt;
 }
+// Text is read in place (no copy of SQLite's buffer but into the field): a
+// judgment reads tens of thousands of rows of a dozen text columns each.
 inline std::optional<std::string> read_field(const Stmt& s, int c, std::string& v) {
-  v = s.text(c);
+  v.assign(s.text_view(c));
   return std::nullopt;
 }
 template <class E>
 requires std::is_enum_v<E> std::optional<std::string> read_field(const Stmt& s, int c, E& v) {
-  std::string stored = s.text(c);
+  const std::string_view stored = s.text_view(c);
   auto parsed = Vocabulary<E>::parse(stored);
-  if (!parsed) return "\"" + stored + "\" is not one of " + Vocabulary<E>::names();
+  if (!parsed) return "\"" + std::string(stored) + "\" is not one of " + Vocabulary<E>::names();
   v = *parsed;
   return std::nullopt;
 }

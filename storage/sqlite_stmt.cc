@@ -73,9 +73,12 @@ int64_t Stmt::i64(int c) const { return sqlite3_column_int64(s_, c); }
 double Stmt::dbl(int c) const { return sqlite3_column_double(s_, c); }
 bool Stmt::null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
 
-std::string Stmt::text(int c) const {
+std::string Stmt::text(int c) const { return std::string(text_view(c)); }
+
+std::string_view Stmt::text_view(int c) const {
   auto p = sqlite3_column_text(s_, c);
-  return p ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(s_, c))) : "";
+  return p ? std::string_view(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(s_, c)))
+           : std::string_view();
 }
 
 std::string errmsg(sqlite3* db, std::string_view what) { return std::string(what) + ": " + sqlite3_errmsg(db); }

@@ -75,6 +75,9 @@ class Stmt {
   double dbl(int c) const;
   bool null(int c) const;
   std::string text(int c) const;
+  // The column's text in SQLite's own buffer: valid until the next step or
+  // column call on this statement ("" for NULL).
+  std::string_view text_view(int c) const;
 
  private:
   sqlite3* db_;
