@@ -51,7 +51,7 @@ void ProbeTaskRunner::run(const TaskRequest& req, std::function<void(TaskReport)
     // Nothing to probe; still answer on a later pass, as the contract says.
     CandidateConfig none;
     none.name = "(none)";
-    engine_.run(none, probes::RunSpec{}, nullptr, [this, done] { done(TaskReport{{}, {}, {}, "no candidate given"}); });
+    engine_.run(none, probes::RunSpec{}, nullptr, [done] { done(TaskReport{{}, {}, {}, "no candidate given"}); });
     return;
   }
   const int64_t work_id = req.work_id;

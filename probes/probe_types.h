@@ -97,7 +97,7 @@ struct RunSpec {
   // The launch fingerprint's model (file, digest or key) the candidate row was
   // registered with: the identity probe fails when the runtime now serves
   // other weights under the same name (probes/served_state.h). Empty: not known.
-  std::string expect_model;
+  std::string expect_model{};
 };
 
 }  // namespace soak::probes
