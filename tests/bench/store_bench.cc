@@ -31,6 +31,9 @@
 #include "storage/sqlite_store.h"
 #include "tests/support/sim_runner.h"
 
+// POSIX: the environment, which <unistd.h> declares on Linux only.
+extern char** environ;
+
 using namespace soak;
 namespace fs = std::filesystem;
 

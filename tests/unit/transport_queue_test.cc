@@ -18,7 +18,7 @@ TEST_CASE("queue: the queue moving restarts the first-content budget, allowance 
   VirtualClock clock;
   StallMarks m;
   m.start_ns = clock.mono_ns();
-  const TransferLimits l{kWall, kStall, kPrefill};
+  const TransferLimits l{kWall, kStall, kPrefill, std::nullopt};
   // Without the queue moving, the budget is start + stall + allowance.
   CHECK(check_deadlines(m, l, m.start_ns).stall_at_ns == m.start_ns + kStall + kPrefill);
   clock.advance_ms(900);
@@ -39,7 +39,7 @@ TEST_CASE("queue: a burst of 80 on 2 slots served 2 at a time never reads as a h
   // services (23.4 stall timeouts) for their slot.
   VirtualClock clock;
   const int64_t start = clock.mono_ns();
-  const TransferLimits l{kWall, kStall, 0};
+  const TransferLimits l{kWall, kStall, 0, std::nullopt};
   const int64_t service = 600 * kMs;
   int stalled = 0;
   for (int member = 0; member < 80; ++member) {
@@ -62,7 +62,7 @@ TEST_CASE("queue: after the first content only content counts; the wall deadline
   m.start_ns = 0;
   m.last_content_ns = 100 * kMs;
   m.queue_moved_ns = 900 * kMs;
-  const TransferLimits l{2'000 * kMs, kStall, kPrefill};
+  const TransferLimits l{2'000 * kMs, kStall, kPrefill, std::nullopt};
   CHECK(check_deadlines(m, l, 0).stall_at_ns == 100 * kMs + kStall);
   StallMarks q;
   q.start_ns = 0;
