@@ -2,9 +2,9 @@
 // prompts only, the control keys, and a prompt cache that fills to its cap and
 // holds. soakd's own scenarios through them are in
 // tests/integration/verdicts_fake_test.cc.
+#include "tests/fake_runtime/drift.h"
 #include "tests/catch.h"
 #include "tests/fake_runtime/cli.h"
-#include "tests/fake_runtime/drift.h"
 
 using namespace soak::fake;
 

@@ -34,9 +34,10 @@ bool fake_control(int port, const std::string& body) {
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(static_cast<uint16_t>(port));
-  std::string req = "POST /fake/control HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                    "Connection: close\r\nContent-Length: " +
-                    std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string req =
+      "POST /fake/control HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Connection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   std::string got;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
       ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
@@ -96,8 +97,8 @@ struct Run {
       "sampler": { "interval": "250ms", "process_every": "250ms", "keep_awake": false },
       "schedule": { "nightly_window": "now", "max_concurrent_canaries": )"
                        << max_canaries << R"( },
-      "candidates": [ )" << list
-                       << R"( ]
+      "candidates": [ )"
+                       << list << R"( ]
     })";
   }
   std::optional<ChildProcess> start(bool exit_when_settled = true) const {
@@ -168,8 +169,8 @@ TEST_CASE("a fresh prefill at 32K twice as slow as the baseline's passes the can
   // Both fakes prefill 10 ms per 1K tokens; the candidate twice as long from
   // 30,000 tokens on: its 32K fresh rows, not its 1K ones or its agent turns
   // (their context stays under 12,000).
-  Fake base = start_fake("healthy", {"--build", "b9430", "--token-interval-ms", "2"});
-  Fake cand = start_fake("healthy", {"--build", "b9431", "--token-interval-ms", "2", "--slow-pct", "200",
+  Fake base = start_fake("healthy", {"--build", "b9430-0a1b2c3", "--token-interval-ms", "2"});
+  Fake cand = start_fake("healthy", {"--build", "b9431-0a1b2c3", "--token-interval-ms", "2", "--slow-pct", "200",
                                      "--slow-from-tokens", "30000"});
   Run run;
   run.write(R"(
@@ -226,7 +227,7 @@ TEST_CASE("a fresh prefill at 32K twice as slow as the baseline's passes the can
 TEST_CASE("131K failing only in the soak is rejected by the soak's rounds, the pooled ratio under its limit") {
   // Healthy through smoke, canary and gate; from the soak's start every prompt
   // over 100,000 tokens gets HTTP 500 (large-prompt-5xx keeps --fail-above-tokens).
-  Fake f = start_fake("healthy", {"--build", "b9432", "--token-interval-ms", "2", "--prefill-ms-per-1k", "1",
+  Fake f = start_fake("healthy", {"--build", "b9432-0a1b2c3", "--token-interval-ms", "2", "--prefill-ms-per-1k", "1",
                                   "--fail-above-tokens", "100000"});
   Run run;
   // gate.max_failure_ratio 10 %: the compressed soak has ~100 completions
@@ -246,7 +247,7 @@ TEST_CASE("131K failing only in the soak is rejected by the soak's rounds, the p
         "capacity": [])",
             {candidate("m", f.port)});
   auto d = run.start();
-  on_stage_start(d, "m", "b9432", "soak", f.port, R"({"scenario": "large-prompt-5xx"})");
+  on_stage_start(d, "m", "b9432-0a1b2c3", "soak", f.port, R"({"scenario": "large-prompt-5xx"})");
   wait_settled(d);
 
   const VerdictRow v = run.verdict("m");
@@ -276,9 +277,10 @@ TEST_CASE("a history baseline whose own stages differ by 70 % lets a session 35 
   // The baseline's session: its gate at one pace, its soak 1.7x as slow (the
   // host warmer, another load): its stored stages differ by ~70 %. The
   // candidate, a later session, runs everything 1.35x as slow as that gate.
-  Fake base = start_fake("healthy", {"--build", "b9440", "--token-interval-ms", "10", "--prefill-ms-per-1k", "20"});
-  Fake cand = start_fake("healthy", {"--build", "b9441", "--token-interval-ms", "10", "--prefill-ms-per-1k", "20",
-                                     "--slow-pct", "135"});
+  Fake base =
+      start_fake("healthy", {"--build", "b9440-0a1b2c3", "--token-interval-ms", "10", "--prefill-ms-per-1k", "20"});
+  Fake cand = start_fake("healthy", {"--build", "b9441-0a1b2c3", "--token-interval-ms", "10", "--prefill-ms-per-1k",
+                                     "20", "--slow-pct", "135"});
   Run run;
   const std::string defaults = R"(
         "stages": { "smoke": "20s", "canary": "4s", "gate": "10s", "soak": "8s" },
@@ -294,7 +296,7 @@ TEST_CASE("a history baseline whose own stages differ by 70 % lets a session 35 
   {  // The baseline alone, promoted; its soak 1.7x as slow as its gate.
     run.write(defaults, {candidate("base", base.port)});
     auto d = run.start();
-    on_stage_start(d, "base", "b9440", "soak", base.port, R"({"slow_pct": 170})");
+    on_stage_start(d, "base", "b9440-0a1b2c3", "soak", base.port, R"({"slow_pct": 170})");
     wait_settled(d);
     const VerdictRow v = run.verdict("base");
     INFO(v.reason);
@@ -421,11 +423,11 @@ TEST_CASE("a footprint that fills the prompt cache and holds is promoted; one th
         "long_context_sizes": [1024],
         "burst_sizes": [1],
         "capacity": [])",
-            {managed("fill", fill_port, {"--build", "b9450", "--cache-ram", "40"}),
-             managed("leak", leak_port, {"--build", "b9451", "--cache-ram", "40", "--leak-mb", "3"})});
+            {managed("fill", fill_port, {"--build", "b9450-0a1b2c3", "--cache-ram", "40"}),
+             managed("leak", leak_port, {"--build", "b9451-0a1b2c3", "--cache-ram", "40", "--leak-mb", "3"})});
   auto d = run.start();
-  on_stage_start(d, "fill", "b9450", "soak", fill_port, R"({"cache_fill_mib": 2})");
-  on_stage_start(d, "leak", "b9451", "soak", leak_port, R"({"scenario": "memory-leak"})");
+  on_stage_start(d, "fill", "b9450-0a1b2c3", "soak", fill_port, R"({"cache_fill_mib": 2})");
+  on_stage_start(d, "leak", "b9451-0a1b2c3", "soak", leak_port, R"({"scenario": "memory-leak"})");
   wait_settled(d);
 
   CHECK(has(run.row("fill").fingerprint, "\"cache_ram_mib\":40"));
