@@ -15,6 +15,8 @@ soak_add_test(unit_campaign_session SOURCES unit/campaign_session_test.cc LIBS s
   TIMEOUT 300)
 soak_add_test(unit_campaign_launch_cap SOURCES unit/campaign_launch_cap_test.cc
   LIBS soak_soakctl soak_test_sim soak_daemon LABELS unit TIMEOUT 300)
+# The baseline rows a stage is compared with (campaigns/recipe_store.h choose_baseline).
+soak_add_test(unit_baseline_choice SOURCES unit/baseline_choice_test.cc LIBS soak_daemon LABELS unit)
 soak_add_test(unit_outbox SOURCES unit/outbox_test.cc LIBS soak_test_sim soak_test_store soak_daemon LABELS unit)
 soak_add_test(unit_soakctl SOURCES unit/soakctl_test.cc LIBS soak_soakctl soak_daemon LABELS unit)
 soak_add_test(unit_store_compat SOURCES unit/store_compat_test.cc LIBS soak_soakctl soak_daemon LABELS unit)
