@@ -83,12 +83,22 @@ target_compile_definitions(integration_managed_floors PRIVATE SOAK_FAKE_RUNTIME_
 add_dependencies(integration_managed_floors soakd soak-fake-runtime)
 
 # Verdicts that hold over the whole run through the fake runtime, soakd as a
-# whole (docs/DESIGN.md §3.5-§3.9): the gate's long-context rounds, the soak's
-# rounds, a history baseline's own spread, fair heavy work, a cache that fills.
-soak_add_test(integration_verdicts_fake SOURCES integration/verdicts_fake_test.cc
-  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 600)
-target_compile_definitions(integration_verdicts_fake PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
-add_dependencies(integration_verdicts_fake soakd soak-fake-runtime)
+# whole (tests/integration/verdicts_harness.h): comparisons in every stage
+# (the gate's long-context rounds, a history baseline's own spread), the
+# soak's rules (131K rounds, a cache that fills), fair heavy work for 20
+# canaries at once.
+soak_add_test(integration_verdicts_compare_fake SOURCES integration/verdicts_compare_fake_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
+target_compile_definitions(integration_verdicts_compare_fake PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+add_dependencies(integration_verdicts_compare_fake soakd soak-fake-runtime)
+soak_add_test(integration_verdicts_soak_fake SOURCES integration/verdicts_soak_fake_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
+target_compile_definitions(integration_verdicts_soak_fake PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+add_dependencies(integration_verdicts_soak_fake soakd soak-fake-runtime)
+soak_add_test(integration_heavy_fair_fake SOURCES integration/heavy_fair_fake_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
+target_compile_definitions(integration_heavy_fair_fake PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+add_dependencies(integration_heavy_fair_fake soakd soak-fake-runtime)
 
 # A real llama-server as a managed candidate when SOAKD_LLAMA_SERVER names one; skipped (exit 77) otherwise.
 soak_add_test(integration_managed_llama_server SOURCES integration/managed_llama_server_test.cc
