@@ -13,7 +13,8 @@ TEST_CASE("a fresh prefill at 32K twice as slow as the baseline's passes the can
   // Both fakes prefill 10 ms per 1K tokens; the candidate twice as long from
   // 30,000 tokens on: its 32K fresh rows, not its 1K ones or its agent turns
   // (their context stays under 12,000).
-  Fake base = start_fake("healthy", {"--build", "b9430-0a1b2c3", "--token-interval-ms", "2", "--prefill-ms-per-1k", "5"});
+  Fake base =
+      start_fake("healthy", {"--build", "b9430-0a1b2c3", "--token-interval-ms", "2", "--prefill-ms-per-1k", "5"});
   Fake cand = start_fake("healthy", {"--build", "b9431-0a1b2c3", "--token-interval-ms", "2", "--prefill-ms-per-1k", "5",
                                      "--slow-pct", "200", "--slow-from-tokens", "30000"});
   Run run;
@@ -39,10 +40,14 @@ TEST_CASE("a fresh prefill at 32K twice as slow as the baseline's passes the can
   CHECK(v.baseline_mode == "interleaved");
   CHECK(has(v.reason, "long_context/32768/fresh"));
   CHECK_FALSE(has(v.reason, "long_context/1024"));
-  // The gate decided on the rank test's rounds, with the samples on each side.
-  const MetricEvidence* m = find_metric(v, "ttft_ms/long_context/32768/fresh");
+  // The gate decided on the rank test's rounds, with the samples on each side:
+  // the fresh 32K prefill's time or rate (the server's own figure when the
+  // host's load blurs the client's).
+  const MetricEvidence* m = nullptr;
+  for (const char* name : {"prompt_tps/long_context/32768/fresh", "ttft_ms/long_context/32768/fresh"})
+    if (const MetricEvidence* x = find_metric(v, name); x && x->result == MetricResult::Fail) m = x;
   REQUIRE(m);
-  CHECK(m->result == MetricResult::Fail);
+  INFO(m->reason);
   CHECK(m->n >= 5);
   CHECK(m->n_baseline >= 5);
   CHECK(has(m->reason, "judge.effect_floor"));
@@ -72,16 +77,17 @@ TEST_CASE("a fresh prefill at 32K twice as slow as the baseline's passes the can
 
 TEST_CASE("a history baseline whose own stages differ more than the candidate does lets it pass, naming the spread") {
   // The baseline's session: its gate at one pace, its soak with every delay
-  // 1.7x as long (the host warmer, another load): its stored stages' agent
-  // turns differ by ~60 %. The candidate, a later session, runs with every
-  // delay 1.35x its baseline's gate: ~+20 % on its agent turns' wall time,
-  // past judge.effect_floor + hold band (15 %), within the spread. The canary
+  // 2.2x as long (the host warmer, another load): its stored stages' agent
+  // turns differ by ~100 %. The candidate, a later session, runs with every
+  // delay 1.5x its baseline's gate: ~+30 % on its agent turns' wall time
+  // (fixed costs do not scale), past judge.effect_floor + hold band (15 %),
+  // within the spread. The canary
   // is interleaved (the promoted baseline repeats its runs); the gate and the
   // soak compare with the baseline's stored gate and soak.
   Fake base =
       start_fake("healthy", {"--build", "b9440-0a1b2c3", "--token-interval-ms", "10", "--prefill-ms-per-1k", "20"});
   Fake cand = start_fake("healthy", {"--build", "b9441-0a1b2c3", "--token-interval-ms", "10", "--prefill-ms-per-1k",
-                                     "20", "--slow-pct", "135"});
+                                     "20", "--slow-pct", "150"});
   Run run;
   const std::string defaults = R"(
         "stages": { "smoke": "20s", "canary": "7s", "gate": "12s", "soak": "8s", "grace": 1 },
@@ -94,10 +100,10 @@ TEST_CASE("a history baseline whose own stages differ more than the candidate do
         "long_context_sizes": [1024],
         "burst_sizes": [1],
         "capacity": [])";
-  {  // The baseline alone, promoted; its soak 1.7x as slow as its gate.
+  {  // The baseline alone, promoted; its soak 2.2x as slow as its gate.
     run.write(defaults, {candidate("base", base.port)});
     auto d = run.start();
-    on_stage_start(d, "base", "b9440-0a1b2c3", "soak", base.port, R"({"slow_pct": 170})");
+    on_stage_start(d, "base", "b9440-0a1b2c3", "soak", base.port, R"({"slow_pct": 220})");
     wait_settled(d);
     const VerdictRow v = run.verdict("base");
     INFO(v.reason);

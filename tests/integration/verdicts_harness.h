@@ -131,7 +131,7 @@ inline void wait_settled(std::optional<ChildProcess>& d) {
 
 // Waits for soakd's "NAME (BUILD): STAGE started" and sends `control` to the fake on `port`.
 inline void on_stage_start(std::optional<ChildProcess>& d, const std::string& name, const std::string& build,
-                    const std::string& stage, int port, const std::string& control) {
+                           const std::string& stage, int port, const std::string& control) {
   const std::string needle = name + " (" + build + "): " + stage + " started";
   auto line = d->wait_for_line(needle, kRunMs);
   INFO(needle << "\n" << d->err());
