@@ -27,7 +27,8 @@ TEST_CASE("20 candidates in canary at once each get their heavy rows") {
   for (int i = 0; i < kCanaries; ++i) cands.push_back(candidate(name_of(i), ports[i]));
   Run run;
   run.write(R"(
-        "stages": { "smoke": "20s", "canary": "24s", "gate": "1h", "soak": "1h", "grace": 1 },
+        "stages": { "smoke": "20s", "canary": ")" +
+                seconds(24) + R"(", "gate": "1h", "soak": "1h", "grace": 1 },
         "cadence": { "scrape": "4s", "functional": "1h", "long_context": "1s", "burst": "1s", "cancel": "1h",
                      "gate_pause": "1s", "soak_traffic": "1s", "soak_heavy": "1h", "build_poll": "10s" },
         "long_context_sizes": [1024],

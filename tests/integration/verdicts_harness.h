@@ -17,6 +17,16 @@ using namespace soak::managed_test;
 
 inline constexpr int kStartMs = 20'000;
 
+// Under AddressSanitizer soakd and the fake run several times slower: stages
+// whose work must fit in them are this much longer.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr int kSlowdown = 3;
+#else
+inline constexpr int kSlowdown = 1;
+#endif
+// "24s" for 8 seconds unsanitized.
+inline std::string seconds(int s) { return std::to_string(s * kSlowdown) + "s"; }
+
 // POST /fake/control to a fake runtime's listener; true on HTTP 200.
 inline bool fake_control(int port, const std::string& body) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -85,7 +95,7 @@ struct Run {
                     "prefill_floor_tps": 20000 },
         )" << defaults << R"(
       },
-      "sampler": { "interval": "200ms", "process_every": "200ms", "keep_awake": false },
+      "sampler": { "interval": "250ms", "process_every": "250ms", "keep_awake": false },
       "schedule": { "nightly_window": "now", "max_concurrent_canaries": )"
                        << max_canaries << R"( },
       "candidates": [ )"
