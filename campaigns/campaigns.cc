@@ -126,7 +126,7 @@ void Campaigns::start_stage(Track& t, StageKind kind, int64_t now) {
 StoredRecipe Campaigns::stored_recipe(const Track& t, StageEnd end, int64_t now) {
   std::optional<BaselineChoice> baseline;
   if (t.stage->kind != StageKind::Smoke)
-    if (auto c = choose_baseline(d_.store, t.baseline_id, t.stage->started_ms, now)) baseline = *c;
+    if (auto c = choose_baseline(d_.store, t.baseline_id, t.stage->kind, t.stage->started_ms, now)) baseline = *c;
   StoredRecipe r = recipe_for(t, end, baseline, now);
   r.recipe.launch_cap = launch_cap_of(t);
   if (auto max = d_.store.max_ids()) r.rows.max_ids = *max;

@@ -92,14 +92,15 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
   return in;
 }
 
-Result<BaselineChoice> choose_baseline(Store& store, std::optional<int64_t> baseline_id, int64_t since_ms,
-                                       int64_t until_ms) {
+Result<BaselineChoice> choose_baseline(Store& store, std::optional<int64_t> baseline_id, StageKind stage,
+                                       int64_t since_ms, int64_t until_ms) {
   BaselineChoice c;
   if (!baseline_id) return c;
   ProbeQuery same;
   same.candidate_id = *baseline_id;
   same.since_ms = since_ms;
   same.until_ms = until_ms;
+  same.staged_only = stage != StageKind::Canary;
   same.limit = 1;
   auto now_rows = store.probe_results(same);
   if (!now_rows) return now_rows.error();

@@ -47,8 +47,13 @@ Result<std::optional<VerdictRow>> launch_hold_from_store(Store& store, const Sto
 
 // Which baseline rows exist for a stage window: interleaved when the baseline
 // has rows in the same period, else the baseline's stored history (its most
-// recent rows before the window), else none.
-Result<BaselineChoice> choose_baseline(Store& store, std::optional<int64_t> baseline_id, int64_t since_ms,
-                                       int64_t until_ms);
+// recent rows before the window), else none. For the gate and the soak the
+// same period means the baseline's own campaign (rows of one of its stages):
+// a canary's interleaved baseline runs carry no stage, and the last of them,
+// still running when the canary ended, lands in the next stage's window,
+// where it would have made the gate "interleaved" with a few functional rows
+// and no agent turn or long-context round to compare.
+Result<BaselineChoice> choose_baseline(Store& store, std::optional<int64_t> baseline_id, StageKind stage,
+                                       int64_t since_ms, int64_t until_ms);
 
 }  // namespace soak

@@ -166,7 +166,12 @@ void growth_row(const Context& c, Judgement& j, const Series& s, std::string nam
 
 // Growth persists when the stage's last third on its own still rises at half
 // the whole stage's rate or more: a steady leak does (about the same slope
-// throughout); a cache that filled and then held does not (about 0).
+// throughout); a cache that filled and then held does not (about 0). The
+// whole stage's rate is the larger of its Theil-Sen slope and its first to
+// last block's: a cache filled in a short step early on and held for the rest
+// leaves most pairs of blocks flat and a Theil-Sen slope of 0, which is no
+// rate to measure persistence against (through soakd against the fake
+// runtime, such a plateau was rejected as sustained growth).
 Plateau plateau_of(const Context& c, const std::vector<double>& x, const std::vector<double>& y,
                    const stats::TheilSen& whole) {
   Plateau p;
@@ -175,14 +180,16 @@ Plateau plateau_of(const Context& c, const std::vector<double>& x, const std::ve
   for (size_t i = 0; i < x.size(); ++i)
     if (x[i] >= from) lx.push_back(x[i]), ly.push_back(y[i]);
   const auto late = stats::theil_sen(lx, ly, c.confidence());
+  const double span_h = x.back() - x.front();
+  const double end_to_end = span_h > 0 ? (y.back() - y.front()) / span_h : 0;
+  const double rate = std::max(whole.slope, end_to_end);
   // Too few blocks in the last third to tell: growth counts as persisting.
   const bool too_few = lx.size() < static_cast<size_t>(c.in.recipe.judge.min_samples);
-  p.persists = too_few || whole.slope <= 0 || late.slope >= kPersistShare * whole.slope;
+  p.persists = too_few || rate <= 0 || late.slope >= kPersistShare * rate;
   p.text = format(
       "last third on its own %s MB/h over %zu blocks (%s: growth persists at %.0f%% of the whole "
       "stage's %s MB/h or more)",
-      num(late.slope).c_str(), lx.size(), p.persists ? "persists" : "held", kPersistShare * 100,
-      num(whole.slope).c_str());
+      num(late.slope).c_str(), lx.size(), p.persists ? "persists" : "held", kPersistShare * 100, num(rate).c_str());
   if (const auto cap = c.in.recipe.cache_cap_mib; cap && *cap >= 0) {
     p.cap_mb = static_cast<double>(*cap) * kMiB / kMB;
     p.cap_text = format("the runtime's prompt-cache cap %lld MiB (launch fingerprint, llama-server --cache-ram)",

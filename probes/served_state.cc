@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probes/json_fields.h"
+#include "probes/runtimes/catalog.h"
 #include "probes/text_util.h"
 
 namespace soak::probes {
@@ -138,7 +139,14 @@ RuntimeArgv runtime_argv_of(const CandidateConfig& c, const RuntimeArgvReader& r
 }
 
 std::vector<std::string> launch_argv_of(const CandidateConfig& c) {
-  return c.launch ? literal_argv(*c.launch) : std::vector<std::string>{};
+  if (!c.launch) return {};
+  std::vector<std::string> args = literal_argv(*c.launch);
+  const Runtime& rt = builtin_runtime(c.runtime);
+  if (rt.argv_from_env && !args.empty()) {
+    const auto flags = rt.argv_from_env(*c.launch);
+    args.insert(args.begin() + 1, flags.begin(), flags.end());
+  }
+  return args;
 }
 
 Verdict judge_served(const ServedState& s, std::string_view config_model, std::string_view expected_model) {

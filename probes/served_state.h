@@ -93,7 +93,10 @@ struct ServedState {
 };
 
 // A managed candidate's launch argv as the runtime sees it (values taken from
-// soakd's environment are left out: they are secrets, never a model path).
+// soakd's environment are left out: they are secrets, never a model path):
+// the flags its launch environment sets (Runtime::argv_from_env, e.g.
+// LLAMA_ARG_N_PREDICT as --n-predict) right after argv[0], then the argv's
+// own, so that a flag given on both reads as the argv's, as upstream does.
 std::vector<std::string> launch_argv_of(const CandidateConfig& c);
 // The argv a candidate's runtime runs with: the launch argv when soakd
 // launched it, else the discovered process's through `reader`; `error` says

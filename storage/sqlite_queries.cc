@@ -37,6 +37,7 @@ Where probe_where(const ProbeQuery& q) {
   w.add("started_ms >= ?", q.since_ms);
   w.add("started_ms <= ?", q.until_ms);
   w.add("kind = ?", q.kind);
+  w.add("(stage_id IS NOT NULL) = ?", q.staged_only ? std::optional<int64_t>(1) : std::nullopt);
   return w;
 }
 

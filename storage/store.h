@@ -31,6 +31,9 @@ struct ProbeQuery {
   std::optional<int64_t> min_id, max_id;      // inclusive id range
   std::optional<int64_t> since_ms, until_ms;  // started_wall_ms range, inclusive
   std::optional<ProbeKind> kind;
+  // Only rows of a campaign stage (stage_id set): not a canary's interleaved
+  // baseline runs, which carry none (campaigns/recipe_store.h choose_baseline).
+  bool staged_only = false;
   int64_t limit = 0;  // 0 = no limit
 };
 

@@ -17,6 +17,8 @@ soak_add_test(unit_campaign_session SOURCES unit/campaign_session_test.cc LIBS s
   TIMEOUT 300)
 soak_add_test(unit_campaign_launch_cap SOURCES unit/campaign_launch_cap_test.cc
   LIBS soak_soakctl soak_test_sim soak_daemon LABELS unit TIMEOUT 300)
+# The baseline rows a stage is compared with (campaigns/recipe_store.h choose_baseline).
+soak_add_test(unit_baseline_choice SOURCES unit/baseline_choice_test.cc LIBS soak_daemon LABELS unit)
 soak_add_test(unit_outbox SOURCES unit/outbox_test.cc LIBS soak_test_sim soak_test_store soak_daemon LABELS unit)
 soak_add_test(unit_soakctl SOURCES unit/soakctl_test.cc LIBS soak_soakctl soak_daemon LABELS unit)
 soak_add_test(unit_store_compat SOURCES unit/store_compat_test.cc LIBS soak_soakctl soak_daemon LABELS unit)
@@ -81,6 +83,24 @@ soak_add_test(integration_managed_floors SOURCES integration/managed_floors_test
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
 target_compile_definitions(integration_managed_floors PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
 add_dependencies(integration_managed_floors soakd soak-fake-runtime)
+
+# Verdicts that hold over the whole run through the fake runtime, soakd as a
+# whole (tests/integration/verdicts_harness.h): comparisons in every stage
+# (the gate's long-context rounds, a history baseline's own spread), the
+# soak's rules (131K rounds, a cache that fills), fair heavy work for 20
+# canaries at once.
+soak_add_test(integration_verdicts_compare_fake SOURCES integration/verdicts_compare_fake_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
+target_compile_definitions(integration_verdicts_compare_fake PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+add_dependencies(integration_verdicts_compare_fake soakd soak-fake-runtime)
+soak_add_test(integration_verdicts_soak_fake SOURCES integration/verdicts_soak_fake_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
+target_compile_definitions(integration_verdicts_soak_fake PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+add_dependencies(integration_verdicts_soak_fake soakd soak-fake-runtime)
+soak_add_test(integration_heavy_fair_fake SOURCES integration/heavy_fair_fake_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
+target_compile_definitions(integration_heavy_fair_fake PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+add_dependencies(integration_heavy_fair_fake soakd soak-fake-runtime)
 
 # A real llama-server as a managed candidate when SOAKD_LLAMA_SERVER names one; skipped (exit 77) otherwise.
 soak_add_test(integration_managed_llama_server SOURCES integration/managed_llama_server_test.cc

@@ -143,8 +143,10 @@ constexpr ServedRoute kServed[] = {{{"GET", "/props"}, read_served_props}, {{"GE
 // -ctv/--cache-type-v: "q8_0" when both agree, else "k=q8_0 v=f16") and the
 // server's own cap on tokens when a request sends none
 // (-n/--predict/--n-predict; -1 unlimited), and the host-RAM prompt cache's
-// cap (-cram/--cache-ram, MiB; -1 unlimited, 0 off). LLAMA_ARG_* environment
-// variables, which could set the same, are not read.
+// cap (-cram/--cache-ram, MiB; -1 unlimited, 0 off). A managed launch's
+// LLAMA_ARG_N_PREDICT and LLAMA_ARG_CACHE_RAM come in as those flags before
+// the argv's own (argv_from_env below); a discovered process's environment
+// is not read.
 // llama.cpp common/common.h cache_ram_mib: the prompt cache's default cap.
 constexpr int64_t kDefaultCacheRamMib = 8192;
 
@@ -226,6 +228,27 @@ std::string tokenize_body(std::string_view, std::string_view text) {
 
 // tools/server/CMakeLists.txt: the server binary is `llama-server`.
 constexpr std::string_view kPrograms[] = {"llama-server"};
+
+// common/arg.cpp set_env: the environment variables that set the flags the
+// launch fingerprint reads. Upstream reads the environment first and the
+// command line after it, so a flag given on both is the command line's.
+constexpr std::pair<std::string_view, std::string_view> kEnvFlags[] = {
+    {"LLAMA_ARG_N_PREDICT", "--n-predict"},
+    {"LLAMA_ARG_CACHE_RAM", "--cache-ram"},
+};
+
+// A value taken from soakd's own environment is not known here: empty, read
+// as unknown (fingerprint_from_argv).
+std::vector<std::string> argv_from_env(const LaunchSpec& s) {
+  std::vector<std::string> out;
+  for (const auto& [name, flag] : kEnvFlags) {
+    auto it = s.env.find(std::string(name));
+    if (it == s.env.end()) continue;
+    out.emplace_back(flag);
+    out.push_back(it->second.from_env.empty() ? it->second.text : std::string());
+  }
+  return out;
+}
 
 // Flags a soak needs that a llama-server launch lacks (the environment's
 // LLAMA_ARG_N_PREDICT / LLAMA_ARG_CTX_SIZE, common/arg.cpp set_env, count as given).
@@ -340,6 +363,7 @@ constinit const Runtime kLlamaCppRuntime{
                 .prompt_cache = PromptCacheSwitch::CachePromptField},
     .processes = {.programs = kPrograms},
     .launch_warnings = launch_warnings,
+    .argv_from_env = argv_from_env,
 };
 
 }  // namespace soak::probes

@@ -224,6 +224,10 @@ struct Runtime {
   // lacks a flag a soak needs (soakd check-config, daemon/launch_check.cc).
   ProcessNames processes{};
   std::vector<std::string> (*launch_warnings)(const LaunchSpec& launch) = no_launch_warnings;
+  // The flags a launch block's environment sets for the runtime, as argv
+  // (llama-server's LLAMA_ARG_*): read before the argv's own, which win
+  // (probes/served_state.h launch_argv_of). nullptr: the runtime reads none.
+  std::vector<std::string> (*argv_from_env)(const LaunchSpec& launch) = nullptr;
 };
 
 // The build string in the answer of `rt.build` (for BuildAsk::ChatAnswer:

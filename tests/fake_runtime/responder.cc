@@ -438,6 +438,7 @@ void Responder::control(const json& body) {
   if (body.value("unload", false)) omlx_loaded_.clear();
   if (body.contains("loaded_models") && body["loaded_models"].is_array())
     omlx_loaded_ = body["loaded_models"].get<std::vector<std::string>>();
+  drift::control(cfg_.knobs, body);
 }
 
 // ---------------------------------------------------------------- inference
@@ -472,6 +473,7 @@ bool Responder::admit(const std::shared_ptr<Connection>& c, Persist p) {
     leaked_.push_back(std::move(block));
     stats_.leaked_bytes += bytes;
   }
+  prompt_cache_.on_request(cfg_.knobs);
   return true;
 }
 
@@ -728,7 +730,8 @@ void Responder::begin(Job& job, int slot) {
   v.n_decoded = 0;
   v.n_remain = job.max_tokens;
 
-  int64_t prefill_ms = static_cast<int64_t>(job.eval_tokens) * cfg_.knobs.prefill_ms_per_1k / 1000;
+  int64_t prefill_ms = drift::scaled_ms(cfg_.knobs, job.prompt_ids.size(),
+                                        static_cast<int64_t>(job.eval_tokens) * cfg_.knobs.prefill_ms_per_1k / 1000);
   // mlx-lm and Ollama accept requests while the model loads and answer late instead of 503.
   if (cfg_.flavour == Flavour::MlxLm || cfg_.flavour == Flavour::Ollama) prefill_ms += loading_left_ms();
   prefill_ms += job.load_ms;
@@ -836,7 +839,7 @@ void Responder::emit_next(uint64_t id) {
   metrics_.n_decode_total += 1;
   metrics_.busy_slot_decodes += stats_.processing;
   if (j->next_piece >= j->plan.pieces.size()) return finish(*j);
-  j->step->arm(token_interval_ms());
+  j->step->arm(drift::scaled_ms(cfg_.knobs, j->prompt_ids.size(), token_interval_ms()));
 }
 
 void Responder::finish(Job& job) {

@@ -19,6 +19,7 @@
 
 #include "core/clock.h"
 #include "tests/fake_runtime/connection.h"
+#include "tests/fake_runtime/drift.h"
 #include "tests/fake_runtime/scenario.h"
 #include "tests/fake_runtime/shapes.h"
 
@@ -124,6 +125,7 @@ class Responder {
   std::vector<std::unique_ptr<Job>> graveyard_;  // freed by reaper_, never inside a job's own callback
   std::unique_ptr<Alarm> reaper_;
   std::vector<std::unique_ptr<char[]>> leaked_;
+  drift::PromptCache prompt_cache_;
   ListenerStats stats_;
   MetricsView metrics_;
   uint64_t next_job_id_ = 1;

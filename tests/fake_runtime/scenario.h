@@ -74,6 +74,7 @@ inline constexpr int kDefaultRepetitionTokens = 256;
 inline constexpr int kDefaultFailAboveTokens = 4096;
 inline constexpr int kDefaultDropToolsAboveTokens = 30000;
 inline constexpr int kDefaultThinkingFailTurn = 5;
+inline constexpr int kDefaultCacheRamMib = 8192;  // llama.cpp common/common.h cache_ram_mib
 
 struct Knobs {
   std::string model = kDefaultModel;  // canonical id reported by /v1/models and responses
@@ -97,6 +98,15 @@ struct Knobs {
   int crash_after = kDefaultCrashAfter;
   int draft_slowdown = kDefaultDraftSlowdown;
   int leak_mb_per_request = kDefaultLeakMbPerRequest;
+  // drift.h, any scenario, also set by POST /fake/control: prefill and token
+  // pacing take slow_pct % of their time for prompts of at least
+  // slow_from_tokens tokens (0: every prompt); the host prompt cache keeps
+  // cache_fill_mib MiB more per inference request up to cache_ram_mib
+  // (llama-server --cache-ram), then holds.
+  int slow_pct = 100;
+  int slow_from_tokens = 0;
+  int cache_ram_mib = kDefaultCacheRamMib;
+  int cache_fill_mib = 0;
   int loading_ms = 0;  // 503 everywhere for this long after start (any scenario)
   int repetition_tokens = kDefaultRepetitionTokens;
   int fail_above_tokens = kDefaultFailAboveTokens;  // LargePrompt5xx

@@ -369,3 +369,39 @@ TEST_CASE("soak: a fast fill that rises above the slope bound and then holds is 
   CHECK(contains(slope->reason, "last third on its own"));
   CHECK(v.state == VerdictState::Promoted);
 }
+
+TEST_CASE("soak: a cache filled early in the soak and held through the rest is a plateau, not a leak") {
+  // 6 GB in two hours early on the first day, then flat for six days: most
+  // pairs of blocks lie in the flat part, so the whole stage's Theil-Sen
+  // slope is 0 though the footprint grew 30 %. Seen through soakd against the
+  // fake runtime: a cache that filled in the soak's first seconds and held
+  // was rejected as "sustained growth", its persistence read off a 0 slope.
+  const auto step = fills(6'000, 20 * kHourMs, 22 * kHourMs);
+  auto in = soak_week(steady_turn, step);
+  in.recipe.cache_cap_mib = 8192;
+  // A resident size that holds to the byte once the cache is full, as the
+  // fake's did: no wobble to tip the persistence test either way.
+  for (auto& p : in.process_samples) p.footprint_bytes = static_cast<int64_t>(step(p.wall_ms - kT0) * 1e6);
+  auto v = judge_stage(in);
+  INFO(v.reason);
+  const auto* slope = find_metric(v, "footprint_slope_mb_per_h");
+  REQUIRE(slope);
+  CHECK(slope->estimate == Approx(0).margin(1));
+  const auto* growth = find_metric(v, "footprint_growth");
+  REQUIRE(growth);
+  INFO(growth->reason);
+  CHECK(growth->result == MetricResult::Pass);
+  CHECK(growth->lo > 0.25);
+  CHECK(contains(growth->reason, "plateau, not a leak"));
+  CHECK(v.state == VerdictState::Promoted);
+
+  // The same step in the stage's last third is growth that persists.
+  const auto late_step = fills(6'000, 140 * kHourMs, 142 * kHourMs);
+  auto late = soak_week(steady_turn, late_step);
+  late.recipe.cache_cap_mib = 8192;
+  for (auto& p : late.process_samples) p.footprint_bytes = static_cast<int64_t>(late_step(p.wall_ms - kT0) * 1e6);
+  auto lv = judge_stage(late);
+  INFO(lv.reason);
+  CHECK(lv.state == VerdictState::Rejected);
+  CHECK(find_metric(lv, "footprint_growth")->result == MetricResult::Fail);
+}

@@ -340,3 +340,43 @@ TEST_CASE("served: llama-server's argv gives its prompt-cache cap, 8192 MiB when
   CHECK_FALSE(merged.changed);
   CHECK(merged.merged.cache_ram_mib == 8192);
 }
+
+TEST_CASE("served: a managed llama-server's LLAMA_ARG_N_PREDICT and LLAMA_ARG_CACHE_RAM are read, the argv winning") {
+  // common/arg.cpp set_env: -n/--n-predict LLAMA_ARG_N_PREDICT, -cram/--cache-ram
+  // LLAMA_ARG_CACHE_RAM; the environment is read first, the command line after.
+  CandidateConfig c;
+  c.runtime = RuntimeKind::LlamaCpp;
+  LaunchSpec s;
+  s.argv = {LaunchValue{"llama-server", ""}, LaunchValue{"-m", ""}, LaunchValue{"q.gguf", ""}};
+  s.env["LLAMA_ARG_N_PREDICT"] = LaunchValue{"64", ""};
+  s.env["LLAMA_ARG_CACHE_RAM"] = LaunchValue{"2048", ""};
+  s.env["LLAMA_ARG_N_GPU_LAYERS"] = LaunchValue{"99", ""};  // not a fingerprint flag
+  c.launch = s;
+  const auto args = launch_argv_of(c);
+  CHECK(args == std::vector<std::string>{"llama-server", "--n-predict", "64", "--cache-ram", "2048", "-m", "q.gguf"});
+  LaunchFingerprint env_only;
+  add_llama_argv(args, env_only);
+  CHECK(env_only.max_tokens_default == 64);
+  CHECK(env_only.cache_ram_mib == 2048);
+
+  // The same flag in argv: the argv's value.
+  c.launch->argv.push_back(LaunchValue{"-n", ""});
+  c.launch->argv.push_back(LaunchValue{"8192", ""});
+  LaunchFingerprint both;
+  add_llama_argv(launch_argv_of(c), both);
+  CHECK(both.max_tokens_default == 8192);
+  CHECK(both.cache_ram_mib == 2048);
+
+  // A value from soakd's own environment is unknown here: no cap read, not "unlimited".
+  c.launch->argv.resize(3);
+  c.launch->env["LLAMA_ARG_N_PREDICT"] = LaunchValue{"", "N_PREDICT"};
+  LaunchFingerprint secret;
+  add_llama_argv(launch_argv_of(c), secret);
+  CHECK_FALSE(secret.max_tokens_default);
+
+  // Other runtimes read no LLAMA_ARG_*; an unmanaged candidate has no launch argv.
+  c.runtime = RuntimeKind::MlxLm;
+  CHECK(launch_argv_of(c) == std::vector<std::string>{"llama-server", "-m", "q.gguf"});
+  c.launch.reset();
+  CHECK(launch_argv_of(c).empty());
+}
