@@ -119,8 +119,7 @@ TEST_CASE("ab interleaved: the previous build runs beside the canary on its own 
   // with another port, recorded with b600's row, stopped at the canary's end.
   auto prev = previous_launches(s);
   REQUIRE(prev.size() == 1);
-  const std::string b600_program =
-      std::filesystem::canonical(cellar + "/b600/bin/llama-server").string();
+  const std::string b600_program = std::filesystem::canonical(cellar + "/b600/bin/llama-server").string();
   CHECK(prev[0].executable == b600_program);
   CHECK(prev[0].candidate_id == a->id);
   CHECK(prev[0].argv_json.find(b600_program) != std::string::npos);
