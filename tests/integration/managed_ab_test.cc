@@ -99,8 +99,9 @@ TEST_CASE("ab interleaved: the previous build runs beside the canary on its own 
   wait("m: starting the previous build b600-old", kStepMs);
   wait("m: the previous build b600-old", kStepMs);  // "... is up (pid N)"
   wait("m (b601-slow): canary started", kStepMs);
-  wait("m: stopping the previous build b600-old", kRunMs);
   wait("m (b601-slow): canary rejected", kRunMs);
+  wait("m: stopping the previous build b600-old", kStepMs);
+  wait("stopped (its canary ended): exited", kStepMs);  // its launch row is saved first
 
   const auto b = row_of(s, "b601-slow");
   REQUIRE(b);
