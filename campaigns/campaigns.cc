@@ -106,7 +106,7 @@ void Campaigns::apply(Track& t, Transition tr, int64_t now) {
   if (tr.judge) finish_stage(t, *tr.judge, now);
   if (tr.start) start_stage(t, *tr.start, now);
   // The previous build's runtime goes when the canary it served ends, however it ends.
-  if (managed(t) && previous_action(t, false) == PreviousAction::Stop) stop_previous(t, "its canary ended");
+  if (managed(t) && previous_action(t, false) == PreviousAction::Stop) stop_previous(t, kPreviousCanaryEnded);
   if (t.phase == Phase::Done) settle_runtime(t);
 }
 

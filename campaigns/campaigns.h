@@ -55,6 +55,11 @@ struct VerdictNotice {
   VerdictRow verdict;
 };
 
+// Why the previous build's runtime beside a canary (ab "interleaved") is
+// stopped when that canary ends: its launch row says it, under the previous
+// build's candidate row.
+inline constexpr const char* kPreviousCanaryEnded = "the canary it ran beside ended";
+
 // Local UTC offset in minutes at a given wall time (for the nightly window).
 using UtcOffset = std::function<int(int64_t wall_ms)>;
 

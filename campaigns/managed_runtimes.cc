@@ -213,7 +213,7 @@ constexpr const char* kFellBack = "ab interleaved fell back to history: ";
 void Campaigns::manage_previous(Track& t, bool canary_due) {
   switch (previous_action(t, canary_due)) {
     case PreviousAction::None: return;
-    case PreviousAction::Stop: stop_previous(t, "its canary ended"); return;
+    case PreviousAction::Stop: stop_previous(t, kPreviousCanaryEnded); return;
     case PreviousAction::Start:
       if (!frozen_) start_previous(t);
       return;

@@ -101,7 +101,7 @@ TEST_CASE("ab interleaved: the previous build runs beside the canary on its own 
   wait("m (b601-slow): canary started", kStepMs);
   wait("m (b601-slow): canary rejected", kRunMs);
   wait("m: stopping the previous build b600-old", kStepMs);
-  wait("stopped (its canary ended): exited", kStepMs);  // its launch row is saved first
+  wait("stopped (the canary it ran beside ended): exited", kStepMs);  // its launch row is saved first
 
   const auto b = row_of(s, "b601-slow");
   REQUIRE(b);
@@ -127,6 +127,7 @@ TEST_CASE("ab interleaved: the previous build runs beside the canary on its own 
   CHECK(prev[0].argv_json.find("\"" + std::to_string(s.port) + "\"") == std::string::npos);
   CHECK(prev[0].argv_json.find("\"--port\"") != std::string::npos);
   CHECK(prev[0].state == LaunchState::Stopped);
+  CHECK(prev[0].detail == "the canary it ran beside ended");
   CHECK_FALSE(alive(prev[0].pid));
 
   // Its rows: b600's, in the canary's window, in the canary's own slots.
