@@ -105,6 +105,8 @@ void Campaigns::apply(Track& t, Transition tr, int64_t now) {
   if (tr.check_hard_failures) check_hard_failures(t, now);
   if (tr.judge) finish_stage(t, *tr.judge, now);
   if (tr.start) start_stage(t, *tr.start, now);
+  // The previous build's runtime goes when the canary it served ends, however it ends.
+  if (managed(t) && previous_action(t, false) == PreviousAction::Stop) stop_previous(t, kPreviousCanaryEnded);
   if (t.phase == Phase::Done) settle_runtime(t);
 }
 
@@ -259,15 +261,23 @@ void Campaigns::step(Track& t, int64_t now, bool light_window) {
   switch (t.phase) {
     case Phase::ReadingBuild:
     case Phase::Done: return;
-    case Phase::WaitingCanary:
-      if (now >= t.canary_not_before_ms && canaries_running() < cfg_->schedule.max_concurrent_canaries && !frozen_ &&
-          baseline_known(t) && runtime_ready(t)) {
+    case Phase::WaitingCanary: {
+      const bool due = now >= t.canary_not_before_ms && canaries_running() < cfg_->schedule.max_concurrent_canaries &&
+                       !frozen_ && baseline_known(t) && runtime_ready(t);
+      if (managed(t)) {
+        // ab "interleaved": the previous build starts first, against the baseline the canary will have.
+        if (due && previous_action(t, true) == PreviousAction::Start) settle_baseline(t);
+        manage_previous(t, due);
+      }
+      if (due && !canary_waits_for_previous(t)) {
         settle_baseline(t);
         start_stage(t, StageKind::Canary, now);
       }
       return;
+    }
     case Phase::Staged:
       if (!runtime_ready(t)) return;  // a managed runtime still starting: nothing to probe yet
+      if (managed(t)) manage_previous(t, false);
       break;
   }
   const HeavyGate gate = light_window ? HeavyGate::Busy : heavy_gate(t);
@@ -330,15 +340,21 @@ void Campaigns::on_task_done(int64_t work_id, TaskReport rep, int64_t now) {
 void Campaigns::shadow_run(Track& t, const InFlight& f) {
   const TaskSpec& spec = t.plan.tasks[f.task];
   if (t.stage->kind != StageKind::Canary || !interleaves(spec.kind) || !t.baseline_id || frozen_) return;
-  const Track* b = nullptr;
+  // The live baseline: the previous build's runtime soakd started beside this
+  // canary (ab "interleaved"), else the baseline candidate's own runtime
+  // when its campaign ended promoted.
+  CandidateSnapshot live;
+  const PreviousRuntime& p = t.managed.previous;
+  if (p.phase == PreviousPhase::Up && p.for_row == t.row->id && p.baseline_id == *t.baseline_id) live = p.cfg;
   for (const auto& [n, other] : tracks_)
-    if (other.row && other.row->id == *t.baseline_id) b = &other;
-  const bool baseline_idle = b && b->phase == Phase::Done && b->final_state == VerdictState::Promoted;
-  if (!baseline_idle || (spec.kind != TaskKind::Scrape && t.shadow_live_ok.value_or(0) != 1)) return;
+    if (!live && other.row && other.row->id == *t.baseline_id && other.phase == Phase::Done &&
+        other.final_state == VerdictState::Promoted)
+      live = other.cfg;
+  if (!live || (spec.kind != TaskKind::Scrape && t.shadow_live_ok.value_or(0) != 1)) return;
   if (spec.weight == Weight::Heavy && heavy_gate(t) == HeavyGate::Busy) return;
   // The same group id as the candidate's run it repeats: the pair is known by it.
-  launch(InFlight{f.task, true, t.name, *t.baseline_id, spec.weight}, b->cfg, std::nullopt, StageKind::Canary,
-         spec.kind, f.group_id);
+  launch(InFlight{f.task, true, t.name, *t.baseline_id, spec.weight}, live, std::nullopt, StageKind::Canary, spec.kind,
+         f.group_id);
 }
 
 // ============================================================== tick
@@ -416,10 +432,11 @@ std::vector<Campaigns::Active> Campaigns::active() const {
   std::vector<Active> out;
   for (const auto& [name, t] : tracks_) {
     if (!t.row || t.phase == Phase::Done || t.row->build == kUnknownBuild) continue;
-    Active a{name, t.cfg, t.row->id, std::nullopt, false, std::nullopt};
+    Active a{name, t.cfg, t.row->id, std::nullopt, false, std::nullopt, std::nullopt};
     if (t.phase == Phase::Staged && t.stage) a.stage = t.stage->kind;
     a.managed = managed(t);
     if (a.managed && t.managed.runtime == RuntimePhase::Up) a.pid = t.managed.pid;
+    if (t.managed.previous.phase == PreviousPhase::Up) a.previous_pid = t.managed.previous.pid;
     out.push_back(std::move(a));
   }
   return out;

@@ -55,6 +55,11 @@ struct VerdictNotice {
   VerdictRow verdict;
 };
 
+// Why the previous build's runtime beside a canary (ab "interleaved") is
+// stopped when that canary ends: its launch row says it, under the previous
+// build's candidate row.
+inline constexpr const char* kPreviousCanaryEnded = "the canary it ran beside ended";
+
 // Local UTC offset in minutes at a given wall time (for the nightly window).
 using UtcOffset = std::function<int(int64_t wall_ms)>;
 
@@ -94,6 +99,10 @@ class Campaigns {
     std::optional<StageKind> stage;
     bool managed = false;    // soakd launched its runtime: sample `pid`, never look for a process
     std::optional<int> pid;  // a managed runtime's pid while it is up
+    // The previous build's runtime soakd started beside this canary (ab
+    // "interleaved") while it is up: expected, never another engine (SOLO),
+    // never sampled as the candidate.
+    std::optional<int> previous_pid;
   };
   std::vector<Active> active() const;
 
@@ -184,6 +193,13 @@ class Campaigns {
   void launch_failed(Track& t, const std::string& why, int64_t now);
   void restart_for_new_build(Track& t, int64_t now);
   void managed_reload(Track& t, const CandidateConfig* next);
+  // ab "interleaved": the previous build's runtime beside the canary
+  // (schedules/campaign_track.h previous_action), started, watched, stopped.
+  void manage_previous(Track& t, bool canary_due);
+  void start_previous(Track& t);
+  void stop_previous(Track& t, const std::string& why);
+  void on_previous_ready(const std::string& name, uint64_t gen, Result<RuntimeUp> up);
+  void on_previous_exit(const std::string& name, const RuntimeExit& x);
   int utc_offset(int64_t now) const { return utc_offset_minutes_ ? utc_offset_minutes_(now) : 0; }
 
   ConfigSnapshot cfg_;
@@ -203,6 +219,7 @@ class Campaigns {
   std::function<void()> on_change_;
   std::function<void(const VerdictNotice&)> on_verdict_;
   RuntimeControl* control_ = nullptr;
+  uint64_t previous_gen_ = 0;  // starts of previous builds' runtimes
 };
 
 }  // namespace soak

@@ -129,6 +129,12 @@ void Campaigns::launch_failed(Track& t, const std::string& why, int64_t now) {
 }
 
 void Campaigns::on_runtime_exit(const std::string& name, const RuntimeExit& x, int64_t now) {
+  if (name.size() > kPreviousRuntimeSuffix.size() &&
+      name.compare(name.size() - kPreviousRuntimeSuffix.size(), kPreviousRuntimeSuffix.size(),
+                   kPreviousRuntimeSuffix) == 0) {
+    on_previous_exit(name, x);
+    return;
+  }
   Track* tp = track(name);
   if (!tp) return;
   Track& t = *tp;
@@ -184,6 +190,7 @@ void Campaigns::managed_reload(Track& t, const CandidateConfig* next) {
   ManagedState& m = t.managed;
   const bool running = m.runtime != RuntimePhase::Down;
   if (!next || !next->enabled || !next->launch) {
+    stop_previous(t, !next ? "its candidate was removed from the config" : "its candidate's launch ended");
     if (running)
       control_->stop(t.name, !next            ? "removed from the config"
                              : !next->enabled ? "disabled in the config"
@@ -196,6 +203,96 @@ void Campaigns::managed_reload(Track& t, const CandidateConfig* next) {
     if (running)
       d_.log->info("{}: its launch block changed; the running runtime keeps the old one until it starts again", t.name);
   }
+}
+
+// ============================================================== ab "interleaved"
+namespace {
+constexpr const char* kFellBack = "ab interleaved fell back to history: ";
+}  // namespace
+
+void Campaigns::manage_previous(Track& t, bool canary_due) {
+  switch (previous_action(t, canary_due)) {
+    case PreviousAction::None: return;
+    case PreviousAction::Stop: stop_previous(t, kPreviousCanaryEnded); return;
+    case PreviousAction::Start:
+      if (!frozen_) start_previous(t);
+      return;
+  }
+}
+
+void Campaigns::start_previous(Track& t) {
+  stop_previous(t, "its canary's build or baseline changed");
+  PreviousRuntime& p = t.managed.previous;
+  p.for_row = t.row->id;
+  p.baseline_id = *t.baseline_id;
+  p.phase = PreviousPhase::Off;  // until it is launched
+  auto base = d_.store.candidate(p.baseline_id);
+  if (!base || !*base) {
+    p.note = std::string(kFellBack) + "the previous build's row cannot be read" + (base ? "" : ": " + base.message());
+    d_.log->warn("{}: {}", t.name, p.note);
+    return;
+  }
+  // Another candidate as the baseline is interleaved through its own campaign.
+  if ((*base)->name != t.name) return;
+  const std::string build = (*base)->build;
+  auto prev = control_->previous_build(*t.cfg, p.baseline_id);
+  if (!prev) {
+    p.note = std::string(kFellBack) + "the previous build " + build + " cannot run beside it: " + prev.message();
+    d_.log->warn("{}: {}", t.name, p.note);
+    return;
+  }
+  p.cfg = std::make_shared<const CandidateConfig>(previous_build_candidate(*t.cfg, prev->program, prev->port));
+  p.phase = PreviousPhase::Starting;
+  p.gen = ++previous_gen_;
+  p.what = "the previous build " + build + " (" + prev->program + ") on port " + std::to_string(prev->port);
+  p.note = p.what + " was starting when the canary was judged";
+  d_.log->info("{}: starting {} beside its canary", t.name, p.what);
+  const std::string name = t.name;
+  const uint64_t gen = p.gen;
+  control_->start(p.cfg, [this, name, gen](Result<RuntimeUp> up) {
+    on_previous_ready(name, gen, std::move(up));
+    changed();
+  });
+}
+
+void Campaigns::on_previous_ready(const std::string& name, uint64_t gen, Result<RuntimeUp> up) {
+  Track* tp = track(name);
+  if (!tp) return;
+  PreviousRuntime& p = tp->managed.previous;
+  if (p.gen != gen || p.phase != PreviousPhase::Starting) return;  // stopped or replaced meanwhile
+  if (!up) {
+    p.phase = PreviousPhase::Off;
+    p.note = std::string(kFellBack) + p.what + " did not start: " + up.message();
+    d_.log->warn("{}: {}", name, p.note);
+    return;
+  }
+  p.phase = PreviousPhase::Up;
+  p.pid = up->pid;
+  p.note = p.what + " ran beside it as pid " + std::to_string(up->pid) + ", each interleaved run repeated against it";
+  tp->shadow_live_ok.reset();  // its own scrape says whether it serves
+  control_->link(p.cfg->name, p.baseline_id);
+  d_.log->info("{}: {} is up (pid {}): the canary's interleaved runs are repeated against it", name, p.what, up->pid);
+}
+
+void Campaigns::on_previous_exit(const std::string& name, const RuntimeExit& x) {
+  Track* tp = track(name.substr(0, name.size() - kPreviousRuntimeSuffix.size()));
+  if (!tp) return;
+  PreviousRuntime& p = tp->managed.previous;
+  if (p.phase != PreviousPhase::Up || !p.cfg || p.cfg->name != name) return;
+  p.phase = PreviousPhase::Off;
+  p.pid.reset();
+  p.note = p.what + " ended during the canary (pid " + std::to_string(x.pid) + " " + x.exit +
+           "): compared with the runs it served before" + tail_line(x.log_tail);
+  d_.log->warn("{}: {}", tp->name, p.note);
+}
+
+void Campaigns::stop_previous(Track& t, const std::string& why) {
+  PreviousRuntime& p = t.managed.previous;
+  if (p.phase == PreviousPhase::Starting || p.phase == PreviousPhase::Up) {
+    d_.log->info("{}: stopping {}: {}", t.name, p.what, why);
+    control_->stop(p.cfg->name, why);
+  }
+  p = PreviousRuntime{};
 }
 
 }  // namespace soak

@@ -38,6 +38,13 @@ struct RuntimeExit {
   std::string log_tail;  // its last lines
 };
 
+// What ran the previous promoted build of a managed candidate, to start it
+// beside the new build's canary (ab "interleaved", docs/DESIGN.md §4.8).
+struct PreviousBuild {
+  std::string program;  // the executable its launch ran, still on disk as it was then
+  uint16_t port = 0;    // a free loopback port for it
+};
+
 class RuntimeControl {
  public:
   virtual ~RuntimeControl() = default;
@@ -58,6 +65,13 @@ class RuntimeControl {
   // What changed in the executable since this candidate's last launch ("" when
   // nothing did, or when there was no launch to compare with).
   virtual std::string executable_change(const CandidateConfig& c) = 0;
+  // The program the launch of `previous_candidate_id` (an earlier build of
+  // `c`) recorded, and a free port for it; or why it cannot be started: no
+  // launch recorded, the file gone or replaced since, or the same program as
+  // the running build's (the build changed in what it loads, not in it). The
+  // runtime itself is then started by start() with previous_build_candidate()
+  // (core/config.h), and its exit reported under that name.
+  virtual Result<PreviousBuild> previous_build(const CandidateConfig& c, int64_t previous_candidate_id) = 0;
 };
 
 }  // namespace soak

@@ -137,6 +137,7 @@ std::string Config::candidate_hash(const CandidateConfig& c) const {
   j["slots"] = c.slots.value_or(0);
   if (c.allow_coexisting) j["allow_coexisting"] = true;    // absent when off: earlier hashes stay
   if (c.accept_server_cap) j["accept_server_cap"] = true;  // likewise
+  if (c.ab != AbMode::History) j["ab"] = to_string(c.ab);  // likewise
   j["settings"] = settings_json(c.settings);
   // Added only when set, so a candidate without them keeps the hash it always had.
   if (c.memory_budget_bytes) j["memory_budget_bytes"] = *c.memory_budget_bytes;

@@ -262,6 +262,13 @@ struct BuildSpec {
 
 enum class ApiKeyTransport { RequireSecure, AllowInsecure };
 
+// Where a managed candidate's canary finds its baseline after a build change
+// (docs/DESIGN.md §3.3, §4.8): the previous promoted build's stored rows
+// (History), or that build's program started beside the new one on a port of
+// its own, its probes interleaved with the canary's (Interleaved).
+enum class AbMode { History, Interleaved };
+std::string_view to_string(AbMode m);
+
 struct CandidateConfig {
   std::string name;                        // unique in the file
   std::string model;                       // canonical model id the runtime must report
@@ -283,8 +290,16 @@ struct CandidateConfig {
   bool allow_coexisting = false;
   // A launch default output cap below limits.min_server_cap is accepted: not held at smoke.
   bool accept_server_cap = false;
-  CampaignSettings settings;  // defaults merged with this candidate's overrides
+  AbMode ab = AbMode::History;  // managed only: the canary's baseline after a build change
+  CampaignSettings settings;    // defaults merged with this candidate's overrides
 };
+
+// The previous promoted build's runtime beside `c`'s canary (ab
+// "interleaved", docs/DESIGN.md §4.8): `c` under previous_runtime_name()
+// (core/launch.h), its launch running `program` with the same arguments and
+// every port it gives set to `port`, base_url on that port, never kept
+// running; no pid, process name or memory budget of the candidate's.
+CandidateConfig previous_build_candidate(const CandidateConfig& c, const std::string& program, uint16_t port);
 
 struct SamplerSettings {
   int64_t interval_ms = kDefaultSampleEveryMs;

@@ -1,6 +1,7 @@
-// The config's "launch" block and "memory_budget" (core/launch.h,
+// The config's "launch" block, "memory_budget" and "ab" (core/launch.h,
 // docs/DESIGN.md §4.8): a managed candidate's argv, environment, working
-// directory, timeouts, and the rules that keep secrets out of the file.
+// directory, timeouts, the rules that keep secrets out of the file, and
+// whether its canary starts the previous build beside the new one.
 #include <algorithm>
 #include <cctype>
 
@@ -159,7 +160,52 @@ void read_memory_budget(ReadContext& ctx, const json& v, const std::string& p, c
     c.memory_budget_bytes = *b;
 }
 
+void read_ab(ReadContext& ctx, const json& v, const std::string& p, const std::string& ex, CandidateConfig& c) {
+  auto s = read_string(ctx, v, p, ex);
+  if (!s) return;
+  if (*s == "history")
+    c.ab = AbMode::History;
+  else if (*s == "interleaved")
+    c.ab = AbMode::Interleaved;
+  else
+    ctx.err(p, "unknown value \"" + *s + "\"; one of: history, interleaved", ex);
+}
+
+namespace {
+
+// "interleaved" starts the previous build's program with the candidate's argv
+// on a port of its own: the argv must name a program that differs between
+// builds, and give the port literally so that it can be replaced.
+void check_ab(ReadContext& ctx, const std::string& path, const CandidateConfig& c) {
+  if (c.ab != AbMode::Interleaved) return;
+  const std::string p = join_path(path, "ab");
+  if (!c.launch) {
+    ctx.err(p,
+            "\"interleaved\" starts the previous promoted build's program beside the new one, and soakd starts "
+            "only a managed candidate's runtime (one with a \"launch\" block); add a launch block, or drop \"ab\" "
+            "(an unmanaged candidate is compared with another candidate through \"baseline\")",
+            "\"history\"");
+    return;
+  }
+  if (const auto interpreter = launch_interpreter(*c.launch)) {
+    ctx.err(p,
+            "the launch runs " + *interpreter +
+                ", an interpreter: a new build is a new package under the same program, so the previous build's "
+                "program cannot be known; launch the runtime's own executable, or set \"history\"",
+            "\"history\"");
+    return;
+  }
+  if (argv_ports(*c.launch, c.runtime).empty())
+    ctx.err(p,
+            "\"interleaved\" starts the previous build on a port of its own, and the launch gives the runtime no "
+            "port soakd can replace; give it in the argv (\"--port\", \"8081\") or set \"history\"",
+            "\"history\"");
+}
+
+}  // namespace
+
 void check_launch(ReadContext& ctx, const std::string& path, const CandidateConfig& c) {
+  check_ab(ctx, path, c);
   if (!c.launch) return;
   if (c.pid)
     ctx.err(join_path(path, "pid"),
@@ -188,3 +234,25 @@ void check_launch(ReadContext& ctx, const std::string& path, const CandidateConf
 }
 
 }  // namespace soak::schema
+
+namespace soak {
+
+std::string_view to_string(AbMode m) { return m == AbMode::Interleaved ? "interleaved" : "history"; }
+
+CandidateConfig previous_build_candidate(const CandidateConfig& c, const std::string& program, uint16_t port) {
+  CandidateConfig p = c;
+  p.name = previous_runtime_name(c.name);
+  p.base_url = url_with_port(c.base_url, port);
+  p.pid.reset();
+  p.process_name.reset();
+  p.memory_budget_bytes.reset();
+  p.ab = AbMode::History;
+  if (c.launch) {
+    p.launch = with_port(*c.launch, c.runtime, port);
+    p.launch->argv.front() = LaunchValue{program, {}};
+    p.launch->keep_running = KeepRunning::No;
+  }
+  return p;
+}
+
+}  // namespace soak

@@ -428,6 +428,7 @@ const Section<CandidateConfig>& candidate_section() {
             custom<S>("memory_budget", Kind::String, "\"64GiB\"", read_memory_budget),
             boolean("allow_coexisting", &S::allow_coexisting),
             boolean("accept_server_cap", &S::accept_server_cap),
+            custom<S>("ab", Kind::String, "\"history\"", read_ab),
         }};
     embed(t.fields, &S::settings, campaign_section());
     return t;

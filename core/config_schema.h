@@ -58,6 +58,11 @@ void read_launch(ReadContext& ctx, const json& v, const std::string& path, const
 void read_memory_budget(ReadContext& ctx, const json& v, const std::string& path, const std::string& example,
                         CandidateConfig& c);
 void check_launch(ReadContext& ctx, const std::string& path, const CandidateConfig& c);
+// "ab" (core/config_launch.cc): "history" or "interleaved"; check_launch
+// refuses "interleaved" where soakd cannot start the previous build beside
+// the new one (no launch block, no port it can replace, an interpreter whose
+// program stays the same across builds).
+void read_ab(ReadContext& ctx, const json& v, const std::string& path, const std::string& example, CandidateConfig& c);
 
 // An http(s) base URL, split far enough to check it.
 struct Url {

@@ -76,5 +76,22 @@ struct ArgvPort {
 // -p is the prompt), --host H:P, and the environment's
 // LLAMA_ARG_PORT and OLLAMA_HOST.
 std::vector<ArgvPort> argv_ports(const LaunchSpec& s, RuntimeKind runtime);
+// The launch block with every port argv_ports() finds set to `port` (a
+// HOST:PORT keeps its host): the same runtime, listening elsewhere.
+LaunchSpec with_port(const LaunchSpec& s, RuntimeKind runtime, uint16_t port);
+// The base URL with its port set to `port` (scheme, host and path kept).
+std::string url_with_port(const std::string& base_url, uint16_t port);
+
+// argv[0]'s file name when it is an interpreter or a package launcher
+// (python3.12, uv, uvx, pipx, env, sh, node, ...): the program that runs is
+// then the same across builds, and a build lives in what it loads.
+std::optional<std::string> launch_interpreter(const LaunchSpec& s);
+
+// The previous promoted build's runtime, started beside a managed candidate's
+// canary (ab "interleaved", docs/DESIGN.md §4.8), goes by the candidate's name
+// and this suffix: no candidate name can hold '@' (core/config_schema.cc), so
+// its launch records, log file and probe state never mix with a candidate's.
+inline constexpr std::string_view kPreviousRuntimeSuffix = "@previous";
+std::string previous_runtime_name(const std::string& name);
 
 }  // namespace soak

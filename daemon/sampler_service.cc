@@ -101,6 +101,8 @@ void SamplerService::tick() {
                                                 false, ProcessSampleKeeper(process_every_ms_)})
                .first;
     if (it->second.pid) candidate_pids.push_back(*it->second.pid);
+    // The previous build soakd runs beside a canary is expected, not a second engine (SOLO).
+    if (a.previous_pid) candidate_pids.push_back(*a.previous_pid);
   }
   for (const auto& a : active)
     sample_candidate(a, watched_.at(a.candidate_id), now.wall_ms, scan_due, processes ? &*processes : nullptr,

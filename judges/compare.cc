@@ -423,6 +423,7 @@ void judge_compare(const Context& c, Judgement& j) {
     compare_later_stage(c, cand_cool.rows, base_cool.rows, j);
     return;
   }
+  if (!c.in.recipe.baseline_note.empty()) j.add(metric("baseline/ab", MetricResult::Pass, c.in.recipe.baseline_note));
   if (!c.in.recipe.baseline_id && !c.in.recipe.missing_baseline.empty()) {
     j.find(Severity::Inconclusive, "the configured baseline '" + c.in.recipe.missing_baseline +
                                        "' has no build to compare with (not running and never recorded)");

@@ -402,6 +402,10 @@ VerdictRow assemble(const Context& c, Judgement&& j) {
       reason += format(" (and %zu more; soakctl explain lists them)", chosen.size() - kMaxReasons);
     v.reason = std::move(reason);
   }
+  // ab "interleaved" that fell back to history says why, whatever the verdict.
+  if (in.recipe.stage == StageKind::Canary && !in.recipe.baseline_note.empty() &&
+      in.recipe.baseline_mode != BaselineMode::Interleaved)
+    v.reason += "; " + in.recipe.baseline_note;
   v.metrics = std::move(j.metrics);
   return v;
 }

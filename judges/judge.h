@@ -139,6 +139,11 @@ struct JudgeRecipe {
   BaselineMode baseline_mode = BaselineMode::None;
   std::optional<int64_t> baseline_id;  // baseline candidate row
   std::string missing_baseline;        // configured baseline that has no build/row (canary is inconclusive)
+  // A managed canary with ab "interleaved" (docs/DESIGN.md §3.3): how the
+  // previous build ran beside it, or why it did not and the canary fell back
+  // to its stored history. Shown as the baseline/ab metric; added to the
+  // reason when the baseline is not interleaved. Empty in every other recipe.
+  std::string baseline_note;
 
   Supervision supervision = Supervision::Unmanaged;
   std::optional<int64_t> memory_budget_bytes;  // a process sample's footprint above it is a hard failure

@@ -76,6 +76,7 @@ std::string recipe_to_json(const StoredRecipe& stored) {
   j["baseline_mode"] = to_string(r.baseline_mode);
   opt_to(j, "baseline_id", r.baseline_id);
   if (!r.missing_baseline.empty()) j["missing_baseline"] = r.missing_baseline;
+  if (!r.baseline_note.empty()) j["baseline_note"] = r.baseline_note;
   // Written only when they apply, so recipes of unmanaged candidates without a
   // budget keep the shape every earlier verdict has.
   if (r.supervision == Supervision::Managed) j["managed"] = true;
@@ -163,6 +164,7 @@ Result<StoredRecipe> recipe_from_json(const std::string& s) {
     r.slots_run = j.at("slots_run").get<int64_t>();
     r.baseline_id = opt_from<int64_t>(j, "baseline_id");
     r.missing_baseline = j.value("missing_baseline", std::string());
+    r.baseline_note = j.value("baseline_note", std::string());
     r.supervision = j.value("managed", false) ? Supervision::Managed : Supervision::Unmanaged;
     r.memory_budget_bytes = opt_from<int64_t>(j, "memory_budget_bytes");
     r.long_context_sizes = j.value("long_context_sizes", std::vector<int64_t>{});

@@ -143,4 +143,22 @@ OrphanDecision match_orphan(const RuntimeLaunch& rec, const std::optional<LivePr
   return {OrphanMatch::Ours, who + ": same start time and arguments"};
 }
 
+Result<std::string> previous_program(const std::vector<RuntimeLaunch>& launches,
+                                     const std::optional<ExeFingerprint>& current, const OnDisk& on_disk) {
+  const RuntimeLaunch* last = nullptr;
+  for (const auto& l : launches)
+    if (!l.executable.empty()) last = &l;
+  if (!last) return make_error("no launch of it is recorded, so its program is not known");
+  const ExeFingerprint was = fingerprint_of(*last);
+  if (current && current->hash == was.hash)
+    return make_error("it ran the same program as this build (" + was.path +
+                      ", the same content): the build changed in what the program loads, so the previous build "
+                      "cannot be started apart");
+  auto now = on_disk(was.path);
+  if (!now) return make_error("its program " + was.path + " is no longer on disk as it ran (" + now.message() + ")");
+  if (now->hash != was.hash)
+    return make_error("its program " + was.path + " was replaced since it ran (" + describe_change(was, *now) + ")");
+  return was.path;
+}
+
 }  // namespace soak

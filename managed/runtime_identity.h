@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,18 @@ Result<ExeFingerprint> fingerprint_executable(const std::string& argv0, const st
 ExeFingerprint fingerprint_of(const RuntimeLaunch& l);
 // "path A -> B, size 1 -> 2, content changed" (what differs), or "" when the same.
 std::string describe_change(const ExeFingerprint& before, const ExeFingerprint& now);
+
+// The program a previous build ran, to start it again beside a new build's
+// canary (ab "interleaved", docs/DESIGN.md §4.8): the newest of `launches`
+// (that build's, oldest first) that recorded an executable, when the file at
+// its resolved path is still the one recorded (`on_disk`: its fingerprint
+// now) and is not the program running now (`current`: the running build's).
+// Otherwise why not, in words for a verdict: no launch recorded, the file
+// gone (an update or a cleanup removed it) or replaced since, or the same
+// program (the build changed in what the program loads).
+using OnDisk = std::function<Result<ExeFingerprint>(const std::string& path)>;
+Result<std::string> previous_program(const std::vector<RuntimeLaunch>& launches,
+                                     const std::optional<ExeFingerprint>& current, const OnDisk& on_disk);
 
 // A process as found at start, for the recorded pid.
 struct LiveProcess {

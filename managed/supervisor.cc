@@ -1,8 +1,13 @@
 #include "managed/supervisor.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <system_error>
@@ -27,6 +32,23 @@ std::string joined(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
   return out;
+}
+
+// A loopback port nothing listens on now: the kernel's pick for a socket
+// bound to port 0, released at once for the runtime to bind.
+Result<uint16_t> free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return make_error(std::string("cannot open a socket to find a free port: ") + std::strerror(errno));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) return make_error(std::string("cannot find a free loopback port: ") + std::strerror(err));
+  return static_cast<uint16_t>(ntohs(a.sin_port));
 }
 
 }  // namespace
@@ -419,6 +441,21 @@ std::string RuntimeSupervisor::executable_change(const CandidateConfig& c) {
   fp_errors_.erase(c.name);
   disk_fp_[c.name] = *now;
   return describe_change(*last, *now);
+}
+
+Result<PreviousBuild> RuntimeSupervisor::previous_build(const CandidateConfig& c, int64_t previous_candidate_id) {
+  LaunchQuery q;
+  q.host_id = d_.host_id;
+  q.name = c.name;  // its own launches, not a runtime started beside one of its canaries
+  q.candidate_id = previous_candidate_id;
+  auto rows = d_.store.launches(q);
+  if (!rows) return make_error("its launches cannot be read: " + rows.message());
+  auto program = previous_program(*rows, last_fingerprint(c.name),
+                                  [](const std::string& path) { return fingerprint_executable(path, ""); });
+  if (!program) return program.error();
+  auto port = free_loopback_port();
+  if (!port) return port.error();
+  return PreviousBuild{*program, *port};
 }
 
 }  // namespace soak

@@ -78,6 +78,7 @@ class RuntimeSupervisor final : public Service, public RuntimeControl {
   void set_on_exit(std::function<void(const std::string&, const RuntimeExit&)> f) override { on_exit_ = std::move(f); }
   void link(const std::string& name, int64_t candidate_id) override;
   std::string executable_change(const CandidateConfig& c) override;
+  Result<PreviousBuild> previous_build(const CandidateConfig& c, int64_t previous_candidate_id) override;
 
  private:
   enum class State { Starting, Up, Stopping };

@@ -372,6 +372,19 @@ std::optional<int64_t> cache_cap_of(const std::string& fingerprint) {
 
 }  // namespace
 
+PreviousAction previous_action(const Track& t, bool canary_due) {
+  const PreviousRuntime& p = t.managed.previous;
+  const bool decided = t.row && t.baseline_id && p.phase != PreviousPhase::Idle && p.for_row == t.row->id &&
+                       p.baseline_id == *t.baseline_id;
+  const bool in_canary = t.phase == Phase::Staged && t.stage && t.stage->kind == StageKind::Canary;
+  const bool wanted = t.cfg->ab == AbMode::Interleaved && t.cfg->launch && t.row && t.row->build != kUnknownBuild &&
+                      t.baseline_id && (in_canary || (t.phase == Phase::WaitingCanary && (canary_due || decided)));
+  if (!wanted) return p.phase == PreviousPhase::Idle ? PreviousAction::None : PreviousAction::Stop;
+  return decided ? PreviousAction::None : PreviousAction::Start;
+}
+
+bool canary_waits_for_previous(const Track& t) { return t.managed.previous.phase == PreviousPhase::Starting; }
+
 StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<BaselineChoice>& baseline, int64_t now) {
   const CampaignSettings& s = t.cfg->settings;
   StoredRecipe stored;
@@ -432,6 +445,8 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
     }
     r.baseline_id = t.baseline_id;
     if (!t.baseline_id && t.cfg->baseline) r.missing_baseline = *t.cfg->baseline;
+    const PreviousRuntime& p = t.managed.previous;
+    if (t.stage->kind == StageKind::Canary && p.for_row == t.row->id) r.baseline_note = p.note;
   }
   r.cache_cap_mib = cache_cap_of(t.row->fingerprint);
   return stored;

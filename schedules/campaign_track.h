@@ -121,6 +121,18 @@ HeavyGate heavy_gate_for(const Track& t, const std::vector<RunningTask>& running
 // slot (interleaved A/B), so the canary compares like with like.
 bool interleaves(TaskKind k);
 
+// The previous promoted build's runtime beside a managed canary (ab
+// "interleaved", docs/DESIGN.md §4.8), what to do with it now: Start (decide
+// for this canary and launch it; stop one that runs for another row or
+// baseline first), Stop (stop it if it runs and forget this canary's
+// decision), or nothing. It is wanted from the moment the canary could start
+// (`canary_due`, for a track waiting for its canary) until the canary ends;
+// once decided for a canary it is not tried again within it.
+enum class PreviousAction { None, Start, Stop };
+PreviousAction previous_action(const Track& t, bool canary_due);
+// A canary about to start waits while the previous build's runtime starts.
+bool canary_waits_for_previous(const Track& t);
+
 // The verdict row of the track's current stage (none yet: no stage), with its
 // bookkeeping filled; `who` non-empty makes it an override.
 VerdictRow verdict_for(const Track& t, VerdictState state, std::string reason, int64_t now, const std::string& who = "",

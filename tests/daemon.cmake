@@ -101,6 +101,11 @@ soak_add_test(integration_heavy_fair_fake SOURCES integration/heavy_fair_fake_te
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
 target_compile_definitions(integration_heavy_fair_fake PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
 add_dependencies(integration_heavy_fair_fake soakd soak-fake-runtime)
+# ab "interleaved" (docs/DESIGN.md §4.8): the previous build's program beside the canary, and its fallback.
+soak_add_test(integration_managed_ab SOURCES integration/managed_ab_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
+target_compile_definitions(integration_managed_ab PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+add_dependencies(integration_managed_ab soakd soak-fake-runtime)
 
 # A real llama-server as a managed candidate when SOAKD_LLAMA_SERVER names one; skipped (exit 77) otherwise.
 soak_add_test(integration_managed_llama_server SOURCES integration/managed_llama_server_test.cc

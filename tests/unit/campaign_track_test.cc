@@ -663,3 +663,60 @@ TEST_CASE("heavy waits survive a restart: the same waits from the stored heavy_w
   resume_stage(again.t, running, rows, stored, kT0 + 3 * kHour);
   CHECK(recipe_for(again.t, StageEnd::Completed, std::nullopt, again_stop).recipe.heavy_waits == twice);
 }
+
+TEST_CASE("ab interleaved: the previous build is wanted from the canary's start to its end, decided once a canary") {
+  auto parsed = parse_config(R"({
+    "defaults": { "stages": { "smoke": "15m", "canary": "2h", "gate": "24h", "soak": "7d" } },
+    "candidates": [{"name": "llama", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp",
+                    "base_url": "http://127.0.0.1:18431", "ab": "interleaved",
+                    "launch": {"argv": ["llama-server", "--port", "18431"]}}]})",
+                             "track.json", "/tmp");
+  REQUIRE(parsed.ok());
+  World w(std::make_shared<const Config>(std::move(*parsed)));
+  Track& t = w.t;
+  t.baseline_id = 7;
+  t.phase = Phase::WaitingCanary;
+  CHECK(previous_action(t, false) == PreviousAction::None);  // the canary is not due: nothing starts hours early
+  CHECK(previous_action(t, true) == PreviousAction::Start);
+
+  // Started for this canary: the canary waits while it loads, and it stays wanted.
+  PreviousRuntime& p = t.managed.previous;
+  p.phase = PreviousPhase::Starting;
+  p.for_row = kCandidateId;
+  p.baseline_id = 7;
+  p.note = "the previous build b9400 (/cellar/9400/llama-server) on port 40123 ran beside it as pid 9";
+  CHECK(canary_waits_for_previous(t));
+  CHECK(previous_action(t, false) == PreviousAction::None);
+  p.phase = PreviousPhase::Up;
+  CHECK_FALSE(canary_waits_for_previous(t));
+  w.start(StageKind::Canary, kT0);
+  CHECK(previous_action(t, false) == PreviousAction::None);
+  CHECK(recipe_for(t, StageEnd::Completed, std::nullopt, kT0 + kHour).recipe.baseline_note == p.note);
+
+  SECTION("decided against or ended: not tried again within the canary") {
+    p.phase = PreviousPhase::Off;
+    CHECK(previous_action(t, false) == PreviousAction::None);
+  }
+  SECTION("the baseline changed: started again for it") {
+    t.baseline_id = 8;
+    CHECK(previous_action(t, false) == PreviousAction::Start);
+  }
+  SECTION("the canary ended: stopped, whether the gate follows or the campaign ended") {
+    w.start(StageKind::Gate, kT0 + 2 * kHour);
+    CHECK(previous_action(t, false) == PreviousAction::Stop);
+    CHECK(recipe_for(t, StageEnd::Completed, std::nullopt, kT0 + 3 * kHour).recipe.baseline_note.empty());
+    t.phase = Phase::Done;
+    CHECK(previous_action(t, false) == PreviousAction::Stop);
+    t.managed.previous = PreviousRuntime{};
+    CHECK(previous_action(t, false) == PreviousAction::None);
+  }
+  SECTION("ab history, or no previous build to compare with: never") {
+    t.baseline_id.reset();
+    t.managed.previous = PreviousRuntime{};
+    CHECK(previous_action(t, false) == PreviousAction::None);
+    World h;  // unmanaged, ab history
+    h.t.baseline_id = 7;
+    h.start(StageKind::Canary, kT0);
+    CHECK(previous_action(h.t, true) == PreviousAction::None);
+  }
+}

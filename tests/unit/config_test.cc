@@ -397,8 +397,8 @@ TEST_CASE("schema: messages keep their exact wording") {
   CHECK(line("candidates[0]", "stagez", 1) ==
         "test.json: candidates[0].stagez: unknown key \"stagez\"; did you mean \"stages\"? Allowed here: name, model, "
         "kind, runtime, base_url, build, baseline, api_key_env, allow_insecure_api_key, pid, process_name, slots, "
-        "enabled, launch, memory_budget, allow_coexisting, accept_server_cap, stages, cadence, limits, gate, judge, "
-        "soak, guard, agent, sampling, slo, equivalence, long_context_sizes, burst_sizes, capacity");
+        "enabled, launch, memory_budget, allow_coexisting, accept_server_cap, ab, stages, cadence, limits, gate, "
+        "judge, soak, guard, agent, sampling, slo, equivalence, long_context_sizes, burst_sizes, capacity");
   CHECK(line("", "zzzzzzzz", 1) ==
         "test.json: zzzzzzzz: unknown key \"zzzzzzzz\" Allowed here: store, log, defaults, "
         "sampler, schedule, store_outage, metrics, notify, candidates");

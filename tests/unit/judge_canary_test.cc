@@ -2,6 +2,7 @@
 // functional, long-context and burst completions, which rows are attempts at
 // all, and the long-context gate with its context reach.
 #include "judges/judge.h"
+#include "judges/recipe.h"
 #include "tests/catch.h"
 #include "tests/unit/judge_rows.h"
 
@@ -390,4 +391,52 @@ TEST_CASE("capacity: every concurrent long prompt must complete clean") {
   CHECK(v.state == VerdictState::Rejected);
   CHECK(contains(v.reason, "capacity 32K x 8"));
   CHECK(find_metric(v, "capacity/32768x8")->result == MetricResult::Fail);
+}
+
+TEST_CASE("ab interleaved: the note is the baseline/ab metric, and in the reason when the canary fell back") {
+  Canary c;
+  c.heartbeats(12);
+  c.functional(6);
+  c.in.recipe.baseline_id = kBaseline;
+  Rows base{kBaseline, 500};
+  for (int i = 0; i < 6; ++i)
+    for (ProbeKind kind : probe_kinds_for(TaskKind::Functional))
+      base.perf(kind, std::string(to_string(kind)), jittered(Perf{}, i));
+  c.in.baseline_rows = base.rows;
+  const std::string fell_back =
+      "ab interleaved fell back to history: the previous build b9430 cannot run beside it: its program "
+      "/cellar/9430/llama-server is no longer on disk as it ran";
+  SECTION("history: said in the reason and the metric") {
+    c.in.recipe.baseline_mode = BaselineMode::History;
+    c.in.recipe.baseline_note = fell_back;
+    auto v = c.judge();
+    INFO(v.reason);
+    CHECK(v.state == VerdictState::Promoted);
+    CHECK(contains(v.reason, "baseline history; " + fell_back));
+    const auto* m = find_metric(v, "baseline/ab");
+    REQUIRE(m);
+    CHECK(m->reason == fell_back);
+    // Stored with the recipe, so that explain recomputes the same words.
+    StoredRecipe r;
+    r.recipe = c.in.recipe;
+    auto back = recipe_from_json(recipe_to_json(r));
+    REQUIRE(back.ok());
+    CHECK(back->recipe.baseline_note == fell_back);
+  }
+  SECTION("interleaved: the metric only") {
+    c.in.recipe.baseline_mode = BaselineMode::Interleaved;
+    c.in.recipe.baseline_note = "the previous build b9430 (/cellar/9430/llama-server) on port 40123 ran beside it";
+    auto v = c.judge();
+    CHECK_FALSE(contains(v.reason, "ran beside it"));
+    REQUIRE(find_metric(v, "baseline/ab"));
+  }
+  SECTION("no note: no metric, the reason as before") {
+    c.in.recipe.baseline_mode = BaselineMode::History;
+    auto v = c.judge();
+    CHECK_FALSE(find_metric(v, "baseline/ab"));
+    CHECK(v.reason.substr(v.reason.size() - 16) == "baseline history");
+    StoredRecipe r;
+    r.recipe = c.in.recipe;
+    CHECK_FALSE(contains(recipe_to_json(r), "baseline_note"));
+  }
 }

@@ -162,3 +162,79 @@ TEST_CASE("a launch block and a budget change the candidate's config hash; none 
   REQUIRE(budget.ok());
   CHECK(plain->candidate_hash(plain->candidates[0]) != budget->candidate_hash(budget->candidates[0]));
 }
+
+TEST_CASE("ab: history or interleaved, interleaved only where soakd can start the previous build beside the new one") {
+  const std::string launch = R"({"argv": ["llama-server", "-m", "/m.gguf", "--port", "8081"]})";
+  SECTION("history by default; interleaved read, and in the config hash only when set") {
+    auto plain = parse(managed("llama.cpp", "http://127.0.0.1:8081", launch));
+    auto ab = parse(managed("llama.cpp", "http://127.0.0.1:8081", launch, R"(, "ab": "interleaved")"));
+    auto history = parse(managed("llama.cpp", "http://127.0.0.1:8081", launch, R"(, "ab": "history")"));
+    REQUIRE(plain.ok());
+    REQUIRE(ab.ok());
+    REQUIRE(history.ok());
+    CHECK(plain->candidates[0].ab == AbMode::History);
+    CHECK(ab->candidates[0].ab == AbMode::Interleaved);
+    CHECK(history->candidates[0].ab == AbMode::History);
+    CHECK(plain->candidate_hash(plain->candidates[0]) == history->candidate_hash(history->candidates[0]));
+    CHECK(plain->candidate_hash(plain->candidates[0]) != ab->candidate_hash(ab->candidates[0]));
+  }
+  SECTION("an unknown value") {
+    expect_error(managed("llama.cpp", "http://127.0.0.1:8081", launch, R"(, "ab": "live")"),
+                 {"test.json: candidates[0].ab", "unknown value \"live\"", "history, interleaved"});
+  }
+  SECTION("on a candidate soakd does not start") {
+    expect_error(
+        R"({"candidates": [{"name":"u","model":"qwen","runtime":"llama.cpp","base_url":"http://127.0.0.1:8080",
+                            "ab": "interleaved"}]})",
+        {"test.json: candidates[0].ab", "only a managed candidate", "add a launch block, or drop \"ab\"",
+         "\"baseline\""});
+  }
+  SECTION("a launch that gives no port to replace") {
+    expect_error(managed("llama.cpp", "http://127.0.0.1:8080", R"({"argv": ["llama-server", "-m", "/m.gguf"]})",
+                         R"(, "ab": "interleaved")"),
+                 {"candidates[0].ab", "no port soakd can replace", "\"--port\", \"8081\""});
+  }
+  SECTION("an interpreter: the previous build's program cannot be known") {
+    expect_error(
+        managed("mlx-lm", "http://127.0.0.1:8081",
+                R"({"argv": ["python3.12", "-m", "mlx_lm.server", "--port", "8081"]})", R"(, "ab": "interleaved")"),
+        {"candidates[0].ab", "runs python3.12, an interpreter", "previous build's program cannot be known",
+         "\"history\""});
+    expect_error(
+        managed("mlx-lm", "http://127.0.0.1:8081",
+                R"({"argv": ["/usr/local/bin/uvx", "mlx_lm.server", "--port", "8081"]})", R"(, "ab": "interleaved")"),
+        {"runs uvx, an interpreter"});
+  }
+}
+
+TEST_CASE("the previous build's runtime: the same argv and environment with its own port and program") {
+  auto r = parse(managed("llama.cpp", "http://127.0.0.1:8081/llama",
+                         R"({"argv": ["llama-server", "-m", "/m.gguf", "--port=8081", "--host", "127.0.0.1:8081"],
+                             "env": {"LLAMA_ARG_PORT": "8081", "LLAMA_ARG_CTX_SIZE": "8081"}, "keep_running": true})",
+                         R"(, "ab": "interleaved", "memory_budget": "48GB")"));
+  INFO((r.ok() ? "" : r.message()));
+  REQUIRE(r.ok());
+  const CandidateConfig p =
+      previous_build_candidate(r->candidates[0], "/opt/homebrew/Cellar/llama.cpp/9430/bin/llama-server", 40123);
+  CHECK(p.name == "m@previous");
+  CHECK(p.base_url == "http://127.0.0.1:40123/llama");
+  REQUIRE(p.launch);
+  CHECK(display_argv(*p.launch) == std::vector<std::string>{"/opt/homebrew/Cellar/llama.cpp/9430/bin/llama-server",
+                                                            "-m", "/m.gguf", "--port=40123", "--host",
+                                                            "127.0.0.1:40123"});
+  CHECK(p.launch->env.at("LLAMA_ARG_PORT").text == "40123");
+  CHECK(p.launch->env.at("LLAMA_ARG_CTX_SIZE").text == "8081");  // not a port
+  CHECK(p.launch->keep_running == KeepRunning::No);
+  CHECK_FALSE(p.memory_budget_bytes);
+  CHECK(p.ab == AbMode::History);
+  // The candidate's own config is untouched.
+  CHECK(r->candidates[0].base_url == "http://127.0.0.1:8081/llama");
+  CHECK(argv_ports(*r->candidates[0].launch, RuntimeKind::LlamaCpp).front().port == 8081);
+  // Hosts of every shape keep their host.
+  CHECK(url_with_port("http://[::1]:8081", 9) == "http://[::1]:9");
+  CHECK(url_with_port("http://localhost", 9) == "http://localhost:9");
+  LaunchSpec ollama;
+  ollama.argv = {LaunchValue{"ollama", {}}, LaunchValue{"serve", {}}};
+  ollama.env["OLLAMA_HOST"] = LaunchValue{"127.0.0.1:11434", {}};
+  CHECK(with_port(ollama, RuntimeKind::Ollama, 40123).env.at("OLLAMA_HOST").text == "127.0.0.1:40123");
+}

@@ -107,6 +107,56 @@ TEST_CASE("a new build of the executable is told from a copy with a new mtime") 
   CHECK(fingerprint_of(rec) == *in_place);
 }
 
+TEST_CASE("the previous build's program: what its launch recorded, while that file is still what ran") {
+  TempDir tmp;
+  std::filesystem::create_directories(tmp.path() + "/9430");
+  std::filesystem::create_directories(tmp.path() + "/9502");
+  const std::string old_exe = tmp.path() + "/9430/llama-server", new_exe = tmp.path() + "/9502/llama-server";
+  write_file(old_exe, "#!/bin/sh\necho b9430\n", true);
+  write_file(new_exe, "#!/bin/sh\necho b9502\n", true);
+  const auto old_fp = *fingerprint_executable(old_exe, "");
+  const auto new_fp = *fingerprint_executable(new_exe, "");
+  auto launch_of = [](const ExeFingerprint& fp) {
+    RuntimeLaunch l;
+    l.executable = fp.path;
+    l.exe_size = fp.size;
+    l.exe_mtime_ms = fp.mtime_ms;
+    l.exe_hash = fp.hash;
+    return l;
+  };
+  const OnDisk disk = [](const std::string& path) { return fingerprint_executable(path, ""); };
+  RuntimeLaunch unread;  // a launch that failed before its executable was known
+  const std::vector<RuntimeLaunch> launches{launch_of(old_fp), unread};
+
+  SECTION("still on disk as it ran: that program") {
+    auto p = previous_program(launches, new_fp, disk);
+    REQUIRE(p.ok());
+    CHECK(*p == old_fp.path);
+  }
+  SECTION("no launch recorded") {
+    auto p = previous_program({unread}, new_fp, disk);
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.message().find("no launch of it is recorded") != std::string::npos);
+  }
+  SECTION("removed (brew cleanup)") {
+    std::filesystem::remove_all(tmp.path() + "/9430");
+    auto p = previous_program(launches, new_fp, disk);
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.message().find("its program " + old_fp.path + " is no longer on disk as it ran") != std::string::npos);
+  }
+  SECTION("replaced in place by another build") {
+    write_file(old_exe, "#!/bin/sh\necho b9431\n", true);
+    auto p = previous_program(launches, new_fp, disk);
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.message().find("was replaced since it ran (content") != std::string::npos);
+  }
+  SECTION("the same program as the running build's: the build changed in what it loads") {
+    auto p = previous_program(launches, old_fp, disk);
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.message().find("the same program as this build") != std::string::npos);
+  }
+}
+
 TEST_CASE("a process found at start is ours only with the recorded start time and arguments") {
   const std::string argv = R"(["/bin/fake","--listen","127.0.0.1:9000",{"from_env":"KEY"}])";
   const RuntimeLaunch rec = recorded(4242, 777, argv);

@@ -48,7 +48,8 @@ class ScriptedSampler final : public Sampler {
     s.wall_ms = wall_ms;
     return s;
   }
-  Result<std::vector<ProcessInfo>> list_processes() override { return std::vector<ProcessInfo>{}; }
+  std::vector<ProcessInfo> processes;  // what list_processes returns
+  Result<std::vector<ProcessInfo>> list_processes() override { return processes; }
   Result<std::optional<int>> find_listening_pid(uint16_t port) override {
     ++listener_lookups;
     return port == kPort ? std::optional<int>(kPid) : std::nullopt;
@@ -83,6 +84,10 @@ struct World {
   ConfigSnapshot cfg = std::make_shared<const Config>(config("10m"));
   int64_t host = 0;
   int64_t cand = 0;
+  // The candidate as Campaigns::active() gives it: managed, with its pid and
+  // the previous build's beside its canary (ab "interleaved").
+  bool managed = false;
+  std::optional<int> pid, previous_pid;
   std::unique_ptr<SamplerService> service;
 
   World() {
@@ -102,7 +107,7 @@ struct World {
         cfg, Deps{*store, *outbox, clock, make_null_logger(), &loop, host}, sampler,
         [this] {
           return std::vector<Campaigns::Active>{
-              {"a", candidate_snapshot(cfg, cfg->candidates[0]), cand, StageKind::Canary, false, std::nullopt}};
+              {"a", candidate_snapshot(cfg, cfg->candidates[0]), cand, StageKind::Canary, managed, pid, previous_pid}};
         },
         std::make_unique<NoPower>());
   }
@@ -202,6 +207,43 @@ TEST_CASE("sampler service: a steady process is stored one sample per 15 s; a re
   REQUIRE(samples.size() == 5);
   CHECK(samples.back().start_time == 79);
   CHECK(samples.back().wall_ms - samples[3].wall_ms == 2'000);
+}
+
+TEST_CASE("sampler service: the previous build soakd runs beside a canary is not another engine, nor the candidate") {
+  World w;
+  w.managed = true;
+  w.pid = 100;
+  ProcessSample own, previous;
+  own.start_time = 1;
+  own.footprint_bytes = 20LL << 30;
+  previous.start_time = 2;
+  previous.footprint_bytes = 21LL << 30;
+  w.sampler.samples[100] = own;
+  w.sampler.samples[200] = previous;
+  w.sampler.processes = {ProcessInfo{100,
+                                     1,
+                                     "llama-server",
+                                     "/opt/homebrew/Cellar/llama.cpp/9502/bin/llama-server",
+                                     {"/opt/homebrew/Cellar/llama.cpp/9502/bin/llama-server", "--port", "18499"}},
+                         ProcessInfo{200,
+                                     1,
+                                     "llama-server",
+                                     "/opt/homebrew/Cellar/llama.cpp/9430/bin/llama-server",
+                                     {"/opt/homebrew/Cellar/llama.cpp/9430/bin/llama-server", "--port", "40123"}}};
+  SECTION("started beside the canary: expected (SOLO holds)") {
+    w.previous_pid = 200;
+    w.service->tick();
+    CHECK(w.events(EventKind::DuplicateEngine) == 0);
+  }
+  SECTION("the same process, not started beside it: a second engine") {
+    w.service->tick();
+    CHECK(w.events(EventKind::DuplicateEngine) == 1);
+  }
+  SampleQuery q;
+  q.candidate_id = w.cand;
+  const auto samples = *w.store->process_samples(q);
+  REQUIRE_FALSE(samples.empty());
+  for (const auto& s : samples) CHECK(s.pid == 100);  // its memory is never the candidate's
 }
 
 TEST_CASE("process sample keeper: due by time, or at once on a change of process, error or budget") {
