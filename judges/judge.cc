@@ -427,6 +427,7 @@ VerdictRow judge_stage(const JudgeInput& in) {
       judge_capacity(c, j);
       judge_prefix_reuse(c, j);
       judge_pooling_rps(c, j);
+      judge_equivalence(c, j);
       break;
     case StageKind::Gate:
       gate_completed(c, j);
@@ -438,6 +439,7 @@ VerdictRow judge_stage(const JudgeInput& in) {
       failure_ratio(c, j);
       judge_rounds(c, j);
       judge_session(c, j);
+      judge_equivalence(c, j);
       break;
   }
   judge_answers(c, j);

@@ -32,6 +32,12 @@ StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind work
       // Last, so the heartbeat keeps its index; Opening makes it run first.
       if (warmup == Warmup::Opening)
         p.tasks.push_back(TaskSpec{TaskKind::Warmup, Repeat::Opening, 0, 0, Weight::Heavy});
+      // The golden set at the start (after the warm-up: the weights paged in)
+      // and at the end: the build against itself is the noise floor.
+      if (s.equivalence.enabled == EquivalenceSwitch::On) {
+        p.tasks.push_back(TaskSpec{TaskKind::GoldenStart, Repeat::Opening, 0, 0, Weight::Heavy});
+        p.tasks.push_back(TaskSpec{TaskKind::GoldenEnd, Repeat::Closing, 0, 0, Weight::Heavy});
+      }
       p.heartbeat = 0;
       break;
     case StageKind::Gate:
@@ -47,6 +53,9 @@ StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind work
                  periodic(TaskKind::LongContext, c.soak_heavy_ms, Weight::Heavy),
                  periodic(TaskKind::Burst, c.soak_heavy_ms, Weight::Heavy),
                  periodic(TaskKind::Capacity, c.soak_heavy_ms, Weight::Heavy)};
+      // Drift over the week: the golden set again, against the canary's runs.
+      if (s.equivalence.enabled == EquivalenceSwitch::On)
+        p.tasks.push_back(TaskSpec{TaskKind::GoldenEnd, Repeat::Closing, 0, 0, Weight::Heavy});
       p.heartbeat = 0;
       break;
   }
@@ -88,7 +97,8 @@ DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int
     bool is_due = false;
     int64_t slot = 0;
     switch (t.repeat) {
-      case Repeat::Opening:  // it ran (above): never again
+      case Repeat::Closing: continue;  // closing_due() serves it at the stage's end
+      case Repeat::Opening:            // it ran (above): never again
       case Repeat::Once:
         is_due = st.runs == 0;
         slot = 0;
@@ -131,6 +141,12 @@ DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int
     }
   }
   return out;
+}
+
+std::optional<size_t> closing_due(const StagePlan& plan, const std::vector<TaskState>& states) {
+  for (size_t i = 0; i < plan.tasks.size() && i < states.size(); ++i)
+    if (plan.tasks[i].repeat == Repeat::Closing && states[i].runs == 0 && !states[i].running) return i;
+  return std::nullopt;
 }
 
 void mark_started(std::vector<TaskState>& states, const Due& d, int64_t now_ms) {

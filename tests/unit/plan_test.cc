@@ -12,6 +12,9 @@ CampaignSettings settings() {
   s.cadence.burst_ms = 30 * kMinute;
   s.cadence.cancel_ms = 30 * kMinute;
   s.cadence.gate_pause_ms = 2000;
+  // The cases here are about the periodic tasks' slots and the heavy gate;
+  // the golden set's opening and closing runs have their own cases below.
+  s.equivalence.enabled = EquivalenceSwitch::Off;
   return s;
 }
 
@@ -219,4 +222,81 @@ TEST_CASE("canary warm-up: it opens the stage alone; the rest is due once it has
     for (const auto& t : plan_for(k, settings(), WorkloadKind::Chat, Warmup::Opening).tasks)
       CHECK(t.kind != TaskKind::Warmup);
   for (const auto& t : plan_for(StageKind::Canary, settings()).tasks) CHECK(t.kind != TaskKind::Warmup);
+}
+
+namespace {
+CampaignSettings golden_on() {
+  CampaignSettings s = settings();
+  s.equivalence.enabled = EquivalenceSwitch::On;  // the default
+  return s;
+}
+std::vector<std::pair<TaskKind, Repeat>> golden_tasks(const StagePlan& p) {
+  std::vector<std::pair<TaskKind, Repeat>> out;
+  for (const auto& t : p.tasks)
+    if (t.kind == TaskKind::GoldenStart || t.kind == TaskKind::GoldenEnd) {
+      CHECK(t.weight == Weight::Heavy);  // 2K and 8K prompts: never beside another heavy task
+      out.emplace_back(t.kind, t.repeat);
+    }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("golden set: a chat canary runs it at its start and end, a soak at its end; off or pooling: never") {
+  CHECK(CampaignSettings{}.equivalence.enabled == EquivalenceSwitch::On);  // on by default
+  using G = std::vector<std::pair<TaskKind, Repeat>>;
+  const G canary{{TaskKind::GoldenStart, Repeat::Opening}, {TaskKind::GoldenEnd, Repeat::Closing}};
+  const G soak{{TaskKind::GoldenEnd, Repeat::Closing}};
+  CHECK(golden_tasks(plan_for(StageKind::Canary, golden_on())) == canary);
+  CHECK(golden_tasks(plan_for(StageKind::Soak, golden_on())) == soak);
+  CHECK(golden_tasks(plan_for(StageKind::Smoke, golden_on())).empty());
+  CHECK(golden_tasks(plan_for(StageKind::Gate, golden_on())).empty());
+  // equivalence.enabled off: none anywhere.
+  for (StageKind k : {StageKind::Smoke, StageKind::Canary, StageKind::Gate, StageKind::Soak})
+    CHECK(golden_tasks(plan_for(k, settings())).empty());
+  // A pooling candidate is never sent a chat prompt.
+  for (WorkloadKind w : {WorkloadKind::Embedding, WorkloadKind::Rerank})
+    for (StageKind k : {StageKind::Canary, StageKind::Soak}) CHECK(golden_tasks(plan_for(k, golden_on(), w)).empty());
+  CHECK(probe_kinds_for(TaskKind::GoldenStart) == std::vector<ProbeKind>{ProbeKind::Equivalence});
+  CHECK(probe_kinds_for(TaskKind::GoldenEnd) == std::vector<ProbeKind>{ProbeKind::Equivalence});
+  CHECK(parse_task_kind("golden_start") == TaskKind::GoldenStart);
+  CHECK(parse_task_kind("golden_end") == TaskKind::GoldenEnd);
+  // The heartbeat keeps its index.
+  CHECK(plan_for(StageKind::Canary, golden_on()).heartbeat == 0);
+}
+
+TEST_CASE("golden set: the canary's first run follows the warm-up, alone; the end run is never due mid-stage") {
+  StagePlan p = plan_for(StageKind::Canary, golden_on(), WorkloadKind::Chat, Warmup::Opening);
+  std::vector<TaskState> st(p.tasks.size());
+  CHECK(kinds(p, next_due(p, st, 0, 0, HeavyGate::Free)) == std::vector<TaskKind>{TaskKind::Warmup});
+  const Due warm = next_due(p, st, 0, 0, HeavyGate::Free).due[0];
+  mark_started(st, warm, 0);
+  CHECK(next_due(p, st, 0, 10, HeavyGate::Free).due.empty());  // the warm-up runs: nothing else
+  mark_finished(st, warm.task, 30'000);
+  // Then the golden set, alone.
+  DueSet g = next_due(p, st, 0, 30'000, HeavyGate::Free);
+  CHECK(kinds(p, g) == std::vector<TaskKind>{TaskKind::GoldenStart});
+  // Another candidate's heavy work on the host: it waits, the heartbeat does not.
+  DueSet held = next_due(p, st, 0, 30'000, HeavyGate::Busy);
+  CHECK(kinds(p, held) == std::vector<TaskKind>{TaskKind::Scrape});
+  REQUIRE(held.held.size() == 1);
+  CHECK(p.tasks[held.held[0]].kind == TaskKind::GoldenStart);
+  mark_started(st, g.due[0], 30'000);
+  CHECK(next_due(p, st, 0, 40'000, HeavyGate::Free).due.empty());
+  mark_finished(st, g.due[0].task, 90'000);
+  // Then the stage's periodic work; never the end run, whatever the time.
+  for (int64_t now : {int64_t{90'000}, 2 * kHour, 30 * kDay}) {
+    std::vector<TaskState> copy = st;
+    for (const Due& d : next_due(p, copy, 0, now, HeavyGate::Free).due) {
+      CHECK(p.tasks[d.task].kind != TaskKind::GoldenEnd);
+      CHECK(p.tasks[d.task].kind != TaskKind::GoldenStart);
+    }
+  }
+  // closing_due() serves it (the campaign track asks at the stage's end), once.
+  const auto end = closing_due(p, st);
+  REQUIRE(end);
+  CHECK(p.tasks[*end].kind == TaskKind::GoldenEnd);
+  mark_started(st, Due{*end, 0}, 2 * kHour);
+  CHECK_FALSE(closing_due(p, st));  // running
+  mark_finished(st, *end, 2 * kHour + kMinute);
+  CHECK_FALSE(closing_due(p, st));  // ran
 }
