@@ -110,13 +110,13 @@ void judge_equivalence(const Context& c, Judgement& j) {
   const bool text_fails = r.text_prompts > 0 && text_rate > r.text_rate_limit;
   const bool kl_fails = r.positions > 0 && r.mean_kl > r.kl_threshold;
 
-  auto summary = metric("equivalence",
-                        r.verdict == EquivalenceVerdict::NotEquivalent ? MetricResult::Fail
-                        : r.verdict == EquivalenceVerdict::Equivalent  ? MetricResult::Pass
-                                                                       : MetricResult::Insufficient,
-                        "run " + g->run + " against " + g->reference + " run " + g->reference_run + ", noise floor " +
-                            (g->floor ? "from " + g->floor_from : std::string("zero (one run only)")) + ": " +
-                            r.summary());
+  auto summary =
+      metric("equivalence",
+             r.verdict == EquivalenceVerdict::NotEquivalent ? MetricResult::Fail
+             : r.verdict == EquivalenceVerdict::Equivalent  ? MetricResult::Pass
+                                                            : MetricResult::Insufficient,
+             "run " + g->run + " against " + g->reference + " run " + g->reference_run + ", noise floor " +
+                 (g->floor ? "from " + g->floor_from : std::string("zero (one run only)")) + ": " + r.summary());
   summary.n = static_cast<int64_t>(r.prompts.size());
   set_numbers(summary, r.mean_kl, g->floor ? g->floor->mean_kl : 0, 0, 0, r.kl_threshold, 1);
   j.add(std::move(summary));
