@@ -294,6 +294,27 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
         }
         break;
       }
+      case TaskKind::GoldenStart:
+      case TaskKind::GoldenEnd:  // the golden set's greedy answers (probes/golden_set.h), four prompts here
+        for (int i = 0; i < 4; ++i) {
+          const std::string id = "factual/0" + std::to_string(i);
+          ProbeResult& r = add(ProbeKind::Equivalence, "equivalence/" + id);
+          if (down) continue;
+          perf_row(r, s, 200, kOutputTokens, CacheState::None);
+          GoldenAnswer a;
+          a.prompt_id = id;
+          a.text_hash = "sim";
+          a.logprobs = LogprobShape::TopK;
+          TokenStep step;
+          step.chosen = TokenChoice{"The", std::nullopt, -0.05};
+          step.top = {step.chosen, TokenChoice{"A", std::nullopt, -3.2}};
+          a.steps = {step};
+          GoldenAnswerRow g = golden_row(a);
+          g.run = "sim-" + std::to_string(req.work_id);
+          g.set_hash = "sim";
+          r.golden = std::move(g);
+        }
+        break;
       case TaskKind::Warmup:  // two short completions, as the engine runs it (core/tasks.h)
         for (auto [k, w] : {std::pair{ProbeKind::Marker, "marker"}, {ProbeKind::Stream, "stream"}}) {
           ProbeResult& r = add(k, w);

@@ -70,8 +70,7 @@ const std::vector<std::string> kPrompts{"factual/00", "factual/01", "json_schema
 int64_t next_id = 1;
 
 // One stored run: a row per prompt.
-std::vector<GoldenAnswerRow> run(int64_t candidate, std::optional<int64_t> stage, const std::string& name,
-                                 Flavour f) {
+std::vector<GoldenAnswerRow> run(int64_t candidate, std::optional<int64_t> stage, const std::string& name, Flavour f) {
   std::vector<GoldenAnswerRow> rows;
   for (const auto& p : kPrompts) {
     GoldenAnswerRow r = golden_row(answer(p, f));
