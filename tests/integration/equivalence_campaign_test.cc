@@ -31,8 +31,8 @@ constexpr int kBaselineMs = 60'000;  // the baseline's campaign (about 15 s unlo
 constexpr int kNextMs = 60'000;      // the next builds' canaries (about 10 s unloaded)
 
 std::optional<ChildProcess> fake(const std::string& build, const std::string& answers, int& port) {
-  auto c = ChildProcess::spawn({SOAK_FAKE_RUNTIME_BIN, "--listen", "127.0.0.1:0:healthy", "--build", build,
-                                "--answers", answers, "--token-interval-ms", "1", "--reply-tokens", "12"});
+  auto c = ChildProcess::spawn({SOAK_FAKE_RUNTIME_BIN, "--listen", "127.0.0.1:0:healthy", "--build", build, "--answers",
+                                answers, "--token-interval-ms", "1", "--reply-tokens", "12"});
   REQUIRE(c);
   auto p = c->wait_for_port("listening on", kStartMs);
   REQUIRE(p);
@@ -45,8 +45,7 @@ std::optional<ChildProcess> fake(const std::string& build, const std::string& an
 // long enough to compare a few samples with the baseline's, and their gate
 // longer than the test (it stops each daemon once its canary has ended, so
 // that explain recomputes the canary's verdict).
-const std::string kBaselineStages =
-    R"({ "smoke": "10s", "canary": "4s", "gate": "2s", "soak": "3s", "grace": 1 })";
+const std::string kBaselineStages = R"({ "smoke": "10s", "canary": "4s", "gate": "2s", "soak": "3s", "grace": 1 })";
 const std::string kNextStages = R"({ "smoke": "10s", "canary": "6s", "gate": "5m", "soak": "5m", "grace": 1 })";
 
 // The golden set's opening run holds the heartbeat for a second or two (as
@@ -120,8 +119,8 @@ TEST_CASE("golden set: a baseline promoted, then each answer flavour as the next
   {
     int port = 0;
     auto runtime = fake("b9430-5bec353", "steady", port);
-    auto d = ChildProcess::spawn(
-        {kSoakd, "run", "--config", write_config(base_dir, port, kBaselineStages), "--log-stderr", "--exit-when-settled"});
+    auto d = ChildProcess::spawn({kSoakd, "run", "--config", write_config(base_dir, port, kBaselineStages),
+                                  "--log-stderr", "--exit-when-settled"});
     REQUIRE(d);
     auto st = d->wait_exit(kBaselineMs);
     INFO(d->err());
@@ -184,7 +183,8 @@ TEST_CASE("golden set: a baseline promoted, then each answer flavour as the next
     return r.out;
   };
   for (const Next& n : next) {
-    INFO(n.answers << ": " << n.daemon->err().substr(n.daemon->err().size() > 4000 ? n.daemon->err().size() - 4000 : 0));
+    INFO(n.answers << ": "
+                   << n.daemon->err().substr(n.daemon->err().size() > 4000 ? n.daemon->err().size() - 4000 : 0));
     REQUIRE(n.canary);
     INFO("canary: " << n.canary->reason);
     const std::string out = explain(n);
@@ -193,11 +193,17 @@ TEST_CASE("golden set: a baseline promoted, then each answer flavour as the next
       CHECK(n.canary->state == StageState::Failed);
       CHECK(n.canary->reason.find("equivalence/json_schema/00: fork at token 1") != std::string::npos);
       // explain names each failing prompt with its fork: position, both tokens, both margins.
-      for (int i = 0; i < 4; ++i)
-        CHECK(out.find("equivalence/json_schema/0" + std::to_string(i)) != std::string::npos);
+      for (int i = 0; i < 4; ++i) CHECK(out.find("equivalence/json_schema/0" + std::to_string(i)) != std::string::npos);
       CHECK(out.find("fork at token 1: ") != std::string::npos);
       CHECK(out.find("vs \" CHANGED\" (margin 3.150)") != std::string::npos);
       CHECK(out.find("equivalence/factual") == std::string::npos);  // answered the same
+      // soakctl equivalence judges the two builds by the rules the canary stored.
+      RunResult e = run_program({kSoakctl, "--db", n.dir + "/store/soakd.db", "equivalence", "llama", "llama",
+                                 "--build-a", "b9430-5bec353", "--build-b", "b9502-1a2b3c4"},
+                                kStartMs);
+      INFO(e.out << e.err);
+      CHECK(e.exit_code == 1);
+      CHECK(e.out.find("(from the recipe of llama's canary verdict") != std::string::npos);
     } else if (n.answers == "not-top1") {
       CHECK(n.canary->state == StageState::Failed);
       CHECK(n.canary->reason.find("is not its top-1") != std::string::npos);
