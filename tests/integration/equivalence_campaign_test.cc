@@ -204,6 +204,18 @@ TEST_CASE("golden set: a baseline promoted, then each answer flavour as the next
       INFO(e.out << e.err);
       CHECK(e.exit_code == 1);
       CHECK(e.out.find("(from the recipe of llama's canary verdict") != std::string::npos);
+      // The HTML report's table of prompts x status for the latest comparison.
+      const std::string html = n.dir + "/report.html";
+      RunResult rep =
+          run_program({kSoakctl, "--db", n.dir + "/store/soakd.db", "report", "llama", "--html", html}, kStartMs);
+      INFO(rep.out << rep.err);
+      CHECK(rep.exit_code == 0);
+      std::ifstream in(html);
+      const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      CHECK(page.find("Same answers (golden set)") != std::string::npos);
+      CHECK(page.find("<tr class=\"r-fail\"><td class=\"mono\">json_schema/00</td><td>fork (fails)</td>") !=
+            std::string::npos);
+      CHECK(page.find("<td class=\"mono\">factual/00</td><td>equal</td>") != std::string::npos);
     } else if (n.answers == "not-top1") {
       CHECK(n.canary->state == StageState::Failed);
       CHECK(n.canary->reason.find("is not its top-1") != std::string::npos);
