@@ -72,20 +72,22 @@ DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int
     if (!out.next_wake_ms || t < *out.next_wake_ms) out.next_wake_ms = t;
   };
   const int64_t elapsed = std::max<int64_t>(0, now_ms - stage_started_ms);
-  // An opening task not yet ended holds everything else (it is heavy: alone
-  // on the host). While it is held for another candidate's heavy work, the
-  // heartbeat still reads the runtime's health: a wait of an hour must not
-  // leave the stage without one.
+  // An opening task not yet ended holds everything but the heartbeat (it is
+  // heavy: alone on the host; the heartbeat's health and scrape send no
+  // inference request). The heartbeat goes on reading the runtime's health
+  // while the opening task waits for another candidate's heavy work (a wait
+  // of an hour must not leave the stage without one) and while it runs (the
+  // golden set's run takes minutes on a slow build).
   bool held_opening = false;
+  std::optional<Due> opening;
   for (size_t i = 0; i < plan.tasks.size() && i < states.size(); ++i) {
     if (plan.tasks[i].repeat != Repeat::Opening || states[i].runs > 0) continue;
-    if (states[i].running) return out;  // its completion wakes the scheduler
-    if (heavy == HeavyGate::Free) {
-      out.due.push_back(Due{i, 0});
-      return out;
-    }
-    out.held.push_back(i);
     held_opening = true;
+    if (states[i].running) break;  // its completion wakes the scheduler
+    if (heavy == HeavyGate::Free)
+      opening = Due{i, 0};
+    else
+      out.held.push_back(i);
     break;
   }
   std::vector<Due> heavy_due;
@@ -124,6 +126,10 @@ DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int
       continue;
     }
     out.due.push_back(Due{i, slot});
+  }
+  if (opening) {
+    auto pos = std::find_if(out.due.begin(), out.due.end(), [&](const Due& d) { return d.task > opening->task; });
+    out.due.insert(pos, *opening);  // the due list stays in plan order
   }
   if (heavy_due.empty()) return out;
   // The heavy task that has waited longest goes first; a task not yet held

@@ -186,10 +186,12 @@ TEST_CASE("a first build's canary and a managed one's open with a warm-up; a lat
   World first;
   first.start(StageKind::Canary, kT0);
   CHECK(has_warmup(first.t));
-  // Only the warm-up is dispatched at the start: nothing is timed before it.
+  // Only the warm-up is dispatched at the start, beside the heartbeat (no
+  // inference request): nothing is timed before it.
   Transition tr = step_stage(first.t, StepInputs{}, kT0);
-  REQUIRE(tr.dispatch.size() == 1);
-  CHECK(first.t.plan.tasks[tr.dispatch[0].task].kind == TaskKind::Warmup);
+  REQUIRE(tr.dispatch.size() == 2);
+  CHECK(first.t.plan.tasks[tr.dispatch[0].task].kind == TaskKind::Scrape);
+  CHECK(first.t.plan.tasks[tr.dispatch[1].task].kind == TaskKind::Warmup);
 
   World later;
   later.t.baseline_id = kCandidateId - 1;
@@ -217,9 +219,9 @@ TEST_CASE("a stage that completes is judged, and a pass starts the next stage") 
   w.start(StageKind::Canary, kT0);
   const int64_t end = kT0 + 2 * kHour;
   w.run(kT0, end, 5 * kMinute);
-  // Every scrape slot of 2 h but the first: the golden set's first run opens
-  // the stage alone (it ends within the step here).
-  CHECK(w.t.tasks[0].runs == 23);
+  // Every scrape slot of 2 h: the heartbeat runs beside the golden set's
+  // opening run, the one task that runs while it does.
+  CHECK(w.t.tasks[0].runs == 24);
 
   // At the nominal end with full coverage: wait for what is in flight, then
   // run the golden set's end run alone (the noise floor), then judge.
@@ -242,7 +244,7 @@ TEST_CASE("a stage that completes is judged, and a pass starts the next stage") 
   CHECK(r.recipe.candidate_id == kCandidateId);
   CHECK(r.recipe.host_id == kHostId);
   CHECK(r.recipe.slots_planned == 24);
-  CHECK(r.recipe.slots_run == 23);
+  CHECK(r.recipe.slots_run == 24);
   // The golden set's comparison: against the baseline build's stored runs, under the candidate's rules.
   REQUIRE(r.recipe.equivalence);
   CHECK(r.recipe.equivalence->reference_id == kCandidateId - 1);
@@ -306,7 +308,7 @@ TEST_CASE("a stage short of coverage is extended, noted once, then inconclusive 
   World w;
   w.t.baseline_id = kCandidateId - 1;  // a later build: no warm-up opens its canary
   w.start(StageKind::Canary, kT0);
-  w.run(kT0, kT0 + 30 * kMinute, 5 * kMinute);  // six steps (the first the golden set's), then the host slept
+  w.run(kT0, kT0 + 30 * kMinute, 5 * kMinute);  // six slots, then the host slept
   const int64_t nominal_end = kT0 + 2 * kHour, deadline = kT0 + 2 * kHour + 30 * kMinute;
 
   Transition ext = step_stage(w.t, StepInputs{}, nominal_end);
@@ -322,7 +324,7 @@ TEST_CASE("a stage short of coverage is extended, noted once, then inconclusive 
   auto detail = nlohmann::json::parse(e.detail_json);
   CHECK(detail["stage"] == "canary");
   CHECK(detail["stage_id"] == 100);
-  CHECK(detail["coverage"].get<double>() == Approx(5.0 / 24));
+  CHECK(detail["coverage"].get<double>() == Approx(6.0 / 24));
   CHECK(count_task(w.t, ext, TaskKind::Scrape) == 1);  // making up the gap
   w.finish_all(ext, nominal_end);
 
@@ -340,10 +342,10 @@ TEST_CASE("a stage short of coverage is extended, noted once, then inconclusive 
   REQUIRE(end.judge);
   CHECK(*end.judge == StageEnd::TimedOut);
 
-  // The judge sees a timed-out stage with 7 of 24 slots: inconclusive.
+  // The judge sees a timed-out stage with 8 of 24 slots: inconclusive.
   StoredRecipe r = recipe_for(w.t, StageEnd::TimedOut, std::nullopt, deadline);
   CHECK(r.recipe.slots_planned == 24);
-  CHECK(r.recipe.slots_run == 7);
+  CHECK(r.recipe.slots_run == 8);
   CHECK(r.recipe.end == StageEnd::TimedOut);
   JudgeInput in;
   in.recipe = r.recipe;
@@ -573,17 +575,13 @@ TEST_CASE("after a restart a stage resumes with its slots and a gap event") {
   CHECK(tr.events[0].duration_ms == now - (kT0 + 10 * kMinute + kSecond));
   CHECK(tr.verdicts.empty());
 
-  // The stage's rows hold no golden-set run yet: its opening run comes first,
-  // alone (late, it is still a second run of the build for the noise floor).
-  Transition golden = step_stage(w.t, StepInputs{}, now);
-  REQUIRE(golden.dispatch.size() == 1);
-  CHECK(w.t.plan.tasks[golden.dispatch[0].task].kind == TaskKind::GoldenStart);
-  w.finish_all(golden, now + 2 * kMinute);
-  // Missed slots are not backfilled: only the current one runs.
-  Transition next = step_stage(w.t, StepInputs{}, now + 2 * kMinute);
+  // Missed slots are not backfilled: only the current one runs. The stage's
+  // rows hold no golden-set run yet: its opening run comes beside it, before
+  // anything else (late, it is still a second run of the build for the noise floor).
+  Transition next = step_stage(w.t, StepInputs{}, now);
   CHECK(count_task(w.t, next, TaskKind::Scrape) == 1);
-  w.finish_all(next, now + 2 * kMinute);
-  CHECK(w.t.tasks[0].runs == 4);
+  CHECK(count_task(w.t, next, TaskKind::GoldenStart) == 1);
+  CHECK(next.dispatch.size() == 2);
 }
 
 TEST_CASE("after a restart the warm-up is what the stage's rows say, not what the config would choose") {

@@ -184,7 +184,7 @@ TEST_CASE("a pooling candidate's plans hold no task that would send it a chat re
   }
 }
 
-TEST_CASE("canary warm-up: it opens the stage alone; the rest is due once it has ended") {
+TEST_CASE("canary warm-up: it opens the stage with only the heartbeat beside it; the rest once it has ended") {
   StagePlan p = plan_for(StageKind::Canary, settings(), WorkloadKind::Chat, Warmup::Opening);
   REQUIRE(p.tasks.back().kind == TaskKind::Warmup);
   CHECK(p.tasks.back().repeat == Repeat::Opening);
@@ -193,7 +193,7 @@ TEST_CASE("canary warm-up: it opens the stage alone; the rest is due once it has
   CHECK(p.tasks[0].kind == TaskKind::Scrape);
   const size_t w = p.tasks.size() - 1;
   std::vector<TaskState> st(p.tasks.size());
-  CHECK(kinds(p, next_due(p, st, 0, 0, HeavyGate::Free)) == std::vector<TaskKind>{TaskKind::Warmup});
+  CHECK(kinds(p, next_due(p, st, 0, 0, HeavyGate::Free)) == std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Warmup});
   // Another candidate's heavy work on the host: the warm-up waits, and so
   // does everything else but the heartbeat (once per slot).
   DueSet held = next_due(p, st, 0, 0, HeavyGate::Busy);
@@ -205,10 +205,15 @@ TEST_CASE("canary warm-up: it opens the stage alone; the rest is due once it has
   CHECK(kinds(p, next_due(p, st, 0, p.tasks[0].every_ms, HeavyGate::Busy)) == std::vector<TaskKind>{TaskKind::Scrape});
   st[0] = TaskState{};
   mark_started(st, Due{w, 0}, 0);
-  CHECK(next_due(p, st, 0, 20'000, HeavyGate::Free).due.empty());  // running: nothing else starts
+  // Running: nothing else starts but the heartbeat, on its slots (its health
+  // and scrape send no inference request).
+  CHECK(kinds(p, next_due(p, st, 0, 20'000, HeavyGate::Free)) == std::vector<TaskKind>{TaskKind::Scrape});
+  mark_started(st, Due{0, 0}, 20'000);
+  mark_finished(st, 0, 21'000);
+  CHECK(next_due(p, st, 0, 22'000, HeavyGate::Free).due.empty());
   mark_finished(st, w, 30'000);
   CHECK(kinds(p, next_due(p, st, 0, 30'000, HeavyGate::Free)) ==
-        std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Functional, TaskKind::LongContext, TaskKind::Cancel});
+        std::vector<TaskKind>{TaskKind::Functional, TaskKind::LongContext, TaskKind::Cancel});
   // It never runs again in the stage.
   for (size_t i = 0; i + 1 < st.size(); ++i) st[i].last_slot = 100;
   CHECK(next_due(p, st, 0, 2 * kHour, HeavyGate::Free).due.size() < p.tasks.size() - 1);
@@ -264,19 +269,27 @@ TEST_CASE("golden set: a chat canary runs it at its start and end, a soak at its
   CHECK(plan_for(StageKind::Canary, golden_on()).heartbeat == 0);
 }
 
-TEST_CASE("golden set: the canary's first run follows the warm-up, alone; the end run is never due mid-stage") {
+TEST_CASE("golden set: the canary's first run follows the warm-up, alone but for the heartbeat; never mid-stage") {
   StagePlan p = plan_for(StageKind::Canary, golden_on(), WorkloadKind::Chat, Warmup::Opening);
   std::vector<TaskState> st(p.tasks.size());
-  CHECK(kinds(p, next_due(p, st, 0, 0, HeavyGate::Free)) == std::vector<TaskKind>{TaskKind::Warmup});
-  const Due warm = next_due(p, st, 0, 0, HeavyGate::Free).due[0];
+  auto only = [&](const DueSet& d, TaskKind k) {
+    for (const Due& x : d.due)
+      if (p.tasks[x.task].kind == k) return x;
+    FAIL("not due: " << to_string(k));
+    return Due{};
+  };
+  CHECK(kinds(p, next_due(p, st, 0, 0, HeavyGate::Free)) == std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Warmup});
+  const Due warm = only(next_due(p, st, 0, 0, HeavyGate::Free), TaskKind::Warmup);
   mark_started(st, warm, 0);
+  mark_started(st, Due{0, 0}, 0);
+  mark_finished(st, 0, 10);
   CHECK(next_due(p, st, 0, 10, HeavyGate::Free).due.empty());  // the warm-up runs: nothing else
   mark_finished(st, warm.task, 30'000);
-  // Then the golden set, alone.
+  // Then the golden set, alone but for the heartbeat (slot 0 served).
   DueSet g = next_due(p, st, 0, 30'000, HeavyGate::Free);
   CHECK(kinds(p, g) == std::vector<TaskKind>{TaskKind::GoldenStart});
   // Another candidate's heavy work on the host: it waits, the heartbeat does not.
-  DueSet held = next_due(p, st, 0, 30'000, HeavyGate::Busy);
+  DueSet held = next_due(p, st, 0, kMinute, HeavyGate::Busy);
   CHECK(kinds(p, held) == std::vector<TaskKind>{TaskKind::Scrape});
   REQUIRE(held.held.size() == 1);
   CHECK(p.tasks[held.held[0]].kind == TaskKind::GoldenStart);
