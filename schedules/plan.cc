@@ -94,7 +94,6 @@ DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int
   for (size_t i = 0; i < plan.tasks.size() && i < states.size(); ++i) {
     const TaskSpec& t = plan.tasks[i];
     const TaskState& st = states[i];
-    if (held_opening && i != plan.heartbeat) continue;
     if (st.running) continue;  // its completion wakes the scheduler
     bool is_due = false;
     int64_t slot = 0;
@@ -121,6 +120,13 @@ DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int
       }
     }
     if (!is_due) continue;
+    if (held_opening && i != plan.heartbeat) {
+      // Held by the opening task, heavy as it is: heavy work counts the wait
+      // (a stage whose heavy work never ran is extended to make it up, §3.7);
+      // the rest just waits.
+      if (t.weight == Weight::Heavy && t.repeat != Repeat::Opening) out.held.push_back(i);
+      continue;
+    }
     if (t.weight == Weight::Heavy) {
       heavy_due.push_back(Due{i, slot});  // one heavy task at a time: chosen below
       continue;

@@ -70,10 +70,25 @@ struct Server {
 Server start(const std::string& bin, const std::string& model, const std::vector<std::string>& extra) {
   Server s;
   s.port = free_port();
-  std::vector<std::string> argv{bin,      "-m",        model,     "--host",       "127.0.0.1",
-                                "--port", std::to_string(s.port), "--alias",      "qwen3.6-35b-a3b",
-                                "--jinja", "--metrics", "--slots", "--parallel", "1",
-                                "-c",      "16384",     "-n",      "64",         "--override-kv",
+  std::vector<std::string> argv{bin,
+                                "-m",
+                                model,
+                                "--host",
+                                "127.0.0.1",
+                                "--port",
+                                std::to_string(s.port),
+                                "--alias",
+                                "qwen3.6-35b-a3b",
+                                "--jinja",
+                                "--metrics",
+                                "--slots",
+                                "--parallel",
+                                "1",
+                                "-c",
+                                "16384",
+                                "-n",
+                                "64",
+                                "--override-kv",
                                 "qwen3.context_length=int:16384"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   auto c = ChildProcess::spawn(argv);
@@ -111,7 +126,8 @@ TEST_CASE("a real llama-server: the same model twice is equivalent; a model whos
                      << ", " << entry("b", b.port) << ", " << entry("moved", moved.port) << "]}";
   // The baseline build twice (its noise floor), the others once each.
   for (const char* name : {"a", "a", "b", "moved"}) {
-    RunResult r = run_program({kSoakd, "probe", "--config", cfg, "--candidate", name, "--kind", "equivalence"}, kProbeMs);
+    RunResult r =
+        run_program({kSoakd, "probe", "--config", cfg, "--candidate", name, "--kind", "equivalence"}, kProbeMs);
     INFO(name << ": " << r.out << r.err);
     REQUIRE(r.exit_code != 2);  // ran (its answers are cut at -n 64: server_token_cap, still stored)
   }
