@@ -3,7 +3,9 @@
 // samples), then times `soakctl status` and `soakctl explain` against it and
 // reports the store's size per candidate-week. Prints figures; asserts nothing.
 //
-//   store_bench [DIR] [--candidates N] [--keep]
+//   store_bench [DIR] [--candidates N] [--keep] [--no-golden]
+// (--no-golden: without the golden set's runs, equivalence.enabled false, to
+// weigh what they add.)
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -60,13 +62,15 @@ int64_t file_size(const std::string& p) {
 int main(int argc, char** argv) {
   std::string dir = "/tmp/soakd-store-bench";
   int n = 10;
-  bool keep = false;
+  bool keep = false, golden = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--candidates" && i + 1 < argc)
       n = std::stoi(argv[++i]);
     else if (a == "--keep")
       keep = true;
+    else if (a == "--no-golden")
+      golden = false;
     else
       dir = a;
   }
@@ -92,7 +96,8 @@ int main(int argc, char** argv) {
              std::to_string(18000 + i) + "\"" + (i ? R"(, "baseline": "cand0")" : "") + "}";
   }
   std::string text = R"({"schedule": {"nightly_window": "now", "max_concurrent_canaries": )" + std::to_string(n) +
-                     R"(}, "candidates": [)" + cands + "]}";
+                     R"(}, )" + (golden ? "" : R"("defaults": {"equivalence": {"enabled": false}}, )") +
+                     R"("candidates": [)" + cands + "]}";
   auto cfg = parse_config(text, "bench.json", dir);
   if (!cfg) {
     std::fprintf(stderr, "%s\n", cfg.message().c_str());
@@ -165,9 +170,11 @@ int main(int argc, char** argv) {
 
   const int64_t bytes = file_size(db) + file_size(db + "-wal");
   const double weeks = static_cast<double>(clock.wall_ms() - start) / static_cast<double>(7 * kDay);
-  std::printf("generated in %.1f s (campaigns) + %.1f s (samples): %lld probe rows, %lld samples, %lld events\n",
-              gen_campaign_s, gen_samples_s, static_cast<long long>(max.probe), static_cast<long long>(samples),
-              static_cast<long long>(max.event));
+  std::printf(
+      "generated in %.1f s (campaigns) + %.1f s (samples): %lld probe rows, %lld samples, %lld events, %lld golden "
+      "answers\n",
+      gen_campaign_s, gen_samples_s, static_cast<long long>(max.probe), static_cast<long long>(samples),
+      static_cast<long long>(max.event), static_cast<long long>(max.golden));
   std::printf("store: %.1f MB for %d candidates over %.2f weeks = %.1f MB per candidate-week\n", bytes / 1e6, n, weeks,
               bytes / 1e6 / n / weeks);
 
