@@ -105,7 +105,10 @@ int main(int argc, char** argv) {
   }
   auto shared = std::make_shared<const Config>(std::move(*cfg));
   SimRunner runner(store, clock, host);
-  for (int i = 0; i < n; ++i) runner.at("cand" + std::to_string(i)).build = "b95" + std::to_string(i);
+  for (int i = 0; i < n; ++i) {
+    runner.at("cand" + std::to_string(i)).build = "b95" + std::to_string(i);
+    runner.at("cand" + std::to_string(i)).golden_steps = 64;  // the answers' length the golden set asks for
+  }
   Outbox outbox(store, clock, make_null_logger(), host);
   Campaigns camp(shared, Deps{store, outbox, clock, make_null_logger(), nullptr, host}, runner,
                  [](int64_t) { return 0; });

@@ -1,5 +1,5 @@
-// Same answers across builds against a REAL llama-server (docs/DESIGN.md
-// §3.13), when one is configured:
+// Same answers across builds (docs/DESIGN.md §3.13) against a REAL
+// llama-server, when one is configured:
 //   SOAKD_LLAMA_SERVER=/path/to/llama-server  (required, else the test is skipped)
 //   SOAKD_LLAMA_MODEL=/path/to/model.gguf     (default: ../shared/models/tiny-qwen3.gguf)
 // Three servers of the same binary on loopback: two with the model as it is,

@@ -296,9 +296,9 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
       }
       case TaskKind::GoldenStart:
       case TaskKind::GoldenEnd:
-        // The golden set (probes/golden_set.h): 32 greedy answers of 64 tokens
-        // with their top-5, every alternative a token of its own (the largest
-        // a stored answer gets at that length: store_bench measures with it).
+        // The golden set (probes/golden_set.h): 32 greedy answers of
+        // golden_steps tokens with their top-5, every alternative a token of
+        // its own (the largest a stored answer gets at that length).
         for (int i = 0; i < 32; ++i) {
           const std::string id = "factual/" + std::to_string(100 + i).substr(1);
           ProbeResult& r = add(ProbeKind::Equivalence, "equivalence/" + id);
@@ -308,7 +308,7 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
           a.prompt_id = id;
           a.text_hash = "sim-" + id;
           a.logprobs = LogprobShape::TopK;
-          for (int k = 0; k < 64; ++k) {
+          for (int k = 0; k < s.golden_steps; ++k) {
             TokenStep step;
             for (int j = 0; j < 5; ++j) {
               const int64_t tok = (i * 64 + k) * 5 + j;
