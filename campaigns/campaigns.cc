@@ -1,5 +1,6 @@
 #include "campaigns/campaigns.h"
 
+#include "probes/runtimes/catalog.h"
 #include "probes/served_state.h"
 
 #include <algorithm>
@@ -131,6 +132,9 @@ StoredRecipe Campaigns::stored_recipe(const Track& t, StageEnd end, int64_t now)
     if (auto c = choose_baseline(d_.store, t.baseline_id, t.stage->kind, t.stage->started_ms, now)) baseline = *c;
   StoredRecipe r = recipe_for(t, end, baseline, now);
   r.recipe.launch_cap = launch_cap_of(t);
+  if (r.recipe.equivalence &&
+      probes::builtin_runtime(t.cfg->runtime).dialect.grammar_logprobs == probes::GrammarLogprobs::BeforeGrammar)
+    r.recipe.equivalence->top1 = TopOneRule::UnconstrainedOnly;
   if (auto max = d_.store.max_ids()) r.rows.max_ids = *max;
   return r;
 }

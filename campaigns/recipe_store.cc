@@ -89,6 +89,24 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
   auto ev = store.events(eq);
   if (!ev) return ev.error();
   in.events = std::move(*ev);
+
+  // The golden answers the comparison stands on, as stored at judgment time.
+  if (r.equivalence) {
+    auto upto = [&](int64_t candidate_id) -> Result<std::vector<GoldenAnswerRow>> {
+      auto g = store.golden_answers(candidate_id);
+      if (!g) return g.error();
+      std::erase_if(*g, [&](const GoldenAnswerRow& a) { return a.id > sel.max_ids.golden; });
+      return g;
+    };
+    auto own = upto(r.candidate_id);
+    if (!own) return own.error();
+    in.golden = std::move(*own);
+    if (r.equivalence->reference_id && *r.equivalence->reference_id != r.candidate_id) {
+      auto ref = upto(*r.equivalence->reference_id);
+      if (!ref) return ref.error();
+      in.reference_golden = std::move(*ref);
+    }
+  }
   return in;
 }
 

@@ -8,6 +8,11 @@
 
 namespace soak {
 
+bool constrained_prompt(std::string_view prompt_id) {
+  const std::string_view kind = prompt_id.substr(0, prompt_id.find('/'));
+  return kind == kGoldenToolCallKind || kind == kGoldenJsonSchemaKind;
+}
+
 namespace {
 
 int64_t stored_logprob(double lp) {

@@ -35,6 +35,13 @@ void sort_top(TokenStep& s);
 enum class LogprobShape { None, TopK };
 std::string_view to_string(LogprobShape s);
 
+// A golden prompt's id is "<kind>/<n>" (probes/golden_set.h); these kinds
+// constrain the answer (a tool call's arguments, a JSON schema): the runtime
+// may sample under a grammar its logprobs do not show.
+inline constexpr std::string_view kGoldenToolCallKind = "tool_call";
+inline constexpr std::string_view kGoldenJsonSchemaKind = "json_schema";
+bool constrained_prompt(std::string_view prompt_id);
+
 // One golden prompt's greedy answer in one run.
 struct GoldenAnswer {
   std::string prompt_id;

@@ -6,7 +6,7 @@
 namespace soak {
 
 namespace {
-constexpr std::array<std::pair<TaskKind, std::string_view>, 11> kTaskNames{{
+constexpr std::array<std::pair<TaskKind, std::string_view>, 13> kTaskNames{{
     {TaskKind::Smoke, "smoke"},
     {TaskKind::Scrape, "scrape"},
     {TaskKind::Functional, "functional"},
@@ -18,6 +18,8 @@ constexpr std::array<std::pair<TaskKind, std::string_view>, 11> kTaskNames{{
     {TaskKind::Capacity, "capacity"},
     {TaskKind::PrefixReuse, "prefix_reuse"},
     {TaskKind::Warmup, "warmup"},
+    {TaskKind::GoldenStart, "golden_start"},
+    {TaskKind::GoldenEnd, "golden_end"},
 }};
 }  // namespace
 
@@ -55,7 +57,9 @@ std::vector<ProbeKind> probe_kinds_for(TaskKind task, WorkloadKind workload) {
       case TaskKind::LongContext:
       case TaskKind::Capacity:
       case TaskKind::Cancel:
-      case TaskKind::PrefixReuse: return {};
+      case TaskKind::PrefixReuse:
+      case TaskKind::GoldenStart:
+      case TaskKind::GoldenEnd: return {};
     }
     return {};
   }
@@ -75,6 +79,8 @@ std::vector<ProbeKind> probe_kinds_for(TaskKind task, WorkloadKind workload) {
     case TaskKind::SoakTraffic: return {ProbeKind::Agent};
     case TaskKind::PrefixReuse: return {ProbeKind::SharedPrefix};
     case TaskKind::Warmup: return {ProbeKind::Marker, ProbeKind::Stream};
+    case TaskKind::GoldenStart:
+    case TaskKind::GoldenEnd: return {ProbeKind::Equivalence};
   }
   return {};
 }

@@ -27,6 +27,8 @@ enum class TaskKind {
   SoakTraffic,  // soak: one lower-rate agent-like turn
   PrefixReuse,  // canary: cold, warm, then prefix turns 1-3 on the shared system prompt
   Warmup,       // a managed or first candidate's canary opens with it: pages the model in; never compared
+  GoldenStart,  // the golden set once, at the canary's start (after any warm-up), alone on the runtime
+  GoldenEnd,    // the golden set once, at the canary's and the soak's end, alone on the runtime
 };
 std::string_view to_string(TaskKind k);
 std::optional<TaskKind> parse_task_kind(std::string_view s);
@@ -44,10 +46,11 @@ std::optional<TaskKind> parse_task_kind(std::string_view s);
 //   agent, soak_traffic   agent (one turn of the candidate's agent session)
 //   prefix_reuse  shared_prefix
 //   warmup        marker, stream (short completions: the weights paged in before anything is timed)
+//   golden_start, golden_end   equivalence (the golden set's greedy answers, docs/DESIGN.md §3.13)
 // A pooling candidate (WorkloadKind embedding / rerank) is never sent a chat
 // probe: its smoke is health + its pooling probe, functional, agent and soak
 // traffic and warmup run the pooling probe, burst runs pooling bursts, scrape is as for
-// chat, and long context, capacity, cancel and prefix reuse run nothing.
+// chat, and long context, capacity, cancel, prefix reuse and the golden set run nothing.
 std::vector<ProbeKind> probe_kinds_for(TaskKind task, WorkloadKind workload = WorkloadKind::Chat);
 // The pooling probe of a pooling workload (Embeddings / Rerank); nullopt for chat.
 std::optional<ProbeKind> pooling_probe(WorkloadKind workload);

@@ -344,6 +344,7 @@ struct MetricEvidence {
 // bounds a judgment keeps so a later read selects exactly the rows it saw.
 struct RowMaxIds {
   int64_t probe = 0, host_sample = 0, process_sample = 0, event = 0;
+  int64_t golden = 0;  // golden_answers
 };
 
 struct VerdictRow {

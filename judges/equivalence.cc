@@ -142,7 +142,8 @@ double topk_kl(const std::vector<TokenChoice>& p, const std::vector<TokenChoice>
   return std::isfinite(kl) ? std::max(0.0, kl) : 0;
 }
 
-PromptComparison compare_answers(const GoldenAnswer& a, const GoldenAnswer& b, const EquivalenceSettings& rules) {
+PromptComparison compare_answers(const GoldenAnswer& a, const GoldenAnswer& b, const EquivalenceSettings& rules,
+                                 TopOneRule top1) {
   PromptComparison c;
   c.prompt_id = a.prompt_id;
   if (a.steps.empty() || b.steps.empty()) {
@@ -165,8 +166,10 @@ PromptComparison compare_answers(const GoldenAnswer& a, const GoldenAnswer& b, c
   if (c.compared_positions > 0)
     c.top1_agreement = static_cast<double>(agree) / static_cast<double>(c.compared_positions);
 
-  c.not_top1 = first_not_top1(a, 'a', rules.max_fork_margin);
-  if (!c.not_top1) c.not_top1 = first_not_top1(b, 'b', rules.max_fork_margin);
+  if (top1 == TopOneRule::AllPrompts || !constrained_prompt(a.prompt_id)) {
+    c.not_top1 = first_not_top1(a, 'a', rules.max_fork_margin);
+    if (!c.not_top1) c.not_top1 = first_not_top1(b, 'b', rules.max_fork_margin);
+  }
 
   const bool forked = i < n || a.steps.size() != b.steps.size();
   if (forked) {
@@ -201,7 +204,7 @@ PromptComparison compare_answers(const GoldenAnswer& a, const GoldenAnswer& b, c
 }
 
 EquivalenceResult compare_runs(const GoldenRun& a, const GoldenRun& b, const EquivalenceSettings& rules,
-                               const std::optional<NoiseFloor>& floor) {
+                               const std::optional<NoiseFloor>& floor, TopOneRule top1) {
   EquivalenceResult r;
   std::map<std::string, const GoldenAnswer*> in_b;
   for (const GoldenAnswer& x : b.answers) in_b.emplace(x.prompt_id, &x);
@@ -218,7 +221,7 @@ EquivalenceResult compare_runs(const GoldenRun& a, const GoldenRun& b, const Equ
       r.prompts.push_back(std::move(c));
       continue;
     }
-    PromptComparison c = compare_answers(x, *it->second, rules);
+    PromptComparison c = compare_answers(x, *it->second, rules, top1);
     ++compared;
     r.positions += c.compared_positions;
     kl_sum += c.kl_sum;
@@ -266,8 +269,9 @@ EquivalenceResult compare_runs(const GoldenRun& a, const GoldenRun& b, const Equ
   return r;
 }
 
-NoiseFloor noise_floor(const GoldenRun& first, const GoldenRun& second, const EquivalenceSettings& rules) {
-  const EquivalenceResult r = compare_runs(first, second, rules, std::nullopt);
+NoiseFloor noise_floor(const GoldenRun& first, const GoldenRun& second, const EquivalenceSettings& rules,
+                       TopOneRule top1) {
+  const EquivalenceResult r = compare_runs(first, second, rules, std::nullopt, top1);
   NoiseFloor f;
   double kl_sum = 0;
   for (const PromptComparison& c : r.prompts) {

@@ -100,16 +100,26 @@ struct EquivalenceResult {
   std::string summary() const;       // one line: verdict, counts, KL against its threshold
 };
 
+// Which prompts the not-top-1 rule applies to. A runtime that reports its
+// logprobs before a grammar constrains the sample (llama-server's
+// populate_token_probs reads the raw logits unless post_sampling_probs,
+// tools/server/server-context.cpp) shows a constrained answer's token (a tool
+// call, a JSON schema: core/golden.h constrained_prompt) below a top-1 the
+// grammar had ruled out: that is the grammar, not a sampler that is not greedy.
+enum class TopOneRule { AllPrompts, UnconstrainedOnly };
+
 // One prompt's answers compared; `rules` decide Fork against NearTie and NotTop1.
-PromptComparison compare_answers(const GoldenAnswer& a, const GoldenAnswer& b, const EquivalenceSettings& rules);
+PromptComparison compare_answers(const GoldenAnswer& a, const GoldenAnswer& b, const EquivalenceSettings& rules,
+                                 TopOneRule top1 = TopOneRule::AllPrompts);
 
 // Two runs compared under the rules and the noise floor (nullopt: a floor of
 // zero). `a` is the reference: the baseline's run, or the earlier one.
 EquivalenceResult compare_runs(const GoldenRun& a, const GoldenRun& b, const EquivalenceSettings& rules,
-                               const std::optional<NoiseFloor>& floor);
+                               const std::optional<NoiseFloor>& floor, TopOneRule top1 = TopOneRule::AllPrompts);
 
 // The noise floor of two runs of one build (its canary's start and end).
-NoiseFloor noise_floor(const GoldenRun& first, const GoldenRun& second, const EquivalenceSettings& rules);
+NoiseFloor noise_floor(const GoldenRun& first, const GoldenRun& second, const EquivalenceSettings& rules,
+                       TopOneRule top1 = TopOneRule::AllPrompts);
 
 // KL(p || q) over p's top-k tokens plus one tail bucket holding the mass
 // neither lists (exposed for tests). A token of p's top-k that q does not list

@@ -314,7 +314,7 @@ void judge_floors(const Context& c, Judgement& j) {
   const SloSettings& slo = *c.in.recipe.slo;
   // The canary's warm-up pages the model in: its first answers may be slow by
   // design, so no floor reads them (their failures still count elsewhere).
-  const std::vector<const ProbeResult*> timed = past_warmup(c.cand);
+  const std::vector<const ProbeResult*> timed = measured_rows(c.cand);
   decode_floor(c, timed, j, slo);
   ttft_floor(c, timed, j, slo);
   short_wall_floor(c, timed, j, slo);

@@ -99,8 +99,10 @@ std::string locator_label(const Locator& l);  // "<workload>{cache=...,...}"
 using Pools = std::map<Locator, std::vector<const ProbeResult*>>;
 Pools pool_rows(const std::vector<const ProbeResult*>& rows);
 // `rows` without a canary warm-up's (core/tasks.h TaskKind::Warmup): they
-// measure the model's page-in, not the build, and never enter a comparison.
-std::vector<const ProbeResult*> past_warmup(const std::vector<const ProbeResult*>& rows);
+// measure the model's page-in, not the build, and never enter a comparison;
+// nor do the golden set's (ProbeKind::Equivalence): their answers are
+// compared, not their speed (no prompt cache, two runs a stage).
+std::vector<const ProbeResult*> measured_rows(const std::vector<const ProbeResult*>& rows);
 
 // ---- per-row figures -----------------------------------------------------------
 bool counts_against(const ProbeResult& r);  // runtime failure (not clean, not harness)
@@ -206,9 +208,10 @@ void judge_long_context(const Context& c, Judgement& j);  // judges/context.cc
 void judge_capacity(const Context& c, Judgement& j);      // judges/context.cc
 // context_exceeded where the runtime's own context (the row's, else the stage's) does not exceed the prompt.
 bool beyond_reach(const ProbeResult& r, std::optional<int64_t> stage_ctx);  // judges/context.cc
-void judge_rounds(const Context& c, Judgement& j);      // judges/rounds.cc: gate and soak, per size and round
-void judge_answers(const Context& c, Judgement& j);     // judges/answers.cc: loops, completion length
-void judge_heavy_work(const Context& c, Judgement& j);  // judges/heavy_work.cc
+void judge_rounds(const Context& c, Judgement& j);       // judges/rounds.cc: gate and soak, per size and round
+void judge_answers(const Context& c, Judgement& j);      // judges/answers.cc: loops, completion length
+void judge_heavy_work(const Context& c, Judgement& j);   // judges/heavy_work.cc
+void judge_equivalence(const Context& c, Judgement& j);  // judges/same_answers.cc: the golden set (canary, soak)
 // An agent-session turn (probes/session.h): its tool calls are judged per
 // context band (judges/session.cc), not in the hard ratio classes.
 bool is_session_row(const ProbeResult& r);

@@ -431,6 +431,7 @@ VerdictRow judge_stage(const JudgeInput& in) {
       judge_capacity(c, j);
       judge_prefix_reuse(c, j);
       judge_pooling_rps(c, j);
+      judge_equivalence(c, j);
       break;
     case StageKind::Gate:
       gate_completed(c, j);
@@ -442,6 +443,7 @@ VerdictRow judge_stage(const JudgeInput& in) {
       failure_ratio(c, j);
       judge_rounds(c, j);
       judge_session(c, j);
+      judge_equivalence(c, j);
       break;
   }
   judge_answers(c, j);

@@ -72,6 +72,7 @@
 #include "core/config.h"
 #include "core/tasks.h"
 #include "core/types.h"
+#include "judges/equivalence.h"
 #include "judges/floors.h"
 #include "judges/heavy_work.h"
 
@@ -88,8 +89,11 @@ namespace soak {
 // hot for more than a quarter of them inconclusive; a canary warm-up's rows never compared;
 // judge-6: the sequential test also watches the agent session's tool-call bands, a latency-SLO
 // miss ratio against a history baseline's p95 and the canary's failures beside its interleaved
-// baseline (paired), and looks at a burst's members as one batch by group id.
-inline constexpr std::string_view kJudgeVersion = "judge-6";
+// baseline (paired), and looks at a burst's members as one batch by group id;
+// judge-7: the golden set (docs/DESIGN.md §3.13): a canary's answers against the baseline's
+// stored runs and a soak's against its canary's, a changed answer failing the stage; the
+// golden set's rows stay out of the speed comparisons and floors.
+inline constexpr std::string_view kJudgeVersion = "judge-7";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,
 // stored history of the baseline candidate, or no baseline at all.
@@ -118,6 +122,21 @@ bool perf_judged(ProbeKind k);
 // Whether soakd launched the candidate's runtime (docs/DESIGN.md §4.8): then
 // its process ending during the stage (a process_gone event) is a hard failure.
 enum class Supervision { Unmanaged, Managed };
+
+// What a canary's or soak's golden-set comparison stands on (judges/same_answers.cc):
+//   canary  this stage's last run against the reference's latest stored run of
+//           the same set (the baseline build's: its runtime need not be up),
+//           the noise floor this stage's first and last runs;
+//   soak    this stage's last run against the candidate's own latest earlier
+//           stage's runs (its canary: drift over the week), the noise floor
+//           that stage's first and last runs.
+// A reference without a stored run skips the rule with a note, never a failure.
+struct EquivalenceRecipe {
+  EquivalenceSettings rules;            // max_fork_margin, kl_factor, min_kl (enabled is implied)
+  std::optional<int64_t> reference_id;  // canary: the baseline candidate row (none: a first build); soak: the candidate
+  TopOneRule top1 = TopOneRule::AllPrompts;  // the runtime's logprobs come before its grammar: UnconstrainedOnly
+  bool operator==(const EquivalenceRecipe&) const = default;
+};
 
 struct JudgeRecipe {
   StageKind stage = StageKind::Smoke;
@@ -177,6 +196,10 @@ struct JudgeRecipe {
   // Heavy tasks that waited for the host's heavy gate (none in recipes stored
   // before the rule, and none when nothing waited).
   std::vector<HeavyWait> heavy_waits;
+  // The golden-set comparison (docs/DESIGN.md §3.13): nullopt when the stage
+  // runs no golden set (smoke, gate, a pooling candidate, equivalence.enabled
+  // off, recipes stored before the rule).
+  std::optional<EquivalenceRecipe> equivalence;
 };
 
 struct JudgeInput {
@@ -191,6 +214,11 @@ struct JudgeInput {
   // an interleaved baseline's).
   std::vector<HostSample> baseline_host_samples;
   std::vector<Event> events;
+  // Golden answers (recipe.equivalence): every stored answer of the candidate
+  // (its earlier stages' are a soak's reference) and of the reference when it
+  // is another candidate row (the canary's baseline), id order.
+  std::vector<GoldenAnswerRow> golden;
+  std::vector<GoldenAnswerRow> reference_golden;
 
   // What smoke must have seen clean at least once: what a smoke pass runs
   // (build_judge_input sets it for the recipe's workload).

@@ -142,11 +142,11 @@ std::string locator_label(const Locator& l) {
   return s;
 }
 
-std::vector<const ProbeResult*> past_warmup(const std::vector<const ProbeResult*>& rows) {
+std::vector<const ProbeResult*> measured_rows(const std::vector<const ProbeResult*>& rows) {
   static const std::string warmup(to_string(TaskKind::Warmup));
   std::vector<const ProbeResult*> out;
   for (const ProbeResult* r : rows)
-    if (r->task != warmup) out.push_back(r);
+    if (r->task != warmup && r->kind != ProbeKind::Equivalence) out.push_back(r);
   return out;
 }
 

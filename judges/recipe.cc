@@ -105,6 +105,13 @@ std::string recipe_to_json(const StoredRecipe& stored) {
                   {"min_recovery_ratio", a.min_recovery_ratio}};
   }
   floors_to_json(r.slo, r.launch_cap, j);  // only when they apply
+  if (r.equivalence) {
+    const EquivalenceRecipe& e = *r.equivalence;
+    j["equivalence"] = {
+        {"max_fork_margin", e.rules.max_fork_margin}, {"kl_factor", e.rules.kl_factor}, {"min_kl", e.rules.min_kl}};
+    opt_to(j["equivalence"], "reference_id", e.reference_id);
+    j["equivalence"]["top1"] = e.top1 == TopOneRule::AllPrompts ? "all_prompts" : "unconstrained_only";
+  }
   j["since_ms"] = rows.since_ms;
   j["until_ms"] = rows.until_ms;
   j["baseline_since_ms"] = rows.baseline_since_ms;
@@ -113,6 +120,7 @@ std::string recipe_to_json(const StoredRecipe& stored) {
                   {"host_sample", rows.max_ids.host_sample},
                   {"process_sample", rows.max_ids.process_sample},
                   {"event", rows.max_ids.event}};
+  if (r.equivalence) j["max_ids"]["golden"] = rows.max_ids.golden;
   return j.dump();
 }
 
@@ -190,6 +198,19 @@ Result<StoredRecipe> recipe_from_json(const std::string& s) {
       r.agent.min_recovery_ratio = a.at("min_recovery_ratio").get<double>();
     }
     floors_from_json(j, r.slo, r.launch_cap);
+    if (j.contains("equivalence")) {
+      const auto& e = j.at("equivalence");
+      EquivalenceRecipe eq;
+      eq.rules.max_fork_margin = e.at("max_fork_margin").get<double>();
+      eq.rules.kl_factor = e.at("kl_factor").get<double>();
+      eq.rules.min_kl = e.at("min_kl").get<double>();
+      eq.reference_id = opt_from<int64_t>(e, "reference_id");
+      const auto top1 = e.at("top1").get<std::string>();
+      if (top1 != "all_prompts" && top1 != "unconstrained_only")
+        return make_error("judge input has an unknown equivalence top1 rule \"" + top1 + "\"");
+      eq.top1 = top1 == "all_prompts" ? TopOneRule::AllPrompts : TopOneRule::UnconstrainedOnly;
+      r.equivalence = eq;
+    }
     rows.since_ms = j.at("since_ms").get<int64_t>();
     rows.until_ms = j.at("until_ms").get<int64_t>();
     rows.baseline_since_ms = j.at("baseline_since_ms").get<int64_t>();
@@ -199,6 +220,7 @@ Result<StoredRecipe> recipe_from_json(const std::string& s) {
     rows.max_ids.host_sample = m.at("host_sample").get<int64_t>();
     rows.max_ids.process_sample = m.at("process_sample").get<int64_t>();
     rows.max_ids.event = m.at("event").get<int64_t>();
+    rows.max_ids.golden = m.value("golden", int64_t{0});
     return stored;
   } catch (const json::exception& e) {
     return make_error(std::string("judge input is malformed: ") + e.what());

@@ -71,8 +71,8 @@ ThermalSplit leave_out_hot(const std::vector<const ProbeResult*>& rows, const st
 CoolRows cool_rows(const Context& c) {
   const bool history = c.in.recipe.baseline_mode == BaselineMode::History;
   const auto& base_samples = history ? c.in.baseline_host_samples : c.in.host_samples;
-  return CoolRows{leave_out_hot(past_warmup(c.cand), c.in.host_samples),
-                  leave_out_hot(past_warmup(c.base), base_samples)};
+  return CoolRows{leave_out_hot(measured_rows(c.cand), c.in.host_samples),
+                  leave_out_hot(measured_rows(c.base), base_samples)};
 }
 
 void judge_thermal(const Context& c, const ThermalSplit& cand, const ThermalSplit& base, Judgement& j) {

@@ -125,8 +125,8 @@ std::string_view to_string(GoldenKind k) {
   switch (k) {
     case GoldenKind::Factual: return "factual";
     case GoldenKind::Code: return "code";
-    case GoldenKind::ToolCall: return "tool_call";
-    case GoldenKind::JsonSchema: return "json_schema";
+    case GoldenKind::ToolCall: return kGoldenToolCallKind;
+    case GoldenKind::JsonSchema: return kGoldenJsonSchemaKind;
     case GoldenKind::Context: return "context";
   }
   return "factual";
@@ -164,13 +164,13 @@ std::vector<GoldenPrompt> golden_set(uint64_t seed) {
   for (int i = 0; i < kGoldenToolCall; ++i) {
     const auto& [city, country] = kCities[cities[static_cast<size_t>(i)]];
     const std::string_view unit = splitmix64(units) % 2 ? "celsius" : "fahrenheit";
-    add(GoldenKind::ToolCall, "tool_call/" + two_digits(i),
+    add(GoldenKind::ToolCall, std::string(to_string(GoldenKind::ToolCall)) + "/" + two_digits(i),
         fill("What is the weather in {}, {}, in {}? Use the tool.", {city, country, unit}));
   }
 
   const auto builds = draw(seed ^ kJsonStream, kBuilds.size(), kGoldenJsonSchema);
   for (int i = 0; i < kGoldenJsonSchema; ++i)
-    add(GoldenKind::JsonSchema, "json_schema/" + two_digits(i),
+    add(GoldenKind::JsonSchema, std::string(to_string(GoldenKind::JsonSchema)) + "/" + two_digits(i),
         fill("Report the status of the {} build as JSON: whether it is ok, its level (low, medium or high) and a "
              "short note.",
              {kBuilds[builds[static_cast<size_t>(i)]]}));

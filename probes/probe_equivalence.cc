@@ -47,14 +47,18 @@ class EquivalenceStep final : public Step {
     });
   }
 
-  // A clean answer's steps go on the row; thinking that ran though it was
-  // asked off is said on the row (its answer is still compared).
+  // A clean answer's steps go on the row, and so do those of an answer the
+  // server cut at its own default cap (server_token_cap): that is the answer
+  // as far as the server let it run, cut alike on every run of one launch
+  // (the stage fails on the cap anyway, §2.2; `soakctl equivalence` can still
+  // compare). Thinking that ran though it was asked off is said on the row
+  // (its answer is still compared).
   void note_answer(const GoldenPrompt& p, ProbeResult& r, const ExchangeResult& x) {
     auto extra = ojson::parse(r.extra_json.empty() ? "{}" : r.extra_json, nullptr, false);
     if (extra.is_discarded() || !extra.is_object()) extra = ojson::object();
     extra["golden_run"] = run_;
     extra["thinking_off_held"] = x.chat.reasoning.empty();
-    if (r.outcome == Outcome::Clean) {
+    if (r.outcome == Outcome::Clean || r.outcome == Outcome::ServerTokenCap) {
       if (auto a = read_golden_answer(jsonf::parse_object(x.transfer.body), p.id)) {
         GoldenAnswerRow g = golden_row(*a);
         g.run = run_;

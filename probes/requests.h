@@ -64,6 +64,12 @@ enum class TopK {
 // runtime's prompt-cache switch: the golden set's greedy answers
 // (probes/golden_set.h) ask for both the same way on every run.
 enum class Logprobs { TopLogprobs, None };
+// Where a runtime's logprobs come from when a grammar constrains the sample (a
+// tool call, a JSON schema): after it (the sampler's own candidates), or before
+// it (the raw logits; llama-server's populate_token_probs unless
+// post_sampling_probs, tools/server/server-context.cpp), when a constrained
+// answer's token may rank below a top-1 the grammar ruled out.
+enum class GrammarLogprobs { AfterGrammar, BeforeGrammar };
 enum class PromptCacheSwitch {
   None,
   CachePromptField,  // "cache_prompt": false (llama.cpp: results may differ with the cache on)
@@ -79,6 +85,7 @@ struct RequestDialect {
   // that one reports its figures (LM Studio /api/v0: `stats`).
   std::string_view chat_path = kChatCompletionsPath;
   Logprobs logprobs = Logprobs::TopLogprobs;
+  GrammarLogprobs grammar_logprobs = GrammarLogprobs::AfterGrammar;
   PromptCacheSwitch prompt_cache = PromptCacheSwitch::None;
 };
 

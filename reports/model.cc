@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "judges/same_answers.h"
 #include "judges/views.h"
 #include "reports/html.h"
 
@@ -345,6 +346,31 @@ Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow&
     }
   } else {
     rep.notes.push_back("no judged canary yet: no comparison with the baseline");
+  }
+
+  // The latest golden-set comparison: the soak's when it was judged, else the canary's.
+  for (const char* stage : {"soak", "canary"}) {
+    auto it = per_stage.find(stage);
+    const JudgedStage* j = it != per_stage.end() ? input_of(it->second) : nullptr;
+    if (!j) continue;
+    const auto g = compare_golden(j->input.recipe, j->input.golden, j->input.reference_golden);
+    if (!g) continue;
+    GoldenTable t;
+    t.stage = stage;
+    t.skipped = g->skipped;
+    if (g->result) {
+      t.compared = "run " + g->run + " against " + g->reference + " run " + g->reference_run + ", noise floor " +
+                   (g->floor ? "from " + g->floor_from : std::string("zero (one run only)"));
+      t.summary = g->result->summary();
+      for (const PromptComparison& p : g->result->prompts) {
+        GoldenPromptRow row{p.prompt_id, std::string(to_string(p.status)), false, describe(p)};
+        for (const auto& m : j->recomputed.metrics)
+          if (m.metric == "equivalence/" + p.prompt_id && m.result == MetricResult::Fail) row.fails = true;
+        t.prompts.push_back(std::move(row));
+      }
+    }
+    rep.golden = std::move(t);
+    break;
   }
 
   // Memory over the soak (or the latest stage): the soak judge's own samples when it judged.

@@ -139,6 +139,23 @@ struct JudgedView {
   std::string recomputed;         // its state and reason when it differs
 };
 
+// The latest golden-set comparison (judges/same_answers.h): the stage that
+// made it, what was compared, and each prompt's status, from the judge's own
+// input. `skipped` says why nothing was compared.
+struct GoldenPromptRow {
+  std::string prompt_id;
+  std::string status;  // judges/equivalence.h PromptStatus names
+  bool fails = false;  // a failing metric of the verdict
+  std::string detail;  // the fork (position, both tokens, both margins), or the not-top-1 token
+};
+struct GoldenTable {
+  std::string stage;  // "canary" | "soak"
+  std::string skipped;
+  std::string compared;  // "run x against the baseline (candidate row 3) run y, noise floor from ..."
+  std::string summary;   // the comparison's one line
+  std::vector<GoldenPromptRow> prompts;
+};
+
 struct CandidateReport {
   CandidateRow candidate;
   std::optional<CandidateRow> baseline;
@@ -157,6 +174,7 @@ struct CandidateReport {
   std::optional<int64_t> context_reach;
   std::vector<BurstPoint> bursts;
   std::vector<SpeedChart> speed;         // each speed figure over the whole campaign
+  std::optional<GoldenTable> golden;     // the latest judged canary's or soak's golden set
   std::vector<ProbeResult> rows;         // cited by a reason, or failures (capped); by id
   std::vector<Event> events;             // every event of the timeline, by id
   std::set<int64_t> row_ids, event_ids;  // what the tables have anchors for

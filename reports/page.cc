@@ -278,6 +278,25 @@ MetricText metric_text(const MetricEvidence& m) {
   return t;
 }
 
+namespace {
+
+// The golden set's prompts × status for the latest comparison (docs/DESIGN.md §3.13).
+std::string golden_section(const CandidateReport& r) {
+  std::string s = "<section id=\"golden-section\"><h2 id=\"golden\">Same answers (golden set)</h2>\n";
+  if (!r.golden) return s + "<p>No judged canary or soak ran the golden set.</p></section>\n";
+  const GoldenTable& g = *r.golden;
+  if (!g.skipped.empty()) return s + "<p>The " + escape(g.stage) + ": " + escape(g.skipped) + ".</p></section>\n";
+  s += "<p class=\"sub\">The " + escape(g.stage) + ": " + escape(g.compared) + ".<br>" + escape(g.summary) +
+       "</p>\n<table class=\"golden\"><tr><th>prompt</th><th>status</th><th>detail</th></tr>\n";
+  for (const auto& p : g.prompts)
+    s += "<tr" + std::string(p.fails ? " class=\"r-fail\"" : "") + "><td class=\"mono\">" + escape(p.prompt_id) +
+         "</td><td>" + escape(p.status) + (p.fails ? " (fails)" : "") + "</td><td class=\"mono\">" +
+         escape(p.status == "equal" ? std::string() : p.detail) + "</td></tr>\n";
+  return s + "</table></section>\n";
+}
+
+}  // namespace
+
 std::string render_candidate(const CandidateReport& r) {
   const CandidateRow& c = r.candidate;
   std::string s = head("soakd: " + c.name + " at " + c.build);
@@ -290,7 +309,7 @@ std::string render_candidate(const CandidateReport& r) {
   s += "<nav class=\"sub\"><a href=\"#verdict\">verdict</a> · <a href=\"#timeline\">timeline</a> · <a "
        "href=\"#memory\">memory</a> · "
        "<a href=\"#pressure\">pressure</a> · <a href=\"#perf\">candidate vs baseline</a> · <a "
-       "href=\"#speed\">speed</a> · <a href=\"#ladder\">long "
+       "href=\"#speed\">speed</a> · <a href=\"#golden\">same answers</a> · <a href=\"#ladder\">long "
        "context</a> · <a href=\"#bursts\">bursts</a> · <a href=\"#argument\">argument</a> · <a href=\"#rows\">rows</a> "
        "· <a href=\"#events\">events</a></nav>\n";
   s += verdict_section(r);
@@ -317,7 +336,7 @@ std::string render_candidate(const CandidateReport& r) {
          std::to_string(r.pressure->thermal_samples) +
          " host samples (highest: " + escape(to_string(r.pressure->thermal_worst)) +
          "); timed rows measured above nominal are left out of the comparisons.</p>\n";
-  s += "</section>\n" + perf_section(r) + speed_section(r);
+  s += "</section>\n" + perf_section(r) + speed_section(r) + golden_section(r);
   s += "<section id=\"ladder-section\"><h2 id=\"ladder-h\">Long context</h2>\n";
   s += r.ladder.empty() ? std::string("<p>No long-context rows.</p>") : ladder_svg(r.ladder, r.context_reach);
   s += "</section>\n<section id=\"bursts-section\"><h2 id=\"bursts-h\">Bursts</h2>\n";

@@ -74,13 +74,31 @@ void due_now(Track& t, const StepInputs& in, int64_t now, Transition& tr) {
 }
 
 // Heavy tasks of the plan that waited for the host's heavy gate and have not
-// run once in this stage.
+// run once in this stage (a closing task waits at the end by design).
 std::vector<size_t> heavy_starved(const Track& t) {
   std::vector<size_t> out;
   for (size_t i = 0; i < t.plan.tasks.size() && i < t.tasks.size(); ++i)
-    if (t.plan.tasks[i].weight == Weight::Heavy && t.tasks[i].runs == 0 && !t.tasks[i].running && t.tasks[i].waits > 0)
+    if (t.plan.tasks[i].weight == Weight::Heavy && t.plan.tasks[i].repeat != Repeat::Closing && t.tasks[i].runs == 0 &&
+        !t.tasks[i].running && t.tasks[i].waits > 0)
       out.push_back(i);
   return out;
+}
+
+// The stage is at its end and nothing of it runs: its closing task (the
+// golden set) runs now, alone, or waits for the host's heavy gate (and, like
+// any traffic, for another candidate's canary measuring).
+void closing_now(Track& t, const StepInputs& in, size_t task, int64_t now, Transition& tr) {
+  if (in.frozen) return;
+  if (in.heavy == HeavyGate::Busy || in.hold_traffic) {
+    hold(t, {task}, now, tr);
+    return;
+  }
+  if (const auto& since = t.tasks[task].waiting_since_ms)
+    wait_event(t, task, WaitPhase::Ended, now, std::max<int64_t>(0, now - *since), tr);
+  const Due d{task, 0};
+  mark_started(t.tasks, d, now);
+  t.last_heavy_start_ms = now;
+  tr.dispatch.push_back(d);
 }
 
 // Out of time: what is still running is cut first (recorded as cancelled by the
@@ -267,7 +285,13 @@ Transition step_stage(Track& t, const StepInputs& in, int64_t now) {
         due_now(t, in, now, tr);
         break;
       }
-      if (!in.busy) tr.judge = StageEnd::Completed;
+      if (in.busy) break;
+      // The golden set's end run, alone on the runtime, before the judgment.
+      if (const auto closing = closing_due(t.plan, t.tasks)) {
+        closing_now(t, in, *closing, now, tr);
+        break;
+      }
+      tr.judge = StageEnd::Completed;
       break;
     }
     case StageClock::DeadlineHit: at_end(in, StageEnd::TimedOut, tr); break;
@@ -449,6 +473,18 @@ StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<Baseli
     if (t.stage->kind == StageKind::Canary && p.for_row == t.row->id) r.baseline_note = p.note;
   }
   r.cache_cap_mib = cache_cap_of(t.row->fingerprint);
+  // The golden set, where the plan runs it (a chat canary or soak with
+  // equivalence.enabled): the canary against the baseline build's stored
+  // runs, the soak against its own canary's (docs/DESIGN.md §3.13).
+  const bool golden = std::any_of(t.plan.tasks.begin(), t.plan.tasks.end(), [](const TaskSpec& spec) {
+    return spec.kind == TaskKind::GoldenStart || spec.kind == TaskKind::GoldenEnd;
+  });
+  if (golden) {
+    EquivalenceRecipe e;
+    e.rules = s.equivalence;
+    e.reference_id = t.stage->kind == StageKind::Soak ? std::optional<int64_t>(t.row->id) : t.baseline_id;
+    r.equivalence = e;
+  }
   return stored;
 }
 

@@ -178,7 +178,8 @@ Transition end_campaign(Track& t, VerdictState state, const std::string& reason,
 
 // The judge's recipe for the running stage, its rows bounded by the stage start
 // and `now`; a canary's baseline rows per `baseline` (none: no choice could be
-// made). rows.max_ids is left to the caller (the store's, at judgment time).
+// made). rows.max_ids is left to the caller (the store's, at judgment time),
+// and so is the equivalence block's top-1 rule (the runtime's to say).
 StoredRecipe recipe_for(const Track& t, StageEnd end, const std::optional<BaselineChoice>& baseline, int64_t now);
 
 // After a restart: the running stage as stored, its task states rebuilt from

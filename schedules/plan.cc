@@ -32,6 +32,12 @@ StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind work
       // Last, so the heartbeat keeps its index; Opening makes it run first.
       if (warmup == Warmup::Opening)
         p.tasks.push_back(TaskSpec{TaskKind::Warmup, Repeat::Opening, 0, 0, Weight::Heavy});
+      // The golden set at the start (after the warm-up: the weights paged in)
+      // and at the end: the build against itself is the noise floor.
+      if (s.equivalence.enabled == EquivalenceSwitch::On) {
+        p.tasks.push_back(TaskSpec{TaskKind::GoldenStart, Repeat::Opening, 0, 0, Weight::Heavy});
+        p.tasks.push_back(TaskSpec{TaskKind::GoldenEnd, Repeat::Closing, 0, 0, Weight::Heavy});
+      }
       p.heartbeat = 0;
       break;
     case StageKind::Gate:
@@ -47,6 +53,9 @@ StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind work
                  periodic(TaskKind::LongContext, c.soak_heavy_ms, Weight::Heavy),
                  periodic(TaskKind::Burst, c.soak_heavy_ms, Weight::Heavy),
                  periodic(TaskKind::Capacity, c.soak_heavy_ms, Weight::Heavy)};
+      // Drift over the week: the golden set again, against the canary's runs.
+      if (s.equivalence.enabled == EquivalenceSwitch::On)
+        p.tasks.push_back(TaskSpec{TaskKind::GoldenEnd, Repeat::Closing, 0, 0, Weight::Heavy});
       p.heartbeat = 0;
       break;
   }
@@ -63,32 +72,34 @@ DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int
     if (!out.next_wake_ms || t < *out.next_wake_ms) out.next_wake_ms = t;
   };
   const int64_t elapsed = std::max<int64_t>(0, now_ms - stage_started_ms);
-  // An opening task not yet ended holds everything else (it is heavy: alone
-  // on the host). While it is held for another candidate's heavy work, the
-  // heartbeat still reads the runtime's health: a wait of an hour must not
-  // leave the stage without one.
+  // An opening task not yet ended holds everything but the heartbeat (it is
+  // heavy: alone on the host; the heartbeat's health and scrape send no
+  // inference request). The heartbeat goes on reading the runtime's health
+  // while the opening task waits for another candidate's heavy work (a wait
+  // of an hour must not leave the stage without one) and while it runs (the
+  // golden set's run takes minutes on a slow build).
   bool held_opening = false;
+  std::optional<Due> opening;
   for (size_t i = 0; i < plan.tasks.size() && i < states.size(); ++i) {
     if (plan.tasks[i].repeat != Repeat::Opening || states[i].runs > 0) continue;
-    if (states[i].running) return out;  // its completion wakes the scheduler
-    if (heavy == HeavyGate::Free) {
-      out.due.push_back(Due{i, 0});
-      return out;
-    }
-    out.held.push_back(i);
     held_opening = true;
+    if (states[i].running) break;  // its completion wakes the scheduler
+    if (heavy == HeavyGate::Free)
+      opening = Due{i, 0};
+    else
+      out.held.push_back(i);
     break;
   }
   std::vector<Due> heavy_due;
   for (size_t i = 0; i < plan.tasks.size() && i < states.size(); ++i) {
     const TaskSpec& t = plan.tasks[i];
     const TaskState& st = states[i];
-    if (held_opening && i != plan.heartbeat) continue;
     if (st.running) continue;  // its completion wakes the scheduler
     bool is_due = false;
     int64_t slot = 0;
     switch (t.repeat) {
-      case Repeat::Opening:  // it ran (above): never again
+      case Repeat::Closing: continue;  // closing_due() serves it at the stage's end
+      case Repeat::Opening:            // it ran (above): never again
       case Repeat::Once:
         is_due = st.runs == 0;
         slot = 0;
@@ -109,11 +120,22 @@ DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int
       }
     }
     if (!is_due) continue;
+    if (held_opening && i != plan.heartbeat) {
+      // Held by the opening task, heavy as it is: heavy work counts the wait
+      // (a stage whose heavy work never ran is extended to make it up, §3.7);
+      // the rest just waits.
+      if (t.weight == Weight::Heavy && t.repeat != Repeat::Opening) out.held.push_back(i);
+      continue;
+    }
     if (t.weight == Weight::Heavy) {
       heavy_due.push_back(Due{i, slot});  // one heavy task at a time: chosen below
       continue;
     }
     out.due.push_back(Due{i, slot});
+  }
+  if (opening) {
+    auto pos = std::find_if(out.due.begin(), out.due.end(), [&](const Due& d) { return d.task > opening->task; });
+    out.due.insert(pos, *opening);  // the due list stays in plan order
   }
   if (heavy_due.empty()) return out;
   // The heavy task that has waited longest goes first; a task not yet held
@@ -131,6 +153,12 @@ DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int
     }
   }
   return out;
+}
+
+std::optional<size_t> closing_due(const StagePlan& plan, const std::vector<TaskState>& states) {
+  for (size_t i = 0; i < plan.tasks.size() && i < states.size(); ++i)
+    if (plan.tasks[i].repeat == Repeat::Closing && states[i].runs == 0 && !states[i].running) return i;
+  return std::nullopt;
 }
 
 void mark_started(std::vector<TaskState>& states, const Due& d, int64_t now_ms) {

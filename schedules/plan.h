@@ -33,8 +33,11 @@ struct TaskReport {
 // Heavy tasks (long prefill, bursts) never overlap on one host.
 enum class Weight { Light, Heavy };
 // Opening: once, before anything else of the stage; nothing else is due
-// until it has ended (the canary's warm-up).
-enum class Repeat { Once, Periodic, Continuous, Opening };
+// until it has ended (the canary's warm-up, then its first golden-set run;
+// several run in plan order). Closing: once, when the stage has reached its
+// end and nothing else of it runs, before it is judged (the golden set at the
+// canary's and the soak's end); next_due() never lists it: closing_due() does.
+enum class Repeat { Once, Periodic, Continuous, Opening, Closing };
 // Whether a canary opens with a warm-up (docs/DESIGN.md §2.15): a managed or
 // first candidate's runtime may have just loaded its model, and the first
 // timed requests would measure the page-in, not the build.
@@ -56,7 +59,10 @@ struct StagePlan {
 };
 
 // Tasks that run nothing for `workload` are left out of the plan. `warmup`
-// applies to a canary only.
+// applies to a canary only. With s.equivalence.enabled the canary runs the
+// golden set at its start (an Opening task after any warm-up) and its end, the
+// soak at its end (Closing tasks); heavy, so that no other candidate's heavy
+// work shares the host with them (docs/DESIGN.md §3.13).
 StagePlan plan_for(StageKind stage, const CampaignSettings& s, WorkloadKind workload = WorkloadKind::Chat,
                    Warmup warmup = Warmup::None);
 
@@ -96,6 +102,10 @@ enum class HeavyGate { Free, Busy };
 // first (plan order among equals); the others are held.
 DueSet next_due(const StagePlan& plan, const std::vector<TaskState>& states, int64_t stage_started_ms, int64_t now_ms,
                 HeavyGate heavy);
+
+// The Closing task to run next, once the stage is at its end: the first in
+// plan order not yet run nor running (nullopt: none left).
+std::optional<size_t> closing_due(const StagePlan& plan, const std::vector<TaskState>& states);
 
 // Marks a task started / finished in `states` (keeps the slot bookkeeping in one place).
 // mark_started also ends a heavy task's wait, at `now_ms`.

@@ -26,8 +26,11 @@ Usage:
       Compare the latest stored golden-set runs of the two candidates (their
       newest builds, or the builds given): per prompt equal or not, the first
       fork with both tokens and margins, the mean top-k KL against the noise
-      floor (CANDIDATE_B's own last two runs, else CANDIDATE_A's). Exit
-      code: 0 equivalent, 1 not, 3 nothing to compare yet.
+      floor (CANDIDATE_B's own last two runs, else CANDIDATE_A's). The rules
+      (max_fork_margin, kl_factor, min_kl) are CANDIDATE_B's: those its
+      latest judged canary or soak stored, else its entry in --config FILE,
+      else the defaults. Exit code: 0 equivalent, 1 not, 3 nothing to
+      compare yet.
   soakctl [STORE] explain CANDIDATE [--build B] [--json]
       Why: recomputes the latest judged verdict of CANDIDATE (a config name;
       its newest build, or build B) from the stored rows and shows every

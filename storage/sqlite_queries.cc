@@ -197,6 +197,11 @@ Result<Store::MaxIds> SqliteStore::max_ids() {
     if (!v) return v.error();
     *out = *v;
   }
+  if (version_ >= kGoldenSchema) {
+    auto v = query_int(db_, "SELECT COALESCE(MAX(id), 0) FROM golden_answers");
+    if (!v) return v.error();
+    m.golden = *v;
+  }
   return m;
 }
 

@@ -121,3 +121,8 @@ target_compile_definitions(integration_managed_llama_server_cap PRIVATE
   SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
 add_dependencies(integration_managed_llama_server_cap soakd)
 soak_add_test(unit_campaign_managed SOURCES unit/campaign_managed_test.cc LIBS soak_test_sim soak_daemon LABELS unit)
+# The golden set through the daemon: a promoted baseline, then each answer flavour of the fake as the next build.
+soak_add_test(integration_equivalence_campaign SOURCES integration/equivalence_campaign_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
+target_compile_definitions(integration_equivalence_campaign PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
+add_dependencies(integration_equivalence_campaign soakd soakctl soak-fake-runtime)

@@ -58,3 +58,9 @@ soak_add_test(integration_probe_new_runtime SOURCES integration/probe_new_runtim
 # Answers judged for what they say (empty, reasoning only, code word, early stop, loops) through the fake.
 soak_add_test(integration_answers_fake SOURCES integration/answers_fake_test.cc
   LIBS soak_probes soak_schedules soak_fake_runtime LABELS integration)
+
+# The golden set against a real llama-server when SOAKD_LLAMA_SERVER names one; skipped (exit 77) otherwise.
+soak_add_test(integration_equivalence_llama_server SOURCES integration/equivalence_llama_server_test.cc
+  LIBS soak_judges soak_storage soak_test_process LABELS integration TIMEOUT 1500)
+set_tests_properties(integration_equivalence_llama_server PROPERTIES SKIP_RETURN_CODE 77)
+add_dependencies(integration_equivalence_llama_server soakd soakctl)

@@ -359,7 +359,11 @@ constinit const Runtime kLlamaCppRuntime{
     // pre-sampling probabilities (tools/server/server-task.cpp
     // completion_token_output::probs_vector_to_json, non-stream chat answers).
     // Its README warns that cache_prompt can make results nondeterministic.
+    // The probabilities are the raw logits' (server-context.cpp
+    // populate_token_probs without post_sampling_probs): before the grammar of
+    // a tool call or a JSON schema.
     .dialect = {.prefill_reports = PrefillReports::PromptProgressChunks,
+                .grammar_logprobs = GrammarLogprobs::BeforeGrammar,
                 .prompt_cache = PromptCacheSwitch::CachePromptField},
     .processes = {.programs = kPrograms},
     .launch_warnings = launch_warnings,

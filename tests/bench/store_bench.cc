@@ -6,7 +6,9 @@
 // `--builds N` runs N builds of every candidate one after another, each a
 // whole campaign (4: about a month of store). Prints figures; asserts nothing.
 //
-//   store_bench [DIR] [--candidates N] [--builds N] [--keep]
+//   store_bench [DIR] [--candidates N] [--builds N] [--keep] [--no-golden]
+// (--no-golden: without the golden set's runs, equivalence.enabled false, to
+// weigh what they add.)
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -100,7 +102,7 @@ int64_t file_size(const std::string& p) {
 int main(int argc, char** argv) {
   std::string dir = "/tmp/soakd-store-bench";
   int n = 10, builds = 1;
-  bool keep = false;
+  bool keep = false, golden = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--candidates" && i + 1 < argc)
@@ -109,6 +111,8 @@ int main(int argc, char** argv) {
       builds = std::max(1, std::stoi(argv[++i]));
     else if (a == "--keep")
       keep = true;
+    else if (a == "--no-golden")
+      golden = false;
     else
       dir = a;
   }
@@ -134,7 +138,8 @@ int main(int argc, char** argv) {
              std::to_string(18000 + i) + "\"" + (i ? R"(, "baseline": "cand0")" : "") + "}";
   }
   std::string text = R"({"schedule": {"nightly_window": "now", "max_concurrent_canaries": )" + std::to_string(n) +
-                     R"(}, "candidates": [)" + cands + "]}";
+                     R"(}, )" + (golden ? "" : R"("defaults": {"equivalence": {"enabled": false}}, )") +
+                     R"("candidates": [)" + cands + "]}";
   auto cfg = parse_config(text, "bench.json", dir);
   if (!cfg) {
     std::fprintf(stderr, "%s\n", cfg.message().c_str());
@@ -142,7 +147,10 @@ int main(int argc, char** argv) {
   }
   auto shared = std::make_shared<const Config>(std::move(*cfg));
   SimRunner runner(store, clock, host);
-  for (int i = 0; i < n; ++i) runner.at("cand" + std::to_string(i)).build = "b95" + std::to_string(i);
+  for (int i = 0; i < n; ++i) {
+    runner.at("cand" + std::to_string(i)).build = "b95" + std::to_string(i);
+    runner.at("cand" + std::to_string(i)).golden_steps = 64;  // the answers' length the golden set asks for
+  }
   Outbox outbox(store, clock, make_null_logger(), host);
   Campaigns camp(shared, Deps{store, outbox, clock, make_null_logger(), nullptr, host}, runner,
                  [](int64_t) { return 0; });
@@ -223,9 +231,11 @@ int main(int argc, char** argv) {
 
   const int64_t bytes = file_size(db) + file_size(db + "-wal");
   const double weeks = static_cast<double>(clock.wall_ms() - start) / static_cast<double>(7 * kDay);
-  std::printf("generated in %.1f s (campaigns) + %.1f s (samples): %lld probe rows, %lld samples, %lld events\n",
-              gen_campaign_s, gen_samples_s, static_cast<long long>(max.probe), static_cast<long long>(samples),
-              static_cast<long long>(max.event));
+  std::printf(
+      "generated in %.1f s (campaigns) + %.1f s (samples): %lld probe rows, %lld samples, %lld events, %lld golden "
+      "answers\n",
+      gen_campaign_s, gen_samples_s, static_cast<long long>(max.probe), static_cast<long long>(samples),
+      static_cast<long long>(max.event), static_cast<long long>(max.golden));
   std::printf("store: %.1f MB for %d candidates over %.2f weeks = %.1f MB per candidate-week\n", bytes / 1e6, n, weeks,
               bytes / 1e6 / n / weeks);
 

@@ -37,7 +37,8 @@ inline constexpr size_t kChangedPosition = 1;
 inline constexpr size_t kTiePosition = 2;
 inline constexpr size_t kNotTop1Position = 3;
 
-// The answer's pieces as the mode has them (changed and near-tie replace one).
+// The answer's pieces as the mode has them (changed and near-tie replace one);
+// the responder shapes greedy requests' answers only (the golden set's).
 void shape_answer(AnswerMode m, std::string_view prompt, std::vector<Piece>& pieces);
 // choices[0].logprobs for the answer's content and tool-call pieces, with
 // `top_k` alternatives a position; nullopt in no-logprobs mode.

@@ -527,8 +527,13 @@ void Responder::chat(const HttpRequest& req, const std::shared_ptr<Connection>& 
       cfg_.flavour == Flavour::LlamaCpp && body.contains("return_progress") && body["return_progress"] == true;
   job->max_tokens = requested_max_tokens(body).value_or(-1);
   job->plan = plan_reply(body, prompt, cfg_.scenario, cfg_.knobs);
+  // A build's changed answers show where the golden set looks, its greedy
+  // requests (temperature 0); the other probes' sampled answers stay steady's,
+  // so that such a build fails the equivalence rule and nothing else (a
+  // " CHANGED" piece in a strict-JSON probe's answer would be invalid JSON).
   const AnswerMode answers = parse_answer_mode(cfg_.knobs.answers).value_or(AnswerMode::Steady);
-  shape_answer(answers, prompt, job->plan.pieces);
+  if (body.contains("temperature") && body["temperature"].is_number() && body["temperature"].get<double>() == 0)
+    shape_answer(answers, prompt, job->plan.pieces);
   // LM Studio and oMLX give no logprobs (lmstudio-ai/lms#60, omlx#1549).
   if (body.contains("logprobs") && body["logprobs"] == true && cfg_.flavour != Flavour::LmStudio &&
       cfg_.flavour != Flavour::Omlx)

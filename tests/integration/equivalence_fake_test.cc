@@ -39,13 +39,14 @@ struct FakeChild {
 };
 
 // Two candidates, "base" and "cand", each on its own fake.
-std::string write_config(const TempDir& tmp, const std::string& base_url, const std::string& cand_url) {
+std::string write_config(const TempDir& tmp, const std::string& base_url, const std::string& cand_url,
+                         const std::string& base_rules = "") {
   const std::string path = tmp.path() + "/soakd.json";
   std::ofstream(path) << R"({"store": ")" << tmp.path() << R"(/soakd.db", "log": ")" << tmp.path() << R"(/soakd.log",
     "defaults": {"long_context_sizes": [1024], "limits": {"stall_timeout": "5s", "wall_timeout": "20s"}},
     "candidates": [
       {"name": "base", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp", "base_url": ")"
-                      << base_url << R"(", "build": {"from": "http"}},
+                      << base_url << R"(", "build": {"from": "http"})" << base_rules << R"(},
       {"name": "cand", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp", "base_url": ")"
                       << cand_url << R"(", "build": {"from": "http"}}]})";
   return path;
@@ -64,12 +65,14 @@ struct Compared {
   std::string out;
 };
 
-// The base build twice (its floor), the other build once, then soakctl.
-Compared run_flavour(const std::string& answers) {
+// The base build twice (its floor), the other build once, then soakctl; with
+// `base_rules` (an "equivalence" member of base's entry) soakctl reads the
+// rules from the config.
+Compared run_flavour(const std::string& answers, const std::string& base_rules = "") {
   FakeChild base("steady", "b9430");
   FakeChild cand(answers, "b9502");
   TempDir tmp;
-  const std::string cfg = write_config(tmp, base.url, cand.url);
+  const std::string cfg = write_config(tmp, base.url, cand.url, base_rules);
   probe(cfg, "base");
   probe(cfg, "base");
   probe(cfg, "cand");
@@ -88,7 +91,9 @@ Compared run_flavour(const std::string& answers) {
   }
 
   // The floor is the second side's own runs when it has two: base is B here.
-  RunResult r = run_program({kSoakctl, "--db", tmp.path() + "/soakd.db", "equivalence", "cand", "base"}, kWaitMs);
+  RunResult r = base_rules.empty()
+                    ? run_program({kSoakctl, "--db", tmp.path() + "/soakd.db", "equivalence", "cand", "base"}, kWaitMs)
+                    : run_program({kSoakctl, "--config", cfg, "equivalence", "cand", "base"}, kWaitMs);
   INFO(r.out << r.err);
   return {r.exit_code, r.out};
 }
@@ -100,6 +105,8 @@ TEST_CASE("equivalence through the fake: the same answers from another build are
   CHECK(c.exit_code == 0);
   CHECK(c.out.find("equivalent: 32 prompts, 32 equal") != std::string::npos);
   CHECK(c.out.find("noise floor: base at b9430") != std::string::npos);
+  CHECK(c.out.find("rules: max_fork_margin 0.1, kl_factor 2, min_kl 0.001, tool-call and JSON-schema prompts exempt "
+                   "from not-top-1 (from the defaults)") != std::string::npos);
 }
 
 TEST_CASE("equivalence through the fake: a changed answer with a clear margin fails, naming the fork") {
@@ -116,6 +123,15 @@ TEST_CASE("equivalence through the fake: forks at near ties only are recorded an
   CHECK(c.exit_code == 0);
   CHECK(c.out.find("32 near tie(s)") != std::string::npos);
   CHECK(c.out.find("near_tie at token 2") != std::string::npos);
+}
+
+TEST_CASE("equivalence through the fake: the rules come from the candidate's config") {
+  // A margin of 0.01 nats: the near ties' 0.04 are clear forks under it.
+  const Compared c = run_flavour("near-tie", R"(, "equivalence": {"max_fork_margin": 0.01})");
+  CHECK(c.exit_code == 1);
+  CHECK(c.out.find("rules: max_fork_margin 0.01, kl_factor 2, min_kl 0.001") != std::string::npos);
+  CHECK(c.out.find("(from base's config") != std::string::npos);
+  CHECK(c.out.find("fork at token 2") != std::string::npos);
 }
 
 TEST_CASE("equivalence through the fake: without logprobs the texts are compared") {

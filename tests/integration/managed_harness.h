@@ -109,7 +109,10 @@ struct Setup {
     // user's Mac usually runs Ollama or LM Studio), which would make every
     // stage inconclusive on SOLO; these tests are about the managed runtime,
     // and SOLO is tested with scripted samplers (judge_canary_test.cc,
-    // campaign_sim_test.cc).
+    // campaign_sim_test.cc). Nor do they run the golden set: its 32 answers
+    // at a canary's start take longer than these 4-second canaries, whose
+    // heavy work would then not fit before the deadline (the golden set
+    // through the daemon is equivalence_campaign_test.cc).
     store = tmp.path() + "/store/soakd.db";
     log_dir = tmp.path() + "/logs";
     std::ofstream(cfg) << R"({
@@ -124,7 +127,8 @@ struct Setup {
         "gate": { "min_completed": 5 },
         "soak": { "max_footprint_slope_mb_per_h": 1000000, "max_footprint_growth": 10 },
         "long_context_sizes": [1024],
-        "burst_sizes": [1, 2]
+        "burst_sizes": [1, 2],
+        "equivalence": { "enabled": false }
       },
       "sampler": { "interval": "250ms", "process_every": "250ms", "keep_awake": false },
       "schedule": { "nightly_window": "now", "max_concurrent_canaries": 2 },

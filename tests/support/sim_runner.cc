@@ -294,6 +294,35 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
         }
         break;
       }
+      case TaskKind::GoldenStart:
+      case TaskKind::GoldenEnd:
+        // The golden set (probes/golden_set.h): 32 greedy answers of
+        // golden_steps tokens with their top-5, every alternative a token of
+        // its own (the largest a stored answer gets at that length).
+        for (int i = 0; i < 32; ++i) {
+          const std::string id = "factual/" + std::to_string(100 + i).substr(1);
+          ProbeResult& r = add(ProbeKind::Equivalence, "equivalence/" + id);
+          if (down) continue;
+          perf_row(r, s, 200, kOutputTokens, CacheState::None);
+          GoldenAnswer a;
+          a.prompt_id = id;
+          a.text_hash = "sim-" + id;
+          a.logprobs = LogprobShape::TopK;
+          for (int k = 0; k < s.golden_steps; ++k) {
+            TokenStep step;
+            for (int j = 0; j < 5; ++j) {
+              const int64_t tok = (i * 64 + k) * 5 + j;
+              step.top.push_back(TokenChoice{" " + std::to_string(tok), tok, -0.05 - 1.7 * j});
+            }
+            step.chosen = step.top[0];
+            a.steps.push_back(std::move(step));
+          }
+          GoldenAnswerRow g = golden_row(a);
+          g.run = "sim-" + std::to_string(req.work_id);
+          g.set_hash = "sim";
+          r.golden = std::move(g);
+        }
+        break;
       case TaskKind::Warmup:  // two short completions, as the engine runs it (core/tasks.h)
         for (auto [k, w] : {std::pair{ProbeKind::Marker, "marker"}, {ProbeKind::Stream, "stream"}}) {
           ProbeResult& r = add(k, w);

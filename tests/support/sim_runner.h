@@ -72,6 +72,10 @@ struct SimCandidate {
   // from the soak's start, then holds (a prompt cache filling).
   double soak_cache_fill_mb = 0;
   int64_t soak_cache_fill_ms = 48LL * 3'600'000;
+  // Tokens of each golden answer (32 a run, each position with a top-5 of
+  // tokens of their own): a few keep simulations fast; store_bench sets 64,
+  // the length the golden set asks for.
+  int golden_steps = 4;
 };
 
 class SimRunner final : public TaskRunner {

@@ -18,9 +18,10 @@ constexpr int64_t kT0 = 1'767'225'600'000;  // 2026-01-01T00:00Z
 constexpr int64_t kCandidateId = 11;
 constexpr int64_t kHostId = 3;
 
-ConfigSnapshot config(const std::string& schedule = R"({"nightly_window": "now"})") {
+ConfigSnapshot config(const std::string& schedule = R"({"nightly_window": "now"})", const std::string& more = "") {
   const std::string text = R"({
-    "defaults": {
+    "defaults": {)" + more +
+                           R"(
       "stages": { "smoke": "15m", "canary": "2h", "gate": "24h", "soak": "7d", "grace": 0.25 },
       "cadence": { "scrape": "5m", "functional": "15m", "long_context": "1h", "burst": "1h", "cancel": "1h",
                    "gate_pause": "30s", "soak_traffic": "10m", "soak_heavy": "12h" },
@@ -34,6 +35,13 @@ ConfigSnapshot config(const std::string& schedule = R"({"nightly_window": "now"}
   INFO((c.ok() ? "" : c.message()));
   REQUIRE(c.ok());
   return std::make_shared<const Config>(std::move(*c));
+}
+
+// For the cases about other tasks' runs and waits: without the golden set,
+// whose opening run would take the stage's first step (its own cases are
+// below and in plan_test.cc).
+ConfigSnapshot config_no_golden() {
+  return config(R"({"nightly_window": "now"})", R"("equivalence": {"enabled": false},)");
 }
 
 struct World {
@@ -114,9 +122,11 @@ TEST_CASE("each stage starts with its length, deadline, plan and a running verdi
     int64_t length_ms;
     size_t tasks;
   };
-  // The track's build is the first (no baseline): its canary opens with a warm-up, an eighth task.
-  for (const Case& k : {Case{StageKind::Smoke, 15 * kMinute, 1}, Case{StageKind::Canary, 2 * kHour, 8},
-                        Case{StageKind::Gate, 24 * kHour, 3}, Case{StageKind::Soak, 7 * kDay, 5}}) {
+  // The track's build is the first (no baseline): its canary opens with a warm-up, an eighth task;
+  // the golden set (equivalence.enabled by default) adds its start and end runs to the canary,
+  // its end run to the soak.
+  for (const Case& k : {Case{StageKind::Smoke, 15 * kMinute, 1}, Case{StageKind::Canary, 2 * kHour, 10},
+                        Case{StageKind::Gate, 24 * kHour, 3}, Case{StageKind::Soak, 7 * kDay, 6}}) {
     INFO(to_string(k.kind));
     World w;
     const StageRow row = open_stage(w.t, k.kind, kT0);
@@ -176,10 +186,12 @@ TEST_CASE("a first build's canary and a managed one's open with a warm-up; a lat
   World first;
   first.start(StageKind::Canary, kT0);
   CHECK(has_warmup(first.t));
-  // Only the warm-up is dispatched at the start: nothing is timed before it.
+  // Only the warm-up is dispatched at the start, beside the heartbeat (no
+  // inference request): nothing is timed before it.
   Transition tr = step_stage(first.t, StepInputs{}, kT0);
-  REQUIRE(tr.dispatch.size() == 1);
-  CHECK(first.t.plan.tasks[tr.dispatch[0].task].kind == TaskKind::Warmup);
+  REQUIRE(tr.dispatch.size() == 2);
+  CHECK(first.t.plan.tasks[tr.dispatch[0].task].kind == TaskKind::Scrape);
+  CHECK(first.t.plan.tasks[tr.dispatch[1].task].kind == TaskKind::Warmup);
 
   World later;
   later.t.baseline_id = kCandidateId - 1;
@@ -207,11 +219,20 @@ TEST_CASE("a stage that completes is judged, and a pass starts the next stage") 
   w.start(StageKind::Canary, kT0);
   const int64_t end = kT0 + 2 * kHour;
   w.run(kT0, end, 5 * kMinute);
-  CHECK(w.t.tasks[0].runs == 24);  // every scrape slot of 2 h
+  // Every scrape slot of 2 h: the heartbeat runs beside the golden set's
+  // opening run, the one task that runs while it does.
+  CHECK(w.t.tasks[0].runs == 24);
 
-  // At the nominal end with full coverage: wait for what is in flight, then judge.
+  // At the nominal end with full coverage: wait for what is in flight, then
+  // run the golden set's end run alone (the noise floor), then judge.
   CHECK_FALSE(step_stage(w.t, StepInputs{true, HeavyGate::Free, false}, end).judge);
-  Transition at_end = step_stage(w.t, StepInputs{}, end);
+  Transition closing = step_stage(w.t, StepInputs{}, end);
+  CHECK_FALSE(closing.judge);
+  REQUIRE(closing.dispatch.size() == 1);
+  CHECK(w.t.plan.tasks[closing.dispatch[0].task].kind == TaskKind::GoldenEnd);
+  CHECK(step_stage(w.t, StepInputs{true, HeavyGate::Free, false}, end + kMinute).dispatch.empty());
+  w.finish_all(closing, end + kMinute);
+  Transition at_end = step_stage(w.t, StepInputs{}, end + kMinute);
   REQUIRE(at_end.judge);
   CHECK(*at_end.judge == StageEnd::Completed);
   CHECK(at_end.dispatch.empty());
@@ -224,6 +245,10 @@ TEST_CASE("a stage that completes is judged, and a pass starts the next stage") 
   CHECK(r.recipe.host_id == kHostId);
   CHECK(r.recipe.slots_planned == 24);
   CHECK(r.recipe.slots_run == 24);
+  // The golden set's comparison: against the baseline build's stored runs, under the candidate's rules.
+  REQUIRE(r.recipe.equivalence);
+  CHECK(r.recipe.equivalence->reference_id == kCandidateId - 1);
+  CHECK(r.recipe.equivalence->rules.max_fork_margin == w.cfg->candidates[0].settings.equivalence.max_fork_margin);
   CHECK(r.recipe.baseline_mode == BaselineMode::Interleaved);
   CHECK(r.rows.since_ms == kT0);
   CHECK(r.rows.until_ms == end);
@@ -241,8 +266,12 @@ TEST_CASE("a stage that completes is judged, and a pass starts the next stage") 
   REQUIRE(judged.start);
   CHECK(*judged.start == StageKind::Gate);
 
-  // The soak is the last stage: its pass is the campaign's.
+  // The soak is the last stage: its pass is the campaign's. Its golden set is
+  // compared with its own canary's runs (drift over the week).
   w.start(StageKind::Soak, end);
+  StoredRecipe soak = recipe_for(w.t, StageEnd::Completed, std::nullopt, end + 7 * kDay);
+  REQUIRE(soak.recipe.equivalence);
+  CHECK(soak.recipe.equivalence->reference_id == kCandidateId);
   Transition last =
       stage_judged(w.t, verdict(VerdictState::Promoted, "soak passed"), w.cfg->schedule, 0, end + 7 * kDay);
   CHECK_FALSE(last.start);
@@ -335,7 +364,7 @@ TEST_CASE("a stage short of coverage is extended, noted once, then inconclusive 
 }
 
 TEST_CASE("a hard failure in a run ends the campaign rejected") {
-  World w;
+  World w(config_no_golden());
   w.t.baseline_id = kCandidateId - 1;  // a later build: no warm-up opens its canary
   w.start(StageKind::Canary, kT0);
   Transition first = step_stage(w.t, StepInputs{}, kT0);
@@ -546,9 +575,13 @@ TEST_CASE("after a restart a stage resumes with its slots and a gap event") {
   CHECK(tr.events[0].duration_ms == now - (kT0 + 10 * kMinute + kSecond));
   CHECK(tr.verdicts.empty());
 
-  // Missed slots are not backfilled: only the current one runs.
+  // Missed slots are not backfilled: only the current one runs. The stage's
+  // rows hold no golden-set run yet: its opening run comes beside it, before
+  // anything else (late, it is still a second run of the build for the noise floor).
   Transition next = step_stage(w.t, StepInputs{}, now);
   CHECK(count_task(w.t, next, TaskKind::Scrape) == 1);
+  CHECK(count_task(w.t, next, TaskKind::GoldenStart) == 1);
+  CHECK(next.dispatch.size() == 2);
 }
 
 TEST_CASE("after a restart the warm-up is what the stage's rows say, not what the config would choose") {
@@ -572,19 +605,24 @@ TEST_CASE("after a restart the warm-up is what the stage's rows say, not what th
   resume_stage(warmed.t, running, {row(TaskKind::Warmup, kT0), row(TaskKind::Functional, kT0 + kMinute)}, {},
                kT0 + kHour);
   REQUIRE(has_warmup(warmed.t));
-  CHECK(warmed.t.tasks.back().runs == 1);
+  const auto warm_index = [](const Track& t) {
+    return static_cast<size_t>(std::find_if(t.plan.tasks.begin(), t.plan.tasks.end(),
+                                            [](const TaskSpec& s) { return s.kind == TaskKind::Warmup; }) -
+                               t.plan.tasks.begin());
+  };
+  CHECK(warmed.t.tasks[warm_index(warmed.t)].runs == 1);
   // Only heartbeats so far (the warm-up waited for the heavy gate): the config decides.
   World waiting;
   resume_stage(waiting.t, running, {row(TaskKind::Scrape, kT0)}, {}, kT0 + kHour);
   CHECK(has_warmup(waiting.t));
-  CHECK(waiting.t.tasks.back().runs == 0);
+  CHECK(waiting.t.tasks[warm_index(waiting.t)].runs == 0);
 }
 
 TEST_CASE("heavy waits survive a restart: the same waits from the stored heavy_wait events") {
   // Live: the canary's heavy tasks are held for 20 min by another candidate's
   // heavy work, then long context runs; burst is held again and still waits
   // when the daemon stops at +50 min.
-  World live;
+  World live(config_no_golden());
   live.t.baseline_id = kCandidateId - 1;  // a later build: no warm-up opens its canary
   live.start(StageKind::Canary, kT0);
   std::vector<Event> stored;
@@ -611,7 +649,7 @@ TEST_CASE("heavy waits survive a restart: the same waits from the stored heavy_w
   }
 
   // The daemon comes back: the stage's rows (the long-context run, a scrape at +50 min) and its events.
-  World back;
+  World back(config_no_golden());
   back.t.baseline_id = live.t.baseline_id;
   StageRow running = open_stage(back.t, StageKind::Canary, kT0);
   running.id = 100;
@@ -637,7 +675,7 @@ TEST_CASE("heavy waits survive a restart: the same waits from the stored heavy_w
   CHECK(closed >= 1);  // every heavy task still held at the stop
 
   // Without the events the restarted daemon would have forgotten every wait.
-  World forgot;
+  World forgot(config_no_golden());
   forgot.t.baseline_id = live.t.baseline_id;
   resume_stage(forgot.t, running, rows, {}, kT0 + 2 * kHour);
   CHECK(recipe_for(forgot.t, StageEnd::Completed, std::nullopt, stop).recipe.heavy_waits.empty());
@@ -658,7 +696,7 @@ TEST_CASE("heavy waits survive a restart: the same waits from the stored heavy_w
   }
   const std::vector<HeavyWait> twice =
       recipe_for(back.t, StageEnd::Completed, std::nullopt, again_stop).recipe.heavy_waits;
-  World again;
+  World again(config_no_golden());
   again.t.baseline_id = live.t.baseline_id;
   resume_stage(again.t, running, rows, stored, kT0 + 3 * kHour);
   CHECK(recipe_for(again.t, StageEnd::Completed, std::nullopt, again_stop).recipe.heavy_waits == twice);

@@ -12,6 +12,9 @@ CampaignSettings settings() {
   s.cadence.burst_ms = 30 * kMinute;
   s.cadence.cancel_ms = 30 * kMinute;
   s.cadence.gate_pause_ms = 2000;
+  // The cases here are about the periodic tasks' slots and the heavy gate;
+  // the golden set's opening and closing runs have their own cases below.
+  s.equivalence.enabled = EquivalenceSwitch::Off;
   return s;
 }
 
@@ -181,7 +184,7 @@ TEST_CASE("a pooling candidate's plans hold no task that would send it a chat re
   }
 }
 
-TEST_CASE("canary warm-up: it opens the stage alone; the rest is due once it has ended") {
+TEST_CASE("canary warm-up: it opens the stage with only the heartbeat beside it; the rest once it has ended") {
   StagePlan p = plan_for(StageKind::Canary, settings(), WorkloadKind::Chat, Warmup::Opening);
   REQUIRE(p.tasks.back().kind == TaskKind::Warmup);
   CHECK(p.tasks.back().repeat == Repeat::Opening);
@@ -190,22 +193,31 @@ TEST_CASE("canary warm-up: it opens the stage alone; the rest is due once it has
   CHECK(p.tasks[0].kind == TaskKind::Scrape);
   const size_t w = p.tasks.size() - 1;
   std::vector<TaskState> st(p.tasks.size());
-  CHECK(kinds(p, next_due(p, st, 0, 0, HeavyGate::Free)) == std::vector<TaskKind>{TaskKind::Warmup});
+  CHECK(kinds(p, next_due(p, st, 0, 0, HeavyGate::Free)) == std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Warmup});
   // Another candidate's heavy work on the host: the warm-up waits, and so
-  // does everything else but the heartbeat (once per slot).
+  // does everything else but the heartbeat (once per slot); the heavy tasks
+  // count the wait.
   DueSet held = next_due(p, st, 0, 0, HeavyGate::Busy);
   CHECK(kinds(p, held) == std::vector<TaskKind>{TaskKind::Scrape});
-  CHECK(held.held == std::vector<size_t>{w});
+  REQUIRE_FALSE(held.held.empty());
+  CHECK(held.held[0] == w);
+  CHECK(held.held.size() == 5);  // the warm-up, long context, burst, capacity, prefix reuse
+  for (size_t i : held.held) CHECK(p.tasks[i].weight == Weight::Heavy);
   mark_started(st, held.due[0], 0);
   mark_finished(st, 0, 1'000);
   CHECK(next_due(p, st, 0, 2'000, HeavyGate::Busy).due.empty());
   CHECK(kinds(p, next_due(p, st, 0, p.tasks[0].every_ms, HeavyGate::Busy)) == std::vector<TaskKind>{TaskKind::Scrape});
   st[0] = TaskState{};
   mark_started(st, Due{w, 0}, 0);
-  CHECK(next_due(p, st, 0, 20'000, HeavyGate::Free).due.empty());  // running: nothing else starts
+  // Running: nothing else starts but the heartbeat, on its slots (its health
+  // and scrape send no inference request).
+  CHECK(kinds(p, next_due(p, st, 0, 20'000, HeavyGate::Free)) == std::vector<TaskKind>{TaskKind::Scrape});
+  mark_started(st, Due{0, 0}, 20'000);
+  mark_finished(st, 0, 21'000);
+  CHECK(next_due(p, st, 0, 22'000, HeavyGate::Free).due.empty());
   mark_finished(st, w, 30'000);
   CHECK(kinds(p, next_due(p, st, 0, 30'000, HeavyGate::Free)) ==
-        std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Functional, TaskKind::LongContext, TaskKind::Cancel});
+        std::vector<TaskKind>{TaskKind::Functional, TaskKind::LongContext, TaskKind::Cancel});
   // It never runs again in the stage.
   for (size_t i = 0; i + 1 < st.size(); ++i) st[i].last_slot = 100;
   CHECK(next_due(p, st, 0, 2 * kHour, HeavyGate::Free).due.size() < p.tasks.size() - 1);
@@ -219,4 +231,96 @@ TEST_CASE("canary warm-up: it opens the stage alone; the rest is due once it has
     for (const auto& t : plan_for(k, settings(), WorkloadKind::Chat, Warmup::Opening).tasks)
       CHECK(t.kind != TaskKind::Warmup);
   for (const auto& t : plan_for(StageKind::Canary, settings()).tasks) CHECK(t.kind != TaskKind::Warmup);
+}
+
+namespace {
+CampaignSettings golden_on() {
+  CampaignSettings s = settings();
+  s.equivalence.enabled = EquivalenceSwitch::On;  // the default
+  return s;
+}
+std::vector<std::pair<TaskKind, Repeat>> golden_tasks(const StagePlan& p) {
+  std::vector<std::pair<TaskKind, Repeat>> out;
+  for (const auto& t : p.tasks)
+    if (t.kind == TaskKind::GoldenStart || t.kind == TaskKind::GoldenEnd) {
+      CHECK(t.weight == Weight::Heavy);  // 2K and 8K prompts: never beside another heavy task
+      out.emplace_back(t.kind, t.repeat);
+    }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("golden set: a chat canary runs it at its start and end, a soak at its end; off or pooling: never") {
+  CHECK(CampaignSettings{}.equivalence.enabled == EquivalenceSwitch::On);  // on by default
+  using G = std::vector<std::pair<TaskKind, Repeat>>;
+  const G canary{{TaskKind::GoldenStart, Repeat::Opening}, {TaskKind::GoldenEnd, Repeat::Closing}};
+  const G soak{{TaskKind::GoldenEnd, Repeat::Closing}};
+  CHECK(golden_tasks(plan_for(StageKind::Canary, golden_on())) == canary);
+  CHECK(golden_tasks(plan_for(StageKind::Soak, golden_on())) == soak);
+  CHECK(golden_tasks(plan_for(StageKind::Smoke, golden_on())).empty());
+  CHECK(golden_tasks(plan_for(StageKind::Gate, golden_on())).empty());
+  // equivalence.enabled off: none anywhere.
+  for (StageKind k : {StageKind::Smoke, StageKind::Canary, StageKind::Gate, StageKind::Soak})
+    CHECK(golden_tasks(plan_for(k, settings())).empty());
+  // A pooling candidate is never sent a chat prompt.
+  for (WorkloadKind w : {WorkloadKind::Embedding, WorkloadKind::Rerank})
+    for (StageKind k : {StageKind::Canary, StageKind::Soak}) CHECK(golden_tasks(plan_for(k, golden_on(), w)).empty());
+  CHECK(probe_kinds_for(TaskKind::GoldenStart) == std::vector<ProbeKind>{ProbeKind::Equivalence});
+  CHECK(probe_kinds_for(TaskKind::GoldenEnd) == std::vector<ProbeKind>{ProbeKind::Equivalence});
+  CHECK(parse_task_kind("golden_start") == TaskKind::GoldenStart);
+  CHECK(parse_task_kind("golden_end") == TaskKind::GoldenEnd);
+  // The heartbeat keeps its index.
+  CHECK(plan_for(StageKind::Canary, golden_on()).heartbeat == 0);
+}
+
+TEST_CASE("golden set: the canary's first run follows the warm-up, alone but for the heartbeat; never mid-stage") {
+  StagePlan p = plan_for(StageKind::Canary, golden_on(), WorkloadKind::Chat, Warmup::Opening);
+  std::vector<TaskState> st(p.tasks.size());
+  auto only = [&](const DueSet& d, TaskKind k) {
+    for (const Due& x : d.due)
+      if (p.tasks[x.task].kind == k) return x;
+    FAIL("not due: " << to_string(k));
+    return Due{};
+  };
+  CHECK(kinds(p, next_due(p, st, 0, 0, HeavyGate::Free)) == std::vector<TaskKind>{TaskKind::Scrape, TaskKind::Warmup});
+  const Due warm = only(next_due(p, st, 0, 0, HeavyGate::Free), TaskKind::Warmup);
+  mark_started(st, warm, 0);
+  mark_started(st, Due{0, 0}, 0);
+  mark_finished(st, 0, 10);
+  CHECK(next_due(p, st, 0, 10, HeavyGate::Free).due.empty());  // the warm-up runs: nothing else
+  mark_finished(st, warm.task, 30'000);
+  // Then the golden set, alone but for the heartbeat (slot 0 served).
+  DueSet g = next_due(p, st, 0, 30'000, HeavyGate::Free);
+  CHECK(kinds(p, g) == std::vector<TaskKind>{TaskKind::GoldenStart});
+  // Another candidate's heavy work on the host: it waits, the heartbeat does not.
+  DueSet held = next_due(p, st, 0, kMinute, HeavyGate::Busy);
+  CHECK(kinds(p, held) == std::vector<TaskKind>{TaskKind::Scrape});
+  REQUIRE_FALSE(held.held.empty());
+  CHECK(p.tasks[held.held[0]].kind == TaskKind::GoldenStart);
+  mark_started(st, g.due[0], 30'000);
+  // While it runs the stage's heavy work is held by it (and counts the wait: a
+  // stage whose heavy work never ran is extended to make it up).
+  DueSet during = next_due(p, st, 0, 40'000, HeavyGate::Busy);
+  CHECK(during.due.empty());
+  std::vector<TaskKind> waiting;
+  for (size_t i : during.held) waiting.push_back(p.tasks[i].kind);
+  CHECK(waiting ==
+        std::vector<TaskKind>{TaskKind::LongContext, TaskKind::Burst, TaskKind::Capacity, TaskKind::PrefixReuse});
+  mark_finished(st, g.due[0].task, 90'000);
+  // Then the stage's periodic work; never the end run, whatever the time.
+  for (int64_t now : {int64_t{90'000}, 2 * kHour, 30 * kDay}) {
+    std::vector<TaskState> copy = st;
+    for (const Due& d : next_due(p, copy, 0, now, HeavyGate::Free).due) {
+      CHECK(p.tasks[d.task].kind != TaskKind::GoldenEnd);
+      CHECK(p.tasks[d.task].kind != TaskKind::GoldenStart);
+    }
+  }
+  // closing_due() serves it (the campaign track asks at the stage's end), once.
+  const auto end = closing_due(p, st);
+  REQUIRE(end);
+  CHECK(p.tasks[*end].kind == TaskKind::GoldenEnd);
+  mark_started(st, Due{*end, 0}, 2 * kHour);
+  CHECK_FALSE(closing_due(p, st));  // running
+  mark_finished(st, *end, 2 * kHour + kMinute);
+  CHECK_FALSE(closing_due(p, st));  // ran
 }
