@@ -92,8 +92,11 @@ namespace soak {
 // baseline (paired), and looks at a burst's members as one batch by group id;
 // judge-7: the golden set (docs/DESIGN.md §3.13): a canary's answers against the baseline's
 // stored runs and a soak's against its canary's, a changed answer failing the stage; the
-// golden set's rows stay out of the speed comparisons and floors.
-inline constexpr std::string_view kJudgeVersion = "judge-7";
+// golden set's rows stay out of the speed comparisons and floors;
+// judge-8: a footprint plateau's persistence is measured against the end-to-end
+// rate too, and a canary's last shadow run is no interleaved baseline for the
+// gate and soak.
+inline constexpr std::string_view kJudgeVersion = "judge-8";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,
 // stored history of the baseline candidate, or no baseline at all.
