@@ -64,7 +64,10 @@ TEST_CASE("hard failures reject at once, with the evidence") {
       {Behaviour::HungStream, "hard/hung_stream", StageKind::Gate},
       {Behaviour::NoTerminal, "hard/no_terminal", StageKind::Gate},
       {Behaviour::IdentityMismatch, "hard/identity_mismatch", StageKind::Smoke},
-      {Behaviour::Repeated5xx, "sequential/http_5xx", StageKind::Canary},
+      // The 5xx and the pooled measures see the same three failures; the
+      // golden set's clean opening rows count toward the 5xx measure's n
+      // only, so the pooled one may cross first.
+      {Behaviour::Repeated5xx, "sequential/", StageKind::Canary},
       {Behaviour::StaleSlot, "hard/stale_slot", StageKind::Canary},
       {Behaviour::InvalidJson, "hard/invalid_json", StageKind::Smoke},
       {Behaviour::Crash, "hard/", StageKind::Canary},
