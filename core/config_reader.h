@@ -148,8 +148,8 @@ template <class S, class T>
 Field<S> integer(std::string key, T S::*m, int64_t min, std::string example) {
   using Held = typename detail::Slot<T>::type;
   constexpr int64_t kMax = std::numeric_limits<Held>::max();
-  Field<S> f =
-      detail::row<S>(std::move(key), Kind::Int, std::move(example), static_cast<double>(min), static_cast<double>(kMax));
+  Field<S> f = detail::row<S>(std::move(key), Kind::Int, std::move(example), static_cast<double>(min),
+                              static_cast<double>(kMax));
   f.read = [m, min, ex = f.example](ReadContext& c, const json& v, const std::string& p, S& s) {
     int64_t n = 0;
     if (read_int(c, v, p, n, min, kMax, ex)) s.*m = static_cast<Held>(n);

@@ -22,7 +22,9 @@ StallMarks marks(int64_t start, std::optional<int64_t> content = std::nullopt,
                  std::optional<int64_t> progress = std::nullopt) {
   return StallMarks{start, content, progress, std::nullopt};
 }
-TransferLimits limits(int64_t wall, int64_t stall, int64_t prefill = 0) { return TransferLimits{wall, stall, prefill, std::nullopt}; }
+TransferLimits limits(int64_t wall, int64_t stall, int64_t prefill = 0) {
+  return TransferLimits{wall, stall, prefill, std::nullopt};
+}
 }  // namespace
 
 TEST_CASE("deadline: no content at all stalls at start + stall, however many bytes or pings came") {
