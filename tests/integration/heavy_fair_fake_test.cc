@@ -30,7 +30,8 @@ TEST_CASE("20 candidates in canary at once each get their heavy rows") {
         "stages": { "smoke": "20s", "canary": ")" +
                 seconds(24) + R"(", "gate": "1h", "soak": "1h", "grace": 1 },
         "cadence": { "scrape": "4s", "functional": "1h", "long_context": "1s", "burst": "1s", "cancel": "1h",
-                     "gate_pause": "1s", "soak_traffic": "1s", "soak_heavy": "1h", "build_poll": "10s" },
+                     "gate_pause": "1h", "gate_long_context": "1h", "soak_traffic": "1h", "soak_heavy": "1h",
+                     "build_poll": "10s" },
         "long_context_sizes": [1024],
         "burst_sizes": [2],
         "capacity": [])",
