@@ -92,7 +92,10 @@ std::optional<RuntimeKind> identify_invocation(const Invocation& inv, RuntimeSig
 
 bool in_app(const ProcessInfo& p, std::string_view app) {
   if (app.empty()) return false;
-  return p.name == app || p.path.find("/" + std::string(app) + ".app/") != std::string::npos;
+  if (p.name == app) return true;
+  std::string bundle = "/";  // appended, not "+": GCC 12 -O2 warns on the inlined concatenation
+  bundle.append(app).append(".app/");
+  return p.path.find(bundle) != std::string::npos;
 }
 
 bool same_tree(int pid, int root, const std::unordered_map<int, int>& parent_of) {
@@ -122,8 +125,9 @@ LocatedProcess pick_root(const std::vector<const ProcessInfo*>& matches, PidSour
   }
   std::sort(roots.begin(), roots.end());
   if (roots.size() != 1) {
-    out.detail = std::to_string(roots.size()) + " processes " + std::string(what) + " (pids";
-    for (int r : roots) out.detail += " " + std::to_string(r);
+    out.detail = std::to_string(roots.size());
+    out.detail.append(" processes ").append(what).append(" (pids");
+    for (int r : roots) out.detail.append(" ").append(std::to_string(r));
     out.detail += "); set pid in the config";
     return out;
   }
