@@ -58,6 +58,14 @@ class ScriptedSampler final : public Sampler {
   }
 };
 
+// A process that reads, the same one tick after tick.
+ProcessSample steady_sample() {
+  ProcessSample s;
+  s.start_time = 77;
+  s.footprint_bytes = 1'000;
+  return s;
+}
+
 class NoPower final : public PowerAssertion {
  public:
   Status acquire(const std::string&) override { return Status::Ok(); }
@@ -206,9 +214,7 @@ TEST_CASE("sampler service: one runtime process serving several candidates is re
   // smaps_rollup: milliseconds); twenty canaries on one runtime process read
   // it twenty times a tick without sharing, four ticks a second.
   World w;
-  ProcessSample steady;
-  steady.start_time = 77;
-  steady.footprint_bytes = 1'000;
+  ProcessSample steady = steady_sample();
   w.sampler.samples[kPid] = steady;
   std::vector<int64_t> ids{w.cand};
   for (int i = 0; i < 19; ++i) ids.push_back(w.add_candidate("c" + std::to_string(i)));
@@ -216,11 +222,14 @@ TEST_CASE("sampler service: one runtime process serving several candidates is re
   CHECK(w.sampler.process_reads == 1);
   w.tick_after(5000);
   CHECK(w.sampler.process_reads == 2);
-  // Each candidate still has its own samples, of that one process.
-  for (int64_t id : ids) {
+  auto samples_of = [&](int64_t id) {
     SampleQuery q;
     q.candidate_id = id;
-    const auto samples = *w.store->process_samples(q);
+    return *w.store->process_samples(q);
+  };
+  // Each candidate still has its own samples, of that one process.
+  for (int64_t id : ids) {
+    const auto samples = samples_of(id);
     REQUIRE(samples.size() == 1);
     CHECK(samples[0].pid == kPid);
     CHECK(samples[0].footprint_bytes == 1'000);
@@ -230,18 +239,12 @@ TEST_CASE("sampler service: one runtime process serving several candidates is re
   w.sampler.samples[kPid] = steady;
   w.tick_after(1000);
   CHECK(w.sampler.process_reads == 3);
-  for (int64_t id : ids) {
-    SampleQuery q;
-    q.candidate_id = id;
-    CHECK(w.store->process_samples(q)->size() == 2);
-  }
+  for (int64_t id : ids) CHECK(samples_of(id).size() == 2);
 }
 
 TEST_CASE("sampler service: a steady process is stored one sample per 15 s; a restart at once") {
   World w;
-  ProcessSample steady;
-  steady.start_time = 77;
-  steady.footprint_bytes = 1'000;
+  ProcessSample steady = steady_sample();
   w.sampler.samples[kPid] = steady;
   w.service->tick();
   for (int i = 0; i < 8; ++i) w.tick_after(5000);  // 0 .. 40 s: stored at 0, 15 and 30 s
