@@ -64,6 +64,7 @@ void SamplerService::start() {
 
 void SamplerService::tick() {
   const Instant now = clock_.now();
+  read_this_tick_.clear();
   write(gaps_.tick(now));
 
   HostSample h = sampler_.sample_host(now.wall_ms);
@@ -135,7 +136,7 @@ void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, in
   }
   std::optional<ProcessIdentity> identity;
   if (w.pid) {
-    ProcessSample p = sampler_.sample_process(*w.pid, wall_ms);
+    ProcessSample p = read_process(*w.pid, wall_ms);
     if (!identity_of(p) && !a.managed) {
       // Gone: look for the runtime again at once (it may have restarted under
       // a new pid) before saying it is gone. A pid that exists but does not
@@ -145,7 +146,7 @@ void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, in
       if (gone || wall_ms - w.located_ms >= kDefaultEngineScanEveryMs) {
         const std::optional<int> before = w.pid;
         locate();
-        if (w.pid && w.pid != before) p = sampler_.sample_process(*w.pid, wall_ms);
+        if (w.pid && w.pid != before) p = read_process(*w.pid, wall_ms);
       }
     }
     p.host_id = host_id_;
@@ -170,6 +171,15 @@ void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, in
         others.push_back(pi);
     write(w.duplicates.observe(others, w.pid, wall_ms));
   }
+}
+
+ProcessSample SamplerService::read_process(int pid, int64_t wall_ms) {
+  // A process's figures cost system time to read (Linux walks its whole
+  // address space for smaps_rollup: milliseconds for a large one); candidates
+  // it serves together share one read.
+  auto it = read_this_tick_.find(pid);
+  if (it == read_this_tick_.end()) it = read_this_tick_.emplace(pid, sampler_.sample_process(pid, wall_ms)).first;
+  return it->second;
 }
 
 void SamplerService::report_over_budget(const Campaigns::Active& a, Watched& w, const ProcessSample& p,

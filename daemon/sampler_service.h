@@ -8,8 +8,9 @@
 // metrics.textfile set, each tick also rewrites that file (reports/textfile.h:
 // the figures `soakctl metrics` prints), atomically.
 //
-// Cost: one timer; a tick is a few /proc reads or Mach calls per process. The
-// process table is walked only to (re)locate a candidate's process and for the
+// Cost: one timer; a tick is a few /proc reads or Mach calls per process, one
+// read a tick however many candidates the process serves. The process table
+// is walked only to (re)locate a candidate's process and for the
 // duplicate-engine scan, at most every kDefaultEngineScanEveryMs.
 //
 // Threading: the loop thread. Ownership: borrows what Deps names, the Sampler
@@ -66,6 +67,9 @@ class SamplerService final : public Service {
   void report_over_budget(const Campaigns::Active& a, Watched& w, const ProcessSample& p, int64_t sample_id);
   void sample_candidate(const Campaigns::Active& a, Watched& w, int64_t wall_ms, bool scan_due,
                         const std::vector<ProcessInfo>* processes, const std::vector<int>& candidate_pids);
+  // The process `pid` as this tick read it: read once per tick however many
+  // candidates it serves (one runtime process may listen for several).
+  ProcessSample read_process(int pid, int64_t wall_ms);
 
   Store& store_;    // reads
   Outbox& outbox_;  // samples and events
@@ -82,7 +86,8 @@ class SamplerService final : public Service {
   Timer timer_;
   std::map<int64_t, Watched> watched_;  // by candidate row id
   int64_t last_scan_ms_ = 0;
-  std::string metrics_path_;  // empty: no metrics textfile
+  std::map<int, ProcessSample> read_this_tick_;  // by pid; emptied at each tick's start
+  std::string metrics_path_;                     // empty: no metrics textfile
   report::TextfileCollector metrics_;
   bool metrics_failing_ = false;  // logged once per run of failures, not every tick
 };
