@@ -1,6 +1,7 @@
 // Store benchmark: generates a full week of a 10-candidate host (campaigns run
-// in virtual time at the default cadences, plus 5-second host and process
-// samples), then times `soakctl status` and `soakctl explain` against it, in
+// in virtual time at the default cadences, with the host and process samples
+// read every 5 s and stored as the sampler stores them, written beside the
+// probe rows as the daemon writes them), then times `soakctl status` and `soakctl explain` against it, in
 // the process and as whole commands (the soakctl program beside this one, a
 // new process each run), and reports the store's size per candidate-week.
 // `--builds N` runs N builds of every candidate one after another, each a
@@ -156,12 +157,64 @@ int main(int argc, char** argv) {
                  [](int64_t) { return 0; });
   if (!camp.resume(clock.wall_ms())) return 1;
 
+  // The sampler's share, written as the daemon writes it, beside the probe
+  // rows (so that a judgment's recipe covers the samples taken before it): a
+  // host sample read every 5 s and stored as the sampler stores it, and each
+  // candidate's process samples likewise (daemon/sampler_service.cc: read
+  // every 5 s, one kept per sampler.process_every and at once on a change).
+  std::vector<CandidateRow> ids;  // every candidate row (each build's) from when it is written
+  int64_t samples = 0;
+  double gen_samples_ms = 0;
+  std::map<int64_t, ProcessSampleKeeper> keepers;
+  HostSampleKeeper host_keeper(shared->sampler.process_sample_every_ms());
+  const int64_t start = clock.wall_ms();
+  int64_t sampled_to = start;
+  auto sample_until = [&](int64_t now) {
+    if (sampled_to > now) return;
+    const auto s0 = std::chrono::steady_clock::now();
+    ids = *store.candidates();
+    for (const auto& c : ids) keepers.try_emplace(c.id, shared->sampler.process_sample_every_ms());
+    sqlite3_exec(store.db(), "BEGIN", nullptr, nullptr, nullptr);
+    for (; sampled_to <= now; sampled_to += kDefaultSampleEveryMs) {
+      const int64_t t = sampled_to;
+      HostSample h;
+      h.host_id = host;
+      h.wall_ms = t;
+      h.free_bytes = (100LL << 30) - (t / kDefaultSampleEveryMs % 7) * (1 << 20);  // moving, as free memory does
+      h.active_bytes = 300LL << 30;
+      h.wired_bytes = 80LL << 30;
+      h.swap_used_bytes = 0;
+      h.swapouts = 12;
+      h.pressure_level = 1;
+      h.thermal_level = 0;
+      if (host_keeper.keep(h)) {
+        store.insert_host_sample(h).ok();
+        ++samples;
+      }
+      for (const auto& c : ids) {
+        ProcessSample p;
+        p.host_id = host;
+        p.candidate_id = c.id;
+        p.wall_ms = t;
+        p.pid = 1000 + static_cast<int>(c.id);
+        p.name = "llama-server";
+        p.start_time = 1;
+        p.footprint_bytes = 20LL << 30;
+        p.resident_bytes = 19LL << 30;
+        if (!keepers.at(c.id).keep(p)) continue;
+        store.insert_process_sample(p).ok();
+        ++samples;
+      }
+    }
+    sqlite3_exec(store.db(), "COMMIT", nullptr, nullptr, nullptr);
+    gen_samples_ms += ms_since(s0);
+  };
+
   std::printf(
       "generating: %d candidates x %d build(s), smoke 15m + canary 2h + gate 24h + soak 7d at the default "
       "cadences...\n",
       n, builds);
   auto t0 = std::chrono::steady_clock::now();
-  const int64_t start = clock.wall_ms();
   for (int b = 0; b < builds; ++b) {
     if (b) {
       // The next nightly build of every candidate: a new row, a whole new campaign.
@@ -169,6 +222,7 @@ int main(int argc, char** argv) {
         runner.at("cand" + std::to_string(i)).build = "b9" + std::to_string(5 + b) + std::to_string(i);
       const int64_t until = clock.wall_ms() + kDay;  // read by the next build check
       while (clock.wall_ms() < until && camp.settled()) {
+        sample_until(clock.wall_ms());
         camp.tick(clock.wall_ms());
         const int64_t now = clock.wall_ms();
         clock.advance_ms(std::max<int64_t>(1, camp.next_wake_ms(now).value_or(now + kMinute) - now));
@@ -177,6 +231,7 @@ int main(int argc, char** argv) {
     const int64_t end = clock.wall_ms() + 9 * kDay;
     while (clock.wall_ms() < end && !camp.settled()) {
       const int64_t now = clock.wall_ms();
+      sample_until(now);
       runner.deliver(now);
       camp.tick(now);
       int64_t next = end;
@@ -185,47 +240,10 @@ int main(int argc, char** argv) {
       clock.advance_ms(std::max<int64_t>(1, next - now));
     }
   }
-  const double gen_campaign_s = ms_since(t0) / 1000;
-
-  // The sampler's share: a host sample every 5 s, and each candidate's process
-  // samples as the sampler stores them (daemon/sampler_service.cc: read every
-  // 5 s, one kept per sampler.process_every).
-  t0 = std::chrono::steady_clock::now();
-  sqlite3_exec(store.db(), "BEGIN", nullptr, nullptr, nullptr);
-  auto ids = *store.candidates();
-  int64_t samples = 0;
-  std::map<int64_t, ProcessSampleKeeper> keepers;
-  for (const auto& c : ids) keepers.emplace(c.id, ProcessSampleKeeper(shared->sampler.process_sample_every_ms()));
-  for (int64_t t = start; t < clock.wall_ms(); t += kDefaultSampleEveryMs) {
-    HostSample h;
-    h.host_id = host;
-    h.wall_ms = t;
-    h.free_bytes = 100LL << 30;
-    h.active_bytes = 300LL << 30;
-    h.wired_bytes = 80LL << 30;
-    h.swap_used_bytes = 0;
-    h.swapouts = 12;
-    h.pressure_level = 1;
-    store.insert_host_sample(h).ok();
-    ++samples;
-    for (const auto& c : ids) {
-      ProcessSample p;
-      p.host_id = host;
-      p.candidate_id = c.id;
-      p.wall_ms = t;
-      p.pid = 1000 + static_cast<int>(c.id);
-      p.name = "llama-server";
-      p.start_time = 1;
-      p.footprint_bytes = 20LL << 30;
-      p.resident_bytes = 19LL << 30;
-      if (!keepers.at(c.id).keep(p)) continue;
-      store.insert_process_sample(p).ok();
-      ++samples;
-    }
-  }
-  sqlite3_exec(store.db(), "COMMIT", nullptr, nullptr, nullptr);
+  sample_until(clock.wall_ms());
   sqlite3_exec(store.db(), "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr);
-  const double gen_samples_s = ms_since(t0) / 1000;
+  const double gen_samples_s = gen_samples_ms / 1000;
+  const double gen_campaign_s = ms_since(t0) / 1000 - gen_samples_s;
   auto max = *store.max_ids();
   opened->reset();
 
