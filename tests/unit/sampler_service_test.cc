@@ -64,8 +64,9 @@ class NoPower final : public PowerAssertion {
 };
 
 Config config(const std::string& guard_window) {
-  const std::string text = R"({"defaults": {"guard": {"window": ")" + guard_window +
-                           R"("}}, "candidates": [{"name": "a", "model": "m", "runtime": "llama.cpp",
+  // Samples stored one per 15 s (the tests below count them), not the default's 60 s.
+  const std::string text = R"({"sampler": {"process_every": "15s"}, "defaults": {"guard": {"window": ")" +
+                           guard_window + R"("}}, "candidates": [{"name": "a", "model": "m", "runtime": "llama.cpp",
                                "base_url": "http://127.0.0.1:)" +
                            std::to_string(kPort) + R"("}]})";
   auto c = parse_config(text, "test.json", "/tmp");
@@ -338,16 +339,19 @@ TEST_CASE("sampler service: host samples stored one per 15 s and at once on a ch
   auto rows = stored();
   REQUIRE(rows.size() == 2);
   CHECK(rows[1].wall_ms - rows[0].wall_ms == 15'000);
+  w.tick_after(3000);  // 28 s: not due
   w.sampler.pressure_level = darwin::kPressureCritical;
-  w.tick_after(5000);  // 30 s: due anyway
-  w.tick_after(1000);
+  w.tick_after(1000);  // 29 s: critical, at once
+  w.tick_after(1000);  // 30 s: still critical, measured from 29 s
   w.sampler.pressure_level = 1;
-  w.tick_after(1000);  // 32 s: back to normal, at once
+  w.tick_after(1000);  // 31 s: back to normal, at once
   rows = stored();
   REQUIRE(rows.size() == 4);
+  CHECK(rows[2].pressure_level == darwin::kPressureCritical);
+  CHECK(rows[2].wall_ms - rows[1].wall_ms == 14'000);
   CHECK(rows[3].pressure_level == 1);
   CHECK(rows[3].wall_ms - rows[2].wall_ms == 2'000);
-  w.tick_after(5000);  // 37 s: not due
+  w.tick_after(5000);  // 36 s: not due
   CHECK(stored().size() == 4);
   bool done = false;
   w.service->stop([&] { done = true; });
