@@ -46,7 +46,7 @@ inline constexpr int64_t kDefaultSoakHeavyEveryMs = 6 * kHour;  // long context 
 inline constexpr int64_t kDefaultGateLongContextEveryMs = 4 * kHour;
 inline constexpr int64_t kDefaultBuildPollMs = 5 * kMinute;
 inline constexpr int64_t kDefaultSampleEveryMs = 5'000;
-inline constexpr int64_t kProcessSampleIntervals = 3;
+inline constexpr int64_t kProcessSampleIntervals = 12;
 
 inline const std::vector<int64_t> kDefaultLongContextSizes{1024, 8192, 32768, 65536, 100000, 131072};
 // S4: agent turns fire 30-80 POSTs within ~200 ms; 8 is the --parallel of the
@@ -305,7 +305,7 @@ struct SamplerSettings {
   int64_t interval_ms = kDefaultSampleEveryMs;
   // A candidate's process samples are read every interval and stored one per
   // process_every (and at once on a new process, an error or a budget breach).
-  // 0 (unset): kProcessSampleIntervals intervals, 15 s at the default 5 s.
+  // 0 (unset): kProcessSampleIntervals intervals, 60 s at the default 5 s.
   int64_t process_every_ms = 0;
   int64_t process_sample_every_ms() const {
     return process_every_ms > 0 ? process_every_ms : kProcessSampleIntervals * interval_ms;

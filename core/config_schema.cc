@@ -442,7 +442,7 @@ const Section<SamplerSettings>& sampler_section() {
   static const Section<S> s{"{\"interval\": \"5s\", \"keep_awake\": true}",
                             {
                                 duration("interval", &S::interval_ms, "\"5s\""),
-                                duration("process_every", &S::process_every_ms, "\"15s\""),
+                                duration("process_every", &S::process_every_ms, "\"60s\""),
                                 boolean("keep_awake", &S::keep_awake),
                             }};
   return s;

@@ -23,6 +23,7 @@ SamplerService::SamplerService(const ConfigSnapshot& cfg, const Deps& deps, Samp
       process_every_ms_(cfg->sampler.process_sample_every_ms()),
       guard_(cfg->defaults.guard),
       gaps_(cfg->sampler.interval_ms, deps.host_id),
+      host_stored_(cfg->sampler.process_sample_every_ms()),
       keep_awake_(std::move(power), cfg->sampler.keep_awake ? KeepAwakeMode::WhileStagesRun : KeepAwakeMode::Off),
       timer_(deps.loop),
       metrics_path_(cfg->metrics.textfile),
@@ -69,7 +70,7 @@ void SamplerService::tick() {
 
   HostSample h = sampler_.sample_host(now.wall_ms);
   h.host_id = host_id_;
-  outbox_.put(h);
+  if (host_stored_.keep(h)) outbox_.put(h);
   write(guard_.observe(h));
 
   const auto active = active_ ? active_() : std::vector<Campaigns::Active>{};
@@ -211,6 +212,7 @@ void SamplerService::reload(const ConfigSnapshot& snapshot) {
   }
   // Candidates watched from now on store at the new cadence.
   process_every_ms_ = cfg.sampler.process_sample_every_ms();
+  host_stored_.set_every_ms(process_every_ms_);
   keep_awake_.set_mode(cfg.sampler.keep_awake ? KeepAwakeMode::WhileStagesRun : KeepAwakeMode::Off);
   metrics_path_ = cfg.metrics.textfile;
   metrics_.set_guard_window(cfg.defaults.guard.window_ms);
@@ -221,6 +223,7 @@ void SamplerService::reload(const ConfigSnapshot& snapshot) {
 
 void SamplerService::stop(std::function<void()> done) {
   timer_.stop();
+  if (auto h = host_stored_.take_pending()) outbox_.put(*h);
   if (auto st = keep_awake_.update({}); !st) log_->warn("keep-awake: {}", st.message());
   done();
 }

@@ -82,6 +82,7 @@ class SamplerService final : public Service {
   int64_t process_every_ms_;
   MemoryGuard guard_;
   GapDetector gaps_;
+  HostSampleKeeper host_stored_;  // which host samples are written
   KeepAwake keep_awake_;
   Timer timer_;
   std::map<int64_t, Watched> watched_;  // by candidate row id

@@ -38,6 +38,33 @@ bool ProcessSampleKeeper::keep(const ProcessSample& s, bool over_budget) {
   return true;
 }
 
+namespace {
+// What a stored host sample must not hide: the judged step series and the error.
+bool same_steps(const HostSample& a, const HostSample& b) {
+  return a.pressure_level == b.pressure_level && a.memorystatus_level == b.memorystatus_level &&
+         a.thermal_level == b.thermal_level && a.swap_used_bytes == b.swap_used_bytes && a.swapouts == b.swapouts &&
+         a.error == b.error;
+}
+}  // namespace
+
+bool HostSampleKeeper::keep(const HostSample& s) {
+  const bool due = !last_ || s.wall_ms - last_->wall_ms >= every_ms_ || s.wall_ms < last_->wall_ms;
+  if (!due && same_steps(s, *last_)) {
+    pending_ = s;
+    return false;
+  }
+  last_ = s;
+  pending_.reset();
+  return true;
+}
+
+std::optional<HostSample> HostSampleKeeper::take_pending() {
+  auto p = std::move(pending_);
+  pending_.reset();
+  if (p) last_ = p;
+  return p;
+}
+
 std::vector<Event> RestartDetector::observe(std::optional<ProcessIdentity> seen, int64_t wall_ms) {
   std::vector<Event> out;
   if (!seen) {

@@ -16,6 +16,14 @@
 // the memory budget. The judges read the stored ones only (block medians over
 // the stage, docs/DESIGN.md §3.6), so what is stored is what is judged.
 //
+// HostSampleKeeper: one per host, the same for the host samples (read every
+// tick, each seen by the memory guard): one stored per `every_ms`, and at
+// once any sample whose levels (memory pressure, memorystatus, thermal),
+// swap in use, swapouts or error differ from the last stored. The judges'
+// host figures are step series of those (the thermal level in effect at a
+// row, swap growth, swapouts summed), which the stored samples keep whole;
+// the free/active figures between two stored samples are not kept.
+//
 // Pure logic over samples and process lists; time is the caller's wall_ms.
 // Threading: the daemon's loop thread.
 #pragma once
@@ -55,6 +63,23 @@ class ProcessSampleKeeper {
   std::optional<ProcessIdentity> last_identity_;
   std::string last_error_;
   bool last_over_budget_ = false;
+};
+
+class HostSampleKeeper {
+ public:
+  explicit HostSampleKeeper(int64_t every_ms) : every_ms_(every_ms) {}
+
+  // Whether `s` is stored; a stored sample becomes the one the next are
+  // measured from. A sample not stored is kept as the pending one.
+  bool keep(const HostSample& s);
+  // The newest sample not stored, if any (written at shutdown, so that the
+  // next start measures the daemon's absence from the last reading).
+  std::optional<HostSample> take_pending();
+  void set_every_ms(int64_t every_ms) { every_ms_ = every_ms; }
+
+ private:
+  int64_t every_ms_;
+  std::optional<HostSample> last_, pending_;
 };
 
 class RestartDetector {

@@ -324,6 +324,12 @@ constexpr std::string_view kV8 = R"SQL(
 CREATE INDEX probe_results_by_candidate_kind ON probe_results(candidate_id, kind, id);
 )SQL";
 
+// The common sampling settings as one character (storage/columns.h
+// kCommonSampling): the rows already stored are rewritten to the mark.
+constexpr std::string_view kV9 = R"SQL(
+UPDATE probe_results SET sampling = '=' WHERE sampling = '{"temperature":0.6,"top_p":0.95,"top_k":20}';
+)SQL";
+
 }  // namespace
 
 std::string read_compat_sql(int user_version) {
@@ -340,7 +346,7 @@ std::string read_compat_sql(int user_version) {
 }
 
 const std::vector<std::string_view>& migrations() {
-  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4, kV5, kV6, kV7, kV8};
+  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4, kV5, kV6, kV7, kV8, kV9};
   return kMigrations;
 }
 

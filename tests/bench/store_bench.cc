@@ -1,8 +1,9 @@
 // Store benchmark: generates a full week of a 10-candidate host (campaigns run
-// in virtual time at the default cadences, plus 5-second host and process
-// samples), then times `soakctl status` and `soakctl explain` against it, in
-// the process and as whole commands (the soakctl program beside this one, a
-// new process each run), and reports the store's size per candidate-week.
+// in virtual time at the default cadences, with the host samples read every
+// 5 s and stored as the sampler stores them, and the runtime's process samples,
+// written beside the probe rows as the daemon writes them), then times `soakctl status` and `soakctl explain` against
+// it, in the process and as whole commands (the soakctl program beside this one, a new process each run), and reports
+// the store's size per candidate-week.
 // `--builds N` runs N builds of every candidate one after another, each a
 // whole campaign (4: about a month of store). Prints figures; asserts nothing.
 //
@@ -19,7 +20,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -156,12 +156,47 @@ int main(int argc, char** argv) {
                  [](int64_t) { return 0; });
   if (!camp.resume(clock.wall_ms())) return 1;
 
+  // The sampler's share, written as the daemon writes it, beside the probe
+  // rows (so that a judgment's recipe covers the samples taken before it): a
+  // host sample read every 5 s and stored as the sampler stores it
+  // (daemon/sampler_service.cc, HostSampleKeeper). The process samples are the
+  // simulated runtime's (tests/support/sim_runner.cc), one a minute while a
+  // stage runs: what the sampler stores at the default sampler.process_every
+  // for a process that neither restarts nor errs.
+  int64_t samples = 0;
+  double gen_samples_ms = 0;
+  HostSampleKeeper host_keeper(shared->sampler.process_sample_every_ms());
+  const int64_t start = clock.wall_ms();
+  int64_t sampled_to = start;
+  auto sample_until = [&](int64_t now) {
+    if (sampled_to > now) return;
+    const auto s0 = std::chrono::steady_clock::now();
+    sqlite3_exec(store.db(), "BEGIN", nullptr, nullptr, nullptr);
+    for (; sampled_to <= now; sampled_to += kDefaultSampleEveryMs) {
+      HostSample h;
+      h.host_id = host;
+      h.wall_ms = sampled_to;
+      h.free_bytes =
+          (100LL << 30) - (sampled_to / kDefaultSampleEveryMs % 7) * (1 << 20);  // moving, as free memory does
+      h.active_bytes = 300LL << 30;
+      h.wired_bytes = 80LL << 30;
+      h.swap_used_bytes = 0;
+      h.swapouts = 12;
+      h.pressure_level = 1;
+      h.thermal_level = 0;
+      if (!host_keeper.keep(h)) continue;
+      store.insert_host_sample(h).ok();
+      ++samples;
+    }
+    sqlite3_exec(store.db(), "COMMIT", nullptr, nullptr, nullptr);
+    gen_samples_ms += ms_since(s0);
+  };
+
   std::printf(
       "generating: %d candidates x %d build(s), smoke 15m + canary 2h + gate 24h + soak 7d at the default "
       "cadences...\n",
       n, builds);
   auto t0 = std::chrono::steady_clock::now();
-  const int64_t start = clock.wall_ms();
   for (int b = 0; b < builds; ++b) {
     if (b) {
       // The next nightly build of every candidate: a new row, a whole new campaign.
@@ -169,6 +204,7 @@ int main(int argc, char** argv) {
         runner.at("cand" + std::to_string(i)).build = "b9" + std::to_string(5 + b) + std::to_string(i);
       const int64_t until = clock.wall_ms() + kDay;  // read by the next build check
       while (clock.wall_ms() < until && camp.settled()) {
+        sample_until(clock.wall_ms());
         camp.tick(clock.wall_ms());
         const int64_t now = clock.wall_ms();
         clock.advance_ms(std::max<int64_t>(1, camp.next_wake_ms(now).value_or(now + kMinute) - now));
@@ -177,6 +213,7 @@ int main(int argc, char** argv) {
     const int64_t end = clock.wall_ms() + 9 * kDay;
     while (clock.wall_ms() < end && !camp.settled()) {
       const int64_t now = clock.wall_ms();
+      sample_until(now);
       runner.deliver(now);
       camp.tick(now);
       int64_t next = end;
@@ -185,57 +222,22 @@ int main(int argc, char** argv) {
       clock.advance_ms(std::max<int64_t>(1, next - now));
     }
   }
-  const double gen_campaign_s = ms_since(t0) / 1000;
-
-  // The sampler's share: a host sample every 5 s, and each candidate's process
-  // samples as the sampler stores them (daemon/sampler_service.cc: read every
-  // 5 s, one kept per sampler.process_every).
-  t0 = std::chrono::steady_clock::now();
-  sqlite3_exec(store.db(), "BEGIN", nullptr, nullptr, nullptr);
-  auto ids = *store.candidates();
-  int64_t samples = 0;
-  std::map<int64_t, ProcessSampleKeeper> keepers;
-  for (const auto& c : ids) keepers.emplace(c.id, ProcessSampleKeeper(shared->sampler.process_sample_every_ms()));
-  for (int64_t t = start; t < clock.wall_ms(); t += kDefaultSampleEveryMs) {
-    HostSample h;
-    h.host_id = host;
-    h.wall_ms = t;
-    h.free_bytes = 100LL << 30;
-    h.active_bytes = 300LL << 30;
-    h.wired_bytes = 80LL << 30;
-    h.swap_used_bytes = 0;
-    h.swapouts = 12;
-    h.pressure_level = 1;
-    store.insert_host_sample(h).ok();
-    ++samples;
-    for (const auto& c : ids) {
-      ProcessSample p;
-      p.host_id = host;
-      p.candidate_id = c.id;
-      p.wall_ms = t;
-      p.pid = 1000 + static_cast<int>(c.id);
-      p.name = "llama-server";
-      p.start_time = 1;
-      p.footprint_bytes = 20LL << 30;
-      p.resident_bytes = 19LL << 30;
-      if (!keepers.at(c.id).keep(p)) continue;
-      store.insert_process_sample(p).ok();
-      ++samples;
-    }
-  }
-  sqlite3_exec(store.db(), "COMMIT", nullptr, nullptr, nullptr);
+  sample_until(clock.wall_ms());
   sqlite3_exec(store.db(), "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr);
-  const double gen_samples_s = ms_since(t0) / 1000;
+  const double gen_samples_s = gen_samples_ms / 1000;
+  const double gen_campaign_s = ms_since(t0) / 1000 - gen_samples_s;
   auto max = *store.max_ids();
   opened->reset();
 
   const int64_t bytes = file_size(db) + file_size(db + "-wal");
   const double weeks = static_cast<double>(clock.wall_ms() - start) / static_cast<double>(7 * kDay);
   std::printf(
-      "generated in %.1f s (campaigns) + %.1f s (samples): %lld probe rows, %lld samples, %lld events, %lld golden "
+      "generated in %.1f s (campaigns) + %.1f s (samples): %lld probe rows, %lld host samples, %lld process samples, "
+      "%lld events, %lld golden "
       "answers\n",
       gen_campaign_s, gen_samples_s, static_cast<long long>(max.probe), static_cast<long long>(samples),
-      static_cast<long long>(max.event), static_cast<long long>(max.golden));
+      static_cast<long long>(max.process_sample), static_cast<long long>(max.event),
+      static_cast<long long>(max.golden));
   std::printf("store: %.1f MB for %d candidates over %.2f weeks = %.1f MB per candidate-week\n", bytes / 1e6, n, weeks,
               bytes / 1e6 / n / weeks);
 

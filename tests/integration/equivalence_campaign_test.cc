@@ -70,7 +70,7 @@ std::string write_config(const std::string& dir, int port, const std::string& st
       "long_context_sizes": [1024],
       "burst_sizes": [1, 2]
     },
-    "sampler": { "interval": "250ms", "keep_awake": false },
+    "sampler": { "interval": "250ms", "process_every": "750ms", "keep_awake": false },
     "schedule": { "nightly_window": "now" },
     "candidates": [
       { "name": "llama", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp", "allow_coexisting": true,

@@ -74,8 +74,9 @@ class NoPower final : public PowerAssertion {
 };
 
 Config config(const std::string& guard_window) {
-  const std::string text = R"({"defaults": {"guard": {"window": ")" + guard_window +
-                           R"("}}, "candidates": [{"name": "a", "model": "m", "runtime": "llama.cpp",
+  // Samples stored one per 15 s (the tests below count them), not the default's 60 s.
+  const std::string text = R"({"sampler": {"process_every": "15s"}, "defaults": {"guard": {"window": ")" +
+                           guard_window + R"("}}, "candidates": [{"name": "a", "model": "m", "runtime": "llama.cpp",
                                "base_url": "http://127.0.0.1:)" +
                            std::to_string(kPort) + R"("}]})";
   auto c = parse_config(text, "test.json", "/tmp");
@@ -330,6 +331,92 @@ TEST_CASE("process sample keeper: due by time, or at once on a change of process
   CHECK(k.keep(s, true));
   s.wall_ms += 14'000;
   CHECK_FALSE(k.keep(s, true));
+}
+
+TEST_CASE("host sample keeper: due by time, or at once on a change of a level, swap, swapouts or error") {
+  HostSampleKeeper k(15'000);
+  HostSample s;
+  s.wall_ms = 100'000;
+  s.pressure_level = 1;
+  s.thermal_level = 0;
+  s.swap_used_bytes = 0;
+  s.swapouts = 7;
+  s.free_bytes = 100;
+  CHECK(k.keep(s));
+  s.wall_ms += 5'000;
+  s.free_bytes = 90;  // the memory figures alone: not stored
+  CHECK_FALSE(k.keep(s));
+  s.wall_ms += 9'999;
+  CHECK_FALSE(k.keep(s));
+  s.wall_ms += 1;
+  CHECK(k.keep(s));  // 15 s after the last stored
+  s.wall_ms += 5'000;
+  s.thermal_level = 1;
+  CHECK(k.keep(s));
+  s.wall_ms += 5'000;
+  CHECK_FALSE(k.keep(s));  // still moderate: nothing new
+  s.wall_ms += 1;
+  s.pressure_level = 2;
+  CHECK(k.keep(s));
+  s.wall_ms += 1;
+  s.memorystatus_level = 40;
+  CHECK(k.keep(s));
+  s.wall_ms += 1;
+  s.swap_used_bytes = 1 << 20;
+  CHECK(k.keep(s));
+  s.wall_ms += 1;
+  s.swapouts = 8;
+  CHECK(k.keep(s));
+  s.wall_ms += 1;
+  s.error = "vm_stat: failed";
+  CHECK(k.keep(s));
+  s.wall_ms += 1;
+  CHECK_FALSE(k.keep(s));
+  s.wall_ms -= 60'000;  // the clock stepped back: stored, and measured from there
+  CHECK(k.keep(s));
+  s.wall_ms += 5'000;
+  CHECK_FALSE(k.keep(s));
+  auto pending = k.take_pending();  // the newest not stored, once
+  REQUIRE(pending);
+  CHECK(pending->wall_ms == s.wall_ms);
+  CHECK_FALSE(k.take_pending());
+  s.wall_ms += 5'000;
+  CHECK_FALSE(k.keep(s));  // measured from the one taken
+  s.wall_ms += 10'000;
+  CHECK(k.keep(s));
+}
+
+TEST_CASE("sampler service: host samples stored one per 15 s and at once on a change; the newest at stop") {
+  World w;
+  auto stored = [&] {
+    REQUIRE(w.outbox->flush());
+    return *w.store->host_samples(SampleQuery{});
+  };
+  w.service->tick();
+  for (int i = 0; i < 5; ++i) w.tick_after(5000);  // 25 s: stored at 0, 15 s
+  auto rows = stored();
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[1].wall_ms - rows[0].wall_ms == 15'000);
+  w.tick_after(3000);  // 28 s: not due
+  w.sampler.pressure_level = darwin::kPressureCritical;
+  w.tick_after(1000);  // 29 s: critical, at once
+  w.tick_after(1000);  // 30 s: still critical, measured from 29 s
+  w.sampler.pressure_level = 1;
+  w.tick_after(1000);  // 31 s: back to normal, at once
+  rows = stored();
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[2].pressure_level == darwin::kPressureCritical);
+  CHECK(rows[2].wall_ms - rows[1].wall_ms == 14'000);
+  CHECK(rows[3].pressure_level == 1);
+  CHECK(rows[3].wall_ms - rows[2].wall_ms == 2'000);
+  w.tick_after(5000);  // 36 s: not due
+  CHECK(stored().size() == 4);
+  bool done = false;
+  w.service->stop([&] { done = true; });
+  CHECK(done);
+  rows = stored();
+  REQUIRE(rows.size() == 5);  // the newest reading, so a restart measures its absence from there
+  CHECK(rows.back().wall_ms == w.clock.wall_ms());
 }
 
 TEST_CASE("sampler service: with metrics.textfile set, each tick rewrites that file whole; without it, nothing") {

@@ -626,6 +626,42 @@ TEST_CASE("every field of probe results and samples round-trips") {
   CHECK(process_sample_fields(procs->front()) == process_sample_fields(p));
 }
 
+TEST_CASE("the common sampling settings are stored as one character and read back whole; others as they are") {
+  TempDir tmp;
+  const std::string path = tmp.path() + "/s.db";
+  auto st = open_rw(path);
+  Ids ids = seed(*st);
+  const std::string common = R"({"temperature":0.6,"top_p":0.95,"top_k":20})";
+  const std::vector<std::string> samplings{common, R"({"temperature":0.6,"top_p":0.95,"top_k":"not_applied"})", "",
+                                           "="};
+  for (size_t i = 0; i < samplings.size(); ++i) {
+    ProbeResult r = sample_result(ids, static_cast<int>(i));
+    r.sampling_json = samplings[i];
+    REQUIRE(st->insert_probe_result(r).ok());
+  }
+  CHECK(column_text(st->db(),
+                    "SELECT group_concat(sampling, '|') FROM (SELECT sampling FROM probe_results ORDER BY id)") ==
+        "=|" + samplings[1] + "||=");
+  auto rows = st->probe_results({});
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 4);
+  CHECK((*rows)[0].sampling_json == common);
+  CHECK((*rows)[1].sampling_json == samplings[1]);
+  CHECK((*rows)[2].sampling_json.empty());
+  CHECK((*rows)[3].sampling_json == common);  // "=" is not a sampling any probe records
+
+  // A store of the schema before: its rows hold the whole text, rewritten to the mark by the migration.
+  exec_sql(st->db(), "UPDATE probe_results SET sampling = '" + common +
+                         "' WHERE sampling = '='; PRAGMA user_version = " + std::to_string(kSamplingMarkSchema - 1));
+  st.reset();
+  st = open_rw(path);
+  CHECK(st->user_version() == schema_version());
+  CHECK(column_text(st->db(),
+                    "SELECT group_concat(sampling, '|') FROM (SELECT sampling FROM probe_results ORDER BY id)") ==
+        "=|" + samplings[1] + "||=");
+  CHECK(st->probe_results({})->front().sampling_json == common);
+}
+
 TEST_CASE("events, stages, verdicts and control requests round-trip, with their stored defaults") {
   TempDir tmp;
   auto st = open_rw(tmp.path() + "/s.db");
