@@ -13,10 +13,12 @@ TEST_CASE("a fresh prefill at 32K twice as slow as the baseline's passes the can
   // Both fakes prefill 10 ms per 1K tokens; the candidate twice as long from
   // 30,000 tokens on: its 32K fresh rows, not its 1K ones or its agent turns
   // (their context stays under 12,000).
+  // A token every 10 ms: at 2 ms a loaded host's timer slack moved one fake's
+  // decode rate 27 % from the other's, and the canary's marker rule saw it.
   Fake base =
-      start_fake("healthy", {"--build", "b9430-0a1b2c3", "--token-interval-ms", "2", "--prefill-ms-per-1k", "5"});
-  Fake cand = start_fake("healthy", {"--build", "b9431-0a1b2c3", "--token-interval-ms", "2", "--prefill-ms-per-1k", "5",
-                                     "--slow-pct", "200", "--slow-from-tokens", "30000"});
+      start_fake("healthy", {"--build", "b9430-0a1b2c3", "--token-interval-ms", "10", "--prefill-ms-per-1k", "5"});
+  Fake cand = start_fake("healthy", {"--build", "b9431-0a1b2c3", "--token-interval-ms", "10", "--prefill-ms-per-1k",
+                                     "5", "--slow-pct", "200", "--slow-from-tokens", "30000"});
   Run run;
   run.write(R"(
         "stages": { "smoke": "20s", "canary": "8s", "gate": "20s", "soak": "4s", "grace": 1 },
@@ -95,7 +97,7 @@ TEST_CASE("a history baseline whose own stages differ more than the candidate do
                      "gate_pause": "100ms", "gate_long_context": "1s", "soak_traffic": "1s", "soak_heavy": "1s",
                      "build_poll": "2s" },
         "gate": { "min_completed": 5 },
-        "soak": { "max_footprint_slope_mb_per_h": 1000000, "max_footprint_growth": 10 },
+        "soak": { "max_footprint_slope_mb_per_h": 1000000, "max_footprint_growth": 10, "max_decode_drift": 1 },
         "agent": { "context_ceiling": 8000, "band_tokens": 20000, "thinking_share": 0 },
         "long_context_sizes": [1024],
         "burst_sizes": [1],

@@ -82,6 +82,12 @@ inline std::string candidate(const std::string& name, int port, const std::strin
 // (docs/DESIGN.md §3.13) is off: its opening run of 32 answers holds a
 // canary's other heavy work and outlasts these seconds-long stages, and it is
 // not what these scenarios judge.
+//
+// Scenarios that expect a soak to pass set soak.max_decode_drift to its widest
+// (1, a doubling): a fake
+// turn lasts tens of milliseconds, and a loaded host's scheduling noise moves
+// that by 20 % between a soak's first and last quarter, a drift the runtime
+// never made (the drift rule is judged in tests/unit/judge_soak_test.cc).
 struct Run {
   TempDir tmp;
   std::string cfg = tmp.path() + "/soakd.json";

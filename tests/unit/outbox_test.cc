@@ -38,7 +38,7 @@ struct Box {
   std::vector<std::string> notes;
 
   explicit Box(StoreOutageSettings s = {}) {
-    real = std::move(*SqliteStore::open(tmp.path() + "/s.db", OpenMode::ReadWrite, Durability::Fast));
+    real = *SqliteStore::open(tmp.path() + "/s.db", OpenMode::ReadWrite, Durability::Fast);
     store = std::make_unique<FaultyStore>(*real);
     host = *real->upsert_host(HostInfo{"studio", "Mac15,14", 512LL << 30, "macOS 15.5"}, clock.wall_ms());
     outbox = std::make_unique<Outbox>(*store, clock, make_null_logger(), host, s);

@@ -39,9 +39,11 @@ namespace {
   std::_Exit(77);
 }
 
+#if SOAK_TEST_ALLOCATOR
 void require_glibc_allocator() {
   if (__asan_init != nullptr) skip("the allocator is AddressSanitizer's, not glibc's");
 }
+#endif
 
 }  // namespace
 

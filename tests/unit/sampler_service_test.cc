@@ -104,7 +104,7 @@ struct World {
 
   World() {
     uv_loop_init(&loop);
-    store = std::move(*SqliteStore::open(tmp.path() + "/s.db", OpenMode::ReadWrite, Durability::Fast));
+    store = *SqliteStore::open(tmp.path() + "/s.db", OpenMode::ReadWrite, Durability::Fast);
     host = *store->upsert_host(*sampler.host_info(), clock.wall_ms());
     CandidateRow row;
     row.host_id = host;
