@@ -27,12 +27,24 @@ SamplerService::SamplerService(const ConfigSnapshot& cfg, const Deps& deps, Samp
       keep_awake_(std::move(power), cfg->sampler.keep_awake ? KeepAwakeMode::WhileStagesRun : KeepAwakeMode::Off),
       timer_(deps.loop),
       metrics_path_(cfg->metrics.textfile),
-      metrics_(report::MetricsOptions{cfg->defaults.guard.window_ms, kSoakdVersion}) {}
+      metrics_(report::MetricsOptions{cfg->defaults.guard.window_ms, kSoakdVersion}),
+      evidence_every_ms_(evidence_every(cfg->sampler.interval_ms)) {}
 
 namespace {
 // node_exporter usually runs as another user: the file must be readable by it.
 constexpr unsigned kMetricsFileMode = 0644;
 }  // namespace
+
+int64_t SamplerService::evidence_every(int64_t interval_ms) {
+  return std::clamp(kEvidenceIntervals * interval_ms, interval_ms, report::kStageEvidenceEveryMs);
+}
+
+void SamplerService::write_evidence(int64_t wall_ms) {
+  const Status st = evidence_.refresh(store_, wall_ms);
+  if (!st && !evidence_failing_) log_->warn("the running stages' evidence not written: {}", st.message());
+  if (st && evidence_failing_) log_->info("the running stages' evidence is stored again");
+  evidence_failing_ = !st;
+}
 
 void SamplerService::write_metrics(int64_t wall_ms) {
   Status st = metrics_.refresh(store_, wall_ms);
@@ -113,6 +125,13 @@ void SamplerService::tick() {
   for (auto it = watched_.begin(); it != watched_.end();)
     it = seen.count(it->first) ? std::next(it) : watched_.erase(it);
   if (!metrics_path_.empty()) write_metrics(now.wall_ms);
+  // Not while the store is not writable (the outbox holds what must not be
+  // lost): the evidence is derived from stored rows and stored again later.
+  if (!running.empty() && !outbox_.paused() &&
+      (!evidence_at_ms_ || now.wall_ms - *evidence_at_ms_ >= evidence_every_ms_)) {
+    evidence_at_ms_ = now.wall_ms;
+    write_evidence(now.wall_ms);
+  }
 }
 
 void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, int64_t wall_ms, bool scan_due,
@@ -206,6 +225,7 @@ void SamplerService::reload(const ConfigSnapshot& snapshot) {
   const Config& cfg = *snapshot;
   if (cfg.sampler.interval_ms != interval_ms_) {
     interval_ms_ = cfg.sampler.interval_ms;
+    evidence_every_ms_ = evidence_every(interval_ms_);
     gaps_ = GapDetector(interval_ms_, host_id_);
     write(gaps_.start(clock_.now(), std::nullopt));
     timer_.start(static_cast<uint64_t>(interval_ms_), static_cast<uint64_t>(interval_ms_), [this] { tick(); });

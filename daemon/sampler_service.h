@@ -6,7 +6,10 @@
 // A managed candidate's process is the pid soakd launched, never looked for.
 // Holds the keep-awake assertion while a canary, gate or soak runs. With
 // metrics.textfile set, each tick also rewrites that file (reports/textfile.h:
-// the figures `soakctl metrics` prints), atomically.
+// the figures `soakctl metrics` prints), atomically. While stages run, every
+// twelfth tick (a minute at the default interval) stores each running stage's
+// sequential evidence (reports/evidence_live.h StageEvidenceWriter), which
+// `soakctl status` shows without reading the stage's rows.
 //
 // Cost: one timer; a tick is a few /proc reads or Mach calls per process, one
 // read a tick however many candidates the process serves. The process table
@@ -34,6 +37,7 @@
 #include "detectors/process_watch.h"
 #include "platform/keep_awake.h"
 #include "platform/sampler.h"
+#include "reports/evidence_live.h"
 #include "reports/textfile.h"
 
 namespace soak {
@@ -51,6 +55,10 @@ class SamplerService final : public Service {
 
   // One sampling pass at the current time (the timer calls it; tests may too).
   void tick();
+  // How often the running stages' evidence is stored: every
+  // kEvidenceIntervals ticks, at most kStageEvidenceEveryMs apart.
+  static constexpr int64_t kEvidenceIntervals = 12;
+  static int64_t evidence_every(int64_t interval_ms);
 
  private:
   struct Watched {
@@ -63,6 +71,7 @@ class SamplerService final : public Service {
   };
   void write(const std::vector<Event>& events);
   void write_metrics(int64_t wall_ms);
+  void write_evidence(int64_t wall_ms);
   // A footprint past the candidate's memory_budget: one event per candidate row.
   void report_over_budget(const Campaigns::Active& a, Watched& w, const ProcessSample& p, int64_t sample_id);
   void sample_candidate(const Campaigns::Active& a, Watched& w, int64_t wall_ms, bool scan_due,
@@ -91,6 +100,10 @@ class SamplerService final : public Service {
   std::string metrics_path_;                     // empty: no metrics textfile
   report::TextfileCollector metrics_;
   bool metrics_failing_ = false;  // logged once per run of failures, not every tick
+  report::StageEvidenceWriter evidence_;
+  int64_t evidence_every_ms_;
+  std::optional<int64_t> evidence_at_ms_;  // the last refresh
+  bool evidence_failing_ = false;
 };
 
 }  // namespace soak

@@ -1,7 +1,10 @@
 #include "reports/evidence_live.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "judges/recipe.h"
 
@@ -100,6 +103,131 @@ Result<std::vector<SequentialMeasure>> running_evidence(Store& store, int64_t ca
   if (auto st = extend_running_baseline(store, in.recipe, stage, in.baseline_rows, read_to, max->probe); !st)
     return st.error();
   return sequential_evidence(in);
+}
+
+Status LiveEvidence::refresh(Store& store, int64_t candidate_id, const StageRow& stage, int64_t max_probe) {
+  std::vector<ProbeResult> fresh;
+  if (stage.id == stage_id_ && read_to_ >= max_probe) return refresh(store, candidate_id, stage, max_probe, fresh);
+  ProbeQuery q;
+  q.stage_id = stage.id;
+  q.min_id = stage.id == stage_id_ ? read_to_ + 1 : 1;
+  q.max_id = max_probe;
+  auto rows = store.probe_results(q);
+  if (!rows) return rows.error();
+  return refresh(store, candidate_id, stage, max_probe, *rows);
+}
+
+Status LiveEvidence::refresh(Store& store, int64_t candidate_id, const StageRow& stage, int64_t max_probe,
+                             const std::vector<ProbeResult>& fresh) {
+  if (stage.id != stage_id_) *this = LiveEvidence{};
+  stage_id_ = stage.id;
+  if (read_to_ >= max_probe && recipe_) return Status::Ok();
+  for (const auto& r : fresh)
+    if (r.candidate_id == candidate_id && r.stage_id == stage.id && r.id > read_to_ && r.id <= max_probe)
+      rows_.push_back(slim_row(r));
+  read_to_ = std::max(read_to_, max_probe);
+  if (!recipe_) {
+    auto recipe = running_recipe(store, candidate_id, stage);
+    if (!recipe) return recipe.error();
+    recipe_ = std::move(*recipe);
+  }
+  if (auto st = extend_running_baseline(store, *recipe_, stage, baseline_rows_, baseline_read_to_, max_probe); !st)
+    return st;
+  // The rows lent to the judgment and taken back: a week of them is not copied.
+  JudgeInput in;
+  in.recipe = *recipe_;
+  in.candidate_rows = std::move(rows_);
+  in.baseline_rows = std::move(baseline_rows_);
+  evidence_ = sequential_evidence(in);
+  rows_ = std::move(in.candidate_rows);
+  baseline_rows_ = std::move(in.baseline_rows);
+  return Status::Ok();
+}
+
+Status StageEvidenceWriter::refresh(Store& store, int64_t now_ms) {
+  auto status = store.status();
+  if (!status) return status.error();
+  auto max = store.max_ids();
+  if (!max) return max.error();
+  Status first = Status::Ok();
+  std::map<int64_t, Live> kept;
+  for (const auto& s : *status) {
+    if (!s.stage || s.stage->state != StageState::Running || s.stage->kind == StageKind::Smoke) continue;
+    Live& live = kept[s.candidate.id];
+    if (auto it = live_.find(s.candidate.id); it != live_.end()) live = std::move(it->second);
+    if (live.evidence.stage_id() != s.stage->id) live.stored_to = -1;
+    Status st = live.evidence.refresh(store, s.candidate.id, *s.stage, max->probe);
+    if (st && live.stored_to != live.evidence.read_to()) {  // something new since the row stored last
+      st = store.put_stage_evidence(StageEvidence{s.stage->id, s.candidate.id, now_ms, live.evidence.read_to(),
+                                                  measures_to_json(live.evidence.measures())});
+      if (st) live.stored_to = live.evidence.read_to();
+    }
+    if (!st && first) first = st;
+  }
+  live_ = std::move(kept);  // candidates whose stage ended are forgotten
+  return first;
+}
+
+namespace {
+
+nlohmann::json point_to_json(const SequentialPoint& p) { return nlohmann::json::array({p.n, p.k, p.log_e, p.row_id}); }
+
+std::optional<SequentialPoint> point_from_json(const nlohmann::json& j) {
+  if (!j.is_array() || j.size() != 4 || !j[0].is_number_integer() || !j[1].is_number_integer() || !j[2].is_number() ||
+      !j[3].is_number_integer())
+    return std::nullopt;
+  return SequentialPoint{j[0].get<int64_t>(), j[1].get<int64_t>(), j[2].get<double>(), j[3].get<int64_t>()};
+}
+
+}  // namespace
+
+std::string measures_to_json(const std::vector<SequentialMeasure>& ms) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& m : ms) {
+    nlohmann::json j = {{"name", m.name},
+                        {"budget", m.budget},
+                        {"alpha", m.alpha},
+                        {"estimate_alpha", m.estimate_alpha},
+                        {"basis", m.basis},
+                        {"last", point_to_json(m.last)},
+                        {"peak", point_to_json(m.peak)}};
+    if (m.stop) j["stop"] = point_to_json(*m.stop);
+    arr.push_back(std::move(j));
+  }
+  return arr.dump();
+}
+
+Result<std::vector<SequentialMeasure>> measures_from_json(const std::string& s) {
+  const auto arr = nlohmann::json::parse(s, nullptr, false);
+  if (!arr.is_array()) return make_error("stage evidence: not a JSON array");
+  std::vector<SequentialMeasure> out;
+  for (const auto& j : arr) {
+    const auto bad = [&](const char* what) {
+      return make_error(std::string("stage evidence: measure ") + std::to_string(out.size()) + ": " + what);
+    };
+    if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return bad("no name");
+    SequentialMeasure m;
+    m.name = j["name"].get<std::string>();
+    for (auto [key, field] : {std::pair<const char*, double*>{"budget", &m.budget},
+                              {"alpha", &m.alpha},
+                              {"estimate_alpha", &m.estimate_alpha}}) {
+      if (!j.contains(key) || !j[key].is_number()) return bad("no number budget / alpha / estimate_alpha");
+      *field = j[key].get<double>();
+    }
+    if (j.contains("basis") && j["basis"].is_string()) m.basis = j["basis"].get<std::string>();
+    auto last = j.contains("last") ? point_from_json(j["last"]) : std::nullopt;
+    auto peak = j.contains("peak") ? point_from_json(j["peak"]) : std::nullopt;
+    if (!last || !peak) return bad("no [n, k, log_e, row_id] last / peak point");
+    m.last = *last;
+    m.peak = *peak;
+    if (j.contains("stop")) {
+      auto stop = point_from_json(j["stop"]);
+      if (!stop) return bad("a stop that is not a [n, k, log_e, row_id] point");
+      m.stop = *stop;
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 }  // namespace soak::report

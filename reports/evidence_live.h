@@ -12,6 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/result.h"
@@ -47,5 +50,52 @@ Status extend_running_baseline(Store& store, JudgeRecipe& recipe, const StageRow
 // Every watched measure of a running stage, from its rows so far; empty when
 // the stage is not running or watches nothing (smoke).
 Result<std::vector<SequentialMeasure>> running_evidence(Store& store, int64_t candidate_id, const StageRow& stage);
+
+// The same evidence kept up to date by a long-lived reader (the daemon's
+// snapshot writer, the metrics textfile): each refresh reads only the rows
+// stored since the last one, and gives what running_evidence would give from
+// all of them. A new stage of the candidate starts it afresh.
+class LiveEvidence {
+ public:
+  // Reads the stage's rows above the last refresh up to `max_probe` (or takes
+  // them from `fresh`: the stage's rows in that id range, read by the caller).
+  Status refresh(Store& store, int64_t candidate_id, const StageRow& stage, int64_t max_probe);
+  Status refresh(Store& store, int64_t candidate_id, const StageRow& stage, int64_t max_probe,
+                 const std::vector<ProbeResult>& fresh);
+  const std::vector<SequentialMeasure>& measures() const { return evidence_; }
+  int64_t stage_id() const { return stage_id_; }
+  int64_t read_to() const { return read_to_; }  // the rows up to this id are in
+
+ private:
+  int64_t stage_id_ = 0;
+  int64_t read_to_ = 0;
+  std::vector<ProbeResult> rows_;  // slimmed
+  std::optional<JudgeRecipe> recipe_;
+  std::vector<ProbeResult> baseline_rows_;
+  int64_t baseline_read_to_ = 0;
+  std::vector<SequentialMeasure> evidence_;
+};
+
+// soakd's writer of StageEvidence rows (storage/store.h): at each refresh,
+// every running stage's evidence brought up to date and stored, so `soakctl
+// status` reads one row per stage where it would read the stage's rows.
+inline constexpr int64_t kStageEvidenceEveryMs = 60'000;  // how often soakd refreshes them
+class StageEvidenceWriter {
+ public:
+  Status refresh(Store& store, int64_t now_ms);
+
+ private:
+  struct Live {
+    LiveEvidence evidence;
+    int64_t stored_to = -1;  // the read_to of the row stored last (-1: none yet)
+  };
+  std::map<int64_t, Live> live_;  // by candidate row
+};
+
+// A stage's measures as the store keeps them (storage/store.h StageEvidence):
+// each measure's name, budget, alpha, basis and its last, peak and stop points
+// (not its path). Fails on text that is not such an array.
+std::string measures_to_json(const std::vector<SequentialMeasure>& ms);
+Result<std::vector<SequentialMeasure>> measures_from_json(const std::string& s);
 
 }  // namespace soak::report

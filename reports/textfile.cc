@@ -140,21 +140,7 @@ Status TextfileCollector::refresh(Store& store, int64_t now_ms) {
     }
     f.read_to = max->probe;
     if (s.stage->state != StageState::Running) continue;
-    for (const auto& r : *rows)
-      if (r.candidate_id == s.candidate.id) f.rows.push_back(slim_row(r));
-    if (!f.recipe) {
-      auto recipe = running_recipe(store, s.candidate.id, *s.stage);
-      if (!recipe) return recipe.error();
-      f.recipe = *recipe;
-    }
-    if (auto st = extend_running_baseline(store, *f.recipe, *s.stage, f.baseline_rows, f.baseline_read_to, max->probe);
-        !st)
-      return st.error();
-    JudgeInput in;
-    in.recipe = *f.recipe;
-    in.candidate_rows = f.rows;
-    in.baseline_rows = f.baseline_rows;
-    f.evidence = sequential_evidence(in);
+    if (auto st = f.live.refresh(store, s.candidate.id, *s.stage, max->probe, *rows); !st) return st.error();
   }
 
   SampleQuery recent;
@@ -275,7 +261,7 @@ std::string TextfileCollector::render(int64_t now_ms) const {
   for (const auto& s : status_) {
     auto it = figures_.find(s.candidate.id);
     if (it == figures_.end() || !s.stage || s.stage->state != StageState::Running) continue;
-    for (const auto& m : it->second.evidence)
+    for (const auto& m : it->second.live.measures())
       t.sample("soakd_sequential_evidence_ratio", join(candidate_labels(s.candidate), label("measure", m.name)),
                value(m.fraction()));
   }
@@ -284,7 +270,7 @@ std::string TextfileCollector::render(int64_t now_ms) const {
   for (const auto& s : status_) {
     auto it = figures_.find(s.candidate.id);
     if (it == figures_.end() || !s.stage || s.stage->state != StageState::Running) continue;
-    for (const auto& m : it->second.evidence)
+    for (const auto& m : it->second.live.measures())
       t.sample("soakd_sequential_e_value_log", join(candidate_labels(s.candidate), label("measure", m.name)),
                value(m.last.log_e));
   }

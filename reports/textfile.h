@@ -30,6 +30,7 @@
 #include "core/result.h"
 #include "core/types.h"
 #include "judges/sequential.h"
+#include "reports/evidence_live.h"
 #include "storage/store.h"
 
 namespace soak::report {
@@ -65,13 +66,8 @@ class TextfileCollector {
     // stage that read it (scrape and identity rows), and when.
     std::optional<int64_t> running, waiting;
     int64_t queue_ms = 0;
-    // The running stage's own rows as the sequential test reads them, the
-    // rules it is judged with, and its evidence as of the last refresh.
-    std::vector<ProbeResult> rows;
-    std::optional<JudgeRecipe> recipe;
-    std::vector<ProbeResult> baseline_rows;  // reports/evidence_live.h extend_running_baseline
-    int64_t baseline_read_to = 0;
-    std::vector<SequentialMeasure> evidence;
+    // The running stage's sequential evidence as of the last refresh.
+    LiveEvidence live;
   };
   MetricsOptions opt_;
   int64_t counted_to_ = 0;                                                      // probe rows counted up to this id

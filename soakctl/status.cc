@@ -143,13 +143,23 @@ std::optional<PrefixReuse> prefix_reuse(Store& st, int64_t candidate_id) {
   return PrefixReuse{median < probes::kPrefixReuseRatio, median, n};
 }
 
-// The running stage's sequential evidence (judges/sequential.h); empty when
-// nothing runs or the store cannot say.
-std::vector<SequentialMeasure> evidence_of(Store& st, const StatusRow& r) {
-  if (!r.stage) return {};
+// The running stage's sequential evidence (judges/sequential.h): as soakd
+// stored it last (reports/evidence_live.h StageEvidenceWriter, one row), or,
+// where it stored none (an older soakd, or the stage's first minute), computed
+// from the stage's rows. Empty when nothing runs or the store cannot say.
+struct RunningEvidence {
+  std::vector<SequentialMeasure> measures;
+  std::optional<int64_t> stored_ms;  // when soakd computed it (nullopt: computed here)
+};
+RunningEvidence evidence_of(Store& st, const StatusRow& r) {
+  if (!r.stage || r.stage->state != StageState::Running) return {};
+  if (auto e = st.stage_evidence(r.stage->id); e && *e)
+    if (auto ms = report::measures_from_json((*e)->measures_json)) return {std::move(*ms), (*e)->wall_ms};
   auto ms = report::running_evidence(st, r.candidate.id, *r.stage);
-  return ms ? std::move(*ms) : std::vector<SequentialMeasure>{};
+  return {ms ? std::move(*ms) : std::vector<SequentialMeasure>{}, std::nullopt};
 }
+// Stored evidence older than this is shown with its time (soakd stores it every minute while it runs).
+constexpr int64_t kEvidenceStaleMs = 2 * report::kStageEvidenceEveryMs;
 
 json evidence_json(const std::vector<SequentialMeasure>& ms) {
   json arr = json::array();
@@ -168,7 +178,8 @@ json evidence_json(const std::vector<SequentialMeasure>& ms) {
 // "evidence: pooled 41%, task/burst 41%, http_5xx 12% of the boundary": the
 // measures furthest on their way to rejection first, those at none left out.
 constexpr size_t kEvidenceShown = 3;
-std::string evidence_text(std::vector<SequentialMeasure> ms) {
+std::string evidence_text(RunningEvidence ev, int64_t now) {
+  auto& ms = ev.measures;
   std::stable_sort(ms.begin(), ms.end(), [](const auto& x, const auto& y) { return x.fraction() > y.fraction(); });
   std::string s;
   size_t shown = 0;
@@ -177,7 +188,9 @@ std::string evidence_text(std::vector<SequentialMeasure> ms) {
     if (pct <= 0 || shown == kEvidenceShown) continue;
     s += (shown++ ? ", " : "") + m.name + " " + std::to_string(pct) + "%";
   }
-  return "evidence against the failure budget: " + (shown ? s + " of the boundary" : std::string("none"));
+  std::string when;
+  if (ev.stored_ms && now - *ev.stored_ms > kEvidenceStaleMs) when = " (as of " + iso_utc(*ev.stored_ms) + ")";
+  return "evidence against the failure budget: " + (shown ? s + " of the boundary" : std::string("none")) + when;
 }
 
 // The notify command's latest outcome on a candidate row (daemon/notifier.h):
@@ -240,7 +253,10 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
       if (auto reach = latest_reach(st, r.candidate.id)) j["context_reach"] = reach_json(*reach);
       if (auto p = prefix_reuse(st, r.candidate.id))
         j["prefix_reuse"] = {{"reuse", p->reuse}, {"median_ratio", p->median_ratio}, {"runs", p->runs}};
-      if (auto ev = evidence_of(st, r); !ev.empty()) j["sequential"] = evidence_json(ev);
+      if (auto ev = evidence_of(st, r); !ev.measures.empty()) {
+        j["sequential"] = evidence_json(ev.measures);
+        if (ev.stored_ms) j["sequential_ms"] = *ev.stored_ms;
+      }
       if (auto n = last_notify(st, r.candidate.id)) j["notify"] = std::move(*n);
       arr.push_back(std::move(j));
     }
@@ -296,8 +312,8 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     if (r.verdict && !r.verdict->reason.empty() && r.verdict->state != VerdictState::Running)
       about += " — " + r.verdict->reason;
     for (const auto& line : wrap(about, reason_cols, kReasonLines)) c.out << "    " << line << "\n";
-    if (auto ev = evidence_of(st, r); !ev.empty())
-      for (const auto& line : wrap(evidence_text(std::move(ev)), reason_cols, kReasonLines))
+    if (auto ev = evidence_of(st, r); !ev.measures.empty())
+      for (const auto& line : wrap(evidence_text(std::move(ev), now), reason_cols, kReasonLines))
         c.out << "    " << line << "\n";
     // What the runtime serves with: a change of it is a new row, like a build.
     if (auto fp = probes::parse_fingerprint_json(r.candidate.fingerprint); fp && !r.candidate.fingerprint.empty())

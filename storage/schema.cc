@@ -330,6 +330,19 @@ constexpr std::string_view kV9 = R"SQL(
 UPDATE probe_results SET sampling = '=' WHERE sampling = '{"temperature":0.6,"top_p":0.95,"top_k":20}';
 )SQL";
 
+// A running stage's sequential evidence as soakd last computed it
+// (storage/store.h StageEvidence): soakctl status reads one row, not the
+// stage's week of probe rows.
+constexpr std::string_view kV10 = R"SQL(
+CREATE TABLE stage_evidence (
+  stage_id     INTEGER PRIMARY KEY REFERENCES stages(id),
+  candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+  ts_ms        INTEGER NOT NULL,
+  probe_max_id INTEGER NOT NULL,
+  measures     TEXT NOT NULL
+);
+)SQL";
+
 }  // namespace
 
 std::string read_compat_sql(int user_version) {
@@ -346,7 +359,7 @@ std::string read_compat_sql(int user_version) {
 }
 
 const std::vector<std::string_view>& migrations() {
-  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4, kV5, kV6, kV7, kV8, kV9};
+  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4, kV5, kV6, kV7, kV8, kV9, kV10};
   return kMigrations;
 }
 

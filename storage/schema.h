@@ -24,6 +24,7 @@ inline constexpr int kThermalSchema = 6;       // host_samples.thermal_level
 inline constexpr int kGoldenSchema = 7;        // golden_answers
 inline constexpr int kKindIndexSchema = 8;     // probe_results_by_candidate_kind (an index: nothing to shadow)
 inline constexpr int kSamplingMarkSchema = 9;  // probe_results.sampling "=" for the common sampling (storage/columns.h)
+inline constexpr int kStageEvidenceSchema = 10;  // stage_evidence
 
 // For an older store opened read-only (never migrated): TEMP views that shadow
 // the tables whose columns it lacks (SQLite looks in TEMP first), so every

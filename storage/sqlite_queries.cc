@@ -87,6 +87,18 @@ Result<std::vector<GoldenAnswerRow>> SqliteStore::golden_answers(int64_t candida
   return select_rows<GoldenAnswerRow>(cache_.get(), db_, by_candidate(candidate_id), " ORDER BY id");
 }
 
+Result<std::optional<StageEvidence>> SqliteStore::stage_evidence(int64_t stage_id) {
+  if (version_ < kStageEvidenceSchema) return std::optional<StageEvidence>{};  // an older store read as it is: none
+  Where w;
+  w.add("stage_id = ?", std::optional<int64_t>(stage_id));
+  auto rows = select_all<StageEvidence>(
+      cache_.get(), db_, "SELECT stage_id, candidate_id, ts_ms, probe_max_id, measures FROM stage_evidence" + w.sql(),
+      w, [](const Stmt& s) -> Result<StageEvidence> {
+        return StageEvidence{s.i64(0), s.i64(1), s.i64(2), s.i64(3), s.text(4)};
+      });
+  return first_of(std::move(rows));
+}
+
 Result<std::vector<ControlRequest>> SqliteStore::pending_controls() {
   return select_rows<ControlRequest>(cache_.get(), db_, Where{}, " WHERE handled_ms IS NULL ORDER BY id");
 }

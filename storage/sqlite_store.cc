@@ -166,6 +166,14 @@ Status SqliteStore::set_baseline(int64_t candidate_id, std::optional<int64_t> ba
   return run_update(db_, s, "candidate baseline");
 }
 
+Status SqliteStore::put_stage_evidence(const StageEvidence& e) {
+  Stmt s(cache_.get(), db_,
+         "INSERT OR REPLACE INTO stage_evidence (stage_id, candidate_id, ts_ms, probe_max_id, measures) "
+         "VALUES (?, ?, ?, ?, ?)");
+  s.bind(e.stage_id).bind(e.candidate_id).bind(e.wall_ms).bind(e.probe_max_id).bind(e.measures_json);
+  return run_update(db_, s, "stage evidence");
+}
+
 Status SqliteStore::set_fingerprint(int64_t candidate_id, const std::string& fingerprint) {
   Stmt s(cache_.get(), db_, "UPDATE candidates SET fingerprint = ? WHERE id = ?");
   s.bind(fingerprint).bind(candidate_id);

@@ -73,6 +73,8 @@ class SqliteStore final : public Store {
   Result<std::optional<ContextReach>> context_reach(int64_t candidate_id) override;
   Result<int64_t> insert_golden_answer(const GoldenAnswerRow& r) override;
   Result<std::vector<GoldenAnswerRow>> golden_answers(int64_t candidate_id) override;
+  Status put_stage_evidence(const StageEvidence& e) override;
+  Result<std::optional<StageEvidence>> stage_evidence(int64_t stage_id) override;
 
   Result<int64_t> insert_control(const ControlRequest& c) override;
   Result<std::vector<ControlRequest>> pending_controls() override;

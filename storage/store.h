@@ -25,6 +25,17 @@ struct StatusRow {  // one line of `soakctl status`
   std::optional<VerdictRow> verdict;  // latest verdict (metrics not loaded)
 };
 
+// The sequential test's evidence of a running stage as soakd last computed it
+// (reports/evidence_live.h LiveEvidence): what `soakctl status` shows without
+// reading the stage's rows. One row per stage, rewritten as the stage grows.
+struct StageEvidence {
+  int64_t stage_id = 0;
+  int64_t candidate_id = 0;
+  int64_t wall_ms = 0;        // when soakd computed it
+  int64_t probe_max_id = 0;   // from the probe rows up to this id
+  std::string measures_json;  // reports/evidence_live.h measures_to_json
+};
+
 struct ProbeQuery {
   std::optional<int64_t> candidate_id;
   std::optional<int64_t> stage_id;
@@ -118,6 +129,11 @@ class Store {
   virtual Result<int64_t> insert_golden_answer(const GoldenAnswerRow& r) = 0;
   // The candidate's answers in id order (none in a store that predates the table).
   virtual Result<std::vector<GoldenAnswerRow>> golden_answers(int64_t candidate_id) = 0;
+
+  // ---- running stages' evidence (one row per stage, the latest kept)
+  virtual Status put_stage_evidence(const StageEvidence& e) = 0;
+  // nullopt when soakd wrote none for the stage (or the store predates the table).
+  virtual Result<std::optional<StageEvidence>> stage_evidence(int64_t stage_id) = 0;
 
   // ---- control requests (soakctl -> daemon)
   virtual Result<int64_t> insert_control(const ControlRequest& c) = 0;

@@ -29,6 +29,7 @@
 
 #include "campaigns/campaigns.h"
 #include "detectors/process_watch.h"
+#include "reports/evidence_live.h"
 #include "soakctl/soakctl.h"
 #include "storage/sqlite_store.h"
 #include "tests/support/sim_runner.h"
@@ -269,6 +270,41 @@ int main(int argc, char** argv) {
         whole_explain.min, whole_explain.median, whole_explain.max);
   } else {
     std::printf("whole commands: no %s (build the soakctl target)\n", soakctl.c_str());
+  }
+
+  // The morning's usual case, the soaks still running: a copy of the store
+  // with each candidate's last stage marked running again, timed as soakd
+  // leaves it (each running stage's evidence stored, reports/evidence_live.h)
+  // and without it (status computes it from the stage's rows).
+  const std::string running_db = dir + "/running.db";
+  fs::copy_file(db, running_db, fs::copy_options::overwrite_existing);
+  {
+    auto rw = SqliteStore::open(running_db, OpenMode::ReadWrite);
+    if (!rw) {
+      std::fprintf(stderr, "store_bench: %s\n", rw.message().c_str());
+      return 1;
+    }
+    sqlite3_exec((*rw)->db(),
+                 "UPDATE stages SET state = 'running', ended_ms = NULL "
+                 "WHERE id IN (SELECT MAX(id) FROM stages GROUP BY candidate_id)",
+                 nullptr, nullptr, nullptr);
+    auto mid = [&](const char* what, int runs) {
+      auto t = fs::exists(soakctl) ? time_command(runs, soakctl, {"--db", running_db, "status"}) : time_runs(runs, [&] {
+        sink.str("");
+        soakctl_main({"--db", running_db, "status"}, sink, err, wall);
+      });
+      std::printf("%s `soakctl status` while the soaks run, %s (%d runs): min %.1f ms, median %.1f ms, max %.1f ms\n",
+                  fs::exists(soakctl) ? "whole" : "in-process", what, runs, t.min, t.median, t.max);
+    };
+    mid("computed from the rows", 3);
+    report::StageEvidenceWriter writer;
+    const auto t1 = std::chrono::steady_clock::now();
+    if (auto st = writer.refresh(**rw, clock.wall_ms()); !st) {
+      std::fprintf(stderr, "store_bench: %s\n", st.message().c_str());
+      return 1;
+    }
+    std::printf("soakd's first evidence refresh of the %d running stages: %.1f ms\n", n, ms_since(t1));
+    mid("as soakd stores it", 20);
   }
   if (!keep) fs::remove_all(dir);
   return 0;

@@ -34,6 +34,8 @@ constexpr std::array<MethodInfo, kStoreMethodCount> kMethods{{
     {StoreMethod::ContextReach, "context_reach", StoreAccess::Read},
     {StoreMethod::InsertGoldenAnswer, "insert_golden_answer", StoreAccess::Write},
     {StoreMethod::GoldenAnswers, "golden_answers", StoreAccess::Read},
+    {StoreMethod::PutStageEvidence, "put_stage_evidence", StoreAccess::Write},
+    {StoreMethod::StageEvidenceOf, "stage_evidence", StoreAccess::Read},
     {StoreMethod::InsertControl, "insert_control", StoreAccess::Write},
     {StoreMethod::PendingControls, "pending_controls", StoreAccess::Read},
     {StoreMethod::MarkControlHandled, "mark_control_handled", StoreAccess::Write},
@@ -205,6 +207,13 @@ Result<int64_t> FaultyStore::insert_golden_answer(const GoldenAnswerRow& r) {
 Result<std::vector<GoldenAnswerRow>> FaultyStore::golden_answers(int64_t candidate_id) {
   return forward<Result<std::vector<GoldenAnswerRow>>>(M::GoldenAnswers,
                                                        [&] { return inner_.golden_answers(candidate_id); });
+}
+Status FaultyStore::put_stage_evidence(const StageEvidence& e) {
+  return forward<Status>(M::PutStageEvidence, [&] { return inner_.put_stage_evidence(e); });
+}
+Result<std::optional<StageEvidence>> FaultyStore::stage_evidence(int64_t stage_id) {
+  return forward<Result<std::optional<StageEvidence>>>(M::StageEvidenceOf,
+                                                       [&] { return inner_.stage_evidence(stage_id); });
 }
 Result<int64_t> FaultyStore::insert_control(const ControlRequest& c) {
   return forward<Result<int64_t>>(M::InsertControl, [&] { return inner_.insert_control(c); });

@@ -58,6 +58,8 @@ enum class StoreMethod {
   ContextReach,
   InsertGoldenAnswer,
   GoldenAnswers,
+  PutStageEvidence,
+  StageEvidenceOf,
   InsertControl,
   PendingControls,
   MarkControlHandled,
@@ -72,7 +74,7 @@ enum class StoreMethod {
   Status,
   MaxIds,
 };
-inline constexpr size_t kStoreMethodCount = 33;
+inline constexpr size_t kStoreMethodCount = 35;
 const std::array<StoreMethod, kStoreMethodCount>& all_store_methods();
 std::string_view to_string(StoreMethod m);  // the Store method's name, e.g. "insert_probe_result"
 
@@ -131,6 +133,8 @@ class FaultyStore final : public Store {
   Result<std::optional<ContextReach>> context_reach(int64_t candidate_id) override;
   Result<int64_t> insert_golden_answer(const GoldenAnswerRow& r) override;
   Result<std::vector<GoldenAnswerRow>> golden_answers(int64_t candidate_id) override;
+  Status put_stage_evidence(const StageEvidence& e) override;
+  Result<std::optional<StageEvidence>> stage_evidence(int64_t stage_id) override;
   Result<int64_t> insert_control(const ControlRequest& c) override;
   Result<std::vector<ControlRequest>> pending_controls() override;
   Status mark_control_handled(int64_t id, int64_t now_ms, const std::string& result) override;

@@ -111,6 +111,8 @@ std::string call(Store& s, StoreMethod m, const Fixture& f) {
       return err(s.insert_golden_answer(g));
     }
     case StoreMethod::GoldenAnswers: return err(s.golden_answers(f.cand));
+    case StoreMethod::PutStageEvidence: return err(s.put_stage_evidence(StageEvidence{1, f.cand, 5, 0, "[]"}));
+    case StoreMethod::StageEvidenceOf: return err(s.stage_evidence(1));
     case StoreMethod::InsertControl: return err(s.insert_control(control));
     case StoreMethod::PendingControls: return err(s.pending_controls());
     case StoreMethod::MarkControlHandled: return err(s.mark_control_handled(1, 9, "done"));
@@ -212,7 +214,7 @@ TEST_CASE("while writes fail, reads still answer from the real store; clearing r
   s.clear();
   REQUIRE(s.insert_probe_result(f.probe(2)).ok());
   CHECK(f.stored_probes() == 2);
-  CHECK(s.failures(StoreAccess::Write) == 17);  // every write method failed once
+  CHECK(s.failures(StoreAccess::Write) == 18);  // every write method failed once
   CHECK(s.failures(StoreAccess::Read) == 0);
   s.reset_counts();
   CHECK(s.calls(StoreAccess::Write) == 0);

@@ -456,3 +456,44 @@ TEST_CASE("sampler service: with metrics.textfile set, each tick rewrites that f
   w.tick_after(5000);
   CHECK(read() == before);
 }
+
+TEST_CASE("sampler service: while a stage runs, its sequential evidence is stored every twelfth tick, as of its rows") {
+  World w;
+  StageRow canary;
+  canary.candidate_id = w.cand;
+  canary.kind = StageKind::Canary;
+  canary.state = StageState::Running;
+  canary.started_ms = w.clock.wall_ms();
+  canary.length_ms = 2 * 3600'000;
+  canary.deadline_ms = canary.started_ms + canary.length_ms;
+  canary.id = *w.store->insert_stage(canary);
+  auto add_row = [&](Outcome o) {
+    ProbeResult r;
+    r.candidate_id = w.cand;
+    r.host_id = w.host;
+    r.stage_id = canary.id;
+    r.started_wall_ms = w.clock.wall_ms();
+    r.kind = ProbeKind::Marker;
+    r.task = "functional";
+    r.workload_id = "functional/marker";
+    r.outcome = o;
+    REQUIRE(w.store->insert_probe_result(r).ok());
+  };
+  auto stored = [&] { return *w.store->stage_evidence(canary.id); };
+  auto pooled_k = [&] { return (*report::measures_from_json(stored()->measures_json)).front().last.k; };
+  add_row(Outcome::Http5xx);
+  w.service->tick();
+  REQUIRE(stored());
+  CHECK(stored()->wall_ms == w.clock.wall_ms());
+  CHECK(pooled_k() == 1);
+  const int64_t first_ms = stored()->wall_ms;
+  add_row(Outcome::Http5xx);
+  // The default interval is 5 s: the next refresh a minute on.
+  for (int i = 1; i < SamplerService::kEvidenceIntervals; ++i) w.tick_after(5000);
+  CHECK(stored()->wall_ms == first_ms);
+  CHECK(pooled_k() == 1);
+  w.tick_after(5000);
+  CHECK(stored()->wall_ms == first_ms + 60'000);
+  CHECK(pooled_k() == 2);
+  CHECK(stored()->probe_max_id == w.store->max_ids()->probe);
+}

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "judges/sequential.h"
+#include "reports/evidence_live.h"
 #include "soakctl/common.h"
 #include "soakctl/soakctl.h"
 #include "storage/schema.h"
@@ -155,6 +156,105 @@ TEST_CASE("soakctl status shows the running stage's sequential evidence as a fra
   CHECK(j[0]["sequential"][0]["n"] == 30);
   CHECK(j[0]["sequential"][0]["k"] == 3);
   CHECK(j[0]["sequential"][0]["fraction"].get<double>() == Approx(want[0].fraction()));
+}
+
+TEST_CASE(
+    "soakctl status shows the evidence soakd stored for the stage, not the rows since; kept up to date, it is the "
+    "rows' own") {
+  Fixture f;
+  const StageRow canary = running_canary(f.clock.wall_ms());
+  const int64_t id = f.add("llama-b9502", "b9502", VerdictState::Running, canary);
+  auto st = SqliteStore::open(f.db, OpenMode::ReadWrite);
+  REQUIRE(st.ok());
+  Store& store = **st;
+  const StageRow stage = (*store.stages(id)).back();
+  auto add_rows = [&](int from, int to, int fail_every) {
+    for (int i = from; i <= to; ++i) {
+      ProbeResult r;
+      r.candidate_id = id;
+      r.host_id = f.host;
+      r.stage_id = stage.id;
+      r.started_wall_ms = canary.started_ms + i * 1000;
+      r.kind = ProbeKind::Marker;
+      r.task = "functional";
+      r.workload_id = "functional/marker";
+      r.outcome = i % fail_every == 0 ? Outcome::Http5xx : Outcome::Clean;
+      REQUIRE(store.insert_probe_result(r).ok());
+    }
+  };
+  add_rows(1, 30, 10);  // 3 of 30 failed
+  report::StageEvidenceWriter writer;
+  const int64_t stored_ms = f.clock.wall_ms() - 5 * 60'000;  // five minutes ago: shown with its time
+  REQUIRE(writer.refresh(store, stored_ms).ok());
+  auto row = store.stage_evidence(stage.id);
+  REQUIRE(row.ok());
+  REQUIRE(*row);
+  CHECK((*row)->candidate_id == id);
+  CHECK((*row)->wall_ms == stored_ms);
+  add_rows(31, 40, 2);  // 5 more failures soakd has not stored yet
+
+  std::string out;
+  REQUIRE(f.run({"--db", f.db, "status", "--json"}, &out) == kCtlExitOk);
+  auto j = nlohmann::json::parse(out);
+  REQUIRE(j[0]["sequential"].size() == 7);
+  CHECK(j[0]["sequential"][0]["measure"] == "pooled");
+  CHECK(j[0]["sequential"][0]["n"] == 30);  // the stored row, not the 40 rows now
+  CHECK(j[0]["sequential"][0]["k"] == 3);
+  CHECK(j[0]["sequential_ms"] == stored_ms);
+  REQUIRE(f.run({"--db", f.db, "status"}, &out) == kCtlExitOk);
+  INFO(out);
+  CHECK(out.find("of the boundary (as of " + iso_utc(stored_ms) + ")") != std::string::npos);
+
+  // Refreshed, the writer reads the ten new rows only and gives what the
+  // whole stage's rows give read at once.
+  REQUIRE(writer.refresh(store, f.clock.wall_ms()).ok());
+  auto whole = report::running_evidence(store, id, stage);
+  REQUIRE(whole.ok());
+  auto stored = report::measures_from_json((*store.stage_evidence(stage.id))->measures_json);
+  REQUIRE(stored.ok());
+  REQUIRE(stored->size() == whole->size());
+  for (size_t i = 0; i < whole->size(); ++i) {
+    INFO((*whole)[i].name);
+    CHECK((*stored)[i].name == (*whole)[i].name);
+    CHECK((*stored)[i].last.n == (*whole)[i].last.n);
+    CHECK((*stored)[i].last.k == (*whole)[i].last.k);
+    CHECK((*stored)[i].last.log_e == Approx((*whole)[i].last.log_e));
+    CHECK((*stored)[i].peak.log_e == Approx((*whole)[i].peak.log_e));
+    CHECK((*stored)[i].alpha == Approx((*whole)[i].alpha));
+    CHECK((*stored)[i].basis == (*whole)[i].basis);
+    CHECK((*stored)[i].stop.has_value() == (*whole)[i].stop.has_value());
+  }
+  CHECK((*whole)[0].last.n == 40);
+  CHECK((*whole)[0].last.k == 8);
+  REQUIRE(f.run({"--db", f.db, "status"}, &out) == kCtlExitOk);
+  CHECK(out.find("(as of") == std::string::npos);  // fresh: no time shown
+}
+
+TEST_CASE("stage evidence: the stored form reads back, and what is not it fails naming the measure") {
+  SequentialMeasure m;
+  m.name = "task/functional";
+  m.budget = 0.01;
+  m.alpha = 0.05 / 7;
+  m.basis = "two words";
+  m.last = {40, 8, 3.25, 77};
+  m.peak = {38, 8, 3.5, 75};
+  m.stop = SequentialPoint{39, 8, 5.5, 76};
+  auto back = report::measures_from_json(report::measures_to_json({m, SequentialMeasure{}}));
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == 2);
+  CHECK((*back)[0].name == "task/functional");
+  CHECK((*back)[0].alpha == m.alpha);
+  CHECK((*back)[0].basis == "two words");
+  CHECK((*back)[0].last.row_id == 77);
+  CHECK((*back)[0].peak.log_e == 3.5);
+  REQUIRE((*back)[0].stop);
+  CHECK((*back)[0].stop->n == 39);
+  CHECK_FALSE((*back)[1].stop);
+  CHECK_FALSE(report::measures_from_json("{}").ok());
+  auto bad = report::measures_from_json(
+      R"([{"name":"pooled","budget":0.01,"alpha":0.1,"estimate_alpha":0,"last":[1,0],"peak":[1,0,0,1]}])");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.message().find("measure 0") != std::string::npos);
 }
 
 TEST_CASE("soakctl status reads the running canary's interleaved baseline: the paired measure") {
