@@ -40,7 +40,7 @@ int64_t SamplerService::evidence_every(int64_t interval_ms) {
 }
 
 void SamplerService::write_evidence(int64_t wall_ms) {
-  const Status st = evidence_.refresh(store_, wall_ms);
+  const Status st = evidence_.refresh(store_, wall_ms, evidence_every_ms_, 1);
   if (!st && !evidence_failing_) log_->warn("the running stages' evidence not written: {}", st.message());
   if (st && evidence_failing_) log_->info("the running stages' evidence is stored again");
   evidence_failing_ = !st;
@@ -127,11 +127,7 @@ void SamplerService::tick() {
   if (!metrics_path_.empty()) write_metrics(now.wall_ms);
   // Not while the store is not writable (the outbox holds what must not be
   // lost): the evidence is derived from stored rows and stored again later.
-  if (!running.empty() && !outbox_.paused() &&
-      (!evidence_at_ms_ || now.wall_ms - *evidence_at_ms_ >= evidence_every_ms_)) {
-    evidence_at_ms_ = now.wall_ms;
-    write_evidence(now.wall_ms);
-  }
+  if (!running.empty() && !outbox_.paused()) write_evidence(now.wall_ms);
 }
 
 void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, int64_t wall_ms, bool scan_due,

@@ -6,10 +6,11 @@
 // A managed candidate's process is the pid soakd launched, never looked for.
 // Holds the keep-awake assertion while a canary, gate or soak runs. With
 // metrics.textfile set, each tick also rewrites that file (reports/textfile.h:
-// the figures `soakctl metrics` prints), atomically. While stages run, every
-// twelfth tick (a minute at the default interval) stores each running stage's
-// sequential evidence (reports/evidence_live.h StageEvidenceWriter), which
-// `soakctl status` shows without reading the stage's rows.
+// the figures `soakctl metrics` prints), atomically. While stages run, it
+// stores each running stage's sequential evidence every twelfth tick (a
+// minute at the default interval; reports/evidence_live.h
+// StageEvidenceWriter), which `soakctl status` shows without reading the
+// stage's rows; a stage not read yet is read at one per tick.
 //
 // Cost: one timer; a tick is a few /proc reads or Mach calls per process, one
 // read a tick however many candidates the process serves. The process table
@@ -102,7 +103,6 @@ class SamplerService final : public Service {
   bool metrics_failing_ = false;  // logged once per run of failures, not every tick
   report::StageEvidenceWriter evidence_;
   int64_t evidence_every_ms_;
-  std::optional<int64_t> evidence_at_ms_;  // the last refresh
   bool evidence_failing_ = false;
 };
 

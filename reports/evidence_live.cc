@@ -144,7 +144,7 @@ Status LiveEvidence::refresh(Store& store, int64_t candidate_id, const StageRow&
   return Status::Ok();
 }
 
-Status StageEvidenceWriter::refresh(Store& store, int64_t now_ms) {
+Status StageEvidenceWriter::refresh(Store& store, int64_t now_ms, int64_t every_ms, int max_first) {
   auto status = store.status();
   if (!status) return status.error();
   auto max = store.max_ids();
@@ -155,7 +155,12 @@ Status StageEvidenceWriter::refresh(Store& store, int64_t now_ms) {
     if (!s.stage || s.stage->state != StageState::Running || s.stage->kind == StageKind::Smoke) continue;
     Live& live = kept[s.candidate.id];
     if (auto it = live_.find(s.candidate.id); it != live_.end()) live = std::move(it->second);
-    if (live.evidence.stage_id() != s.stage->id) live.stored_to = -1;
+    if (live.evidence.stage_id() != s.stage->id) {
+      live.stored_to = -1;
+      live.refreshed_ms.reset();
+    }
+    if (live.refreshed_ms ? now_ms - *live.refreshed_ms < every_ms : max_first-- <= 0) continue;
+    live.refreshed_ms = now_ms;
     Status st = live.evidence.refresh(store, s.candidate.id, *s.stage, max->probe);
     if (st && live.stored_to != live.evidence.read_to()) {  // something new since the row stored last
       st = store.put_stage_evidence(StageEvidence{s.stage->id, s.candidate.id, now_ms, live.evidence.read_to(),

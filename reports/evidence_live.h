@@ -76,18 +76,23 @@ class LiveEvidence {
   std::vector<SequentialMeasure> evidence_;
 };
 
-// soakd's writer of StageEvidence rows (storage/store.h): at each refresh,
-// every running stage's evidence brought up to date and stored, so `soakctl
-// status` reads one row per stage where it would read the stage's rows.
-inline constexpr int64_t kStageEvidenceEveryMs = 60'000;  // how often soakd refreshes them
+// soakd's writer of StageEvidence rows (storage/store.h): each running
+// stage's evidence brought up to date and stored, so `soakctl status` reads
+// one row per stage where it would read the stage's rows.
+inline constexpr int64_t kStageEvidenceEveryMs = 60'000;  // how often soakd refreshes them at most
 class StageEvidenceWriter {
  public:
-  Status refresh(Store& store, int64_t now_ms);
+  // Refreshes and stores each running stage's evidence last refreshed
+  // `every_ms` or more before `now_ms`. A stage not read yet (a daemon started
+  // mid-soak: a week of rows, a few hundred ms) is read at most `max_first`
+  // per call, so the caller's loop never stalls for all of them at once.
+  Status refresh(Store& store, int64_t now_ms, int64_t every_ms = 0, int max_first = 1 << 30);
 
  private:
   struct Live {
     LiveEvidence evidence;
     int64_t stored_to = -1;  // the read_to of the row stored last (-1: none yet)
+    std::optional<int64_t> refreshed_ms;
   };
   std::map<int64_t, Live> live_;  // by candidate row
 };

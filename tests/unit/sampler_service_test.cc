@@ -459,14 +459,19 @@ TEST_CASE("sampler service: with metrics.textfile set, each tick rewrites that f
 
 TEST_CASE("sampler service: while a stage runs, its sequential evidence is stored every twelfth tick, as of its rows") {
   World w;
-  StageRow canary;
-  canary.candidate_id = w.cand;
-  canary.kind = StageKind::Canary;
-  canary.state = StageState::Running;
-  canary.started_ms = w.clock.wall_ms();
-  canary.length_ms = 2 * 3600'000;
-  canary.deadline_ms = canary.started_ms + canary.length_ms;
-  canary.id = *w.store->insert_stage(canary);
+  auto start_canary = [&](int64_t cand) {
+    StageRow canary;
+    canary.candidate_id = cand;
+    canary.kind = StageKind::Canary;
+    canary.state = StageState::Running;
+    canary.started_ms = w.clock.wall_ms();
+    canary.length_ms = 2 * 3600'000;
+    canary.deadline_ms = canary.started_ms + canary.length_ms;
+    canary.id = *w.store->insert_stage(canary);
+    return canary;
+  };
+  const StageRow canary = start_canary(w.cand);
+  const StageRow other = start_canary(w.add_candidate("b"));
   auto add_row = [&](Outcome o) {
     ProbeResult r;
     r.candidate_id = w.cand;
@@ -486,10 +491,15 @@ TEST_CASE("sampler service: while a stage runs, its sequential evidence is store
   REQUIRE(stored());
   CHECK(stored()->wall_ms == w.clock.wall_ms());
   CHECK(pooled_k() == 1);
+  // A stage not read yet is read at one per tick: the other candidate's at the next.
+  CHECK_FALSE(*w.store->stage_evidence(other.id));
   const int64_t first_ms = stored()->wall_ms;
   add_row(Outcome::Http5xx);
+  w.tick_after(5000);
+  REQUIRE(*w.store->stage_evidence(other.id));
+  CHECK((*w.store->stage_evidence(other.id))->wall_ms == first_ms + 5000);
   // The default interval is 5 s: the next refresh a minute on.
-  for (int i = 1; i < SamplerService::kEvidenceIntervals; ++i) w.tick_after(5000);
+  for (int i = 2; i < SamplerService::kEvidenceIntervals; ++i) w.tick_after(5000);
   CHECK(stored()->wall_ms == first_ms);
   CHECK(pooled_k() == 1);
   w.tick_after(5000);
