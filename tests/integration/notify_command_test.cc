@@ -81,7 +81,7 @@ struct World {
     REQUIRE(c.ok());
     cfg = std::make_shared<const Config>(std::move(*c));
     uv_loop_init(&loop);
-    store = std::move(*SqliteStore::open(cfg->store_path, OpenMode::ReadWrite, Durability::Fast));
+    store = *SqliteStore::open(cfg->store_path, OpenMode::ReadWrite, Durability::Fast);
     host = *store->upsert_host(HostInfo{"studio", "Mac15,14", 64LL << 30, "macOS 15.5"}, clock.wall_ms());
     row.host_id = host;
     row.name = "llama-b2";

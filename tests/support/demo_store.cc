@@ -55,9 +55,13 @@ Result<DemoStore> build_demo_store(const std::string& dir) {
 
   SimRunner runner(store, clock, *host);
   runner.at("llama-b9430").build = "b9430-5bec3532f";
-  runner.at("llama-b9502") = SimCandidate{Behaviour::SlowDecode, "b9502-64f7e03"};
-  runner.at("omlx-35b") = SimCandidate{Behaviour::HungStream, "0.3.1", "", 1.0, 300};
-  runner.at("mlx-leak") = SimCandidate{Behaviour::Leak, "0.24.1"};
+  runner.at("llama-b9502").behaviour = Behaviour::SlowDecode;
+  runner.at("llama-b9502").build = "b9502-64f7e03";
+  runner.at("omlx-35b").behaviour = Behaviour::HungStream;
+  runner.at("omlx-35b").build = "0.3.1";
+  runner.at("omlx-35b").fault_after = 300;
+  runner.at("mlx-leak").behaviour = Behaviour::Leak;
+  runner.at("mlx-leak").build = "0.24.1";
   Outbox outbox(store, clock, make_null_logger(), *host);
   Campaigns camp(shared, Deps{store, outbox, clock, make_null_logger(), nullptr, *host}, runner,
                  [](int64_t) { return 0; });
