@@ -159,6 +159,10 @@ void Campaigns::check_hard_failures(Track& t, int64_t now) {
     return;
   }
   if (!*v) return;
+  // Rejected mid-stage: what it still has in flight is cut (its rows stored as
+  // cancelled), so that its heavy work stops holding the host's heavy gate from
+  // the candidates still running (docs/DESIGN.md §3.7).
+  cancel_track(t);
   apply(t, stage_judged(t, std::move(**v), cfg_->schedule, utc_offset(now), now), now);
 }
 

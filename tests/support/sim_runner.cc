@@ -375,7 +375,7 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
                              if (heavy) --heavy_now_;
                              done(std::move(rep));
                            },
-                           heavy});
+                           heavy, req.work_id, name});
 }
 
 void SimRunner::agent_turn(const TaskRequest& req, const SimCandidate& s, ProbeResult& r) {
@@ -486,23 +486,34 @@ void SimRunner::read_build(const CandidateConfig& c, std::function<void(Result<p
                              [done, b = c.build.fixed, fp] {
                                done(probes::BuildIdentity{b, {}, fp});
                              },
-                             false});
+                             false, 0, c.name});
     return;
   }
   if (s.behaviour == Behaviour::Unreachable) {
-    queue_.push_back(Pending{at, seq_++, [done] { done(make_error("connection refused")); }, false});
+    queue_.push_back(Pending{at, seq_++, [done] { done(make_error("connection refused")); }, false, 0, c.name});
   } else {
     std::string model = c.model;
     queue_.push_back(Pending{at, seq_++,
                              [done, s, model] {
                                done(probes::BuildIdentity{s.build, model, s.fingerprint});
                              },
-                             false});
+                             false, 0, c.name});
   }
 }
 
 // Simulated runs are not interruptible: a cancelled run completes when due.
-void SimRunner::cancel(int64_t) {}
+void SimRunner::cancel(int64_t work_id) {
+  for (Pending& p : queue_)
+    if (p.work_id == work_id && work_id != 0 && p.at_ms > clock_.wall_ms()) {
+      p.at_ms = clock_.wall_ms();
+      ++cancels_[p.name];
+    }
+}
+
+int64_t SimRunner::cancels_of(const std::string& name) const {
+  auto it = cancels_.find(name);
+  return it == cancels_.end() ? 0 : it->second;
+}
 
 void SimRunner::cancel_all() { deliver(INT64_MAX); }
 

@@ -107,6 +107,9 @@ class SimRunner final : public TaskRunner {
   std::optional<int64_t> next_completion_ms() const;
 
   int64_t runs_of(const std::string& name) const;
+  // The candidate's runs cut while in flight (cancel(): each completes at once,
+  // as the real runner reports a cut run).
+  int64_t cancels_of(const std::string& name) const;
   int64_t max_concurrent_heavy() const { return max_heavy_; }
 
  private:
@@ -119,8 +122,11 @@ class SimRunner final : public TaskRunner {
     int64_t seq;
     std::function<void()> fire;
     bool heavy;
+    int64_t work_id;  // 0: a build read
+    std::string name;
   };
-  double jitter(double noise = 0.10);  // deterministic, in [1 - noise, 1 + noise]
+  std::map<std::string, int64_t> cancels_;  // per candidate: runs cut while in flight
+  double jitter(double noise = 0.10);       // deterministic, in [1 - noise, 1 + noise]
   ProbeResult base_row(const TaskRequest& req, int64_t started, ProbeKind kind, const std::string& workload) const;
   void perf_row(ProbeResult& r, const SimCandidate& s, double prompt_tokens, double out_tokens, CacheState cache);
 

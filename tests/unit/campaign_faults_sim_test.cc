@@ -63,6 +63,28 @@ TEST_CASE("hard failures reject at once, with the evidence") {
   }
 }
 
+TEST_CASE("a candidate rejected mid-stage has its work in flight cut, so it holds the host's heavy gate no longer") {
+  // Its runs last eight times as long: when a 5xx rejects it, heavy work
+  // of its canary is still in flight. Left running, it would keep the other
+  // canary's heavy work waiting (the heavy gate serves one canary at a time).
+  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")") + "," +
+          candidate("other", 18433));
+  w.runner->at("cand").behaviour = Behaviour::Repeated5xx;
+  w.runner->at("cand").fault_after = 5;
+  w.runner->at("cand").speed = 8;
+  w.run(10 * kDay, [&] {
+    auto v = w.verdict("cand");
+    return v && v->state == VerdictState::Rejected;
+  });
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  REQUIRE(v->state == VerdictState::Rejected);
+  CHECK(v->stage == "canary");
+  CHECK(w.runner->cancels_of("cand") >= 1);
+  CHECK(w.runner->cancels_of("other") == 0);
+}
+
 TEST_CASE("a marginal regression holds for a person to decide; a tiny one stays below the effect floor") {
   {
     World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
