@@ -318,7 +318,10 @@ int main(int argc, char** argv) {
       ProbeResult r = one->front();
       r.id = 0;
       r.started_wall_ms = clock.wall_ms();
-      (*rw)->insert_probe_result(r);
+      if (auto id = (*rw)->insert_probe_result(r); !id) {
+        std::fprintf(stderr, "store_bench: %s\n", id.message().c_str());
+        return 1;
+      }
     }
     const auto t2 = std::chrono::steady_clock::now();
     if (auto st = writer.refresh(**rw, clock.wall_ms() + 60'000); !st) {
