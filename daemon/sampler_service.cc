@@ -28,7 +28,13 @@ SamplerService::SamplerService(const ConfigSnapshot& cfg, const Deps& deps, Samp
       timer_(deps.loop),
       metrics_path_(cfg->metrics.textfile),
       metrics_(report::MetricsOptions{cfg->defaults.guard.window_ms, kSoakdVersion}),
-      evidence_every_ms_(evidence_every(cfg->sampler.interval_ms)) {}
+      evidence_every_ms_(evidence_every(cfg->sampler.interval_ms)) {
+  // With the metrics textfile on, it keeps the running stages' evidence up to
+  // date at every tick: stored from there, not from a second copy of the rows.
+  evidence_.share_from([this](int64_t candidate_id) -> const report::LiveEvidence* {
+    return metrics_path_.empty() ? nullptr : metrics_.live(candidate_id);
+  });
+}
 
 namespace {
 // node_exporter usually runs as another user: the file must be readable by it.
@@ -127,7 +133,12 @@ void SamplerService::tick() {
   if (!metrics_path_.empty()) write_metrics(now.wall_ms);
   // Not while the store is not writable (the outbox holds what must not be
   // lost): the evidence is derived from stored rows and stored again later.
-  if (!running.empty() && !outbox_.paused()) write_evidence(now.wall_ms);
+  // Looked at only when a stage is due (a minute) or new: no query otherwise.
+  std::vector<int64_t> staged;
+  for (const auto& a : active)
+    if (a.stage && *a.stage != StageKind::Smoke) staged.push_back(a.candidate_id);
+  if (!staged.empty() && !outbox_.paused() && evidence_.due(staged, now.wall_ms, evidence_every_ms_))
+    write_evidence(now.wall_ms);
 }
 
 void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, int64_t wall_ms, bool scan_due,

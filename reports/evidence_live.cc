@@ -155,22 +155,41 @@ Status StageEvidenceWriter::refresh(Store& store, int64_t now_ms, int64_t every_
     if (!s.stage || s.stage->state != StageState::Running || s.stage->kind == StageKind::Smoke) continue;
     Live& live = kept[s.candidate.id];
     if (auto it = live_.find(s.candidate.id); it != live_.end()) live = std::move(it->second);
-    if (live.evidence.stage_id() != s.stage->id) {
-      live.stored_to = -1;
-      live.refreshed_ms.reset();
+    if (live.stage_id != s.stage->id) {
+      live = Live{};
+      live.stage_id = s.stage->id;
     }
-    if (live.refreshed_ms ? now_ms - *live.refreshed_ms < every_ms : max_first-- <= 0) continue;
+    const LiveEvidence* shared = shared_ ? shared_(s.candidate.id) : nullptr;
+    if (shared && shared->stage_id() != s.stage->id) shared = nullptr;
+    const bool unread = !shared && live.evidence.stage_id() != s.stage->id;
+    if (live.refreshed_ms && now_ms - *live.refreshed_ms < every_ms) continue;
+    if (unread && max_first-- <= 0) continue;
     live.refreshed_ms = now_ms;
-    Status st = live.evidence.refresh(store, s.candidate.id, *s.stage, max->probe);
-    if (st && live.stored_to != live.evidence.read_to()) {  // something new since the row stored last
-      st = store.put_stage_evidence(StageEvidence{s.stage->id, s.candidate.id, now_ms, live.evidence.read_to(),
-                                                  measures_to_json(live.evidence.measures())});
-      if (st) live.stored_to = live.evidence.read_to();
+    Status st = Status::Ok();
+    const LiveEvidence* ev = shared;
+    if (shared) {
+      live.evidence = LiveEvidence{};  // the shared reader's rows serve: none kept twice
+    } else {
+      st = live.evidence.refresh(store, s.candidate.id, *s.stage, max->probe);
+      ev = &live.evidence;
+    }
+    if (st && live.stored_to != ev->read_to()) {  // something new since the row stored last
+      st = store.put_stage_evidence(
+          StageEvidence{s.stage->id, s.candidate.id, now_ms, ev->read_to(), measures_to_json(ev->measures())});
+      if (st) live.stored_to = ev->read_to();
     }
     if (!st && first) first = st;
   }
   live_ = std::move(kept);  // candidates whose stage ended are forgotten
   return first;
+}
+
+bool StageEvidenceWriter::due(const std::vector<int64_t>& candidates, int64_t now_ms, int64_t every_ms) const {
+  for (int64_t id : candidates) {
+    auto it = live_.find(id);
+    if (it == live_.end() || !it->second.refreshed_ms || now_ms - *it->second.refreshed_ms >= every_ms) return true;
+  }
+  return false;
 }
 
 namespace {

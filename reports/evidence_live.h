@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -87,14 +88,25 @@ class StageEvidenceWriter {
   // mid-soak: a week of rows, a few hundred ms) is read at most `max_first`
   // per call, so the caller's loop never stalls for all of them at once.
   Status refresh(Store& store, int64_t now_ms, int64_t every_ms = 0, int max_first = 1 << 30);
+  // Whether a refresh would do anything for these candidates (those with a
+  // running stage after smoke): one not seen yet, or one due. A candidate's
+  // next stage is seen when it is next due.
+  bool due(const std::vector<int64_t>& candidates, int64_t now_ms, int64_t every_ms) const;
+  // Another reader that keeps the same evidence up to date (the metrics
+  // textfile): what it returns for a candidate, when it is of the running
+  // stage, is stored instead of a copy of the stage's rows kept here.
+  using Shared = std::function<const LiveEvidence*(int64_t candidate_id)>;
+  void share_from(Shared shared) { shared_ = std::move(shared); }
 
  private:
   struct Live {
-    LiveEvidence evidence;
+    int64_t stage_id = 0;
+    LiveEvidence evidence;   // empty while a shared one serves
     int64_t stored_to = -1;  // the read_to of the row stored last (-1: none yet)
     std::optional<int64_t> refreshed_ms;
   };
   std::map<int64_t, Live> live_;  // by candidate row
+  Shared shared_;
 };
 
 // A stage's measures as the store keeps them (storage/store.h StageEvidence):

@@ -56,6 +56,12 @@ class TextfileCollector {
   std::string render(int64_t now_ms) const;
 
   void set_guard_window(int64_t ms) { opt_.guard_window_ms = ms; }
+  // The candidate's running-stage evidence as of the last refresh (nullptr:
+  // none read), for StageEvidenceWriter::share_from.
+  const LiveEvidence* live(int64_t candidate_id) const {
+    auto it = figures_.find(candidate_id);
+    return it == figures_.end() ? nullptr : &it->second.live;
+  }
 
  private:
   struct StageFigures {

@@ -228,6 +228,20 @@ TEST_CASE(
   CHECK((*whole)[0].last.k == 8);
   REQUIRE(f.run({"--db", f.db, "status"}, &out) == kCtlExitOk);
   CHECK(out.find("(as of") == std::string::npos);  // fresh: no time shown
+
+  // With another reader keeping the same evidence (the metrics textfile), a
+  // writer stores that reader's, not a copy of its own: here one that read
+  // the first 30 rows only, though 40 are stored.
+  report::LiveEvidence shared;
+  REQUIRE(shared.refresh(store, id, stage, 30).ok());
+  report::StageEvidenceWriter sharing;
+  sharing.share_from([&](int64_t candidate_id) { return candidate_id == id ? &shared : nullptr; });
+  CHECK(sharing.due({id}, f.clock.wall_ms(), 60'000));
+  REQUIRE(sharing.refresh(store, f.clock.wall_ms() + 1).ok());
+  CHECK((*store.stage_evidence(stage.id))->probe_max_id == 30);
+  CHECK((*report::measures_from_json((*store.stage_evidence(stage.id))->measures_json)).front().last.n == 30);
+  CHECK_FALSE(sharing.due({id}, f.clock.wall_ms() + 59'000, 60'000));  // refreshed a minute ago at most
+  CHECK(sharing.due({id}, f.clock.wall_ms() + 60'001, 60'000));
 }
 
 TEST_CASE("stage evidence: the stored form reads back, and what is not it fails naming the measure") {
