@@ -39,6 +39,11 @@ inline std::string candidate(const std::string& name, int port, const std::strin
          std::to_string(port) + "\"" + extra + "}";
 }
 
+// The usual pair: "base", and "cand" compared with it.
+inline std::string base_and_cand() {
+  return candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")");
+}
+
 struct World {
   TempDir tmp;
   VirtualClock clock{1'767'225'600'000};

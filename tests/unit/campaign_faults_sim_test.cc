@@ -45,7 +45,7 @@ TEST_CASE("hard failures reject at once, with the evidence") {
   };
   for (const auto& c : cases) {
     INFO("behaviour " << static_cast<int>(c.b));
-    World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+    World w(base_and_cand());
     w.runner->at("cand").behaviour = c.b;
     w.runner->at("cand").fault_after = 5;
     w.run(10 * kDay);
@@ -67,8 +67,7 @@ TEST_CASE("a candidate rejected mid-stage has its work in flight cut, so it hold
   // Its runs last eight times as long: when a 5xx rejects it, heavy work
   // of its canary is still in flight. Left running, it would keep the other
   // canary's heavy work waiting (the heavy gate serves one canary at a time).
-  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")") + "," +
-          candidate("other", 18433));
+  World w(base_and_cand() + "," + candidate("other", 18433));
   w.runner->at("cand").behaviour = Behaviour::Repeated5xx;
   w.runner->at("cand").fault_after = 5;
   w.runner->at("cand").speed = 8;
@@ -87,7 +86,7 @@ TEST_CASE("a candidate rejected mid-stage has its work in flight cut, so it hold
 
 TEST_CASE("a marginal regression holds for a person to decide; a tiny one stays below the effect floor") {
   {
-    World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+    World w(base_and_cand());
     w.runner->at("cand").behaviour = Behaviour::Marginal;
     w.runner->at("cand").noise = 0.02;
     w.runner->at("base").noise = 0.02;
@@ -99,7 +98,7 @@ TEST_CASE("a marginal regression holds for a person to decide; a tiny one stays 
     CHECK(v->stage == "canary");
   }
   {
-    World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+    World w(base_and_cand());
     w.runner->at("cand").behaviour = Behaviour::TinySlower;
     w.run(10 * kDay);
     auto v = w.verdict("cand");
@@ -111,7 +110,7 @@ TEST_CASE("a marginal regression holds for a person to decide; a tiny one stays 
 
 TEST_CASE("a leak through the soak rejects; a single spike does not") {
   {
-    World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+    World w(base_and_cand());
     w.runner->at("cand").behaviour = Behaviour::Leak;
     w.run(10 * kDay);
     auto v = w.verdict("cand");
@@ -121,7 +120,7 @@ TEST_CASE("a leak through the soak rejects; a single spike does not") {
     CHECK(v->stage == "soak");
   }
   {
-    World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+    World w(base_and_cand());
     w.runner->at("cand").behaviour = Behaviour::LeakSpike;
     w.run(10 * kDay);
     auto v = w.verdict("cand");

@@ -134,7 +134,7 @@ TEST_CASE("the same runtime with thinking off in every session passes the gate")
 }
 
 TEST_CASE("prefix reuse runs in the canary: cold, warm, prefix 1-3, the 0.2 rule in the verdict") {
-  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  World w(base_and_cand());
   w.run(10 * kDay);
   for (const auto& x : *w.store->verdicts(w.row("cand")->id)) {
     if (x.stage != "canary" || x.reason == "canary running") continue;  // the stage's opening row

@@ -24,7 +24,7 @@ using namespace soak;
 using namespace soak::sim;
 
 TEST_CASE("a healthy candidate with a healthy baseline goes smoke -> canary -> gate -> soak -> promoted") {
-  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  World w(base_and_cand());
   w.runner->at("base").build = "b9430";
   w.runner->at("cand").build = "b9502";
   w.run(10 * kDay);
@@ -55,7 +55,7 @@ TEST_CASE("a healthy candidate with a healthy baseline goes smoke -> canary -> g
 }
 
 TEST_CASE("a regression versus the baseline rejects: 95 % acceptance does not excuse 10x slower decode") {
-  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  World w(base_and_cand());
   w.runner->at("cand").behaviour = Behaviour::SlowDecode;
   w.run(10 * kDay);
   auto v = w.verdict("cand");
@@ -81,7 +81,7 @@ TEST_CASE("an unreachable runtime is blocked, not rejected") {
 
 TEST_CASE("a baseline that has no data leaves the canary inconclusive") {
   // The baseline is configured but never reachable, so it has no rows at all.
-  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  World w(base_and_cand());
   w.runner->at("base").behaviour = Behaviour::Unreachable;
   w.run(10 * kDay);
   auto v = w.verdict("cand");
@@ -106,7 +106,7 @@ TEST_CASE("a configured baseline that is not running and never ran leaves the ca
 }
 
 TEST_CASE("a restart mid-gate resumes with the original start and deadline; missed slots stay missed") {
-  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  World w(base_and_cand());
   // Run into the gate, then "crash": drop the campaign engine and the runner's queue.
   w.run(10 * kDay, [&] {
     auto r = w.row("cand");
@@ -172,7 +172,7 @@ TEST_CASE("gaps beyond the grace give inconclusive, never a pass") {
 }
 
 TEST_CASE("recomputing a stored verdict from its rows gives the same verdict, byte for byte") {
-  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  World w(base_and_cand());
   w.runner->at("cand").behaviour = Behaviour::Marginal;
   w.run(10 * kDay);
   auto stored = w.verdict("cand");
@@ -189,7 +189,7 @@ TEST_CASE("recomputing a stored verdict from its rows gives the same verdict, by
 }
 
 TEST_CASE("soakctl explain recomputes the stored verdict and shows every metric") {
-  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  World w(base_and_cand());
   w.runner->at("cand").behaviour = Behaviour::SlowDecode;
   w.run(10 * kDay);
   std::ostringstream out, err;
@@ -338,7 +338,7 @@ TEST_CASE("SOLO: a second engine resident makes the stage inconclusive; allow_co
 }
 
 TEST_CASE("a build answering under half as long as its baseline is rejected in the canary, though faster") {
-  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  World w(base_and_cand());
   w.runner->at("base").build = "b9430";
   w.runner->at("cand").build = "b9502";
   w.runner->at("cand").behaviour = Behaviour::ShortAnswers;

@@ -24,7 +24,7 @@ const MetricEvidence* metric_named(const VerdictRow& v, const std::string& prefi
 }  // namespace
 
 TEST_CASE("campaign: a fresh 32K prefill twice as slow as the baseline's is rejected by the end of the gate") {
-  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  World w(base_and_cand());
   w.runner->at("cand").build = "b9502";
   w.runner->at("cand").fresh_prefill_slowdown = 2;
   w.run(10 * kDay);
@@ -69,7 +69,7 @@ TEST_CASE("campaign: a fresh 32K prefill twice as slow as the baseline's is reje
 }
 
 TEST_CASE("campaign: a fresh prefill 10x slower is rejected in the canary") {
-  World w(candidate("base", 18431) + "," + candidate("cand", 18432, R"(, "baseline": "base")"));
+  World w(base_and_cand());
   w.runner->at("cand").fresh_prefill_slowdown = 10;
   w.run(10 * kDay);
   auto v = w.verdict("cand");
