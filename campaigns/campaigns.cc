@@ -158,7 +158,18 @@ void Campaigns::check_hard_failures(Track& t, int64_t now) {
     d_.log->error("{}: cannot check for hard failures: {}", t.name, v.message());
     return;
   }
-  if (!*v) return;
+  if (!*v) {
+    t.managed.exit_wait_until_ms.reset();
+    return;
+  }
+  // A managed runtime that dies is seen first as failed requests (a connection
+  // reset), its exit a moment later: the verdict waits that moment for the
+  // exit, so that it names the signal and the log tail (docs/DESIGN.md §4.8).
+  if (managed(t) && t.managed.runtime == RuntimePhase::Up) {
+    if (!t.managed.exit_wait_until_ms) t.managed.exit_wait_until_ms = now + kExitWaitMs;
+    if (now < *t.managed.exit_wait_until_ms) return;
+  }
+  t.managed.exit_wait_until_ms.reset();
   // Rejected mid-stage: what it still has in flight is cut (its rows stored as
   // cancelled), so that its heavy work stops holding the host's heavy gate from
   // the candidates still running (docs/DESIGN.md §3.7).
@@ -265,6 +276,10 @@ int Campaigns::canaries_running() const {
 
 void Campaigns::step(Track& t, int64_t now, bool light_window) {
   if (managed(t)) manage_runtime(t, now);
+  if (t.managed.exit_wait_until_ms && now >= *t.managed.exit_wait_until_ms) {
+    if (t.phase == Phase::Staged && t.stage) check_hard_failures(t, now);
+    t.managed.exit_wait_until_ms.reset();
+  }
   check_build(t, now);
   switch (t.phase) {
     case Phase::ReadingBuild:
@@ -425,6 +440,7 @@ std::optional<int64_t> Campaigns::next_wake_ms(int64_t now) const {
     if (managed(t)) {
       wake(t.managed.next_exe_check_ms);
       if (!t.managed.pending_change.empty()) wake(t.managed.restart_at_ms);
+      if (t.managed.exit_wait_until_ms) wake(*t.managed.exit_wait_until_ms);
     }
     if (t.phase != Phase::Staged || !t.stage || frozen_) continue;
     if (t.smoke_retry_at_ms) wake(*t.smoke_retry_at_ms);

@@ -60,6 +60,10 @@ struct ManagedState {
   std::string pending_change;     // the executable changed (what changed): restart at restart_at_ms
   int64_t restart_at_ms = 0;
   int64_t next_exe_check_ms = 0;
+  // A hard failure seen while the runtime was up: judged at this time, or at
+  // once when the runtime's exit arrives first (a runtime that died shows
+  // first as reset connections, and its verdict should name the exit).
+  std::optional<int64_t> exit_wait_until_ms;
   PreviousRuntime previous;  // ab "interleaved": the previous build beside the canary
 };
 

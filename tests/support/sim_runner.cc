@@ -97,11 +97,11 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
   }
   decode_divisor_ = soak_elapsed >= req.candidate->settings.stages.soak_ms / 2 ? s.late_soak_decode : 1.0;
   std::vector<ProbeResult> rows;
-  const bool down = s.behaviour == Behaviour::Unreachable;
+  const bool down = s.behaviour == Behaviour::Unreachable || s.behaviour == Behaviour::ResetMidRequest;
   auto add = [&](ProbeKind k, const std::string& workload) -> ProbeResult& {
     rows.push_back(base_row(req, start, k, workload));
     if (down) {
-      rows.back().outcome = Outcome::ConnectRefused;
+      rows.back().outcome = s.behaviour == Behaviour::Unreachable ? Outcome::ConnectRefused : Outcome::ConnectionReset;
       rows.back().http_status.reset();
       rows.back().response_model.clear();
     }

@@ -32,6 +32,7 @@ enum class Behaviour {
   NoTerminal,        // agent streams end without data: [DONE] from the `fault_after`-th on
   IdentityMismatch,  // answers with an alias instead of the canonical model id
   Unreachable,       // connection refused, always
+  ResetMidRequest,   // every request's connection reset (a runtime that just died)
   Leak,              // footprint grows steadily through the soak
   LeakSpike,         // one spike of footprint that goes away again
   Repeated5xx,       // a run of 5xx from the `fault_after`-th request on

@@ -80,10 +80,11 @@ class ScriptedRuntimes final : public RuntimeControl {
     return PreviousBuild{kPreviousProgram, kPreviousPort};
   }
 
-  void crash(const std::string& name) {
+  // The runtime dies; soakd learns of its exit `exit_after_ms` later.
+  void crash(const std::string& name, int64_t exit_after_ms = 0) {
     RuntimeExit x{up.at(name), "killed by SIGKILL (signal 9)", std::nullopt, 9, "loading model\nsegfault in ggml\n"};
     up.erase(name);
-    queue(clock_.wall_ms(), [this, name, x] { on_exit_(name, x); });
+    queue(clock_.wall_ms() + exit_after_ms, [this, name, x] { on_exit_(name, x); });
   }
 
   void deliver(int64_t now) {
@@ -438,6 +439,60 @@ TEST_CASE("a runtime that ends mid-gate is rejected with its exit, and not resta
   auto ev = *w.store->events(eq);
   REQUIRE(ev.size() == 1);
   CHECK(ev[0].detail_json.find("segfault in ggml") != std::string::npos);
+}
+
+namespace {
+
+// Runs `w` into its gate, then every request's connection is reset, until the
+// first reset row is stored: the runtime has died, its exit not seen yet.
+int64_t run_until_reset_in_gate(World& w) {
+  w.run(2 * kDay, [&] {
+    auto r = w.row("b9430");
+    if (!r) return false;
+    auto st = *w.store->stages(r->id);
+    return !st.empty() && st.back().kind == StageKind::Gate && w.clock.wall_ms() > st.back().started_ms + kHour;
+  });
+  REQUIRE(w.runtimes->up.count("m"));
+  w.runner->at("m").behaviour = Behaviour::ResetMidRequest;
+  const auto reset_seen = [&] {
+    for (const auto& r : *w.store->probe_results(ProbeQuery{}))
+      if (r.outcome == Outcome::ConnectionReset) return true;
+    return false;
+  };
+  w.run(kHour, reset_seen);
+  REQUIRE(reset_seen());
+  return w.clock.wall_ms();
+}
+
+}  // namespace
+
+TEST_CASE("a runtime whose reset connections are seen before its exit is rejected naming the exit") {
+  World w("now");
+  const int64_t seen = run_until_reset_in_gate(w);
+  CHECK_FALSE(w.camp->settled());  // the reset alone has not ended the gate yet
+  w.runtimes->crash("m", kExitWaitMs / 2);
+  w.run(kDay, [&] { return w.camp->settled(); });
+  auto v = w.verdict("b9430");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Rejected);
+  CHECK(v->stage == "gate");
+  CHECK(v->reason.find("SIGKILL") != std::string::npos);
+  CHECK(v->reason.find("segfault in ggml") != std::string::npos);
+  CHECK(v->wall_ms == seen + kExitWaitMs / 2);
+}
+
+TEST_CASE("a reset connection with no exit behind it rejects once the wait for the exit is over") {
+  World w("now");
+  const int64_t seen = run_until_reset_in_gate(w);
+  w.run(kDay, [&] { return w.camp->settled(); });
+  auto v = w.verdict("b9430");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Rejected);
+  CHECK(v->stage == "gate");
+  CHECK(v->reason.find("connection_reset") != std::string::npos);
+  CHECK(v->wall_ms == seen + kExitWaitMs);
 }
 
 TEST_CASE("a runtime that cannot start blocks the candidate once, with the reason, and is not retried in a loop") {
