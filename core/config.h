@@ -175,9 +175,12 @@ struct GateRules {
 };
 
 struct JudgeRules {
-  double alpha = 0.01;              // Mann–Whitney / count-test significance
-  double effect_floor = 0.10;       // relative change below this is never a regression
-  double hold_band = 0.05;          // regression within effect_floor + hold_band: hold, not reject
+  double alpha = 0.01;         // Mann–Whitney / count-test significance
+  double effect_floor = 0.10;  // relative change below this is never a regression
+  double hold_band = 0.05;     // regression within effect_floor + hold_band: hold, not reject
+  // A latency (first token, whole request) worse by fewer milliseconds than
+  // this is never a regression, whatever the ratio: scheduling noise.
+  int64_t min_effect_ms = 10;
   double tail_tolerance = 0.25;     // p95/p99 may be this much worse than baseline
   int min_samples = 5;              // per metric and side, below this: inconclusive
   double max_invalid_ratio = 0.05;  // invalid JSON / tool call tolerance before hard failure

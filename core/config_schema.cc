@@ -277,6 +277,7 @@ const Section<JudgeRules>& judge_section() {
                                 number("alpha", &S::alpha, 1e-9, 0.5, "0.01"),
                                 number("effect_floor", &S::effect_floor, 0, 10, "0.1"),
                                 number("hold_band", &S::hold_band, 0, 10, "0.05"),
+                                integer("min_effect_ms", &S::min_effect_ms, 0, "10"),
                                 number("tail_tolerance", &S::tail_tolerance, 0, 100, "0.25"),
                                 integer("min_samples", &S::min_samples, 2, "5"),
                                 number("max_invalid_ratio", &S::max_invalid_ratio, 0, 1, "0.05"),

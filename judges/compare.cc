@@ -117,9 +117,17 @@ class PoolJudge {
     const bool significant = mw.p_value < rules.alpha;
     const Floor fl = floor_for(pm);
 
+    // A latency a few milliseconds longer is no regression, whatever its
+    // ratio: a cached first token of 5 ms against 8 ms is scheduling noise.
+    const double worse_ms = worse * scale;
+    const bool under_ms_floor = pm.better == Better::Lower && worse_ms < static_cast<double>(rules.min_effect_ms);
+
     MetricResult result = MetricResult::Pass;
     std::string verdict;
-    if (significant && worse > fl.value + rules.hold_band) {
+    if (significant && worse > fl.value && under_ms_floor) {
+      verdict = format("significant but %s ms worse, under the absolute floor %lld ms (judge.min_effect_ms)",
+                       num(worse_ms).c_str(), static_cast<long long>(rules.min_effect_ms));
+    } else if (significant && worse > fl.value + rules.hold_band) {
       result = MetricResult::Fail;
       verdict = format("regression beyond effect floor %s + hold band %s", pct(fl.value).c_str(),
                        pct(rules.hold_band).c_str());
@@ -219,7 +227,9 @@ class PoolJudge {
     if (lower_better && base_worst > 0) times = cand_best / base_worst;
     if (!lower_better && cand_best > 0) times = base_worst / cand_best;
     const double p_order = 1.0 / binomial(n_c + n_b, n_b);
-    const bool fail = times >= rules.few_sample_factor;
+    const double apart = lower_better ? cand_best - base_worst : 0;  // ms, for a latency
+    const bool fail =
+        times >= rules.few_sample_factor && (!lower_better || apart >= static_cast<double>(rules.min_effect_ms));
     std::string reason = format(
         "few-sample rule (under %d a side): the candidate's best %s is %sx the baseline's worst %s (median %s vs %s), "
         "rejects at %sx (judge.few_sample_factor); %s; rank order alone p=%s",
@@ -283,13 +293,17 @@ class PoolJudge {
     const double p = stats::fisher_exact(k_c, n_c - k_c, k_b, n_b - k_b, stats::Alternative::Greater);
     const double worse = (high_bad ? 1.0 : -1.0) * stats::relative_change(cq, bq);
     const auto ci = stats::wilson_interval(k_c, n_c, c_.confidence());
-    const bool regression = bq != 0 && worse > rules.tail_tolerance && p < rules.alpha;
+    const bool under_ms_floor = high_bad && cq - bq < static_cast<double>(rules.min_effect_ms);
+    const bool regression = bq != 0 && worse > rules.tail_tolerance && p < rules.alpha && !under_ms_floor;
     std::string reason = format(
         "%s vs %s baseline (%s worse, tolerance %s from judge.tail_tolerance); beyond the baseline's quantile: %lld of "
         "%lld candidate vs %lld of %lld baseline, %s",
         num(cq).c_str(), num(bq).c_str(), pct(worse).c_str(), pct(rules.tail_tolerance).c_str(),
         static_cast<long long>(k_c), static_cast<long long>(n_c), static_cast<long long>(k_b),
         static_cast<long long>(n_b), pval(p).c_str());
+    if (!regression && under_ms_floor && worse > rules.tail_tolerance && p < rules.alpha)
+      reason += format("; under the absolute floor %lld ms (judge.min_effect_ms)",
+                       static_cast<long long>(rules.min_effect_ms));
     m.result = (regression ? MetricResult::Marginal : MetricResult::Pass);
     m.reason = (regression ? "tail regression: " : "") + reason;
     set_numbers(m, cq, bq, ci.lo, ci.hi, rules.tail_tolerance, p);

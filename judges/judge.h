@@ -95,8 +95,9 @@ namespace soak {
 // golden set's rows stay out of the speed comparisons and floors;
 // judge-8: a footprint plateau's persistence is measured against the end-to-end
 // rate too, and a canary's last shadow run is no interleaved baseline for the
-// gate and soak.
-inline constexpr std::string_view kJudgeVersion = "judge-8";
+// gate and soak; judge-9: a latency worse by less than judge.min_effect_ms
+// (10 ms) is no regression, whatever its ratio.
+inline constexpr std::string_view kJudgeVersion = "judge-9";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,
 // stored history of the baseline candidate, or no baseline at all.

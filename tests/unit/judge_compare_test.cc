@@ -1,7 +1,10 @@
 // Canary versus baseline: regressions, the effect floor, the hold band, tails,
 // error rates, speculative decoding, fresh/repeat separation and missing
 // baselines.
+#include <nlohmann/json.hpp>
+
 #include "judges/judge.h"
+#include "judges/recipe.h"
 #include "tests/catch.h"
 #include "tests/unit/judge_rows.h"
 
@@ -93,6 +96,52 @@ TEST_CASE("canary: a significant change smaller than the effect floor stays prom
   CHECK(m->p_value < 1e-6);                // statistically clear...
   CHECK(m->result == MetricResult::Pass);  // ...and too small to matter
   CHECK(contains(m->reason, "within the effect floor"));
+}
+
+TEST_CASE("canary: a latency a few milliseconds longer is under the absolute floor, whatever its ratio") {
+  Canary c;
+  add_perf(c.cand, kN, Perf{.ttft_ms = 8}, 1);  // a cached first token: +60 %, 3 ms
+  add_perf(c.base, kN, Perf{.ttft_ms = 5}, 5000);
+  JudgeInput in = input_for(StageKind::Canary);
+  REQUIRE(in.recipe.judge.min_effect_ms == 10);  // the default
+  auto v = c.judge(in);
+  INFO(v.reason);
+  CHECK(v.state == VerdictState::Promoted);
+  const auto* m = find_metric(v, "ttft_ms/stream/1k{");
+  REQUIRE(m);
+  CHECK(m->p_value < 0.001);
+  CHECK(m->result == MetricResult::Pass);
+  CHECK(contains(m->reason, "under the absolute floor 10 ms (judge.min_effect_ms)"));
+
+  // The same rows without the floor: a regression.
+  in.recipe.judge.min_effect_ms = 0;
+  v = c.judge(in);
+  CHECK(v.state == VerdictState::Rejected);
+  m = find_metric(v, "ttft_ms/stream/1k{");
+  REQUIRE(m);
+  CHECK(m->result == MetricResult::Fail);
+
+  // 30 ms against 5 ms is past the floor: a regression at the default.
+  Canary slow;
+  add_perf(slow.cand, kN, Perf{.ttft_ms = 30}, 1);
+  add_perf(slow.base, kN, Perf{.ttft_ms = 5}, 5000);
+  v = slow.judge();
+  CHECK(v.state == VerdictState::Rejected);
+}
+
+TEST_CASE("the absolute floor is stored with the recipe; a recipe stored before it had none") {
+  StoredRecipe r;
+  r.recipe = input_for(StageKind::Canary).recipe;
+  r.recipe.judge.min_effect_ms = 25;
+  auto back = recipe_from_json(recipe_to_json(r));
+  REQUIRE(back.ok());
+  CHECK(back->recipe.judge.min_effect_ms == 25);
+  // A judge-8 verdict's recipe: explain recomputes it without the floor.
+  auto j = nlohmann::json::parse(recipe_to_json(r));
+  j["judge"].erase("min_effect_ms");
+  auto old = recipe_from_json(j.dump());
+  REQUIRE(old.ok());
+  CHECK(old->recipe.judge.min_effect_ms == 0);
 }
 
 TEST_CASE("canary: a tail-only regression is a hold") {
