@@ -58,7 +58,7 @@ TEST_CASE("a 1-in-8 5xx runtime is rejected in its canary's first quarter; a hea
       "burst_sizes": [1, 2]
     },
     "sampler": { "interval": "250ms", "process_every": "750ms", "keep_awake": false },
-    "schedule": { "nightly_window": "now", "max_concurrent_canaries": 2 },
+    "schedule": { "nightly_window": "now", "max_concurrent_canaries": 1 },
     "candidates": [
       { "name": "flaky", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp", "allow_coexisting": true,
         "stages": { "canary": "80s", "gate": "24h", "soak": "7d" },
