@@ -27,12 +27,12 @@ soak_add_test(unit_store_compat SOURCES unit/store_compat_test.cc LIBS soak_soak
 soak_add_test(unit_sampler_service SOURCES unit/sampler_service_test.cc LIBS soak_daemon LABELS unit)
 soak_add_test(integration_daemon_lifecycle SOURCES integration/daemon_lifecycle_test.cc
   LIBS soak_soakctl soak_daemon soak_test_process LABELS integration)
-add_dependencies(integration_daemon_lifecycle soakd)
+soak_test_needs(integration_daemon_lifecycle soakd)
 # The store's disk filled and freed under a running soakd (a tmpfs in a private
 # mount namespace; skipped where one cannot be made).
 soak_add_test(integration_store_disk_full SOURCES integration/store_disk_full_test.cc
   LIBS soak_daemon soak_test_process soak_fake_runtime LABELS integration)
-add_dependencies(integration_store_disk_full soakd)
+soak_test_needs(integration_store_disk_full soakd)
 set_tests_properties(integration_store_disk_full PROPERTIES SKIP_RETURN_CODE 77)
 # The notify command run for real (a shell script that records what it got).
 soak_add_test(integration_notify_command SOURCES integration/notify_command_test.cc LIBS soak_daemon
@@ -53,13 +53,11 @@ soak_add_bench(library_floor_bench SOURCES bench/library_floor_bench.cc
 
 soak_add_test(integration_daemon_e2e SOURCES integration/daemon_e2e_test.cc
   LIBS soak_soakctl soak_daemon soak_test_process LABELS integration TIMEOUT 300)
-target_compile_definitions(integration_daemon_e2e PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
-add_dependencies(integration_daemon_e2e soakd soak-fake-runtime)
+soak_test_needs(integration_daemon_e2e soakd soak-fake-runtime)
 # The sequential failure test through the daemon: early rejection, healthy stages run out.
 soak_add_test(integration_daemon_early_verdict SOURCES integration/daemon_early_verdict_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
-target_compile_definitions(integration_daemon_early_verdict PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
-add_dependencies(integration_daemon_early_verdict soakd soak-fake-runtime)
+soak_test_needs(integration_daemon_early_verdict soakd soak-fake-runtime)
 
 # Managed candidates (docs/DESIGN.md §4.8): the launch block, the executable's
 # fingerprint, orphan matching and the runtime log (no process started).
@@ -69,22 +67,19 @@ soak_add_test(unit_runtime_identity SOURCES unit/runtime_identity_test.cc LIBS s
 # Managed candidates with the fake runtime as soakd's child, on loopback.
 soak_add_test(integration_managed_runtime SOURCES integration/managed_runtime_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
-target_compile_definitions(integration_managed_runtime PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
-add_dependencies(integration_managed_runtime soakd soakctl soak-fake-runtime)
+soak_test_needs(integration_managed_runtime soakd soakctl soak-fake-runtime)
 # It counts the runtimes left running through /proc: Linux only (the same code
 # paths run on macOS in integration_managed_runtime).
 if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
   soak_add_test(integration_managed_restart SOURCES integration/managed_restart_test.cc
     LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
-  target_compile_definitions(integration_managed_restart PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
-  add_dependencies(integration_managed_restart soakd soakctl soak-fake-runtime)
+    soak_test_needs(integration_managed_restart soakd soakctl soak-fake-runtime)
 endif()
 
 # The slo floors and the launch cap through the fake runtime, soakd as a whole (docs/DESIGN.md §3.11).
 soak_add_test(integration_managed_floors SOURCES integration/managed_floors_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
-target_compile_definitions(integration_managed_floors PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
-add_dependencies(integration_managed_floors soakd soak-fake-runtime)
+soak_test_needs(integration_managed_floors soakd soak-fake-runtime)
 
 # Verdicts that hold over the whole run through the fake runtime, soakd as a
 # whole (tests/integration/verdicts_harness.h): comparisons in every stage
@@ -93,38 +88,30 @@ add_dependencies(integration_managed_floors soakd soak-fake-runtime)
 # canaries at once.
 soak_add_test(integration_verdicts_compare_fake SOURCES integration/verdicts_compare_fake_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
-target_compile_definitions(integration_verdicts_compare_fake PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
-add_dependencies(integration_verdicts_compare_fake soakd soak-fake-runtime)
+soak_test_needs(integration_verdicts_compare_fake soakd soak-fake-runtime)
 soak_add_test(integration_verdicts_soak_fake SOURCES integration/verdicts_soak_fake_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
-target_compile_definitions(integration_verdicts_soak_fake PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
-add_dependencies(integration_verdicts_soak_fake soakd soak-fake-runtime)
+soak_test_needs(integration_verdicts_soak_fake soakd soak-fake-runtime)
 soak_add_test(integration_heavy_fair_fake SOURCES integration/heavy_fair_fake_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
-target_compile_definitions(integration_heavy_fair_fake PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
-add_dependencies(integration_heavy_fair_fake soakd soak-fake-runtime)
+soak_test_needs(integration_heavy_fair_fake soakd soak-fake-runtime)
 # ab "interleaved" (docs/DESIGN.md §4.8): the previous build's program beside the canary, and its fallback.
 soak_add_test(integration_managed_ab SOURCES integration/managed_ab_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
-target_compile_definitions(integration_managed_ab PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
-add_dependencies(integration_managed_ab soakd soak-fake-runtime)
+soak_test_needs(integration_managed_ab soakd soak-fake-runtime)
 
 # A real llama-server as a managed candidate when SOAKD_LLAMA_SERVER names one; skipped (exit 77) otherwise.
 soak_add_test(integration_managed_llama_server SOURCES integration/managed_llama_server_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
 set_tests_properties(integration_managed_llama_server PROPERTIES SKIP_RETURN_CODE 77)
-target_compile_definitions(integration_managed_llama_server PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
-add_dependencies(integration_managed_llama_server soakd soakctl)
+soak_test_needs(integration_managed_llama_server soakd soakctl)
 # The same real llama-server started with -n 64: held at smoke from its launch fingerprint alone.
 soak_add_test(integration_managed_llama_server_cap SOURCES integration/managed_llama_server_cap_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
 set_tests_properties(integration_managed_llama_server_cap PROPERTIES SKIP_RETURN_CODE 77)
-target_compile_definitions(integration_managed_llama_server_cap PRIVATE
-  SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
-add_dependencies(integration_managed_llama_server_cap soakd)
+soak_test_needs(integration_managed_llama_server_cap soakd)
 soak_add_test(unit_campaign_managed SOURCES unit/campaign_managed_test.cc LIBS soak_test_sim soak_daemon LABELS unit)
 # The golden set through the daemon: a promoted baseline, then each answer flavour of the fake as the next build.
 soak_add_test(integration_equivalence_campaign SOURCES integration/equivalence_campaign_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 300)
-target_compile_definitions(integration_equivalence_campaign PRIVATE SOAK_FAKE_RUNTIME_BIN="$<TARGET_FILE:soak-fake-runtime>")
-add_dependencies(integration_equivalence_campaign soakd soakctl soak-fake-runtime)
+soak_test_needs(integration_equivalence_campaign soakd soakctl soak-fake-runtime)

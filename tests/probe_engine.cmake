@@ -23,19 +23,19 @@ soak_add_test(integration_probe_runner SOURCES integration/probe_runner_test.cc
 # soakd probe and the fake runtime as child processes.
 soak_add_test(integration_probe_cli SOURCES integration/probe_cli_test.cc
   LIBS soak_storage soak_test_process nlohmann_json::nlohmann_json LABELS integration)
-add_dependencies(integration_probe_cli soakd soak-fake-runtime)
+soak_test_needs(integration_probe_cli soakd soak-fake-runtime)
 
 # soakd init: recognition and the config text (unit); against every flavour of
 # the fake runtime on --ports, then check-config and probe on what it wrote.
 soak_add_test(unit_init_config SOURCES unit/init_config_test.cc LIBS soak_daemon LABELS unit)
 soak_add_test(integration_init_cli SOURCES integration/init_cli_test.cc
   LIBS soak_test_process LABELS integration TIMEOUT 300)
-add_dependencies(integration_init_cli soakd soak-fake-runtime)
+soak_test_needs(integration_init_cli soakd soak-fake-runtime)
 
 # The golden set through the fake's answer modes: soakd probe --kind equivalence, then soakctl equivalence.
 soak_add_test(integration_equivalence_fake SOURCES integration/equivalence_fake_test.cc
   LIBS soak_probes soak_storage soak_test_process LABELS integration TIMEOUT 600)
-add_dependencies(integration_equivalence_fake soakd soakctl soak-fake-runtime)
+soak_test_needs(integration_equivalence_fake soakd soakctl soak-fake-runtime)
 
 # A real llama-server when SOAKD_LLAMA_SERVER names one; skipped (exit 77) otherwise.
 soak_add_test(integration_probe_llama_server SOURCES integration/probe_llama_server_test.cc
@@ -63,4 +63,4 @@ soak_add_test(integration_answers_fake SOURCES integration/answers_fake_test.cc
 soak_add_test(integration_equivalence_llama_server SOURCES integration/equivalence_llama_server_test.cc
   LIBS soak_judges soak_storage soak_test_process LABELS integration TIMEOUT 1500)
 set_tests_properties(integration_equivalence_llama_server PROPERTIES SKIP_RETURN_CODE 77)
-add_dependencies(integration_equivalence_llama_server soakd soakctl)
+soak_test_needs(integration_equivalence_llama_server soakd soakctl)
