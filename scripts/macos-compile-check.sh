@@ -31,6 +31,7 @@
 # includes every header it uses (`--each` compiles file by file, which does).
 #
 # Usage: scripts/macos-compile-check.sh [--each] [file.cc ...]   (default: all)
+#        scripts/macos-compile-check.sh --setup   (install the toolchain, compile nothing)
 # Exit status: 0 when every file compiles, 1 otherwise (the failing files are
 # listed), 2 when the toolchain cannot be set up.
 set -uo pipefail
@@ -66,6 +67,8 @@ if ! "$zig" version >/dev/null 2>&1; then
   echo "error: $zig does not run" >&2
   exit 2
 fi
+# --setup: the toolchain only (npm and Zig installed when missing), nothing compiled.
+[[ "${1:-}" == --setup ]] && exit 0
 
 # One include folder with links to the dependency headers, so the SDK's own
 # headers win over Linux's /usr/include for everything else.
