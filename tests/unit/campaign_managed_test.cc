@@ -413,8 +413,10 @@ TEST_CASE("ab interleaved: a previous build that does not start, or ends mid-can
   }
 }
 
-TEST_CASE("a runtime that ends mid-gate is rejected with its exit, and not restarted inside the stage") {
-  World w("now");
+namespace {
+
+// Runs `w` until its build has been an hour in its gate, its runtime up.
+void run_into_gate(World& w) {
   w.run(2 * kDay, [&] {
     auto r = w.row("b9430");
     if (!r) return false;
@@ -422,16 +424,30 @@ TEST_CASE("a runtime that ends mid-gate is rejected with its exit, and not resta
     return !st.empty() && st.back().kind == StageKind::Gate && w.clock.wall_ms() > st.back().started_ms + kHour;
   });
   REQUIRE(w.runtimes->up.count("m"));
-  w.runtimes->crash("m");
+}
+
+// Runs `w` until settled: its build's verdict, a rejection of the gate.
+VerdictRow rejected_gate(World& w) {
   w.run(kDay, [&] { return w.camp->settled(); });
   auto v = w.verdict("b9430");
   REQUIRE(v);
   INFO(v->reason);
   CHECK(v->state == VerdictState::Rejected);
   CHECK(v->stage == "gate");
-  CHECK(v->reason.find("SIGKILL") != std::string::npos);
+  return *v;
+}
+
+}  // namespace
+
+TEST_CASE("a runtime that ends mid-gate is rejected with its exit, and not restarted inside the stage") {
+  World w("now");
+  run_into_gate(w);
+  w.runtimes->crash("m");
+  const VerdictRow v = rejected_gate(w);
+  INFO(v.reason);
+  CHECK(v.reason.find("SIGKILL") != std::string::npos);
   bool exit_metric = false;
-  for (const auto& m : v->metrics) exit_metric |= m.metric == "hard/runtime_exit" && m.result == MetricResult::Fail;
+  for (const auto& m : v.metrics) exit_metric |= m.metric == "hard/runtime_exit" && m.result == MetricResult::Fail;
   CHECK(exit_metric);
   CHECK(w.runtimes->starts == 1);
   EventQuery eq;
@@ -446,13 +462,7 @@ namespace {
 // Runs `w` into its gate, then every request's connection is reset, until the
 // first reset row is stored: the runtime has died, its exit not seen yet.
 int64_t run_until_reset_in_gate(World& w) {
-  w.run(2 * kDay, [&] {
-    auto r = w.row("b9430");
-    if (!r) return false;
-    auto st = *w.store->stages(r->id);
-    return !st.empty() && st.back().kind == StageKind::Gate && w.clock.wall_ms() > st.back().started_ms + kHour;
-  });
-  REQUIRE(w.runtimes->up.count("m"));
+  run_into_gate(w);
   w.runner->at("m").behaviour = Behaviour::ResetMidRequest;
   const auto reset_seen = [&] {
     for (const auto& r : *w.store->probe_results(ProbeQuery{}))
@@ -471,28 +481,20 @@ TEST_CASE("a runtime whose reset connections are seen before its exit is rejecte
   const int64_t seen = run_until_reset_in_gate(w);
   CHECK_FALSE(w.camp->settled());  // the reset alone has not ended the gate yet
   w.runtimes->crash("m", kExitWaitMs / 2);
-  w.run(kDay, [&] { return w.camp->settled(); });
-  auto v = w.verdict("b9430");
-  REQUIRE(v);
-  INFO(v->reason);
-  CHECK(v->state == VerdictState::Rejected);
-  CHECK(v->stage == "gate");
-  CHECK(v->reason.find("SIGKILL") != std::string::npos);
-  CHECK(v->reason.find("segfault in ggml") != std::string::npos);
-  CHECK(v->wall_ms == seen + kExitWaitMs / 2);
+  const VerdictRow v = rejected_gate(w);
+  INFO(v.reason);
+  CHECK(v.reason.find("SIGKILL") != std::string::npos);
+  CHECK(v.reason.find("segfault in ggml") != std::string::npos);
+  CHECK(v.wall_ms == seen + kExitWaitMs / 2);
 }
 
 TEST_CASE("a reset connection with no exit behind it rejects once the wait for the exit is over") {
   World w("now");
   const int64_t seen = run_until_reset_in_gate(w);
-  w.run(kDay, [&] { return w.camp->settled(); });
-  auto v = w.verdict("b9430");
-  REQUIRE(v);
-  INFO(v->reason);
-  CHECK(v->state == VerdictState::Rejected);
-  CHECK(v->stage == "gate");
-  CHECK(v->reason.find("connection_reset") != std::string::npos);
-  CHECK(v->wall_ms == seen + kExitWaitMs);
+  const VerdictRow v = rejected_gate(w);
+  INFO(v.reason);
+  CHECK(v.reason.find("connection_reset") != std::string::npos);
+  CHECK(v.wall_ms == seen + kExitWaitMs);
 }
 
 TEST_CASE("a runtime that cannot start blocks the candidate once, with the reason, and is not retried in a loop") {
