@@ -55,12 +55,13 @@ struct VerdictNotice {
   VerdictRow verdict;
 };
 
-// Why the previous build's runtime beside a canary (ab "interleaved") is
-// stopped when that canary ends: its launch row says it, under the previous
-// build's candidate row.
 // How long a hard failure of a managed runtime that is still up waits for
 // the runtime's exit before it is judged (Campaigns::check_hard_failures).
 inline constexpr int64_t kExitWaitMs = 2 * kSecond;
+
+// Why the previous build's runtime beside a canary (ab "interleaved") is
+// stopped when that canary ends: its launch row says it, under the previous
+// build's candidate row.
 inline constexpr const char* kPreviousCanaryEnded = "the canary it ran beside ended";
 
 // Local UTC offset in minutes at a given wall time (for the nightly window).
