@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -197,8 +198,9 @@ struct ProbeResult {
   std::string extra_json;  // probe-specific figures (burst spread, reuse ratio, ...)
   // The golden answer this row brought (kind equivalence, docs/DESIGN.md §3.13):
   // the store writes it to golden_answers with the row's candidate, stage and
-  // time, not into this row.
-  std::optional<GoldenAnswerRow> golden;
+  // time, not into this row. Held by pointer: a week of probe rows read for a
+  // judgment is tens of thousands of them, and the answer is on a few dozen.
+  std::shared_ptr<const GoldenAnswerRow> golden;
 };
 
 // Thermal pressure on one scale for both platforms: the values of macOS's

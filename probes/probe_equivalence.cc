@@ -1,6 +1,7 @@
 // The golden set run once (docs/DESIGN.md §3.13): its prompts one after
 // another (concurrency 1), each greedy answer judged by the chat contract like
 // any answer and carried on its row for the store's golden_answers table.
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "core/hash.h"
@@ -65,7 +66,7 @@ class EquivalenceStep final : public Step {
         g.set_hash = set_hash_;
         extra["steps"] = a->steps.size();
         extra["logprobs"] = std::string(to_string(a->logprobs));
-        r.golden = std::move(g);
+        r.golden = std::make_shared<const GoldenAnswerRow>(std::move(g));
       }
     }
     r.extra_json = extra.dump();

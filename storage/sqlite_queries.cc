@@ -2,6 +2,7 @@
 // one-pass status summary. The SELECT lists and readers come from the column
 // declarations (storage/columns.h); a stored value that does not read fails the
 // query with the table, row id, column and value.
+#include <algorithm>
 #include <string>
 
 #include "storage/columns.h"
@@ -114,11 +115,35 @@ Result<std::vector<RuntimeLaunch>> SqliteStore::launches(const LaunchQuery& q) {
 }
 
 // ============================================================== rows
+// At most how many rows a query can return, counted from an index alone (the
+// stage's, the candidate's kind's or the candidate's, with the id range; no
+// row is read, and a count is about a hundredth of reading what it counts).
+// A small limit is its own bound; 0 when the query names none of them, or
+// the count fails (the read then grows as it goes).
+size_t SqliteStore::probe_rows_at_most(const ProbeQuery& q) {
+  constexpr int64_t kSmallLimit = 1024;
+  if (q.limit > 0 && q.limit <= kSmallLimit) return static_cast<size_t>(q.limit);
+  if (!q.stage_id && !q.candidate_id) return 0;
+  Where w;
+  if (q.stage_id) {
+    w.add("stage_id = ?", q.stage_id);
+  } else {
+    w.add("candidate_id = ?", q.candidate_id);
+    w.add("kind = ?", q.kind);
+  }
+  w.add("id >= ?", q.min_id);
+  w.add("id <= ?", q.max_id);
+  auto n = select_all<int64_t>(cache_.get(), db_, "SELECT COUNT(*) FROM probe_results" + w.sql(), w,
+                               [](const Stmt& s) -> Result<int64_t> { return s.i64(0); });
+  if (!n || n->size() != 1 || n->front() <= 0) return 0;
+  return static_cast<size_t>(q.limit > 0 ? std::min(n->front(), q.limit) : n->front());
+}
+
 Result<std::vector<ProbeResult>> SqliteStore::probe_results(const ProbeQuery& q) {
   const Where w = probe_where(q);
   std::string tail = " ORDER BY id";
   if (q.limit > 0) tail += " LIMIT " + std::to_string(q.limit);
-  return select_rows<ProbeResult>(cache_.get(), db_, w, tail);
+  return select_rows<ProbeResult>(cache_.get(), db_, w, tail, probe_rows_at_most(q));
 }
 
 Result<std::vector<ProbeCount>> SqliteStore::probe_counts(const ProbeQuery& q) {

@@ -97,6 +97,7 @@ class SqliteStore final : public Store {
 
  private:
   SqliteStore(sqlite3* db, std::string path, int version);
+  size_t probe_rows_at_most(const ProbeQuery& q);
   sqlite3* db_;
   std::string path_;
   int version_;

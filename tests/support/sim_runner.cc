@@ -1,6 +1,7 @@
 #include "tests/support/sim_runner.h"
 
 #include <algorithm>
+#include <memory>
 
 namespace soak {
 
@@ -320,7 +321,7 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
           GoldenAnswerRow g = golden_row(a);
           g.run = "sim-" + std::to_string(req.work_id);
           g.set_hash = "sim";
-          r.golden = std::move(g);
+          r.golden = std::make_shared<const GoldenAnswerRow>(std::move(g));
         }
         break;
       case TaskKind::Warmup:  // two short completions, as the engine runs it (core/tasks.h)

@@ -178,6 +178,63 @@ TEST_CASE("probe_counts counts exactly the rows probe_results returns, under eve
   }
 }
 
+TEST_CASE("a candidate's or a stage's probe rows are read into a vector sized once, from the index") {
+  // A week of probe rows is tens of thousands of 1 KB rows: grown by doubling,
+  // the vector touches twice their memory (most of a whole `soakctl explain`).
+  // Sized from a count of the index, it holds exactly the rows (13 and 5 here:
+  // no doubling ends on them).
+  TempDir tmp;
+  auto st = open_rw(tmp.path() + "/s.db");
+  Ids ids = seed(*st);
+  StageRow stage;
+  stage.candidate_id = ids.cand;
+  stage.kind = StageKind::Canary;
+  stage.state = StageState::Running;
+  const int64_t stage_id = *st->insert_stage(stage);
+  std::vector<int64_t> row_ids;
+  for (int64_t i = 0; i < 13; ++i) {
+    ProbeResult r = sample_result(ids, i);
+    if (i < 5) r.stage_id = stage_id;
+    if (i % 2) r.kind = ProbeKind::Burst;
+    row_ids.push_back(*st->insert_probe_result(r));
+  }
+  ProbeQuery by_candidate;
+  by_candidate.candidate_id = ids.cand;
+  auto all = st->probe_results(by_candidate);
+  REQUIRE(all.ok());
+  CHECK(all->size() == 13);
+  CHECK(all->capacity() == 13);
+  ProbeQuery by_stage;
+  by_stage.stage_id = stage_id;
+  auto staged = st->probe_results(by_stage);
+  REQUIRE(staged.ok());
+  CHECK(staged->size() == 5);
+  CHECK(staged->capacity() == 5);
+  ProbeQuery bursts = by_candidate;
+  bursts.kind = ProbeKind::Burst;
+  auto of_kind = st->probe_results(bursts);
+  REQUIRE(of_kind.ok());
+  CHECK(of_kind->size() == 6);
+  CHECK(of_kind->capacity() == 6);
+  // The count bounds the rows; a filter no index holds leaves room, never too little.
+  ProbeQuery window = by_candidate;
+  window.min_id = row_ids[3];
+  window.max_id = row_ids[9];
+  window.since_ms = 2005;
+  auto some = st->probe_results(window);
+  REQUIRE(some.ok());
+  CHECK(some->size() == 5);
+  CHECK(some->capacity() == 7);
+  for (const auto& r : *some) CHECK((r.id >= row_ids[5] && r.id <= row_ids[9]));
+  ProbeQuery first = by_candidate;
+  first.limit = 3;
+  auto limited = st->probe_results(first);
+  REQUIRE(limited.ok());
+  CHECK(limited->size() == 3);
+  CHECK(limited->capacity() == 3);
+  CHECK(limited->front().id == row_ids[0]);
+}
+
 TEST_CASE("context reach: one row per judged canary, the latest read back per candidate") {
   TempDir tmp;
   auto st = open_rw(tmp.path() + "/s.db");
