@@ -72,6 +72,15 @@ ProbeResult sample_result(const Ids& ids, int64_t i) {
   return r;
 }
 
+// A running canary of the seeded candidate; its stage id.
+int64_t running_canary(Store& st, const Ids& ids) {
+  StageRow stage;
+  stage.candidate_id = ids.cand;
+  stage.kind = StageKind::Canary;
+  stage.state = StageState::Running;
+  return *st.insert_stage(stage);
+}
+
 }  // namespace
 
 TEST_CASE("store creates file 0600 and directories 0700, with schema and WAL") {
@@ -126,11 +135,7 @@ TEST_CASE("probe_counts counts exactly the rows probe_results returns, under eve
   other.build = "b1";
   other.base_url = "http://127.0.0.1:8081";
   const int64_t other_id = *st->upsert_candidate(other, 1000);
-  StageRow stage;
-  stage.candidate_id = ids.cand;
-  stage.kind = StageKind::Canary;
-  stage.state = StageState::Running;
-  const int64_t stage_id = *st->insert_stage(stage);
+  const int64_t stage_id = running_canary(*st, ids);
   std::vector<int64_t> row_ids;
   for (int64_t i = 0; i < 24; ++i) {
     ProbeResult r = sample_result(ids, i);
@@ -186,11 +191,7 @@ TEST_CASE("a candidate's or a stage's probe rows are read into a vector sized on
   TempDir tmp;
   auto st = open_rw(tmp.path() + "/s.db");
   Ids ids = seed(*st);
-  StageRow stage;
-  stage.candidate_id = ids.cand;
-  stage.kind = StageKind::Canary;
-  stage.state = StageState::Running;
-  const int64_t stage_id = *st->insert_stage(stage);
+  const int64_t stage_id = running_canary(*st, ids);
   std::vector<int64_t> row_ids;
   for (int64_t i = 0; i < 13; ++i) {
     ProbeResult r = sample_result(ids, i);
