@@ -57,11 +57,17 @@ Status extend_running_baseline(Store& store, JudgeRecipe& recipe, const StageRow
     read_to = max_id;
     return Status::Ok();
   }
-  same.limit = 1;  // the baseline's first row in the stage's window makes it interleaved
+  // The baseline's first row in the stage's window makes it interleaved. Only
+  // rows stored since the last look are looked at: a history baseline's rows
+  // all predate the stage, and looking through all of them again every minute
+  // cost seconds a refresh on a month's store.
+  same.limit = 1;
+  same.min_id = read_to + 1;
   auto any = store.probe_results(same);
   if (!any) return any.error();
   if (!any->empty()) {
     same.limit = 0;
+    same.min_id.reset();
     auto now_rows = store.probe_results(same);
     if (!now_rows) return now_rows.error();
     rows.clear();
@@ -70,6 +76,7 @@ Status extend_running_baseline(Store& store, JudgeRecipe& recipe, const StageRow
     read_to = max_id;
     return Status::Ok();
   }
+  read_to = max_id;
   if (recipe.baseline_mode == BaselineMode::History) return Status::Ok();  // fixed at the stage's start: read once
   ProbeQuery hist;
   hist.candidate_id = *recipe.baseline_id;

@@ -22,7 +22,7 @@ soak_add_test(unit_campaign_launch_cap SOURCES unit/campaign_launch_cap_test.cc
 # The baseline rows a stage is compared with (campaigns/recipe_store.h choose_baseline).
 soak_add_test(unit_baseline_choice SOURCES unit/baseline_choice_test.cc LIBS soak_daemon LABELS unit)
 soak_add_test(unit_outbox SOURCES unit/outbox_test.cc LIBS soak_test_sim soak_test_store soak_daemon LABELS unit)
-soak_add_test(unit_soakctl SOURCES unit/soakctl_test.cc LIBS soak_soakctl soak_daemon LABELS unit)
+soak_add_test(unit_soakctl SOURCES unit/soakctl_test.cc LIBS soak_soakctl soak_daemon soak_test_store LABELS unit)
 soak_add_test(unit_store_compat SOURCES unit/store_compat_test.cc LIBS soak_soakctl soak_daemon LABELS unit)
 soak_add_test(unit_sampler_service SOURCES unit/sampler_service_test.cc LIBS soak_daemon LABELS unit)
 soak_add_test(integration_daemon_lifecycle SOURCES integration/daemon_lifecycle_test.cc

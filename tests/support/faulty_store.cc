@@ -234,6 +234,7 @@ Result<std::vector<RuntimeLaunch>> FaultyStore::launches(const LaunchQuery& q) {
   return forward<Result<std::vector<RuntimeLaunch>>>(M::Launches, [&] { return inner_.launches(q); });
 }
 Result<std::vector<ProbeResult>> FaultyStore::probe_results(const ProbeQuery& q) {
+  probe_queries_.push_back(q);
   return forward<Result<std::vector<ProbeResult>>>(M::ProbeResults, [&] { return inner_.probe_results(q); });
 }
 Result<std::vector<ProbeCount>> FaultyStore::probe_counts(const ProbeQuery& q) {

@@ -111,6 +111,8 @@ class FaultyStore final : public Store {
   void reset_counts();
 
   Store& inner() { return inner_; }
+  // The queries probe_results was asked, in order (failed calls included).
+  const std::vector<ProbeQuery>& probe_queries() const { return probe_queries_; }
 
   // ---- Store
   Result<int64_t> upsert_host(const HostInfo& host, int64_t now_ms) override;
@@ -171,6 +173,7 @@ class FaultyStore final : public Store {
 
   Store& inner_;
   std::array<Slot, kStoreMethodCount> slots_{};
+  std::vector<ProbeQuery> probe_queries_;
   std::vector<FaultRule> rules_;
 };
 

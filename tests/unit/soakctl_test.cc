@@ -14,6 +14,7 @@
 #include "storage/schema.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
+#include "tests/support/faulty_store.h"
 #include "tests/support/temp_dir.h"
 
 using namespace soak;
@@ -242,6 +243,64 @@ TEST_CASE(
   CHECK((*report::measures_from_json((*store.stage_evidence(stage.id))->measures_json)).front().last.n == 30);
   CHECK_FALSE(sharing.due({id}, f.clock.wall_ms() + 59'000, 60'000));  // refreshed a minute ago at most
   CHECK(sharing.due({id}, f.clock.wall_ms() + 60'001, 60'000));
+}
+
+TEST_CASE("a history baseline is looked through once; later refreshes look at the rows stored since") {
+  // Every minute soakd asks whether the baseline has a row in the stage's
+  // window (then it is interleaved). Asked of all its rows each time, a
+  // week-long history baseline cost seconds a refresh on a month's store.
+  Fixture f;
+  const int64_t base = f.add("llama-b9430", "b9430", VerdictState::Promoted);
+  const int64_t cand = f.add("llama-b9502", "b9502", VerdictState::Running, running_canary(f.clock.wall_ms()));
+  auto st = SqliteStore::open(f.db, OpenMode::ReadWrite);
+  REQUIRE(st.ok());
+  Store& store = **st;
+  REQUIRE(store.set_baseline(cand, base).ok());
+  const StageRow stage = (*store.stages(cand)).back();
+  auto add_row = [&](int64_t candidate, std::optional<int64_t> stage_id, int64_t at_ms) {
+    ProbeResult r;
+    r.candidate_id = candidate;
+    r.host_id = f.host;
+    r.stage_id = stage_id;
+    r.started_wall_ms = at_ms;
+    r.kind = ProbeKind::Marker;
+    r.task = "functional";
+    r.workload_id = "functional/marker";
+    r.outcome = Outcome::Clean;
+    REQUIRE(store.insert_probe_result(r).ok());
+  };
+  for (int i = 1; i <= 20; ++i) add_row(base, std::nullopt, stage.started_ms - 3600'000 + i * 1000);
+  for (int i = 1; i <= 10; ++i) add_row(cand, stage.id, stage.started_ms + i * 1000);
+  test::FaultyStore watched(store);
+  JudgeRecipe recipe;
+  recipe.baseline_id = base;
+  std::vector<ProbeResult> rows;
+  int64_t read_to = 0;
+  const int64_t first_max = (*store.max_ids()).probe;
+  REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, first_max).ok());
+  CHECK(recipe.baseline_mode == BaselineMode::History);
+  CHECK(rows.size() == 20);
+  CHECK(read_to == first_max);
+
+  for (int i = 11; i <= 15; ++i) add_row(cand, stage.id, stage.started_ms + i * 1000);
+  const size_t asked = watched.probe_queries().size();
+  REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, (*store.max_ids()).probe).ok());
+  CHECK(recipe.baseline_mode == BaselineMode::History);
+  CHECK(rows.size() == 20);
+  REQUIRE(watched.probe_queries().size() == asked + 1);  // one look, not the history again
+  const ProbeQuery& look = watched.probe_queries().back();
+  CHECK(look.candidate_id == base);
+  REQUIRE(look.min_id);
+  CHECK(*look.min_id == first_max + 1);
+
+  // A baseline row in the window, stored after those looks, still makes it interleaved.
+  add_row(base, std::nullopt, stage.started_ms + 20'000);
+  const int64_t last_max = (*store.max_ids()).probe;
+  REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, last_max).ok());
+  CHECK(recipe.baseline_mode == BaselineMode::Interleaved);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows.front().started_wall_ms == stage.started_ms + 20'000);
+  CHECK(read_to == last_max);
 }
 
 TEST_CASE("stage evidence: the stored form reads back, and what is not it fails naming the measure") {
