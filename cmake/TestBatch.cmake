@@ -4,9 +4,8 @@
 #
 # The unit reads the #include lines (and the #if lines around them) of every
 # file's opening block first, up to its first line of code, then each file
-# inside a namespace of its own. Its
-# headers, already read, add nothing there, and helpers of the same name in two
-# files (tests have many) stay apart. Catch2 names each test case after the
+# inside a namespace of its own. Its headers, already read, add nothing there,
+# and helpers of the same name in two files (tests have many) stay apart. Catch2 names each test case after the
 # file it is written in (__FILE__ is the included file's), so
 # --filenames-as-tags tags it as before. An #include below a file's first line
 # of code would land inside the namespace: keep a test file's includes at its

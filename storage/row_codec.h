@@ -196,12 +196,11 @@ void bind_update(Stmt& s, const Row& r) {
   Table<Row>::columns[0].bind(s, r);
 }
 
-// Reads the row whose select list starts at result column `first` into `r`
-// (in place: a probe row is over 1 KB, and a judgment reads tens of thousands);
-// what is wrong with a stored value, if anything.
+// Reads the row whose select list starts at result column `first`.
 template <class Row>
-std::optional<Error> read_row_into(const Stmt& s, Row& r, int first = 0) {
+Result<Row> read_row(const Stmt& s, int first = 0) {
   static_assert(Table<Row>::columns[0].use == ColumnUse::RowId, "the row id comes first");
+  Row r;
   int at = first;
   for (const Column<Row>& c : Table<Row>::columns) {
     if (!c.selected()) continue;
@@ -210,12 +209,6 @@ std::optional<Error> read_row_into(const Stmt& s, Row& r, int first = 0) {
                         std::string(c.name) + ": " + *problem);
     ++at;
   }
-  return std::nullopt;
-}
-template <class Row>
-Result<Row> read_row(const Stmt& s, int first = 0) {
-  Row r;
-  if (auto problem = read_row_into(s, r, first)) return *problem;
   return r;
 }
 
@@ -245,16 +238,8 @@ Result<std::vector<Row>> select_rows(StmtCache* cache, sqlite3* db, const Where&
                                      size_t expected = 0) {
   std::string sql = sql_of<Row>().select + w.sql();
   sql.append(tail);
-  Stmt s(cache, db, sql);
-  if (!s.ok()) return make_error(errmsg(db, "prepare query"));
-  w.bind(s);
-  std::vector<Row> out;
-  out.reserve(expected);
-  Stmt::Step step;
-  while ((step = s.step()) == Stmt::Step::Row)
-    if (auto problem = read_row_into(s, out.emplace_back())) return *problem;
-  if (step != Stmt::Step::Done) return make_error(errmsg(db, "query"));
-  return out;
+  return select_all<Row>(
+      cache, db, sql, w, [](const Stmt& s) { return read_row<Row>(s); }, expected);
 }
 
 }  // namespace soak

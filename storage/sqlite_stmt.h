@@ -125,13 +125,16 @@ class Where {
 };
 
 // Runs a query and reads every row with `read` (const Stmt& -> Result<T>); the
-// first row that does not read is the query's error.
+// first row that does not read is the query's error. `expected`: room for that
+// many rows made at once (storage/row_codec.h select_rows).
 template <class T, class Read>
-Result<std::vector<T>> select_all(StmtCache* cache, sqlite3* db, const std::string& sql, const Where& w, Read read) {
+Result<std::vector<T>> select_all(StmtCache* cache, sqlite3* db, const std::string& sql, const Where& w, Read read,
+                                  size_t expected = 0) {
   Stmt s(cache, db, sql);
   if (!s.ok()) return make_error(errmsg(db, "prepare query"));
   w.bind(s);
   std::vector<T> out;
+  out.reserve(expected);
   Stmt::Step step;
   while ((step = s.step()) == Stmt::Step::Row) {
     Result<T> row = read(s);

@@ -73,7 +73,7 @@ soak_test_needs(integration_managed_runtime soakd soakctl soak-fake-runtime)
 if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
   soak_add_test(integration_managed_restart SOURCES integration/managed_restart_test.cc
     LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
-    soak_test_needs(integration_managed_restart soakd soakctl soak-fake-runtime)
+  soak_test_needs(integration_managed_restart soakd soakctl soak-fake-runtime)
 endif()
 
 # The slo floors and the launch cap through the fake runtime, soakd as a whole (docs/DESIGN.md §3.11).
