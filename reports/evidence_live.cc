@@ -61,8 +61,9 @@ Status extend_running_baseline(Store& store, JudgeRecipe& recipe, const StageRow
   // rows stored since the last look are looked at: a history baseline's rows
   // all predate the stage, and looking through all of them again every minute
   // cost seconds a refresh on a month's store.
+  const int64_t looked_to = read_to;
   same.limit = 1;
-  same.min_id = read_to + 1;
+  same.min_id = looked_to + 1;
   auto any = store.probe_results(same);
   if (!any) return any.error();
   if (!any->empty()) {
@@ -78,10 +79,13 @@ Status extend_running_baseline(Store& store, JudgeRecipe& recipe, const StageRow
   }
   read_to = max_id;
   if (recipe.baseline_mode == BaselineMode::History) return Status::Ok();  // fixed at the stage's start: read once
+  // No history yet (None after a first look): only a row stored since can
+  // have started in the lookback window (one in flight when the stage began).
   ProbeQuery hist;
   hist.candidate_id = *recipe.baseline_id;
   hist.since_ms = stage.started_ms - kHistoryLookbackMs;
   hist.until_ms = stage.started_ms;
+  if (looked_to > 0) hist.min_id = looked_to + 1;
   hist.max_id = max_id;
   auto old_rows = store.probe_results(hist);
   if (!old_rows) return old_rows.error();

@@ -303,6 +303,56 @@ TEST_CASE("a history baseline is looked through once; later refreshes look at th
   CHECK(read_to == last_max);
 }
 
+TEST_CASE("a baseline with no history is asked again only about the rows stored since") {
+  // With no row in the lookback either (mode None), each refresh used to ask
+  // for the baseline's whole history again.
+  Fixture f;
+  const int64_t base = f.add("llama-b9430", "b9430", VerdictState::Promoted);
+  const int64_t cand = f.add("llama-b9502", "b9502", VerdictState::Running, running_canary(f.clock.wall_ms()));
+  auto st = SqliteStore::open(f.db, OpenMode::ReadWrite);
+  REQUIRE(st.ok());
+  Store& store = **st;
+  REQUIRE(store.set_baseline(cand, base).ok());
+  const StageRow stage = (*store.stages(cand)).back();
+  auto add_row = [&](int64_t candidate, int64_t at_ms) {
+    ProbeResult r;
+    r.candidate_id = candidate;
+    r.host_id = f.host;
+    r.started_wall_ms = at_ms;
+    r.kind = ProbeKind::Marker;
+    r.task = "functional";
+    r.workload_id = "functional/marker";
+    r.outcome = Outcome::Clean;
+    REQUIRE(store.insert_probe_result(r).ok());
+  };
+  // The baseline's rows all predate the lookback.
+  for (int i = 1; i <= 5; ++i) add_row(base, stage.started_ms - kHistoryLookbackMs - 60'000 + i * 1000);
+  test::FaultyStore watched(store);
+  JudgeRecipe recipe;
+  recipe.baseline_id = base;
+  std::vector<ProbeResult> rows;
+  int64_t read_to = 0;
+  const int64_t first_max = (*store.max_ids()).probe;
+  REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, first_max).ok());
+  CHECK(recipe.baseline_mode == BaselineMode::None);
+  CHECK(rows.empty());
+
+  add_row(cand, stage.started_ms + 1000);
+  REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, (*store.max_ids()).probe).ok());
+  CHECK(recipe.baseline_mode == BaselineMode::None);
+  const ProbeQuery& hist = watched.probe_queries().back();
+  CHECK(hist.until_ms == stage.started_ms);
+  REQUIRE(hist.min_id);
+  CHECK(*hist.min_id == first_max + 1);
+
+  // A baseline row in flight when the stage began, stored after: history.
+  add_row(base, stage.started_ms - 5000);
+  REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, (*store.max_ids()).probe).ok());
+  CHECK(recipe.baseline_mode == BaselineMode::History);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows.front().started_wall_ms == stage.started_ms - 5000);
+}
+
 TEST_CASE("stage evidence: the stored form reads back, and what is not it fails naming the measure") {
   SequentialMeasure m;
   m.name = "task/functional";
