@@ -15,8 +15,9 @@ const char* kUsage = R"(soakctl — query soakd's promotion verdicts and send it
 
 Usage:
   soakctl [STORE] status [--json]
-      One row per candidate: model, runtime, build, current stage with a
-      progress bar, latest verdict.
+      One row per candidate, its newest build: model, runtime, build,
+      current stage with a progress bar, latest verdict; earlier builds are
+      counted, with the last promoted one (history lists them).
   soakctl [STORE] verdict --model M --runtime R [--build B] [--json]
       The latest verdict of model M on runtime R (at build B, else the newest
       build seen). Exit code: 0 promoted, 1 rejected, 3 anything else

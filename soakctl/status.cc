@@ -1,5 +1,5 @@
-// `soakctl status`: one entry per candidate with its stage, a progress bar and
-// the latest verdict. Fits the terminal (80 columns when its width is not
+// `soakctl status`: one entry per candidate (its newest build) with its stage,
+// a progress bar and the latest verdict. Fits the terminal (80 columns when its width is not
 // known, or when piped): a line with name, stage, progress, verdict and build,
 // then model, runtime and the verdict's reason, wrapped and cut with "…"
 // (`explain` shows all of it). Colour only on a terminal, never with NO_COLOR.
@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -193,18 +194,61 @@ std::string evidence_text(RunningEvidence ev, int64_t now) {
   return "evidence against the failure budget: " + (shown ? s + " of the boundary" : std::string("none")) + when;
 }
 
-// The notify command's latest outcome on a candidate row (daemon/notifier.h):
-// the `notify` event's detail, with its time.
-std::optional<json> last_notify(Store& st, int64_t candidate_id) {
+// The notify command's latest outcome on each candidate row (daemon/notifier.h):
+// the `notify` event's detail, with its time. One query for all rows, by the
+// events' kind index (a candidate's own events are mostly other kinds).
+std::map<int64_t, json> last_notify(Store& st) {
   EventQuery q;
-  q.candidate_id = candidate_id;
   q.kind = EventKind::Notify;
   auto events = st.events(q);
-  if (!events || events->empty()) return std::nullopt;
-  json j = json::parse(events->back().detail_json, nullptr, false);
-  if (!j.is_object()) return std::nullopt;
-  j["at"] = iso_utc(events->back().wall_ms);
-  return j;
+  std::map<int64_t, json> out;
+  if (!events) return out;
+  for (const auto& e : *events) {  // oldest first: the last one of a candidate stays
+    if (!e.candidate_id) continue;
+    json j = json::parse(e.detail_json, nullptr, false);
+    if (!j.is_object()) continue;
+    j["at"] = iso_utc(e.wall_ms);
+    out[*e.candidate_id] = std::move(j);
+  }
+  return out;
+}
+const json* notify_of(const std::map<int64_t, json>& all, int64_t candidate_id) {
+  auto it = all.find(candidate_id);
+  return it == all.end() ? nullptr : &it->second;
+}
+
+// The newest row of each candidate name: a new build or launch is a new row,
+// and after a month of nightly builds a line for each would bury today's.
+// The earlier rows are counted, and the newest promoted one among them named
+// when the shown row is not promoted itself (what runs in production).
+struct Shown {
+  const StatusRow* row = nullptr;
+  size_t earlier = 0;
+  const StatusRow* promoted = nullptr;
+};
+std::vector<Shown> newest_per_name(const std::vector<StatusRow>& rows) {
+  std::vector<Shown> out;  // rows come ordered by name, then id
+  for (const auto& r : rows) {
+    if (!out.empty() && out.back().row->candidate.name == r.candidate.name) {
+      Shown& s = out.back();
+      if (s.row->verdict && s.row->verdict->state == VerdictState::Promoted) s.promoted = s.row;
+      s.row = &r;
+      ++s.earlier;
+    } else {
+      out.push_back({&r});
+    }
+  }
+  for (auto& s : out)
+    if (s.row->verdict && s.row->verdict->state == VerdictState::Promoted) s.promoted = nullptr;
+  return out;
+}
+
+std::string earlier_text(const Shown& s) {
+  std::string t = std::to_string(s.earlier) +
+                  (s.earlier == 1 ? " earlier build or launch" : " earlier builds or launches") + " (soakctl history " +
+                  s.row->candidate.name + ")";
+  if (s.promoted) t += "; last promoted: " + s.promoted->candidate.build;
+  return t;
 }
 
 // The host's thermal pressure as its latest sample read it (platform/thermal.h):
@@ -237,9 +281,12 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
   // What the store cannot say about itself: the running soakd cannot write to it.
   std::optional<std::string> note;
   if (auto path = store_path(a)) note = DaemonLock::running_note(*path);
+  const auto shown = newest_per_name(*rows);
+  const auto notified = last_notify(st);
   if (a.flag("json")) {
     json arr = json::array();
-    for (const auto& r : *rows) {
+    for (const Shown& sh : shown) {
+      const StatusRow& r = *sh.row;
       json j;
       j["candidate"] = r.candidate.name;
       j["model"] = r.candidate.model;
@@ -257,7 +304,12 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
         j["sequential"] = evidence_json(ev.measures);
         if (ev.stored_ms) j["sequential_ms"] = *ev.stored_ms;
       }
-      if (auto n = last_notify(st, r.candidate.id)) j["notify"] = std::move(*n);
+      if (const json* n = notify_of(notified, r.candidate.id)) j["notify"] = *n;
+      j["earlier_builds"] = sh.earlier;
+      if (sh.promoted)
+        j["last_promoted"] = {{"build", sh.promoted->candidate.build},
+                              {"candidate_id", sh.promoted->candidate.id},
+                              {"verdict", verdict_json(*sh.promoted->verdict)}};
       arr.push_back(std::move(j));
     }
     c.out << arr.dump(2) << "\n";
@@ -277,7 +329,8 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
   const size_t reason_cols = static_cast<size_t>(width - 4);
   c.out << pad("CANDIDATE", kNameColumns) << " " << pad("STAGE", kStageColumns) << " "
         << pad("PROGRESS", kProgressColumns) << " " << pad("VERDICT", kVerdictColumns) << " BUILD\n";
-  for (const auto& r : *rows) {
+  for (const Shown& sh : shown) {
+    const StatusRow& r = *sh.row;
     const std::string stage = r.stage ? std::string(to_string(r.stage->kind)) : "-";
     // Padding is counted on the plain text, so escape codes never shift a column.
     std::string progress = "-", plain = "-";
@@ -319,8 +372,10 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     if (auto fp = probes::parse_fingerprint_json(r.candidate.fingerprint); fp && !r.candidate.fingerprint.empty())
       for (const auto& line : wrap("launch: " + fp->summary(), reason_cols, kReasonLines))
         c.out << "    " << line << "\n";
-    if (auto n = last_notify(st, r.candidate.id))
+    if (const json* n = notify_of(notified, r.candidate.id))
       for (const auto& line : wrap(notify_text(*n), reason_cols, kReasonLines)) c.out << "    " << line << "\n";
+    if (sh.earlier)
+      for (const auto& line : wrap(earlier_text(sh), reason_cols, kReasonLines)) c.out << "    " << line << "\n";
   }
   return kCtlExitOk;
 }

@@ -116,6 +116,44 @@ StageRow running_canary(int64_t now_ms) {
 }
 }  // namespace
 
+TEST_CASE("soakctl status shows a candidate's newest build, counting the earlier ones and the last promoted") {
+  // Nightly builds make a row each: after a month, a line for each would bury today's.
+  Fixture f;
+  f.add("llama", "b9420", VerdictState::Rejected);
+  f.add("llama", "b9430", VerdictState::Promoted);
+  f.add("llama", "b9502", VerdictState::Running, running_canary(f.clock.wall_ms()));
+  f.add("omlx-35b", "0.3.1", VerdictState::Promoted);
+  std::string out;
+  REQUIRE(f.run({"--db", f.db, "status"}, &out) == kCtlExitOk);
+  INFO(out);
+  CHECK(out.find("b9502") != std::string::npos);
+  CHECK(out.find("b9430") != std::string::npos);  // named as the last promoted only
+  CHECK(out.find("llama                canary  [") != std::string::npos);
+  CHECK(out.find("2 earlier builds or launches (soakctl history llama); last promoted: b9430") != std::string::npos);
+  CHECK(out.find("b9420") == std::string::npos);
+  CHECK(out.find("earlier build") == out.rfind("earlier build"));  // omlx-35b has none
+
+  REQUIRE(f.run({"--db", f.db, "status", "--json"}, &out) == kCtlExitOk);
+  auto j = nlohmann::json::parse(out);
+  REQUIRE(j.size() == 2);
+  CHECK(j[0]["candidate"] == "llama");
+  CHECK(j[0]["build"] == "b9502");
+  CHECK(j[0]["earlier_builds"] == 2);
+  CHECK(j[0]["last_promoted"]["build"] == "b9430");
+  CHECK(j[0]["last_promoted"]["verdict"]["state"] == "promoted");
+  CHECK(j[1]["earlier_builds"] == 0);
+  CHECK_FALSE(j[1].contains("last_promoted"));
+
+  // The newest build promoted itself: nothing earlier to name.
+  f.add("omlx-35b", "0.3.2", VerdictState::Promoted);
+  REQUIRE(f.run({"--db", f.db, "status", "--json"}, &out) == kCtlExitOk);
+  j = nlohmann::json::parse(out);
+  REQUIRE(j.size() == 2);
+  CHECK(j[1]["build"] == "0.3.2");
+  CHECK(j[1]["earlier_builds"] == 1);
+  CHECK_FALSE(j[1].contains("last_promoted"));
+}
+
 TEST_CASE("soakctl status shows the running stage's sequential evidence as a fraction of its boundary") {
   Fixture f;
   const StageRow canary = running_canary(f.clock.wall_ms());
