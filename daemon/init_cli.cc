@@ -91,6 +91,7 @@ class GetBatch final : public TransferHandler {
     auto it = paths_.find(id);
     if (it == paths_.end()) return;
     InitAnswer a;
+    a.connected = r.times.connected_ns.has_value();
     if (r.reason == EndReason::Completed) {
       a.status = r.head.status;
       a.body = r.body;
@@ -116,8 +117,12 @@ std::vector<InitTarget> init_targets(Sampler& sampler, const std::optional<std::
   auto listed = sampler.list_processes();
   if (!listed) survey.notes.push_back("processes not listed: " + listed.message());
   const std::vector<ProcessInfo> processes = listed ? std::move(*listed) : std::vector<ProcessInfo>{};
-  auto has = [&](uint16_t port) {
-    return std::any_of(out.begin(), out.end(), [&](const InitTarget& t) { return t.port == port; });
+  // A port is asked once per address (two runtimes may listen on 127.0.0.1:8080 and [::1]:8080), and
+  // once per engine (one engine on both addresses is one runtime).
+  auto has = [&](uint16_t port, bool ipv4, const std::string& process) {
+    return std::any_of(out.begin(), out.end(), [&](const InitTarget& t) {
+      return t.port == port && (t.ipv4 == ipv4 || (!process.empty() && t.process == process));
+    });
   };
   // The engine listening on a port, if a recognised one does.
   auto hint = [&](InitTarget& t) {
@@ -127,11 +132,12 @@ std::vector<InitTarget> init_targets(Sampler& sampler, const std::optional<std::
       if (p.pid == **pid) {
         t.process = process_label(p);
         t.process_kind = identify_engine(p, sampler.runtimes());
+        t.argv = p.argv;
       }
   };
   if (given) {
     for (uint16_t port : *given) {
-      InitTarget t{port, true, std::nullopt, {}};
+      InitTarget t{port, true, std::nullopt, {}, {}};
       hint(t);
       out.push_back(std::move(t));
     }
@@ -149,15 +155,16 @@ std::vector<InitTarget> init_targets(Sampler& sampler, const std::optional<std::
       continue;
     }
     for (const LocalPort& lp : *ports) {
-      if (has(lp.port)) continue;
-      out.push_back(InitTarget{lp.port, lp.ipv4, e.kind, process_label(e.process)});
+      const std::string label = process_label(e.process);
+      if (has(lp.port, lp.ipv4, label)) continue;
+      out.push_back(InitTarget{lp.port, lp.ipv4, e.kind, label, e.process.argv});
       engines_said += (engines_said.empty() ? "" : ", ") + std::to_string(lp.port);
     }
   }
   std::string defaults_said;
   for (const probes::Runtime* rt : table) {
-    if (!rt->default_port || has(*rt->default_port)) continue;
-    InitTarget t{*rt->default_port, true, std::nullopt, {}};
+    if (!rt->default_port || has(*rt->default_port, true, {})) continue;
+    InitTarget t{*rt->default_port, true, std::nullopt, {}, {}};
     hint(t);
     out.push_back(std::move(t));
     defaults_said += (defaults_said.empty() ? "" : ", ") + std::to_string(*rt->default_port);
@@ -196,6 +203,7 @@ void read_build_into(uv_loop_t* loop, probes::ProbeEngine& engine, FoundRuntime&
     f.build = b->build;
     if (auto fp = probes::parse_fingerprint_json(b->fingerprint); fp && !b->fingerprint.empty()) {
       f.launch_summary = fp->summary();
+      f.ctx_per_slot = fp->ctx_per_slot;
       if (fp->slots) f.slots = fp->slots;
       if (fp->max_tokens_default) f.server_cap = fp->max_tokens_default;
     }
@@ -224,17 +232,22 @@ InitSurvey survey_host(Sampler& sampler, const std::optional<std::vector<uint16_
       InitAnswers answers = batch.run(url, paths);
       bool any = std::any_of(answers.begin(), answers.end(), [](const auto& a) { return a.second.status != 0; });
       if (!any) {
-        std::string why = answers.empty() ? std::string("not asked") : answers.begin()->second.error;
-        survey.notes.push_back(where + ": nothing answered (" + why + ")");
+        survey.notes.push_back(where + ": " + unanswered_note(answers));
         continue;
       }
       const probes::Runtime* rt = nullptr;
       std::string how;
+      bool key_needed = false;
       if (t.process_kind) {
         rt = &probes::runtime_in(table, *t.process_kind);
         how = "its process is " + t.process;
         const InitAnswer& m = answers[std::string(rt->models.path)];
-        if (m.status < 200 || m.status >= 300) {
+        key_needed = m.status == 401 || m.status == 403;
+        if (auto loading = loading_note(answers); loading && !key_needed && (m.status < 200 || m.status >= 300)) {
+          survey.notes.push_back(where + ": " + *loading);
+          continue;
+        }
+        if (!key_needed && (m.status < 200 || m.status >= 300)) {
           survey.notes.push_back(where + ": " + std::string(to_string(rt->kind)) + "'s model list GET " +
                                  std::string(rt->models.path) + " did not answer 2xx (" +
                                  (m.status ? "HTTP " + std::to_string(m.status) : m.error) + "): not a server to test");
@@ -243,6 +256,10 @@ InitSurvey survey_host(Sampler& sampler, const std::optional<std::vector<uint16_
       } else if (auto r = recognise_runtime(table, answers)) {
         rt = r->runtime;
         how = r->how;
+        key_needed = r->key_needed;
+      } else if (auto loading = loading_note(answers)) {
+        survey.notes.push_back(where + ": " + *loading);
+        continue;
       } else {
         survey.notes.push_back(where + ": answers, but not as an OpenAI-compatible server (no model list)");
         continue;
@@ -252,8 +269,9 @@ InitSurvey survey_host(Sampler& sampler, const std::optional<std::vector<uint16_
       f.port = t.port;
       f.base_url = url;
       f.how = how;
-      f.models = served_models(*rt, answers);
-      f.model = pick_model(f.models);
+      f.key_needed = key_needed;
+      f.models = served_models(*rt, answers, t.argv);
+      f.model = key_needed ? std::string() : pick_model(f.models);
       if (rt->default_max_tokens) f.server_cap = *rt->default_max_tokens;
       std::string keyed;
       for (const auto& [path, a] : answers)
@@ -262,8 +280,18 @@ InitSurvey survey_host(Sampler& sampler, const std::optional<std::vector<uint16_
       if (!keyed.empty())
         f.warnings.push_back("asked for an API key at " + keyed +
                              ": set \"api_key_env\" to the name of the variable that holds it");
-      if (!f.model.empty()) {
+      if (!f.model.empty() && f.models.loaded.empty() && rt->build_ask == probes::BuildAsk::ChatAnswer)
+        f.warnings.push_back(
+            "nothing it lists is loaded now: \"model\" is the first listed, which the first probe "
+            "makes it load; put the model you mean to test in \"model\"");
+      if (may_read_build(*rt, f.models, f.model)) {
         read_build_into(&loop, *engine, f);
+        f.server_cap_env_unread = cap_may_come_from_env(*rt, t.argv);
+      } else if (key_needed) {
+        f.build_error = "not asked: its model list wants an API key";
+      } else if (!f.model.empty()) {
+        f.build_error = "not asked: only a chat answer tells it, and a chat would load " + f.model +
+                        "; load a model, then run soakd init again";
       } else {
         f.build_error = "no model to ask with";
       }

@@ -32,12 +32,14 @@ struct InitTarget {
   bool ipv4 = true;                         // asked at 127.0.0.1, else at [::1]
   std::optional<RuntimeKind> process_kind;  // a recognised engine listens there
   std::string process;                      // "llama-server (pid 4242)"
+  std::vector<std::string> argv;            // that engine's argv; empty: not known
 };
 
 // The ports to ask, in order: `ports` when given (each with the engine that
 // listens there, if the sampler recognises one), and nothing else; else each
 // recognised engine's loopback ports (Sampler::local_listening_ports), then
-// each entry of `table`'s default port not already there; at most
+// each entry of `table`'s default port not already there (a port is asked
+// once per address, 127.0.0.1 or ::1, and once per engine); at most
 // kMaxInitPorts. What was looked at, and what could not be, go to `survey`
 // (looked_at, notes).
 std::vector<InitTarget> init_targets(Sampler& sampler, const std::optional<std::vector<uint16_t>>& ports,

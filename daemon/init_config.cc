@@ -10,6 +10,7 @@
 #include "probes/runtimes/catalog.h"
 #include "probes/runtimes/runtime.h"
 #include "probes/served_state.h"
+#include "probes/text_util.h"
 
 namespace soak {
 
@@ -27,6 +28,11 @@ const InitAnswer* answer_at(const InitAnswers& a, std::string_view path) {
 bool answered_2xx(const InitAnswers& a, std::string_view path) {
   const InitAnswer* x = answer_at(a, path);
   return x && x->status >= 200 && x->status < 300;
+}
+
+bool wants_key(const InitAnswers& a, std::string_view path) {
+  const InitAnswer* x = answer_at(a, path);
+  return x && (x->status == 401 || x->status == 403);
 }
 
 // The runtime's own routes that prove it (a GET build route, served-state
@@ -91,9 +97,25 @@ void render_found(std::string& out, const FoundRuntime& f, const Runtime& rt, co
   comment(out, std::string(to_string(f.kind)) + " at " + f.base_url + ": " + f.how);
   if (!f.models.listed.empty()) comment(out, "models listed: " + join(f.models.listed, ", "));
   if (!f.models.loaded.empty()) comment(out, "loaded, as it says: " + join(f.models.loaded, ", "));
-  if (f.model.empty())
+  if (f.key_needed)
+    comment(out, "warning: its model list GET " + std::string(rt.models.path) +
+                     " wants an API key: put the name of the environment variable that holds the key in "
+                     "\"api_key_env\" (never the key itself), the model id that list shows with the key in "
+                     "\"model\", and set \"enabled\": true");
+  else if (f.model.empty() && f.models.only_loaded)
+    comment(out,
+            "warning: it serves whatever model a request names and its model list is not what it serves; "
+            "the model it was started with is not known (" +
+                f.models.unproven_reason +
+                "): put its --model value in \"model\" and set \"enabled\": true (any other id makes it "
+                "load that model)");
+  else if (f.model.empty())
     comment(out, "warning: it lists no model: load one, put its id in \"model\" and set \"enabled\": true");
   if (!f.build.empty()) comment(out, "build now: " + f.build);
+  if (build_without_version(f.build))
+    comment(out, "warning: build \"" + f.build +
+                     "\" carries no version (built outside a git checkout?): every rebuild reads the same, so "
+                     "soakd cannot see an upgrade; build it from a git checkout or use a release build");
   if (rt.build_ask == probes::BuildAsk::None)
     comment(out,
             "warning: it tells no build over HTTP: set \"build\": {\"command\": [\"<its program>\", \"--version\"]} "
@@ -102,6 +124,11 @@ void render_found(std::string& out, const FoundRuntime& f, const Runtime& rt, co
     comment(out, "warning: its build could not be read now (" + f.build_error +
                      "); soakd tries again on every poll, or set \"build\": {\"command\": [...]}");
   if (!f.launch_summary.empty()) comment(out, "launch: " + f.launch_summary);
+  if (f.ctx_per_slot && *f.ctx_per_slot < kDefaultMinServerCap)
+    comment(out, "warning: its context is " + std::to_string(*f.ctx_per_slot) + " tokens per slot, below " +
+                     std::to_string(kDefaultMinServerCap) +
+                     " (limits.min_server_cap): long-context probes beyond it will fail; restart it with a larger "
+                     "context per slot");
   if (f.slots) {
     comment(out, "slots: " + std::to_string(*f.slots) + ", as the runtime reports them");
   } else {
@@ -115,6 +142,11 @@ void render_found(std::string& out, const FoundRuntime& f, const Runtime& rt, co
     comment(out, "warning: server cap: " + advice + "; until then the candidate is held at smoke (a cap below " +
                      std::to_string(kDefaultMinServerCap) +
                      " tokens cuts real answers), or set \"accept_server_cap\": true");
+  } else if (f.server_cap && *f.server_cap < 0 && f.server_cap_env_unread) {
+    comment(out,
+            "warning: server cap unknown: its command line sets none, but it also takes flags from its environment, "
+            "which soakd init does not read; check that environment (`ps eww -p <its pid>`), or set the cap on "
+            "its command line; an answer it cuts short shows in the probes, with the fix");
   } else if (f.server_cap && *f.server_cap < 0) {
     comment(out, "server cap: none (answers without max_tokens are not cut by the server)");
   } else if (f.server_cap) {
@@ -130,6 +162,7 @@ void render_found(std::string& out, const FoundRuntime& f, const Runtime& rt, co
   out += "      \"model\": " + quoted(f.model.empty() ? std::string("MODEL-ID") : f.model) + ",\n";
   out += "      \"runtime\": " + quoted(std::string(to_string(f.kind))) + ",\n";
   out += "      \"base_url\": " + quoted(f.base_url) + ",\n";
+  if (f.key_needed) out += "      \"api_key_env\": \"SOAKD_API_KEY\",\n";
   if (f.slots && *f.slots >= 1) out += "      \"slots\": " + std::to_string(*f.slots) + ",\n";
   if (f.model.empty()) out += "      \"enabled\": false,\n";
   out += "      \"build\": " + build_value(rt) + "\n";
@@ -138,10 +171,16 @@ void render_found(std::string& out, const FoundRuntime& f, const Runtime& rt, co
 
 void render_example(std::string& out, const Runtime& rt, const std::string& name, bool last) {
   const std::string url = "http://127.0.0.1:" + std::to_string(*rt.default_port);
+  // A runtime that tells what it serves only in its argv loads whatever a
+  // request names; its model list is not what it serves (MLX-LM's lists the
+  // Hugging Face cache).
+  const std::string which = rt.served_from_argv
+                                ? "the --model value it is started with (not an id from its model list " +
+                                      std::string(rt.models.path) + ": any other id makes it load that)"
+                                : "the model id its model list (" + std::string(rt.models.path) + ") shows";
   comment(out, "example: " + std::string(to_string(rt.kind)) + " on its default port " +
-                   std::to_string(*rt.default_port) +
-                   " (not found on this host). Start it, put the model id its model list (" +
-                   std::string(rt.models.path) + ") shows in \"model\", and set \"enabled\": true");
+                   std::to_string(*rt.default_port) + " (not found on this host). Start it, put " + which +
+                   " in \"model\", and set \"enabled\": true");
   if (!rt.notes.empty()) comment(out, std::string(rt.notes));
   if (rt.default_max_tokens && *rt.default_max_tokens >= 0 && *rt.default_max_tokens < kDefaultMinServerCap)
     comment(out, "warning: server cap: " +
@@ -176,14 +215,20 @@ std::vector<std::string> init_paths(probes::RuntimeTable table) {
 }
 
 std::optional<Recognition> recognise_runtime(probes::RuntimeTable table, const InitAnswers& a) {
-  auto lists_models = [&](const Runtime& rt) { return answered_2xx(a, rt.models.path); };
+  // A model list that wants an API key (401/403) still says an OpenAI-compatible server is there.
+  auto lists_models = [&](const Runtime& rt) {
+    return answered_2xx(a, rt.models.path) || wants_key(a, rt.models.path);
+  };
+  auto found = [&](const Runtime* rt, std::string how) {
+    return Recognition{rt, std::move(how), wants_key(a, rt->models.path)};
+  };
   // 1. Its build route names a build.
   for (const Runtime* rt : table) {
     if (!lists_models(*rt) || rt->build_ask != probes::BuildAsk::Route || !rt->build || !is_get(*rt->build)) continue;
     const InitAnswer* x = answer_at(a, rt->build->path);
     if (!x || x->status < 200 || x->status >= 300) continue;
     if (auto b = probes::parse_build(*rt, x->body))
-      return Recognition{rt, "GET " + std::string(rt->build->path) + " names its build " + *b};
+      return found(rt, "GET " + std::string(rt->build->path) + " names its build " + *b);
   }
   // 2. A served-state route of its own reads as its answer (and no route of
   //    its own said otherwise: a JSON object is a llama.cpp /props answer to
@@ -196,7 +241,7 @@ std::optional<Recognition> recognise_runtime(probes::RuntimeTable table, const I
       if (!x || x->status < 200 || x->status >= 300) continue;
       probes::ServedState st;
       if (probes::read_served_answer(*rt, s.route.path, x->body, "", st))
-        return Recognition{rt, "GET " + std::string(s.route.path) + " answers as its own"};
+        return found(rt, "GET " + std::string(s.route.path) + " answers as its own");
     }
   }
   // 3. Only its health route: the first entry none of whose own routes said otherwise.
@@ -205,18 +250,39 @@ std::optional<Recognition> recognise_runtime(probes::RuntimeTable table, const I
     const InitAnswer* x = answer_at(a, rt->health.path);
     if (!x || x->status < 200 || x->status >= 300 || contradicted(*rt, a)) continue;
     if (rt->read_health(x->status, x->body).state != probes::HealthState::Up) continue;
-    return Recognition{rt, "only its health route GET " + std::string(rt->health.path) +
-                               " answered as it does (weak evidence: check \"runtime\")"};
+    return found(rt, "only its health route GET " + std::string(rt->health.path) +
+                         " answered as it does (weak evidence: check \"runtime\")");
   }
   // 4. An OpenAI-compatible model list, and nothing more.
   for (const Runtime* rt : table)
     if (plain_openai(*rt) && lists_models(*rt))
-      return Recognition{rt, "GET " + std::string(rt->models.path) +
-                                 " answers, and nothing says which runtime it is (a plain OpenAI-compatible server)"};
+      return found(rt, "GET " + std::string(rt->models.path) +
+                           (wants_key(a, rt->models.path) ? " wants an API key" : " answers") +
+                           ", and nothing says which runtime it is (a plain OpenAI-compatible server)");
   return std::nullopt;
 }
 
-ServedModels served_models(const Runtime& rt, const InitAnswers& a) {
+std::optional<std::string> loading_note(const InitAnswers& a) {
+  for (const auto& [path, x] : a) {
+    if (x.status != 503) continue;
+    const probes::HealthVerdict v = probes::health_not_ok(x.status, x.body);
+    if (v.state == probes::HealthState::Loading)
+      return "still loading (GET " + path + ": " + v.detail + "); run soakd init again when it is ready";
+  }
+  return std::nullopt;
+}
+
+std::string unanswered_note(const InitAnswers& a) {
+  if (a.empty()) return "nothing answered (not asked)";
+  for (const auto& [path, x] : a)
+    if (x.status == 0 && x.connected)
+      return "connected, but the answer took longer than the " + std::to_string(kInitGetTimeoutMs / 1000) +
+             " s limit (GET " + path + ": " + x.error +
+             "): a busy or starting runtime; run soakd init again when it answers faster";
+  return "nothing answered (" + a.begin()->second.error + ")";
+}
+
+ServedModels served_models(const Runtime& rt, const InitAnswers& a, const std::vector<std::string>& argv) {
   ServedModels m;
   if (const InitAnswer* x = answer_at(a, rt.models.path); x && x->status >= 200 && x->status < 300)
     m.listed = probes::parse_model_ids(x->body);
@@ -226,6 +292,16 @@ ServedModels served_models(const Runtime& rt, const InitAnswers& a) {
     if (!is_get(s.route) || !x || x->status < 200 || x->status >= 300) continue;
     (void)probes::read_served_answer(rt, s.route.path, x->body, "", st);
   }
+  if (rt.served_from_argv) {
+    m.only_loaded = true;
+    if (argv.empty()) {
+      m.unproven_reason = "its process's argv was not read";
+    } else {
+      const probes::ServedState from = rt.served_from_argv(argv);
+      for (const auto& id : from.loaded) st.add_loaded(id);
+      m.unproven_reason = from.unproven_reason.empty() ? "" : "its argv " + from.unproven_reason;
+    }
+  }
   m.loaded = st.loaded;
   return m;
 }
@@ -234,8 +310,28 @@ std::string pick_model(const ServedModels& m) {
   for (const auto& l : m.loaded)
     if (std::find(m.listed.begin(), m.listed.end(), l) != m.listed.end()) return l;
   if (!m.loaded.empty()) return m.loaded.front();
-  if (!m.listed.empty()) return m.listed.front();
+  if (!m.listed.empty() && !m.only_loaded) return m.listed.front();
   return {};
+}
+
+bool may_read_build(const Runtime& rt, const ServedModels& m, const std::string& model) {
+  if (model.empty()) return false;
+  if (rt.build_ask != probes::BuildAsk::ChatAnswer) return true;
+  return std::find(m.loaded.begin(), m.loaded.end(), model) != m.loaded.end();
+}
+
+bool cap_may_come_from_env(const Runtime& rt, const std::vector<std::string>& argv) {
+  if (!rt.argv_from_env || !rt.fingerprint_from_argv) return false;
+  if (argv.empty()) return true;
+  probes::LaunchFingerprint bare, given;
+  rt.fingerprint_from_argv({argv.front()}, bare);
+  rt.fingerprint_from_argv(argv, given);
+  return given.max_tokens_default == bare.max_tokens_default;
+}
+
+bool build_without_version(std::string_view build) {
+  build = probes::text::trim(build);
+  return probes::text::contains_ci(build, "unknown") || build == "b0" || build.rfind("b0-", 0) == 0;
 }
 
 std::string render_init_config(const InitSurvey& s, probes::RuntimeTable table) {

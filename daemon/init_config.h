@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/types.h"
@@ -37,6 +38,7 @@ struct InitAnswer {
   int status = 0;
   std::string body;
   std::string error;
+  bool connected = false;  // status 0: a connection was made before it ended (the answer was slow)
 };
 using InitAnswers = std::map<std::string, InitAnswer>;  // by path
 
@@ -47,7 +49,8 @@ std::vector<std::string> init_paths(probes::RuntimeTable table);
 
 struct Recognition {
   const probes::Runtime* runtime = nullptr;
-  std::string how;  // "GET /props names its build b9430-..." and the like
+  std::string how;          // "GET /props names its build b9430-..." and the like
+  bool key_needed = false;  // its model list answered 401/403: it wants an API key
 };
 
 // Which runtime of `table` gave `answers`, strongest evidence first:
@@ -62,20 +65,50 @@ struct Recognition {
 //     said so in `how`;
 //  4. else the entry without a default port or build (the plain
 //     OpenAI-compatible server) when its model list answered 2xx.
-// In every case the entry's model list must have answered 2xx; nullopt when
-// none did (nothing OpenAI-compatible answers there).
+// In every case the entry's model list must have answered 2xx, or 401/403
+// (`key_needed`: it wants an API key; step 4 then says so); nullopt when none
+// did (nothing OpenAI-compatible answers there).
 std::optional<Recognition> recognise_runtime(probes::RuntimeTable table, const InitAnswers& answers);
 
+// A runtime still loading its model (llama.cpp answers 503 "Loading model" on
+// every route meanwhile): the note for the port, "still loading (GET /health:
+// HTTP 503: Loading model); run soakd init again when it is ready"; nullopt
+// when no answer says so.
+std::optional<std::string> loading_note(const InitAnswers& answers);
+// The note for a port where no answer has a status: "nothing answered
+// (connect_refused)", or, when a connection was made, that the answers took
+// longer than the limit.
+std::string unanswered_note(const InitAnswers& answers);
+
 // The model list (`rt.models`) and what the runtime says is loaded (its
-// served-state routes), from the same answers.
+// served-state routes; for a runtime that tells what it serves only in its
+// argv, `rt.served_from_argv` over `argv`, the process's, empty: not known).
 struct ServedModels {
   std::vector<std::string> listed;
   std::vector<std::string> loaded;
+  // The runtime serves whatever a request names, and its model list is not
+  // what it serves (MLX-LM lists the Hugging Face cache): only a loaded model
+  // may be picked, and a request naming another would load it.
+  bool only_loaded = false;
+  std::string unproven_reason;  // only_loaded with nothing loaded: why ("has no --model", "argv not read")
 };
-ServedModels served_models(const probes::Runtime& rt, const InitAnswers& answers);
+ServedModels served_models(const probes::Runtime& rt, const InitAnswers& answers,
+                           const std::vector<std::string>& argv = {});
 // The model a candidate takes: the first loaded one that is listed, else the
-// first loaded, else the first listed; empty when there is none.
+// first loaded, else (unless only_loaded) the first listed; empty when there
+// is none.
 std::string pick_model(const ServedModels& m);
+// Whether init may ask `rt` for its build with `model`: a build told only in
+// a chat answer is asked with a model the runtime says is loaded, never one
+// the chat would make it load.
+bool may_read_build(const probes::Runtime& rt, const ServedModels& m, const std::string& model);
+// The runtime reads flags from its environment (rt.argv_from_env), which init
+// does not read, and `argv` (empty: not known) leaves its cap on answers at
+// the runtime's default: the cap may come from the environment.
+bool cap_may_come_from_env(const probes::Runtime& rt, const std::vector<std::string>& argv);
+// A build string that carries no version (llama.cpp built outside a git
+// checkout: "b0-unknown"): every rebuild reads the same.
+bool build_without_version(std::string_view build);
 
 // One runtime the survey found, and what it said.
 struct FoundRuntime {
@@ -88,9 +121,12 @@ struct FoundRuntime {
   std::string build;  // empty: not read (build_error says why)
   std::string build_error;
   std::optional<int64_t> slots;
-  std::optional<int64_t> server_cap;  // tokens when a request sends no max_tokens; -1 none; nullopt unknown
-  std::string launch_summary;         // LaunchFingerprint::summary(); empty: nothing exposed
-  std::vector<std::string> warnings;  // anything else it could not learn
+  std::optional<int64_t> server_cap;    // tokens when a request sends no max_tokens; -1 none; nullopt unknown
+  bool server_cap_env_unread = false;   // cap_may_come_from_env(): a -1 is its command line's, not evidence
+  std::optional<int64_t> ctx_per_slot;  // tokens, from the launch fingerprint
+  bool key_needed = false;              // its model list wants an API key (Recognition::key_needed)
+  std::string launch_summary;           // LaunchFingerprint::summary(); empty: nothing exposed
+  std::vector<std::string> warnings;    // anything else it could not learn
 };
 
 struct InitSurvey {

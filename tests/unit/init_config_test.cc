@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/config.h"
 #include "daemon/init_cli.h"
@@ -34,6 +36,13 @@ RuntimeKind recognised(const InitAnswers& a) {
   auto r = recognise_runtime(probes::builtin_runtimes(), a);
   REQUIRE(r);
   return r->runtime->kind;
+}
+
+ServedModels served(std::vector<std::string> listed, std::vector<std::string> loaded) {
+  ServedModels m;
+  m.listed = std::move(listed);
+  m.loaded = std::move(loaded);
+  return m;
 }
 
 Config parsed(const std::string& text) {
@@ -118,10 +127,13 @@ TEST_CASE("a runtime is recognised by its own routes, strongest evidence first")
 }
 
 TEST_CASE("pick_model: loaded and listed, else loaded, else listed, else none") {
-  CHECK(pick_model({{"a", "b"}, {"/models/b.gguf", "b"}}) == "b");
-  CHECK(pick_model({{"a"}, {"/models/b.gguf"}}) == "/models/b.gguf");
-  CHECK(pick_model({{"a", "b"}, {}}) == "a");
+  CHECK(pick_model(served({"a", "b"}, {"/models/b.gguf", "b"})) == "b");
+  CHECK(pick_model(served({"a"}, {"/models/b.gguf"})) == "/models/b.gguf");
+  CHECK(pick_model(served({"a", "b"}, {})) == "a");
   CHECK(pick_model({}).empty());
+  ServedModels only = served({"a", "b"}, {});
+  only.only_loaded = true;  // a runtime whose list is not what it serves: never a listed id
+  CHECK(pick_model(only).empty());
 }
 
 TEST_CASE("the config written from what was found passes the loader, its warnings as comments") {
@@ -135,7 +147,7 @@ TEST_CASE("the config written from what was found passes the loader, its warning
   llama.port = 8080;
   llama.base_url = "http://127.0.0.1:8080";
   llama.how = "GET /props names its build b9430-81ff7abe5";
-  llama.models = {{"qwen3.6-35b-a3b"}, {"qwen3.6-35b-a3b", "/models/q.gguf"}};
+  llama.models = served({"qwen3.6-35b-a3b"}, {"qwen3.6-35b-a3b", "/models/q.gguf"});
   llama.model = "qwen3.6-35b-a3b";
   llama.build = "b9430-81ff7abe5";
   llama.slots = 4;
@@ -146,7 +158,7 @@ TEST_CASE("the config written from what was found passes the loader, its warning
   mlx.port = 8081;
   mlx.base_url = "http://127.0.0.1:8081";
   mlx.how = "only its health route GET /health answered as it does (weak evidence: check \"runtime\")";
-  mlx.models = {{"mlx-community/Qwen3.6-27B-4bit", "a \"quoted\" id"}, {}};
+  mlx.models = served({"mlx-community/Qwen3.6-27B-4bit", "a \"quoted\" id"}, {});
   mlx.model = "a \"quoted\" id";
   mlx.build_error = "/v1/chat/completions: timeout";
   mlx.server_cap = 512;
@@ -210,7 +222,7 @@ TEST_CASE("a runtime that lists no model is written disabled, and one without a 
   p.port = 9000;
   p.base_url = "http://127.0.0.1:9000";
   p.how = "GET /v1/models answers";
-  p.models = {{"m"}, {}};
+  p.models = served({"m"}, {});
   p.model = "m";
   s.found = {o, p};
   const std::string text = render_init_config(s, probes::builtin_runtimes());
@@ -247,6 +259,184 @@ TEST_CASE("nothing found: one disabled example per runtime with a default port, 
   CHECK(cfg.find("example-mlx-lm-8080"));  // the same default port: names stay apart by runtime
   CHECK(text.find("No runtime answered on this host") != std::string::npos);
   CHECK(text.find("warning: server cap: MLX-LM caps answers at 512 tokens") != std::string::npos);
+}
+
+// mlx_lm/server.py (v0.32.0): /v1/models lists the Hugging Face cache with the
+// --model path appended last, and a request naming any other id loads it
+// (RUNTIME_FACTS #2): the model is the --model argument, never a listed id.
+TEST_CASE("MLX-LM's model is its --model argv; without the argv it is a placeholder and no chat is sent") {
+  const probes::Runtime& mlx = probes::builtin_runtime(RuntimeKind::MlxLm);
+  auto a = answers({{"/health", {200, R"({"status":"ok"})", ""}},
+                    {"/v1/models", {200, R"({"data":[{"id":"mlx-community/cached-1"},{"id":"/models/q4"}]})", ""}}});
+  ServedModels with_argv =
+      served_models(mlx, a, {"python3", "-m", "mlx_lm.server", "--model", "/models/q4", "--port", "8080"});
+  CHECK(pick_model(with_argv) == "/models/q4");
+  CHECK(may_read_build(mlx, with_argv, "/models/q4"));
+  ServedModels no_argv = served_models(mlx, a);
+  CHECK(no_argv.only_loaded);
+  CHECK(pick_model(no_argv).empty());  // not "mlx-community/cached-1": asking with it would load it
+  CHECK_FALSE(may_read_build(mlx, no_argv, "mlx-community/cached-1"));
+  CHECK(no_argv.unproven_reason == "its process's argv was not read");
+  CHECK(served_models(mlx, a, {"mlx_lm.server", "--port", "8080"}).unproven_reason == "its argv has no --model");
+
+  InitSurvey s;
+  s.store_path = "/tmp/init-test/soakd.db";
+  s.log_path = "/tmp/init-test/soakd.log";
+  FoundRuntime f;
+  f.kind = RuntimeKind::MlxLm;
+  f.port = 8080;
+  f.base_url = "http://127.0.0.1:8080";
+  f.models = no_argv;
+  f.build_error = "no model to ask with";
+  s.found = {f};
+  const std::string text = render_init_config(s, probes::builtin_runtimes());
+  Config cfg = parsed(text);
+  REQUIRE(cfg.candidates.size() == 1);
+  CHECK_FALSE(cfg.candidates[0].enabled);
+  CHECK(cfg.candidates[0].model == "MODEL-ID");
+  CHECK(text.find("put its --model value in \"model\"") != std::string::npos);
+  CHECK(text.find("it lists no model") == std::string::npos);
+}
+
+TEST_CASE("LM Studio with nothing loaded: no build-reading chat, which would load a model") {
+  const probes::Runtime& lms = probes::builtin_runtime(RuntimeKind::LmStudio);
+  auto idle = answers({{"/api/v0/models", {200, R"({"data":[{"id":"qwen/qwen3-8b","state":"not-loaded"}]})", ""}},
+                       {"/v1/models", {200, R"({"data":[{"id":"qwen/qwen3-8b"}]})", ""}}},
+                      InitAnswer{200, R"({"error":"Unexpected endpoint or method."})", ""});
+  ServedModels m = served_models(lms, idle);
+  CHECK(pick_model(m) == "qwen/qwen3-8b");
+  CHECK_FALSE(may_read_build(lms, m, "qwen/qwen3-8b"));
+  auto busy = answers({{"/api/v0/models", {200, R"({"data":[{"id":"qwen/qwen3-8b","state":"loaded"}]})", ""}},
+                       {"/v1/models", {200, R"({"data":[{"id":"qwen/qwen3-8b"}]})", ""}}},
+                      InitAnswer{200, R"({"error":"Unexpected endpoint or method."})", ""});
+  CHECK(may_read_build(lms, served_models(lms, busy), "qwen/qwen3-8b"));
+  // A build route (a GET) loads nothing.
+  CHECK(may_read_build(probes::builtin_runtime(RuntimeKind::LlamaCpp), {}, "m"));
+}
+
+TEST_CASE("a model list that wants an API key: recognised from other routes, written disabled with api_key_env") {
+  const InitAnswer key{401, R"({"error":{"message":"Invalid API key"}})", ""};
+  // vLLM --api-key guards /v1/*; /version and /health stay public.
+  auto a =
+      answers({{"/v1/models", key}, {"/version", {200, R"({"version":"0.11.0"})", ""}}, {"/health", {200, "", ""}}});
+  auto r = recognise_runtime(probes::builtin_runtimes(), a);
+  REQUIRE(r);
+  CHECK(r->runtime->kind == RuntimeKind::Vllm);
+  CHECK(r->key_needed);
+  auto plain = recognise_runtime(probes::builtin_runtimes(), answers({{"/v1/models", {403, "Forbidden", ""}}}));
+  REQUIRE(plain);
+  CHECK(plain->runtime->kind == RuntimeKind::OpenAI);
+  CHECK(plain->key_needed);
+  CHECK(plain->how.find("wants an API key") != std::string::npos);
+
+  InitSurvey s;
+  s.store_path = "/tmp/init-test/soakd.db";
+  s.log_path = "/tmp/init-test/soakd.log";
+  FoundRuntime f;
+  f.kind = RuntimeKind::Vllm;
+  f.port = 8000;
+  f.base_url = "http://127.0.0.1:8000";
+  f.how = r->how;
+  f.key_needed = true;
+  f.build_error = "not asked: its model list wants an API key";
+  s.found = {f};
+  const std::string text = render_init_config(s, probes::builtin_runtimes());
+  Config cfg = parsed(text);
+  REQUIRE(cfg.candidates.size() == 1);
+  CHECK_FALSE(cfg.candidates[0].enabled);
+  CHECK(cfg.candidates[0].model == "MODEL-ID");
+  CHECK(cfg.candidates[0].api_key_env == std::optional<std::string>("SOAKD_API_KEY"));
+  CHECK(text.find("warning: its model list GET /v1/models wants an API key") != std::string::npos);
+  CHECK(text.find("it lists no model") == std::string::npos);
+}
+
+TEST_CASE("a runtime still loading is said to be loading, with what to do") {
+  // tests/fixtures/llama-server/get-health-during-model-load.http: every route answers this while loading.
+  const InitAnswer loading{503, R"({"error":{"message":"Loading model","type":"unavailable_error","code":503}})", ""};
+  auto a = answers({}, loading);
+  CHECK_FALSE(recognise_runtime(probes::builtin_runtimes(), a));
+  auto note = loading_note(a);
+  REQUIRE(note);
+  CHECK(note->find("still loading (GET ") != std::string::npos);
+  CHECK(note->find("HTTP 503: Loading model") != std::string::npos);
+  CHECK(note->find("run soakd init again when it is ready") != std::string::npos);
+  CHECK_FALSE(loading_note(answers({{"/v1/models", {200, kModels, ""}}})));
+  CHECK_FALSE(loading_note(answers({}, InitAnswer{503, R"({"error":{"message":"engine dead"}})", ""})));
+}
+
+TEST_CASE("the server cap: unknown, not none, when the command line leaves it to an environment init did not read") {
+  const probes::Runtime& llama = probes::builtin_runtime(RuntimeKind::LlamaCpp);
+  CHECK(cap_may_come_from_env(llama, {"/opt/homebrew/bin/llama-server", "-m", "q.gguf"}));
+  CHECK(cap_may_come_from_env(llama, {}));
+  CHECK_FALSE(cap_may_come_from_env(llama, {"llama-server", "-m", "q.gguf", "-n", "4096"}));
+  CHECK_FALSE(cap_may_come_from_env(probes::builtin_runtime(RuntimeKind::MlxLm), {"mlx_lm.server"}));
+
+  InitSurvey s;
+  s.store_path = "/tmp/init-test/soakd.db";
+  s.log_path = "/tmp/init-test/soakd.log";
+  FoundRuntime f;
+  f.kind = RuntimeKind::LlamaCpp;
+  f.port = 8080;
+  f.base_url = "http://127.0.0.1:8080";
+  f.model = "m";
+  f.build = "b9430-81ff7abe5";
+  f.server_cap = -1;
+  f.server_cap_env_unread = true;
+  s.found = {f};
+  std::string text = render_init_config(s, probes::builtin_runtimes());
+  CHECK(text.find("warning: server cap unknown: its command line sets none") != std::string::npos);
+  CHECK(text.find("server cap: none") == std::string::npos);
+  s.found[0].server_cap_env_unread = false;  // -n -1 on the command line: none, as it says
+  CHECK(render_init_config(s, probes::builtin_runtimes()).find("server cap: none") != std::string::npos);
+}
+
+TEST_CASE("a context per slot below the minimum server cap is flagged") {
+  InitSurvey s;
+  s.store_path = "/tmp/init-test/soakd.db";
+  s.log_path = "/tmp/init-test/soakd.log";
+  FoundRuntime f;
+  f.kind = RuntimeKind::LlamaCpp;
+  f.port = 8080;
+  f.base_url = "http://127.0.0.1:8080";
+  f.model = "m";
+  f.build = "b9430-81ff7abe5";
+  f.ctx_per_slot = 512;  // llama-server -c 512
+  s.found = {f};
+  const std::string warning = "warning: its context is 512 tokens per slot, below 8192 (limits.min_server_cap)";
+  CHECK(render_init_config(s, probes::builtin_runtimes()).find(warning) != std::string::npos);
+  s.found[0].ctx_per_slot = kDefaultMinServerCap;
+  CHECK(render_init_config(s, probes::builtin_runtimes()).find("tokens per slot, below") == std::string::npos);
+}
+
+// tools/server/server.cpp: no --parallel (auto) means 4 slots over a unified KV
+// cache; server-context.cpp gives each slot llama_n_ctx_seq(), the whole n_ctx
+// then: the slots share it, and the total is n_ctx.
+TEST_CASE("a build without version information is flagged: an upgrade would not show") {
+  CHECK(build_without_version("b0-unknown"));
+  CHECK_FALSE(build_without_version("b9430-81ff7abe5"));
+  CHECK_FALSE(build_without_version("mlx-lm 0.32.0 mlx 0.29.2"));
+  InitSurvey s;
+  s.store_path = "/tmp/init-test/soakd.db";
+  s.log_path = "/tmp/init-test/soakd.log";
+  FoundRuntime f;
+  f.kind = RuntimeKind::LlamaCpp;
+  f.port = 8080;
+  f.base_url = "http://127.0.0.1:8080";
+  f.model = "m";
+  f.build = "b0-unknown";
+  s.found = {f};
+  const std::string text = render_init_config(s, probes::builtin_runtimes());
+  CHECK(text.find("warning: build \"b0-unknown\" carries no version") != std::string::npos);
+  CHECK(text.find("soakd cannot see an upgrade; build it from a git checkout or use a release") != std::string::npos);
+}
+
+TEST_CASE("a port that connected but answered too slowly is not said to have answered nothing") {
+  InitAnswer slow{0, "", "timeout"};
+  slow.connected = true;
+  const std::string note = unanswered_note(answers({}, slow));
+  CHECK(note.find("connected, but the answer took longer than the 3 s limit") != std::string::npos);
+  CHECK(note.find("nothing answered") == std::string::npos);
+  CHECK(unanswered_note(answers({}, InitAnswer{0, "", "connect_refused"})) == "nothing answered (connect_refused)");
 }
 
 namespace {
@@ -332,4 +522,19 @@ TEST_CASE("init's ports are bounded: past kMaxInitPorts the rest is named, not a
   CHECK(t.size() == kMaxInitPorts);
   REQUIRE_FALSE(survey.notes.empty());
   CHECK(survey.notes.back().find("more port(s) not asked (at most 16; name them with --ports)") != std::string::npos);
+}
+
+TEST_CASE("init's ports: the same port on 127.0.0.1 and ::1 from two engines is asked at both") {
+  InitSampler sampler;
+  sampler.ports.insert_or_assign(13, std::vector<LocalPort>{{18080, false}});  // mlx_lm.server on [::1]:18080
+  sampler.ports.insert_or_assign(11, std::vector<LocalPort>{{11434, true}, {11434, false}});  // one Ollama, both
+  InitSurvey survey;
+  auto t = init_targets(sampler, std::nullopt, probes::builtin_runtimes(), survey);
+  CHECK(ports_of(t) == std::vector<uint16_t>{18080, 11434, 18080, 8080, 8000, 1234});
+  REQUIRE(t.size() == 6);
+  CHECK(t[0].ipv4);
+  CHECK(t[0].process_kind == RuntimeKind::LlamaCpp);
+  CHECK_FALSE(t[2].ipv4);
+  CHECK(t[2].process_kind == RuntimeKind::MlxLm);
+  CHECK(t[2].argv == std::vector<std::string>{"python3", "-m", "mlx_lm.server", "--port", "8090"});
 }
