@@ -305,7 +305,7 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
         if (ev.stored_ms) j["sequential_ms"] = *ev.stored_ms;
       }
       if (const json* n = notify_of(notified, r.candidate.id)) j["notify"] = *n;
-      j["earlier_builds"] = sh.earlier;
+      if (sh.earlier) j["earlier_builds"] = sh.earlier;
       if (sh.promoted)
         j["last_promoted"] = {{"build", sh.promoted->candidate.build},
                               {"candidate_id", sh.promoted->candidate.id},

@@ -141,7 +141,7 @@ TEST_CASE("soakctl status shows a candidate's newest build, counting the earlier
   CHECK(j[0]["earlier_builds"] == 2);
   CHECK(j[0]["last_promoted"]["build"] == "b9430");
   CHECK(j[0]["last_promoted"]["verdict"]["state"] == "promoted");
-  CHECK(j[1]["earlier_builds"] == 0);
+  CHECK_FALSE(j[1].contains("earlier_builds"));
   CHECK_FALSE(j[1].contains("last_promoted"));
 
   // The newest build promoted itself: nothing earlier to name.
