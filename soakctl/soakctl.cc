@@ -123,6 +123,12 @@ int soakctl_main(const std::vector<std::string>& argv, std::ostream& out, std::o
     err << "soakctl: " << store.message() << "\n";
     return kCtlExitStore;
   }
+  // A query reads one committed state of the store, whatever soakd writes meanwhile.
+  if (cmd->mode == OpenMode::ReadOnly)
+    if (auto st = (*store)->begin_snapshot(); !st) {
+      err << "soakctl: " << st.message() << "\n";
+      return kCtlExitStore;
+    }
   Ctl c{out, err, clock, terminal};
   return cmd->run(c, *a, **store);
 }

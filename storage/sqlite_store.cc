@@ -131,8 +131,11 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
 SqliteStore::SqliteStore(sqlite3* db, std::string path, int version)
     : db_(db), path_(std::move(path)), version_(version), cache_(std::make_unique<StmtCache>()) {}
 
+Status SqliteStore::begin_snapshot() { return exec(db_, "BEGIN DEFERRED"); }
+
 SqliteStore::~SqliteStore() {
-  cache_.reset();  // statements are finalized before the connection closes
+  cache_.reset();                                              // statements are finalized before the connection closes
+  if (!sqlite3_get_autocommit(db_)) exec(db_, "COMMIT").ok();  // a snapshot's read transaction (begin_snapshot)
   sqlite3_close(db_);
 }
 

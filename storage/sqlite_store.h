@@ -48,6 +48,12 @@ class SqliteStore final : public Store {
 
   const std::string& path() const { return path_; }
   int user_version() const { return version_; }
+  // One read transaction over every query that follows, until the store
+  // closes: a command that reads several tables while soakd writes sees one
+  // committed state, and SQLite takes its WAL read lock and checks the files
+  // once rather than for each statement. For short-lived readers (soakctl's
+  // queries): a reader held open would never see a newer row.
+  Status begin_snapshot();
 
   Result<int64_t> upsert_host(const HostInfo& host, int64_t now_ms) override;
   Result<int64_t> upsert_candidate(const CandidateRow& c, int64_t now_ms) override;

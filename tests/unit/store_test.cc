@@ -98,6 +98,29 @@ TEST_CASE("store creates file 0600 and directories 0700, with schema and WAL") {
   sqlite3_finalize(s);
 }
 
+TEST_CASE("a read-only store's snapshot reads one committed state while soakd writes") {
+  TempDir tmp;
+  const std::string path = tmp.path() + "/soakd.db";
+  auto rw = open_rw(path);
+  const Ids ids = seed(*rw);
+  REQUIRE(rw->insert_probe_result(sample_result(ids, 0)).ok());
+  auto count = [&](Store& st) { return (*st.probe_results(ProbeQuery{})).size(); };
+
+  auto snap = SqliteStore::open(path, OpenMode::ReadOnly);
+  REQUIRE(snap.ok());
+  REQUIRE((*snap)->begin_snapshot().ok());
+  auto plain = SqliteStore::open(path, OpenMode::ReadOnly);
+  REQUIRE(plain.ok());
+  CHECK(count(**snap) == 1);
+  CHECK(count(**plain) == 1);
+  REQUIRE(rw->insert_probe_result(sample_result(ids, 1)).ok());
+  CHECK(count(**snap) == 1);   // the state its first read saw
+  CHECK(count(**plain) == 2);  // each statement its own
+  snap->reset();               // closing ends the read transaction: the writer goes on
+  REQUIRE(rw->insert_probe_result(sample_result(ids, 2)).ok());
+  CHECK(count(**plain) == 3);
+}
+
 TEST_CASE("probe results round-trip every field, including NULLs") {
   TempDir tmp;
   auto st = open_rw(tmp.path() + "/s.db");
