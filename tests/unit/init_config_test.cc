@@ -3,6 +3,7 @@
 // results, read back by the config loader as `soakd check-config` reads it;
 // and which ports it asks, over a scripted sampler.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -364,13 +365,9 @@ TEST_CASE("a runtime still loading is said to be loading, with what to do") {
   CHECK_FALSE(loading_note(answers({}, InitAnswer{503, R"({"error":{"message":"engine dead"}})", ""})));
 }
 
-TEST_CASE("the server cap: unknown, not none, when the command line leaves it to an environment init did not read") {
-  const probes::Runtime& llama = probes::builtin_runtime(RuntimeKind::LlamaCpp);
-  CHECK(cap_may_come_from_env(llama, {"/opt/homebrew/bin/llama-server", "-m", "q.gguf"}));
-  CHECK(cap_may_come_from_env(llama, {}));
-  CHECK_FALSE(cap_may_come_from_env(llama, {"llama-server", "-m", "q.gguf", "-n", "4096"}));
-  CHECK_FALSE(cap_may_come_from_env(probes::builtin_runtime(RuntimeKind::MlxLm), {"mlx_lm.server"}));
-
+namespace {
+// A survey that found one llama-server on its default port, serving "m".
+InitSurvey one_llama(const std::string& build, const std::function<void(FoundRuntime&)>& set) {
   InitSurvey s;
   s.store_path = "/tmp/init-test/soakd.db";
   s.log_path = "/tmp/init-test/soakd.log";
@@ -379,10 +376,24 @@ TEST_CASE("the server cap: unknown, not none, when the command line leaves it to
   f.port = 8080;
   f.base_url = "http://127.0.0.1:8080";
   f.model = "m";
-  f.build = "b9430-81ff7abe5";
-  f.server_cap = -1;
-  f.server_cap_env_unread = true;
+  f.build = build;
+  set(f);
   s.found = {f};
+  return s;
+}
+}  // namespace
+
+TEST_CASE("the server cap: unknown, not none, when the command line leaves it to an environment init did not read") {
+  const probes::Runtime& llama = probes::builtin_runtime(RuntimeKind::LlamaCpp);
+  CHECK(cap_may_come_from_env(llama, {"/opt/homebrew/bin/llama-server", "-m", "q.gguf"}));
+  CHECK(cap_may_come_from_env(llama, {}));
+  CHECK_FALSE(cap_may_come_from_env(llama, {"llama-server", "-m", "q.gguf", "-n", "4096"}));
+  CHECK_FALSE(cap_may_come_from_env(probes::builtin_runtime(RuntimeKind::MlxLm), {"mlx_lm.server"}));
+
+  InitSurvey s = one_llama("b9430-81ff7abe5", [](FoundRuntime& f) {
+    f.server_cap = -1;
+    f.server_cap_env_unread = true;
+  });
   std::string text = render_init_config(s, probes::builtin_runtimes());
   CHECK(text.find("warning: server cap unknown: its command line sets none") != std::string::npos);
   CHECK(text.find("server cap: none") == std::string::npos);
@@ -391,41 +402,19 @@ TEST_CASE("the server cap: unknown, not none, when the command line leaves it to
 }
 
 TEST_CASE("a context per slot below the minimum server cap is flagged") {
-  InitSurvey s;
-  s.store_path = "/tmp/init-test/soakd.db";
-  s.log_path = "/tmp/init-test/soakd.log";
-  FoundRuntime f;
-  f.kind = RuntimeKind::LlamaCpp;
-  f.port = 8080;
-  f.base_url = "http://127.0.0.1:8080";
-  f.model = "m";
-  f.build = "b9430-81ff7abe5";
-  f.ctx_per_slot = 512;  // llama-server -c 512
-  s.found = {f};
+  InitSurvey s = one_llama("b9430-81ff7abe5", [](FoundRuntime& f) { f.ctx_per_slot = 512; });  // -c 512
   const std::string warning = "warning: its context is 512 tokens per slot, below 8192 (limits.min_server_cap)";
   CHECK(render_init_config(s, probes::builtin_runtimes()).find(warning) != std::string::npos);
   s.found[0].ctx_per_slot = kDefaultMinServerCap;
   CHECK(render_init_config(s, probes::builtin_runtimes()).find("tokens per slot, below") == std::string::npos);
 }
 
-// tools/server/server.cpp: no --parallel (auto) means 4 slots over a unified KV
-// cache; server-context.cpp gives each slot llama_n_ctx_seq(), the whole n_ctx
-// then: the slots share it, and the total is n_ctx.
 TEST_CASE("a build without version information is flagged: an upgrade would not show") {
   CHECK(build_without_version("b0-unknown"));
   CHECK_FALSE(build_without_version("b9430-81ff7abe5"));
   CHECK_FALSE(build_without_version("mlx-lm 0.32.0 mlx 0.29.2"));
-  InitSurvey s;
-  s.store_path = "/tmp/init-test/soakd.db";
-  s.log_path = "/tmp/init-test/soakd.log";
-  FoundRuntime f;
-  f.kind = RuntimeKind::LlamaCpp;
-  f.port = 8080;
-  f.base_url = "http://127.0.0.1:8080";
-  f.model = "m";
-  f.build = "b0-unknown";
-  s.found = {f};
-  const std::string text = render_init_config(s, probes::builtin_runtimes());
+  const std::string text =
+      render_init_config(one_llama("b0-unknown", [](FoundRuntime&) {}), probes::builtin_runtimes());
   CHECK(text.find("warning: build \"b0-unknown\" carries no version") != std::string::npos);
   CHECK(text.find("soakd cannot see an upgrade; build it from a git checkout or use a release") != std::string::npos);
 }

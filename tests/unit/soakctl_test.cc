@@ -283,19 +283,23 @@ TEST_CASE(
   CHECK(sharing.due({id}, f.clock.wall_ms() + 60'001, 60'000));
 }
 
-TEST_CASE("a history baseline is looked through once; later refreshes look at the rows stored since") {
-  // Every minute soakd asks whether the baseline has a row in the stage's
-  // window (then it is interleaved). Asked of all its rows each time, a
-  // week-long history baseline cost seconds a refresh on a month's store.
+namespace {
+// A running canary of llama-b9502 with llama-b9430 as its baseline, and a
+// marker row of either stored at a given time.
+struct BaselineCase {
   Fixture f;
-  const int64_t base = f.add("llama-b9430", "b9430", VerdictState::Promoted);
-  const int64_t cand = f.add("llama-b9502", "b9502", VerdictState::Running, running_canary(f.clock.wall_ms()));
-  auto st = SqliteStore::open(f.db, OpenMode::ReadWrite);
-  REQUIRE(st.ok());
-  Store& store = **st;
-  REQUIRE(store.set_baseline(cand, base).ok());
-  const StageRow stage = (*store.stages(cand)).back();
-  auto add_row = [&](int64_t candidate, std::optional<int64_t> stage_id, int64_t at_ms) {
+  int64_t base = f.add("llama-b9430", "b9430", VerdictState::Promoted);
+  int64_t cand = f.add("llama-b9502", "b9502", VerdictState::Running, running_canary(f.clock.wall_ms()));
+  std::unique_ptr<SqliteStore> st;
+  StageRow stage;
+  BaselineCase() {
+    auto opened = SqliteStore::open(f.db, OpenMode::ReadWrite);
+    REQUIRE(opened.ok());
+    st = std::move(*opened);
+    REQUIRE(st->set_baseline(cand, base).ok());
+    stage = (*st->stages(cand)).back();
+  }
+  void add_row(int64_t candidate, std::optional<int64_t> stage_id, int64_t at_ms) {
     ProbeResult r;
     r.candidate_id = candidate;
     r.host_id = f.host;
@@ -305,10 +309,21 @@ TEST_CASE("a history baseline is looked through once; later refreshes look at th
     r.task = "functional";
     r.workload_id = "functional/marker";
     r.outcome = Outcome::Clean;
-    REQUIRE(store.insert_probe_result(r).ok());
-  };
-  for (int i = 1; i <= 20; ++i) add_row(base, std::nullopt, stage.started_ms - 3600'000 + i * 1000);
-  for (int i = 1; i <= 10; ++i) add_row(cand, stage.id, stage.started_ms + i * 1000);
+    REQUIRE(st->insert_probe_result(r).ok());
+  }
+};
+}  // namespace
+
+TEST_CASE("a history baseline is looked through once; later refreshes look at the rows stored since") {
+  // Every minute soakd asks whether the baseline has a row in the stage's
+  // window (then it is interleaved). Asked of all its rows each time, a
+  // week-long history baseline cost seconds a refresh on a month's store.
+  BaselineCase c;
+  Store& store = *c.st;
+  const int64_t base = c.base, cand = c.cand;
+  const StageRow& stage = c.stage;
+  for (int i = 1; i <= 20; ++i) c.add_row(base, std::nullopt, stage.started_ms - 3600'000 + i * 1000);
+  for (int i = 1; i <= 10; ++i) c.add_row(cand, stage.id, stage.started_ms + i * 1000);
   test::FaultyStore watched(store);
   JudgeRecipe recipe;
   recipe.baseline_id = base;
@@ -320,7 +335,7 @@ TEST_CASE("a history baseline is looked through once; later refreshes look at th
   CHECK(rows.size() == 20);
   CHECK(read_to == first_max);
 
-  for (int i = 11; i <= 15; ++i) add_row(cand, stage.id, stage.started_ms + i * 1000);
+  for (int i = 11; i <= 15; ++i) c.add_row(cand, stage.id, stage.started_ms + i * 1000);
   const size_t asked = watched.probe_queries().size();
   REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, (*store.max_ids()).probe).ok());
   CHECK(recipe.baseline_mode == BaselineMode::History);
@@ -332,7 +347,7 @@ TEST_CASE("a history baseline is looked through once; later refreshes look at th
   CHECK(*look.min_id == first_max + 1);
 
   // A baseline row in the window, stored after those looks, still makes it interleaved.
-  add_row(base, std::nullopt, stage.started_ms + 20'000);
+  c.add_row(base, std::nullopt, stage.started_ms + 20'000);
   const int64_t last_max = (*store.max_ids()).probe;
   REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, last_max).ok());
   CHECK(recipe.baseline_mode == BaselineMode::Interleaved);
@@ -344,27 +359,12 @@ TEST_CASE("a history baseline is looked through once; later refreshes look at th
 TEST_CASE("a baseline with no history is asked again only about the rows stored since") {
   // With no row in the lookback either (mode None), each refresh used to ask
   // for the baseline's whole history again.
-  Fixture f;
-  const int64_t base = f.add("llama-b9430", "b9430", VerdictState::Promoted);
-  const int64_t cand = f.add("llama-b9502", "b9502", VerdictState::Running, running_canary(f.clock.wall_ms()));
-  auto st = SqliteStore::open(f.db, OpenMode::ReadWrite);
-  REQUIRE(st.ok());
-  Store& store = **st;
-  REQUIRE(store.set_baseline(cand, base).ok());
-  const StageRow stage = (*store.stages(cand)).back();
-  auto add_row = [&](int64_t candidate, int64_t at_ms) {
-    ProbeResult r;
-    r.candidate_id = candidate;
-    r.host_id = f.host;
-    r.started_wall_ms = at_ms;
-    r.kind = ProbeKind::Marker;
-    r.task = "functional";
-    r.workload_id = "functional/marker";
-    r.outcome = Outcome::Clean;
-    REQUIRE(store.insert_probe_result(r).ok());
-  };
+  BaselineCase c;
+  Store& store = *c.st;
+  const int64_t base = c.base, cand = c.cand;
+  const StageRow& stage = c.stage;
   // The baseline's rows all predate the lookback.
-  for (int i = 1; i <= 5; ++i) add_row(base, stage.started_ms - kHistoryLookbackMs - 60'000 + i * 1000);
+  for (int i = 1; i <= 5; ++i) c.add_row(base, std::nullopt, stage.started_ms - kHistoryLookbackMs - 60'000 + i * 1000);
   test::FaultyStore watched(store);
   JudgeRecipe recipe;
   recipe.baseline_id = base;
@@ -375,7 +375,7 @@ TEST_CASE("a baseline with no history is asked again only about the rows stored 
   CHECK(recipe.baseline_mode == BaselineMode::None);
   CHECK(rows.empty());
 
-  add_row(cand, stage.started_ms + 1000);
+  c.add_row(cand, std::nullopt, stage.started_ms + 1000);
   REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, (*store.max_ids()).probe).ok());
   CHECK(recipe.baseline_mode == BaselineMode::None);
   const ProbeQuery& hist = watched.probe_queries().back();
@@ -384,7 +384,7 @@ TEST_CASE("a baseline with no history is asked again only about the rows stored 
   CHECK(*hist.min_id == first_max + 1);
 
   // A baseline row in flight when the stage began, stored after: history.
-  add_row(base, stage.started_ms - 5000);
+  c.add_row(base, std::nullopt, stage.started_ms - 5000);
   REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, (*store.max_ids()).probe).ok());
   CHECK(recipe.baseline_mode == BaselineMode::History);
   REQUIRE(rows.size() == 1);
