@@ -92,6 +92,7 @@ struct CommandRun::Impl {
     o.stdio_count = 3;
     o.stdio = stdio;
     o.exit_cb = &Impl::on_exit;
+    o.flags = UV_PROCESS_DETACHED;  // its own session and process group (kill)
     proc.get()->data = this;
     const int rc = uv_spawn(loop, proc.get(), &o);
     proc.mark_initialized();  // libuv: close the handle even when spawning failed
@@ -125,8 +126,14 @@ struct CommandRun::Impl {
     defer.post([cb = ended, e = std::move(e)] { cb(e); });
   }
 
+  // The command and everything it started: a script that runs curl without
+  // `exec` would otherwise leave curl behind at every bound. The command
+  // leads a process group of its own (UV_PROCESS_DETACHED: setsid), and the
+  // group is signalled only while the leader lives, so its id is still ours.
   void kill() {
-    if (running && !exited) uv_process_kill(proc.get(), SIGKILL);
+    if (!running || exited) return;
+    uv_kill(-proc.get()->pid, SIGKILL);
+    uv_process_kill(proc.get(), SIGKILL);
   }
 
   static void on_alloc(uv_handle_t*, size_t suggested, uv_buf_t* buf) {

@@ -1,6 +1,7 @@
 // Running a short command on the loop: argv WITHOUT a shell via uv_spawn,
 // optional text on its stdin, its stdout and stderr read together (capped),
-// killed with SIGKILL at its time bound. Two callers: a candidate's version
+// killed with SIGKILL at its time bound, with every process it started (it
+// leads a process group of its own). Two callers: a candidate's version
 // command (probes/probe_build.h) and the verdict notification (daemon/notifier.h).
 //
 // Ownership: the caller owns the CommandRun; destroying it kills a child that

@@ -5,14 +5,17 @@
 // (its output logged, the outcome "failed"), a hang past the time bound
 // (killed, "timed_out"). The bound is a fraction of a second; nothing here
 // waits on anything but the child it started.
+#include <errno.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <uv.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -36,7 +39,8 @@ constexpr int64_t kRoomyBoundMs = 10'000;
 // Ends the loop however the child behaves: far above the bound, far below ctest's timeout.
 constexpr uint64_t kWatchdogMs = 20'000;
 
-// argv: script MODE DIR. Every mode records stdin and the SOAKD_* variables first.
+// argv: script MODE DIR DIR (orphan: a script that starts sleep without exec
+// and writes its pid, the way a wrapper starts curl). Every mode records stdin and the SOAKD_* variables first.
 constexpr const char* kScript = R"(#!/bin/sh
 cat > "$2/stdin.json"
 env | grep '^SOAKD_' | sort > "$2/env"
@@ -44,6 +48,7 @@ case "$1" in
   ok) echo "told"; exit 0 ;;
   fail) echo "webhook said 503" >&2; exit 3 ;;
   hang) exec sleep 30 ;;
+  orphan) sleep 30 & echo $! > "$3/child.pid"; wait ;;
 esac
 )";
 
@@ -73,7 +78,7 @@ struct World {
     ::chmod(script.c_str(), 0755);
     const std::string text = R"({"store": ")" + tmp.path() + R"(/s.db", "log": ")" + tmp.path() +
                              R"(/logs/soakd.log", "notify": {"command": [")" + script + R"(", ")" + mode + R"(", ")" +
-                             tmp.path() + R"("], "timeout": ")" + std::to_string(timeout_ms) +
+                             tmp.path() + R"(", ")" + tmp.path() + R"("], "timeout": ")" + std::to_string(timeout_ms) +
                              R"(ms"}, "candidates": [{"name": "llama-b2", "model": "qwen3", "runtime": "llama.cpp",
                                "base_url": "http://127.0.0.1:18080"}]})";
     auto c = parse_config(text, "test.json", tmp.path());
@@ -198,6 +203,32 @@ TEST_CASE("notify: a command hanging past its bound is killed and recorded as ti
   const json d = json::parse(events[0].detail_json);
   CHECK(d["outcome"] == "timed_out");
   CHECK(d["detail"].get<std::string>().find("did not finish within 400 ms") != std::string::npos);
+}
+
+// Whether `pid` has ended: gone, or a zombie its new parent has not reaped yet.
+bool ended(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");  // Linux; empty elsewhere
+  const size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+}
+
+TEST_CASE("notify: at its bound, what the command started is killed with it") {
+  World w("orphan", 3 * kShortBoundMs);  // room to start sleep and write its pid first
+  w.service->notify(w.rejected());
+  w.run_until_settled();
+  REQUIRE(w.service->settled());
+  const std::string pid_text = read_text(w.tmp.path() + "/child.pid");
+  REQUIRE_FALSE(pid_text.empty());
+  const pid_t child = static_cast<pid_t>(std::stol(pid_text));
+  // SIGKILL was sent to the whole group before the run settled; the kernel
+  // ends the process on its next schedule. Wait for that, bounded.
+  bool gone = false;
+  for (int i = 0; i < 500 && !(gone = ended(child)); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  if (!gone) ::kill(child, SIGKILL);  // leave nothing behind either way
+  CHECK(gone);
+  const json d = json::parse(w.notify_events().at(0).detail_json);
+  CHECK(d["outcome"] == "timed_out");
 }
 
 TEST_CASE("notify: a program that cannot be run is recorded as not started") {
