@@ -38,7 +38,8 @@ Usage:
       metric with its n, estimate, baseline, interval, threshold and reason.
       Exit 5 if the recomputed verdict differs from the stored one.
   soakctl [STORE] history CANDIDATE [--json]
-      Every build of CANDIDATE with its stages and verdicts.
+      Every build or launch of CANDIDATE with its launch, stages and
+      verdicts.
   soakctl [STORE] events [--candidate CANDIDATE] [--kind K] [--limit N] [--json]
       The latest N events (default %LIMIT%), newest last: daemon start/stop,
       reloads, build changes, gaps, guard trips, restarts, controls. With

@@ -1,9 +1,11 @@
-// `soakctl history`: every build of a candidate with its stages and verdicts.
+// `soakctl history`: every build (or launch) of a candidate with what it served
+// with, its stages and verdicts.
 #include "soakctl/common.h"
 
 #include <string>
 
 #include "core/duration.h"
+#include "probes/served_state.h"
 
 namespace soak::soakctl {
 
@@ -34,6 +36,7 @@ int cmd_history(const Ctl& c, const Args& a, Store& st) {
       j["candidate_id"] = r.id;
       j["first_seen"] = iso_utc(r.first_seen_ms);
       if (r.baseline_id) j["baseline_candidate_id"] = *r.baseline_id;
+      if (!r.fingerprint.empty()) j["launch"] = json::parse(r.fingerprint, nullptr, false);
       json ss = json::array();
       for (const auto& s : *stages) ss.push_back(stage_json(s, c.clock.wall_ms()));
       j["stages"] = ss;
@@ -46,6 +49,9 @@ int cmd_history(const Ctl& c, const Args& a, Store& st) {
     }
     c.out << r.build << " (candidate row " << r.id << ", first seen " << iso_utc(r.first_seen_ms)
           << (r.baseline_id ? ", baseline row " + std::to_string(*r.baseline_id) : "") << ")\n";
+    // What the row served with (a change of it is a new row, like a build).
+    if (auto fp = probes::parse_fingerprint_json(r.fingerprint); fp && !r.fingerprint.empty())
+      c.out << "  launch: " << fp->summary() << "\n";
     print_launches(c.out, *launches, "  ");
     for (const auto& s : *stages) {
       c.out << "  stage " << to_string(s.kind) << ": " << to_string(s.state) << ", " << iso_utc(s.started_ms);

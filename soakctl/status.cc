@@ -247,7 +247,9 @@ std::string earlier_text(const Shown& s) {
   std::string t = std::to_string(s.earlier) +
                   (s.earlier == 1 ? " earlier build or launch" : " earlier builds or launches") + " (soakctl history " +
                   s.row->candidate.name + ")";
-  if (s.promoted) t += "; last promoted: " + s.promoted->candidate.build;
+  if (s.promoted)
+    t += "; last promoted: " + s.promoted->candidate.build +
+         (s.promoted->candidate.build == s.row->candidate.build ? ", another launch" : "");
   return t;
 }
 

@@ -90,13 +90,21 @@ TEST_CASE("a launch fingerprint change under the same build is a new candidate r
   CHECK(ev[0].detail_json.find("1 slot") != std::string::npos);
   CHECK((*w.store->latest_verdict(first.id))->state == VerdictState::Promoted);  // the old launch keeps its verdict
 
-  // status and explain say what each row serves with.
+  // status shows what the newest row serves with and counts the earlier
+  // launch; history and explain say what each row serves with.
   std::ostringstream out, err;
   const std::string db = w.tmp.path() + "/s.db";
   REQUIRE(soakctl_main({"--db", db, "status"}, out, err, w.clock) == kCtlExitOk);
   INFO(out.str());
   CHECK(out.str().find("launch: ctx 262144/slot (262144 total), 1 slot") != std::string::npos);
-  CHECK(out.str().find("launch: ctx 131072/slot (1048576 total), 8 slots") != std::string::npos);
+  CHECK(out.str().find("1 earlier build or launch (soakctl history llama)") != std::string::npos);
+  if ((*w.store->latest_verdict(second.id))->state != VerdictState::Promoted)
+    CHECK(out.str().find("last promoted: " + first.build + ", another launch") != std::string::npos);
+  std::ostringstream hist;
+  REQUIRE(soakctl_main({"--db", db, "history", "llama"}, hist, err, w.clock) == kCtlExitOk);
+  INFO(hist.str());
+  CHECK(hist.str().find("ctx 131072/slot (1048576 total), 8 slots") != std::string::npos);
+  CHECK(hist.str().find("ctx 262144/slot (262144 total), 1 slot") != std::string::npos);
   std::ostringstream ex;
   REQUIRE(soakctl_main({"--db", db, "explain", "llama"}, ex, err, w.clock) == kCtlExitOk);
   CHECK(ex.str().find("launch: ctx 262144/slot") != std::string::npos);
