@@ -96,8 +96,9 @@ namespace soak {
 // judge-8: a footprint plateau's persistence is measured against the end-to-end
 // rate too, and a canary's last shadow run is no interleaved baseline for the
 // gate and soak; judge-9: a latency worse by less than judge.min_effect_ms
-// (10 ms) is no regression, whatever its ratio.
-inline constexpr std::string_view kJudgeVersion = "judge-9";
+// (10 ms) is no regression, whatever its ratio; judge-10: a burst's throughput
+// (rps) is compared only for bursts past the warm-up with no member measured hot.
+inline constexpr std::string_view kJudgeVersion = "judge-10";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,
 // stored history of the baseline candidate, or no baseline at all.

@@ -330,16 +330,45 @@ void judge_prefix_reuse(const Context& c, Judgement& j) {
   j.add(std::move(m));
 }
 
+namespace {
+// The summaries of burst workload `w` whose throughput counts: among
+// `cool.rows` (past the warm-up) and with no member measured hot. A summary
+// carries no timings of its own; its members (`w` without "/summary") are the
+// rows of that workload stored since the previous summary. Both lists are in
+// id order, `cool.rows` a part of `all`.
+std::vector<const ProbeResult*> cool_bursts(const std::vector<const ProbeResult*>& all, const ThermalSplit& cool,
+                                            std::string_view w) {
+  constexpr std::string_view kSummary = "/summary";
+  const std::string_view members = w.substr(0, w.size() - kSummary.size());
+  const std::set<int64_t> hot(cool.hot_ids.begin(), cool.hot_ids.end());
+  std::vector<const ProbeResult*> out;
+  auto kept = cool.rows.begin();
+  bool hot_member = false;
+  for (const ProbeResult* r : all) {
+    if (r->kind != ProbeKind::Burst) continue;
+    if (r->workload_id == members) {
+      hot_member = hot_member || hot.count(r->id) > 0;
+    } else if (r->workload_id == w) {
+      while (kept != cool.rows.end() && (*kept)->id < r->id) ++kept;
+      if (!hot_member && kept != cool.rows.end() && *kept == r) out.push_back(r);
+      hot_member = false;
+    }
+  }
+  return out;
+}
+}  // namespace
+
 void judge_pooling_rps(const Context& c, Judgement& j) {
   std::set<std::string_view> workloads;
   for (const ProbeResult* r : c.cand)
     if (r->kind == ProbeKind::Burst && is_group_summary(*r) && r->extra_json.find("\"rps\"") != std::string::npos)
       workloads.insert(r->workload_id);
   const JudgeRules& rules = c.in.recipe.judge;
+  const CoolRows cool = cool_rows(c);
   for (std::string_view w : workloads) {
     auto pick = [w](const ProbeResult& r) { return r.kind == ProbeKind::Burst && r.workload_id == w; };
-    const auto cand = extra_values(c.cand, "rps", pick);
-    const auto base = extra_values(c.base, "rps", pick);
+    const auto cand = extra_values(cool_bursts(c.cand, cool.cand, w), "rps", pick);
+    const auto base = extra_values(cool_bursts(c.base, cool.base, w), "rps", pick);
     auto m = metric("rps/" + std::string(w), MetricResult::Pass, "");
     m.n = static_cast<int64_t>(cand.size());
     m.n_baseline = static_cast<int64_t>(base.size());

@@ -149,3 +149,40 @@ TEST_CASE("thermal: a history baseline's rows are judged by the samples of their
   CHECK(contains(thermal->reason, "0 of 40 timed row(s)"));
   CHECK(contains(thermal->reason, "9 baseline row(s)"));
 }
+
+TEST_CASE("thermal: a burst with a member measured hot is left out of the throughput comparison") {
+  // A throttled Mac serves a burst at a fraction of its rate: that burst's
+  // requests/s must not reject the build, as its members' TTFT does not.
+  constexpr int kBursts = 8, kHotBursts = 2, kMembers = 4;
+  Rows cand{kCandidate, 1};
+  Rows base{kBaseline, 100'000};
+  std::vector<HostSample> samples;
+  for (int b = 0; b < kBursts; ++b) {
+    const bool hot = b < kHotBursts;
+    for (Rows* side : {&cand, &base}) {
+      for (int m = 0; m < kMembers; ++m) {
+        const ProbeResult& r = side->perf(ProbeKind::Burst, "burst/4", jittered(Perf{}, b * 10 + m));
+        if (side == &cand) {
+          HostSample s = host_sample(static_cast<int64_t>(samples.size()) + 1, r.started_wall_ms, 0);
+          s.thermal_level = static_cast<int>(hot ? ThermalLevel::Heavy : ThermalLevel::Nominal);
+          samples.push_back(s);
+        }
+      }
+      ProbeResult& summary = side->add(ProbeKind::Burst, "burst/4/summary");
+      const double rps = side == &cand && hot ? 0.5 : 2.0 + 0.01 * b;
+      summary.extra_json = R"({"n":4,"clean":4,"rps":)" + std::to_string(rps) + "}";
+    }
+  }
+  JudgeInput in = input_for(StageKind::Canary);
+  in.candidate_rows = cand.rows;
+  in.baseline_rows = base.rows;
+  in.host_samples = samples;
+  const VerdictRow v = judge_stage(in);
+  INFO(v.reason);
+  const auto* rps = find_metric(v, "rps/burst/4/summary");
+  REQUIRE(rps);
+  CHECK(rps->n == kBursts - kHotBursts);
+  CHECK(rps->n_baseline == kBursts - kHotBursts);                  // its bursts beside them were measured hot too
+  CHECK(rps->estimate == Approx(2.0 + 0.01 * 4.5).margin(0.006));  // the cool bursts' median
+  CHECK(rps->result == MetricResult::Pass);
+}
