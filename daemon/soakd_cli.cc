@@ -225,8 +225,10 @@ int cmd_run(const Args& a) {
     DeferredTrim trim(deps.loop, kTrimAfterWorkMs, trim_free_memory);
     ProbeTaskRunner runner((*wiring)->engine(), deps.outbox, &trim);
     Daemon d(snapshot, opts, deps);
-    // Notifications first: stopped last, so a verdict written while the others
-    // stop is still told.
+    // Notifications first, so the others can tell it their verdicts. At a stop
+    // every service is asked at once: a command already running is waited for
+    // (its outcome stored), and a verdict written while the others stop is in
+    // the store and the log, not told.
     auto notifier = std::make_unique<NotifyService>(snapshot, deps, [&d] { d.check_settled(); });
     NotifyService& notify = *notifier;
     d.add_service(std::move(notifier));
