@@ -4,6 +4,24 @@
 
 namespace soak {
 
+namespace {
+// The newest host sample of `window`'s host before `since_ms` (within the same
+// snapshot bound): the level in effect when the window's first rows started.
+Result<std::optional<HostSample>> last_host_sample_before(Store& store, const SampleQuery& window,
+                                                          std::optional<int64_t> since_ms) {
+  if (!since_ms) return std::optional<HostSample>{};
+  SampleQuery q;
+  q.host_id = window.host_id;
+  q.until_ms = *since_ms - 1;
+  q.max_id = window.max_id;
+  q.newest_only = true;
+  auto rows = store.host_samples(q);
+  if (!rows) return rows.error();
+  if (rows->empty()) return std::optional<HostSample>{};
+  return std::optional<HostSample>(std::move(rows->back()));
+}
+}  // namespace
+
 Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
   const JudgeRecipe& r = stored.recipe;
   const RowSelection& sel = stored.rows;
@@ -71,6 +89,9 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
   auto hosts = store.host_samples(hs);
   if (!hosts) return hosts.error();
   in.host_samples = std::move(*hosts);
+  auto before = last_host_sample_before(store, hs, sel.since_ms);
+  if (!before) return before.error();
+  in.host_sample_before = std::move(*before);
   if (r.baseline_id && r.baseline_mode == BaselineMode::History) {
     // The thermal state its rows ran at (judges/thermal.cc), from its own window.
     hs.since_ms = sel.baseline_since_ms;
@@ -78,6 +99,9 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
     auto then = store.host_samples(hs);
     if (!then) return then.error();
     in.baseline_host_samples = std::move(*then);
+    auto then_before = last_host_sample_before(store, hs, sel.baseline_since_ms);
+    if (!then_before) return then_before.error();
+    in.baseline_host_sample_before = std::move(*then_before);
   }
 
   EventQuery eq;

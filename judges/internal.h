@@ -188,7 +188,9 @@ struct ThermalSplit {
   int worst = 0;                         // the highest level seen on a hot row
   bool read = false;                     // some sample carried a level at all
 };
-ThermalSplit leave_out_hot(const std::vector<const ProbeResult*>& rows, const std::vector<HostSample>& samples);
+// `before`: the last sample before the window, in effect at its first rows.
+ThermalSplit leave_out_hot(const std::vector<const ProbeResult*>& rows, const std::vector<HostSample>& samples,
+                           const std::optional<HostSample>& before = std::nullopt);
 // What the comparisons compare, both sides: past the warm-up, none measured
 // hot (a history baseline's rows against its own window's samples).
 struct CoolRows {

@@ -97,7 +97,8 @@ namespace soak {
 // rate too, and a canary's last shadow run is no interleaved baseline for the
 // gate and soak; judge-9: a latency worse by less than judge.min_effect_ms
 // (10 ms) is no regression, whatever its ratio; judge-10: a burst's throughput
-// (rps) is compared only for bursts past the warm-up with no member measured hot.
+// (rps) is compared only for bursts past the warm-up with no member measured hot,
+// and the last host sample before a window gives the thermal level at its start.
 inline constexpr std::string_view kJudgeVersion = "judge-10";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,
@@ -218,6 +219,9 @@ struct JudgeInput {
   // state); unused unless the baseline mode is History (host_samples holds
   // an interleaved baseline's).
   std::vector<HostSample> baseline_host_samples;
+  // The last host sample before each window: the thermal level in effect when
+  // its first rows started (samples are stored once a period, or at a change).
+  std::optional<HostSample> host_sample_before, baseline_host_sample_before;
   std::vector<Event> events;
   // Golden answers (recipe.equivalence): every stored answer of the candidate
   // (its earlier stages' are a soak's reference) and of the reference when it

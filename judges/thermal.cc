@@ -28,10 +28,12 @@ bool timed(const ProbeResult& r) { return perf_judged(r.kind) && r.t_done_us.has
 
 }  // namespace
 
-ThermalSplit leave_out_hot(const std::vector<const ProbeResult*>& rows, const std::vector<HostSample>& samples) {
+ThermalSplit leave_out_hot(const std::vector<const ProbeResult*>& rows, const std::vector<HostSample>& samples,
+                           const std::optional<HostSample>& before) {
   std::vector<LevelAt> levels;
   for (const auto& s : samples)
     if (s.thermal_level) levels.push_back({s.host_id, s.wall_ms, *s.thermal_level});
+  if (before && before->thermal_level) levels.push_back({before->host_id, before->wall_ms, *before->thermal_level});
   ThermalSplit out;
   out.read = !levels.empty();
   if (!out.read) {
@@ -71,8 +73,9 @@ ThermalSplit leave_out_hot(const std::vector<const ProbeResult*>& rows, const st
 CoolRows cool_rows(const Context& c) {
   const bool history = c.in.recipe.baseline_mode == BaselineMode::History;
   const auto& base_samples = history ? c.in.baseline_host_samples : c.in.host_samples;
-  return CoolRows{leave_out_hot(measured_rows(c.cand), c.in.host_samples),
-                  leave_out_hot(measured_rows(c.base), base_samples)};
+  const auto& base_before = history ? c.in.baseline_host_sample_before : c.in.host_sample_before;
+  return CoolRows{leave_out_hot(measured_rows(c.cand), c.in.host_samples, c.in.host_sample_before),
+                  leave_out_hot(measured_rows(c.base), base_samples, base_before)};
 }
 
 void judge_thermal(const Context& c, const ThermalSplit& cand, const ThermalSplit& base, Judgement& j) {

@@ -169,7 +169,8 @@ Result<std::vector<HostSample>> SqliteStore::host_samples(const SampleQuery& q) 
   Where w;
   w.add("host_id = ?", q.host_id);
   add_window(w, q.since_ms, q.until_ms, q.min_id, q.max_id);
-  return select_rows<HostSample>(cache_.get(), db_, w, " ORDER BY ts_ms, id");
+  return select_rows<HostSample>(cache_.get(), db_, w,
+                                 q.newest_only ? " ORDER BY ts_ms DESC, id DESC LIMIT 1" : " ORDER BY ts_ms, id");
 }
 
 Result<std::vector<ProcessSample>> SqliteStore::process_samples(const SampleQuery& q) {

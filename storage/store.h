@@ -63,6 +63,7 @@ struct SampleQuery {
   std::optional<int64_t> since_ms, until_ms;
   std::optional<int64_t> min_id;
   std::optional<int64_t> max_id;  // snapshot bound: rows written after a judgment are left out
+  bool newest_only = false;       // host samples: the newest one matching, not all
 };
 
 enum class HostWide { Exclude, Include };

@@ -186,3 +186,28 @@ TEST_CASE("thermal: a burst with a member measured hot is left out of the throug
   CHECK(rps->estimate == Approx(2.0 + 0.01 * 4.5).margin(0.006));  // the cool bursts' median
   CHECK(rps->result == MetricResult::Pass);
 }
+
+TEST_CASE("thermal: the last sample before the window is the level its first rows started at") {
+  // A host already hot when the stage began: no sample was stored at a change,
+  // and the window's first sample comes after its first row started.
+  HotCanary c(0, false);
+  std::erase_if(c.samples, [](const HostSample& s) { return s.wall_ms < kT0 + 10'000; });
+  JudgeInput in = input_for(StageKind::Canary);
+  in.candidate_rows = c.cand.rows;
+  in.baseline_rows = c.base.rows;
+  in.host_samples = c.samples;
+  VerdictRow v = judge_stage(in);
+  const auto* thermal = find_metric(v, "thermal");
+  REQUIRE(thermal);
+  CHECK(contains(thermal->reason, "0 of 40 timed row(s)"));  // nothing said the first rows were hot
+
+  HostSample before = host_sample(999, kT0 - 30'000, 0);
+  before.thermal_level = static_cast<int>(ThermalLevel::Heavy);
+  in.host_sample_before = before;
+  v = judge_stage(in);
+  thermal = find_metric(v, "thermal");
+  REQUIRE(thermal);
+  INFO(thermal->reason);
+  CHECK(contains(thermal->reason, "1 of 40 timed row(s) measured above nominal thermal pressure (1; up to heavy)"));
+  CHECK(contains(thermal->reason, "1 baseline row(s)"));  // the baseline's row beside it
+}

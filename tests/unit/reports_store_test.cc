@@ -561,3 +561,27 @@ TEST_CASE("report: each speed figure is drawn over the whole campaign, every sta
   CHECK(page.find("id=\"speed-decode_tps\"") != std::string::npos);
   CHECK(page.find("Speed over the campaign") != std::string::npos);
 }
+
+TEST_CASE("a judgment's input carries the last host sample before its window, within its snapshot") {
+  auto st = open_ro(demo().demo.path);
+  size_t checked = 0;
+  for (const auto& c : *st->candidates())
+    for (const auto& v : *st->verdicts(c.id)) {
+      auto recipe = recipe_from_json(v.judge_input_json);
+      if (!recipe || recipe->recipe.stage == StageKind::Smoke) continue;
+      auto input = build_judge_input(*st, *recipe);
+      REQUIRE(input.ok());
+      // What a plain query says the newest sample before the window is.
+      SampleQuery q;
+      q.host_id = recipe->recipe.host_id;
+      q.until_ms = recipe->rows.since_ms - 1;
+      q.max_id = recipe->rows.max_ids.host_sample;
+      const auto earlier = *st->host_samples(q);
+      REQUIRE_FALSE(earlier.empty());  // the demo samples the host from its start
+      REQUIRE(input->host_sample_before);
+      CHECK(input->host_sample_before->id == earlier.back().id);
+      CHECK(input->host_sample_before->wall_ms < recipe->rows.since_ms);
+      ++checked;
+    }
+  CHECK(checked > 3);
+}
