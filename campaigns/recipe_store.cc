@@ -7,12 +7,10 @@ namespace soak {
 namespace {
 // The newest host sample of `window`'s host before `since_ms` (within the same
 // snapshot bound): the level in effect when the window's first rows started.
-Result<std::optional<HostSample>> last_host_sample_before(Store& store, const SampleQuery& window,
-                                                          std::optional<int64_t> since_ms) {
-  if (!since_ms) return std::optional<HostSample>{};
+Result<std::optional<HostSample>> last_host_sample_before(Store& store, const SampleQuery& window, int64_t since_ms) {
   SampleQuery q;
   q.host_id = window.host_id;
-  q.until_ms = *since_ms - 1;
+  q.until_ms = since_ms - 1;
   q.max_id = window.max_id;
   q.newest_only = true;
   auto rows = store.host_samples(q);

@@ -363,6 +363,7 @@ void judge_pooling_rps(const Context& c, Judgement& j) {
   for (const ProbeResult* r : c.cand)
     if (r->kind == ProbeKind::Burst && is_group_summary(*r) && r->extra_json.find("\"rps\"") != std::string::npos)
       workloads.insert(r->workload_id);
+  if (workloads.empty()) return;
   const JudgeRules& rules = c.in.recipe.judge;
   const CoolRows cool = cool_rows(c);
   for (std::string_view w : workloads) {

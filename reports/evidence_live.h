@@ -44,8 +44,9 @@ ProbeResult slim_row(ProbeResult r);
 // rows with ids above `read_to` up to `max_id` and moves `read_to` on, so a
 // collector reads each row once (a history baseline's, fixed at the stage's
 // start, once only, and its first row in the window, or in the lookback when it
-// had none there, looked for only among the rows stored since the last look). Host samples are not read: a row measured
-// hot counts here where the daemon's judgment leaves it out of latency_slo.
+// had none there, looked for only among the rows stored since the last look).
+// Host samples are not read: a row measured hot counts here where the daemon's
+// judgment leaves it out of latency_slo.
 Status extend_running_baseline(Store& store, JudgeRecipe& recipe, const StageRow& stage, std::vector<ProbeResult>& rows,
                                int64_t& read_to, int64_t max_id);
 
