@@ -265,6 +265,30 @@ TEST_CASE("nothing found: one disabled example per runtime with a default port, 
 // mlx_lm/server.py (v0.32.0): /v1/models lists the Hugging Face cache with the
 // --model path appended last, and a request naming any other id loads it
 // (RUNTIME_FACTS #2): the model is the --model argument, never a listed id.
+namespace {
+// A survey that found one runtime of `kind` on `port`, set up further by `set`.
+InitSurvey one_found(RuntimeKind kind, int port, const std::function<void(FoundRuntime&)>& set) {
+  InitSurvey s;
+  s.store_path = "/tmp/init-test/soakd.db";
+  s.log_path = "/tmp/init-test/soakd.log";
+  FoundRuntime f;
+  f.kind = kind;
+  f.port = static_cast<uint16_t>(port);
+  f.base_url = "http://127.0.0.1:" + std::to_string(port);
+  set(f);
+  s.found = {f};
+  return s;
+}
+// One llama-server on its default port, serving "m" at `build`.
+InitSurvey one_llama(const std::string& build, const std::function<void(FoundRuntime&)>& set) {
+  return one_found(RuntimeKind::LlamaCpp, 8080, [&](FoundRuntime& f) {
+    f.model = "m";
+    f.build = build;
+    set(f);
+  });
+}
+}  // namespace
+
 TEST_CASE("MLX-LM's model is its --model argv; without the argv it is a placeholder and no chat is sent") {
   const probes::Runtime& mlx = probes::builtin_runtime(RuntimeKind::MlxLm);
   auto a = answers({{"/health", {200, R"({"status":"ok"})", ""}},
@@ -280,16 +304,10 @@ TEST_CASE("MLX-LM's model is its --model argv; without the argv it is a placehol
   CHECK(no_argv.unproven_reason == "its process's argv was not read");
   CHECK(served_models(mlx, a, {"mlx_lm.server", "--port", "8080"}).unproven_reason == "its argv has no --model");
 
-  InitSurvey s;
-  s.store_path = "/tmp/init-test/soakd.db";
-  s.log_path = "/tmp/init-test/soakd.log";
-  FoundRuntime f;
-  f.kind = RuntimeKind::MlxLm;
-  f.port = 8080;
-  f.base_url = "http://127.0.0.1:8080";
-  f.models = no_argv;
-  f.build_error = "no model to ask with";
-  s.found = {f};
+  const InitSurvey s = one_found(RuntimeKind::MlxLm, 8080, [&](FoundRuntime& f) {
+    f.models = no_argv;
+    f.build_error = "no model to ask with";
+  });
   const std::string text = render_init_config(s, probes::builtin_runtimes());
   Config cfg = parsed(text);
   REQUIRE(cfg.candidates.size() == 1);
@@ -330,17 +348,11 @@ TEST_CASE("a model list that wants an API key: recognised from other routes, wri
   CHECK(plain->key_needed);
   CHECK(plain->how.find("wants an API key") != std::string::npos);
 
-  InitSurvey s;
-  s.store_path = "/tmp/init-test/soakd.db";
-  s.log_path = "/tmp/init-test/soakd.log";
-  FoundRuntime f;
-  f.kind = RuntimeKind::Vllm;
-  f.port = 8000;
-  f.base_url = "http://127.0.0.1:8000";
-  f.how = r->how;
-  f.key_needed = true;
-  f.build_error = "not asked: its model list wants an API key";
-  s.found = {f};
+  const InitSurvey s = one_found(RuntimeKind::Vllm, 8000, [&](FoundRuntime& f) {
+    f.how = r->how;
+    f.key_needed = true;
+    f.build_error = "not asked: its model list wants an API key";
+  });
   const std::string text = render_init_config(s, probes::builtin_runtimes());
   Config cfg = parsed(text);
   REQUIRE(cfg.candidates.size() == 1);
@@ -364,24 +376,6 @@ TEST_CASE("a runtime still loading is said to be loading, with what to do") {
   CHECK_FALSE(loading_note(answers({{"/v1/models", {200, kModels, ""}}})));
   CHECK_FALSE(loading_note(answers({}, InitAnswer{503, R"({"error":{"message":"engine dead"}})", ""})));
 }
-
-namespace {
-// A survey that found one llama-server on its default port, serving "m".
-InitSurvey one_llama(const std::string& build, const std::function<void(FoundRuntime&)>& set) {
-  InitSurvey s;
-  s.store_path = "/tmp/init-test/soakd.db";
-  s.log_path = "/tmp/init-test/soakd.log";
-  FoundRuntime f;
-  f.kind = RuntimeKind::LlamaCpp;
-  f.port = 8080;
-  f.base_url = "http://127.0.0.1:8080";
-  f.model = "m";
-  f.build = build;
-  set(f);
-  s.found = {f};
-  return s;
-}
-}  // namespace
 
 TEST_CASE("the server cap: unknown, not none, when the command line leaves it to an environment init did not read") {
   const probes::Runtime& llama = probes::builtin_runtime(RuntimeKind::LlamaCpp);

@@ -299,6 +299,17 @@ struct BaselineCase {
     REQUIRE(st->set_baseline(cand, base).ok());
     stage = (*st->stages(cand)).back();
   }
+  // soakd's look at the baseline (extend_running_baseline) as of the rows stored now.
+  std::unique_ptr<test::FaultyStore> watched;
+  JudgeRecipe recipe;
+  std::vector<ProbeResult> rows;
+  int64_t read_to = 0;
+  int64_t max_probe() { return (*st->max_ids()).probe; }
+  Status look() {
+    if (!watched) watched = std::make_unique<test::FaultyStore>(*st);
+    recipe.baseline_id = base;
+    return report::extend_running_baseline(*watched, recipe, stage, rows, read_to, max_probe());
+  }
   void add_row(int64_t candidate, std::optional<int64_t> stage_id, int64_t at_ms) {
     ProbeResult r;
     r.candidate_id = candidate;
@@ -319,37 +330,34 @@ TEST_CASE("a history baseline is looked through once; later refreshes look at th
   // window (then it is interleaved). Asked of all its rows each time, a
   // week-long history baseline cost seconds a refresh on a month's store.
   BaselineCase c;
-  Store& store = *c.st;
   const int64_t base = c.base, cand = c.cand;
   const StageRow& stage = c.stage;
   for (int i = 1; i <= 20; ++i) c.add_row(base, std::nullopt, stage.started_ms - 3600'000 + i * 1000);
   for (int i = 1; i <= 10; ++i) c.add_row(cand, stage.id, stage.started_ms + i * 1000);
-  test::FaultyStore watched(store);
-  JudgeRecipe recipe;
-  recipe.baseline_id = base;
-  std::vector<ProbeResult> rows;
-  int64_t read_to = 0;
-  const int64_t first_max = (*store.max_ids()).probe;
-  REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, first_max).ok());
+  const int64_t first_max = c.max_probe();
+  REQUIRE(c.look().ok());
+  const JudgeRecipe& recipe = c.recipe;
+  const std::vector<ProbeResult>& rows = c.rows;
+  const int64_t& read_to = c.read_to;
   CHECK(recipe.baseline_mode == BaselineMode::History);
   CHECK(rows.size() == 20);
   CHECK(read_to == first_max);
 
   for (int i = 11; i <= 15; ++i) c.add_row(cand, stage.id, stage.started_ms + i * 1000);
-  const size_t asked = watched.probe_queries().size();
-  REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, (*store.max_ids()).probe).ok());
+  const size_t asked = c.watched->probe_queries().size();
+  REQUIRE(c.look().ok());
   CHECK(recipe.baseline_mode == BaselineMode::History);
   CHECK(rows.size() == 20);
-  REQUIRE(watched.probe_queries().size() == asked + 1);  // one look, not the history again
-  const ProbeQuery& look = watched.probe_queries().back();
+  REQUIRE(c.watched->probe_queries().size() == asked + 1);  // one look, not the history again
+  const ProbeQuery& look = c.watched->probe_queries().back();
   CHECK(look.candidate_id == base);
   REQUIRE(look.min_id);
   CHECK(*look.min_id == first_max + 1);
 
   // A baseline row in the window, stored after those looks, still makes it interleaved.
   c.add_row(base, std::nullopt, stage.started_ms + 20'000);
-  const int64_t last_max = (*store.max_ids()).probe;
-  REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, last_max).ok());
+  const int64_t last_max = c.max_probe();
+  REQUIRE(c.look().ok());
   CHECK(recipe.baseline_mode == BaselineMode::Interleaved);
   REQUIRE(rows.size() == 1);
   CHECK(rows.front().started_wall_ms == stage.started_ms + 20'000);
@@ -360,32 +368,28 @@ TEST_CASE("a baseline with no history is asked again only about the rows stored 
   // With no row in the lookback either (mode None), each refresh used to ask
   // for the baseline's whole history again.
   BaselineCase c;
-  Store& store = *c.st;
   const int64_t base = c.base, cand = c.cand;
   const StageRow& stage = c.stage;
   // The baseline's rows all predate the lookback.
   for (int i = 1; i <= 5; ++i) c.add_row(base, std::nullopt, stage.started_ms - kHistoryLookbackMs - 60'000 + i * 1000);
-  test::FaultyStore watched(store);
-  JudgeRecipe recipe;
-  recipe.baseline_id = base;
-  std::vector<ProbeResult> rows;
-  int64_t read_to = 0;
-  const int64_t first_max = (*store.max_ids()).probe;
-  REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, first_max).ok());
+  const int64_t first_max = c.max_probe();
+  REQUIRE(c.look().ok());
+  const JudgeRecipe& recipe = c.recipe;
+  const std::vector<ProbeResult>& rows = c.rows;
   CHECK(recipe.baseline_mode == BaselineMode::None);
   CHECK(rows.empty());
 
   c.add_row(cand, std::nullopt, stage.started_ms + 1000);
-  REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, (*store.max_ids()).probe).ok());
+  REQUIRE(c.look().ok());
   CHECK(recipe.baseline_mode == BaselineMode::None);
-  const ProbeQuery& hist = watched.probe_queries().back();
+  const ProbeQuery& hist = c.watched->probe_queries().back();
   CHECK(hist.until_ms == stage.started_ms);
   REQUIRE(hist.min_id);
   CHECK(*hist.min_id == first_max + 1);
 
   // A baseline row in flight when the stage began, stored after: history.
   c.add_row(base, std::nullopt, stage.started_ms - 5000);
-  REQUIRE(report::extend_running_baseline(watched, recipe, stage, rows, read_to, (*store.max_ids()).probe).ok());
+  REQUIRE(c.look().ok());
   CHECK(recipe.baseline_mode == BaselineMode::History);
   REQUIRE(rows.size() == 1);
   CHECK(rows.front().started_wall_ms == stage.started_ms - 5000);
