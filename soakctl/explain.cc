@@ -3,10 +3,16 @@
 // rules and show every metric. A verdict judged by an older judge version is
 // expected to differ: explain says the rules changed since and shows both. Only
 // the same rules giving another result is a mismatch (exit 5).
+//
+// A stage of more rows than explain judges again at once (a soak's week: tens
+// of thousands, with its baseline's as many again, half a second and more) is
+// shown as the daemon judged it, from the same rows by the same function, and
+// --recompute judges it again (docs/DESIGN.md §3.8).
 #include "soakctl/common.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +30,11 @@ std::string fmt_num(double v) {
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
 }
+
+// The most probe rows (a stage's and its baseline's) explain judges again
+// unasked: about a tenth of a second (some 10 µs a row, store_bench measures
+// it); a 24-hour gate is under it, a soak's week six times over.
+constexpr int64_t kRecomputeAtOnceRows = 8000;
 
 // The last points of a measure's path that explain prints (the JSON has them all).
 constexpr size_t kPathShown = 8;
@@ -71,6 +82,58 @@ void print_sequential(std::ostream& out, const std::vector<SequentialMeasure>& m
   }
 }
 
+// The probe rows a recompute reads: the stage's own and its baseline's, each
+// counted from an index alone (what deciding whether to judge them again at
+// once may cost). The baseline's are an estimate by id: an interleaved
+// baseline's rows from the stage's first row on, a history baseline's before it.
+struct JudgedRows {
+  int64_t own = 0;
+  int64_t baseline = 0;
+  int64_t total() const { return own + baseline; }
+};
+
+Result<JudgedRows> judged_rows(Store& st, const VerdictRow& v, const StoredRecipe& r) {
+  JudgedRows n;
+  ProbeQuery q;
+  if (r.recipe.stage_id) {
+    q.stage_id = r.recipe.stage_id;
+    q.max_id = r.rows.max_ids.probe;
+  } else {
+    q.candidate_id = r.recipe.candidate_id;
+    q.min_id = v.evidence_first_id;
+    q.max_id = v.evidence_last_id;
+  }
+  auto own = st.probe_row_count(q);
+  if (!own) return own.error();
+  n.own = *own;
+  if (!r.recipe.baseline_id || r.recipe.baseline_mode == BaselineMode::None) return n;
+  ProbeQuery b;
+  b.candidate_id = r.recipe.baseline_id;
+  if (r.recipe.baseline_mode == BaselineMode::History) {
+    b.max_id = std::min(v.evidence_first_id, r.rows.max_ids.probe);
+  } else {
+    b.min_id = v.evidence_first_id;
+    b.max_id = r.rows.max_ids.probe;
+  }
+  auto base = st.probe_row_count(b);
+  if (!base) return base.error();
+  n.baseline = *base;
+  return n;
+}
+
+// What the text says of a judgment shown as stored: why, and how to judge it again.
+std::string as_judged_text(const std::string& name, const std::optional<JudgedRows>& rows,
+                           const std::string& judged_by) {
+  std::string s = "shown as judged";
+  if (rows)
+    s += ": its " + std::to_string(rows->own) + " probe rows and about " + std::to_string(rows->baseline) +
+         " of its baseline's are more than explain judges again unasked (" + std::to_string(kRecomputeAtOnceRows) + ")";
+  s += "; `soakctl explain " + name + " --recompute` judges them again";
+  if (judged_by != kJudgeVersion)
+    s += " with today's rules (" + judged_by + " then, " + std::string(kJudgeVersion) + " now)";
+  return s;
+}
+
 // Which candidate row an explanation is about; both JSON answers start with it.
 json candidate_json(const std::string& name, const CandidateRow& row) {
   json j;
@@ -84,6 +147,10 @@ json candidate_json(const std::string& name, const CandidateRow& row) {
 
 int cmd_explain(const Ctl& c, const Args& a, Store& st) {
   const std::string& name = a.positionals()[1];
+  if (a.flag("recompute") && a.flag("stored")) {
+    c.err << "soakctl explain: --recompute and --stored ask for opposite things; give one of them\n";
+    return kCtlExitUsage;
+  }
   auto row = lookup_candidate(c, st, name, a.get("build"));
   if (!row) return kCtlExitStore;
   auto all = st.verdicts(row->id);
@@ -122,34 +189,61 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     return kCtlExitOk;
   }
   auto recipe = recipe_from_json(judged->judge_input_json);
-  auto input = build_judge_input(st, *recipe);
-  if (!input) {
-    c.err << "soakctl: cannot recompute: " << input.message() << "\n";
-    return kCtlExitStore;
+  // Judge the rows again now, or show the judgment as stored: asked, or by the
+  // stage's size (kRecomputeAtOnceRows).
+  std::optional<JudgedRows> rows;
+  bool recompute = a.flag("recompute");
+  if (!recompute && !a.flag("stored")) {
+    auto n = judged_rows(st, *judged, *recipe);
+    if (!n) {
+      c.err << "soakctl: " << n.message() << "\n";
+      return kCtlExitStore;
+    }
+    rows = *n;
+    recompute = n->total() <= kRecomputeAtOnceRows;
   }
-  const VerdictRow recomputed = judged_verdict(*input, *recipe);
-  const VerdictRow* again = &recomputed;
-  // From the same rows, the sequential test's path (the verdict keeps its end points only).
-  const auto sequential = sequential_evidence(*input);
-  const bool identical = same_verdict(*judged, *again);
-  const bool rules_changed = judged->judge_version != again->judge_version;
-  const int rc = identical || rules_changed ? kCtlExitOk : kCtlExitMismatch;
+  std::optional<VerdictRow> recomputed;
+  std::vector<SequentialMeasure> sequential;
+  if (recompute) {
+    auto input = build_judge_input(st, *recipe);
+    if (!input) {
+      c.err << "soakctl: cannot recompute: " << input.message() << "\n";
+      return kCtlExitStore;
+    }
+    recomputed = judged_verdict(*input, *recipe);
+    // From the same rows, the sequential test's path (the verdict keeps its end points only).
+    sequential = sequential_evidence(*input);
+  }
+  // The metrics shown: today's rules' on the rows, else the judgment's own.
+  const VerdictRow& shown = recomputed ? *recomputed : *judged;
+  const bool identical = recomputed && same_verdict(*judged, *recomputed);
+  const bool rules_changed = judged->judge_version != (recomputed ? recomputed->judge_version : kJudgeVersion);
+  const int rc = !recomputed || identical || rules_changed ? kCtlExitOk : kCtlExitMismatch;
   const auto reach = latest_reach(st, row->id);
   if (a.flag("json")) {
     json j = candidate_json(name, *row);
     j["verdict"] = verdict_json(*judged);
     json ms = json::array();
-    for (const auto& m : again->metrics) ms.push_back(metric_json(m));
+    for (const auto& m : shown.metrics) ms.push_back(metric_json(m));
     j["metrics"] = ms;
-    j["recomputed"] = {{"identical", identical},
-                       {"state", to_string(again->state)},
-                       {"reason", again->reason},
-                       {"judge_version", again->judge_version},
-                       {"rules_changed", rules_changed}};
+    if (recomputed) {
+      j["recomputed"] = {{"identical", identical},
+                         {"state", to_string(recomputed->state)},
+                         {"reason", recomputed->reason},
+                         {"judge_version", recomputed->judge_version},
+                         {"rules_changed", rules_changed}};
+    } else {
+      j["recomputed"] = nullptr;
+      j["as_judged"] = {{"rows", rows ? json(rows->own) : json(nullptr)},
+                        {"baseline_rows", rows ? json(rows->baseline) : json(nullptr)},
+                        {"recompute_at_once_rows", kRecomputeAtOnceRows},
+                        {"judge_version_now", kJudgeVersion},
+                        {"rules_changed", rules_changed}};
+    }
     if (latest && latest != judged) j["latest"] = verdict_json(*latest);
     if (!launches->empty()) j["launches"] = launches_json(*launches);  // a managed candidate's runtime
     if (reach) j["context_reach"] = reach_json(*reach);
-    j["sequential"] = sequential_json(sequential);
+    if (recomputed) j["sequential"] = sequential_json(sequential);
     c.out << j.dump(2) << "\n";
     return rc;
   }
@@ -166,13 +260,16 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     c.out << "now: " << to_string(latest->state) << (latest->reason.empty() ? "" : " — " + latest->reason) << "\n";
   print_launches(c.out, *launches, "");
   if (reach) c.out << reach_text(*reach) << "\n";
-  if (rules_changed)
-    c.out << "the rules changed since (" << judged->judge_version << " then, " << again->judge_version
-          << " now); recomputed from the stored rows with today's rules: " << to_string(again->state) << " — "
-          << again->reason << "\n\n";
+  if (!recomputed)
+    c.out << as_judged_text(name, rows, judged->judge_version) << "\n\n";
+  else if (rules_changed)
+    c.out << "the rules changed since (" << judged->judge_version << " then, " << recomputed->judge_version
+          << " now); recomputed from the stored rows with today's rules: " << to_string(recomputed->state) << " — "
+          << recomputed->reason << "\n\n";
   else
     c.out << "recomputed from the stored rows: "
-          << (identical ? "identical" : "DIFFERENT: " + std::string(to_string(again->state)) + " — " + again->reason)
+          << (identical ? "identical"
+                        : "DIFFERENT: " + std::string(to_string(recomputed->state)) + " — " + recomputed->reason)
           << "\n\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-8s %7s %7s %11s %11s %23s %9s %9s  %s\n", "RESULT", "N", "N_BASE", "ESTIMATE",
@@ -186,7 +283,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     return 2;
   };
   std::vector<const MetricEvidence*> order;
-  for (const auto& m : again->metrics) order.push_back(&m);
+  for (const auto& m : shown.metrics) order.push_back(&m);
   std::stable_sort(order.begin(), order.end(), [&](const auto* x, const auto* y) { return rank(*x) < rank(*y); });
   for (const MetricEvidence* mp : order) {
     const MetricEvidence& m = *mp;
@@ -204,6 +301,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
 
 }  // namespace
 
-const Command kExplainCommand{"explain", Operand::Candidate, {{"json"}, {"build"}}, OpenMode::ReadOnly, cmd_explain};
+const Command kExplainCommand{
+    "explain", Operand::Candidate, {{"json", "recompute", "stored"}, {"build"}}, OpenMode::ReadOnly, cmd_explain};
 
 }  // namespace soak::soakctl

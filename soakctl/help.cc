@@ -32,11 +32,15 @@ Usage:
       latest judged canary or soak stored, else its entry in --config FILE,
       else the defaults. Exit code: 0 equivalent, 1 not, 3 nothing to
       compare yet.
-  soakctl [STORE] explain CANDIDATE [--build B] [--json]
+  soakctl [STORE] explain CANDIDATE [--build B] [--recompute | --stored] [--json]
       Why: recomputes the latest judged verdict of CANDIDATE (a config name;
       its newest build, or build B) from the stored rows and shows every
       metric with its n, estimate, baseline, interval, threshold and reason.
-      Exit 5 if the recomputed verdict differs from the stored one.
+      Exit 5 if the recomputed verdict differs from the stored one. A
+      judgment of more than 8000 probe rows (the stage's and its
+      baseline's: a soak's week) is shown as the daemon judged it, from
+      the same rows; --recompute judges them again (half a second and more
+      for a week), --stored never does.
   soakctl [STORE] history CANDIDATE [--json]
       Every build or launch of CANDIDATE with its launch, stages and
       verdicts.

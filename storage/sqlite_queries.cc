@@ -165,6 +165,14 @@ Result<std::vector<ProbeCount>> SqliteStore::probe_counts(const ProbeQuery& q) {
   });
 }
 
+Result<int64_t> SqliteStore::probe_row_count(const ProbeQuery& q) {
+  const Where w = probe_where(q);
+  auto n = select_all<int64_t>(cache_.get(), db_, "SELECT COUNT(*) FROM probe_results" + w.sql(), w,
+                               [](const Stmt& s) -> Result<int64_t> { return s.i64(0); });
+  if (!n) return n.error();
+  return n->empty() ? 0 : n->front();
+}
+
 Result<std::vector<HostSample>> SqliteStore::host_samples(const SampleQuery& q) {
   Where w;
   w.add("host_id = ?", q.host_id);

@@ -92,6 +92,7 @@ class SqliteStore final : public Store {
 
   Result<std::vector<ProbeResult>> probe_results(const ProbeQuery& q) override;
   Result<std::vector<ProbeCount>> probe_counts(const ProbeQuery& q) override;
+  Result<int64_t> probe_row_count(const ProbeQuery& q) override;
   Result<std::vector<HostSample>> host_samples(const SampleQuery& q) override;
   Result<std::vector<ProcessSample>> process_samples(const SampleQuery& q) override;
   Result<std::vector<Event>> events(const EventQuery& q) override;

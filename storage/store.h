@@ -152,6 +152,9 @@ class Store {
   // The rows probe_results(q) would return (its limit aside), counted; ordered
   // by candidate, kind and outcome name.
   virtual Result<std::vector<ProbeCount>> probe_counts(const ProbeQuery& q) = 0;
+  // How many rows probe_results(q) would return (its limit aside): from an
+  // index alone when q names a stage or a candidate with an id range only.
+  virtual Result<int64_t> probe_row_count(const ProbeQuery& q) = 0;
   virtual Result<std::vector<HostSample>> host_samples(const SampleQuery& q) = 0;
   virtual Result<std::vector<ProcessSample>> process_samples(const SampleQuery& q) = 0;
   virtual Result<std::vector<Event>> events(const EventQuery& q) = 0;

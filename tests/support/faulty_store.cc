@@ -44,6 +44,7 @@ constexpr std::array<MethodInfo, kStoreMethodCount> kMethods{{
     {StoreMethod::Launches, "launches", StoreAccess::Read},
     {StoreMethod::ProbeResults, "probe_results", StoreAccess::Read},
     {StoreMethod::ProbeCounts, "probe_counts", StoreAccess::Read},
+    {StoreMethod::ProbeRowCount, "probe_row_count", StoreAccess::Read},
     {StoreMethod::HostSamples, "host_samples", StoreAccess::Read},
     {StoreMethod::ProcessSamples, "process_samples", StoreAccess::Read},
     {StoreMethod::Events, "events", StoreAccess::Read},
@@ -239,6 +240,9 @@ Result<std::vector<ProbeResult>> FaultyStore::probe_results(const ProbeQuery& q)
 }
 Result<std::vector<ProbeCount>> FaultyStore::probe_counts(const ProbeQuery& q) {
   return forward<Result<std::vector<ProbeCount>>>(M::ProbeCounts, [&] { return inner_.probe_counts(q); });
+}
+Result<int64_t> FaultyStore::probe_row_count(const ProbeQuery& q) {
+  return forward<Result<int64_t>>(M::ProbeRowCount, [&] { return inner_.probe_row_count(q); });
 }
 Result<std::vector<HostSample>> FaultyStore::host_samples(const SampleQuery& q) {
   return forward<Result<std::vector<HostSample>>>(M::HostSamples, [&] { return inner_.host_samples(q); });

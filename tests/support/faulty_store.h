@@ -68,13 +68,14 @@ enum class StoreMethod {
   Launches,
   ProbeResults,
   ProbeCounts,
+  ProbeRowCount,
   HostSamples,
   ProcessSamples,
   Events,
   Status,
   MaxIds,
 };
-inline constexpr size_t kStoreMethodCount = 35;
+inline constexpr size_t kStoreMethodCount = 36;
 const std::array<StoreMethod, kStoreMethodCount>& all_store_methods();
 std::string_view to_string(StoreMethod m);  // the Store method's name, e.g. "insert_probe_result"
 
@@ -145,6 +146,7 @@ class FaultyStore final : public Store {
   Result<std::vector<RuntimeLaunch>> launches(const LaunchQuery& q) override;
   Result<std::vector<ProbeResult>> probe_results(const ProbeQuery& q) override;
   Result<std::vector<ProbeCount>> probe_counts(const ProbeQuery& q) override;
+  Result<int64_t> probe_row_count(const ProbeQuery& q) override;
   Result<std::vector<HostSample>> host_samples(const SampleQuery& q) override;
   Result<std::vector<ProcessSample>> process_samples(const SampleQuery& q) override;
   Result<std::vector<Event>> events(const EventQuery& q) override;

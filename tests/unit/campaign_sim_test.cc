@@ -207,6 +207,82 @@ TEST_CASE("soakctl explain recomputes the stored verdict and shows every metric"
   CHECK(j["metrics"].size() == w.verdict("cand")->metrics.size());
 }
 
+TEST_CASE("soakctl explain shows a soak's week as judged at once, and recomputes it when asked") {
+  // Soak traffic every 3 minutes: a week of more rows than explain judges again unasked.
+  const std::string busy = R"(, "cadence": {"soak_traffic": "3m"})";
+  World w(candidate("base", 18431, busy) + "," + candidate("cand", 18432, busy + R"(, "baseline": "base")"));
+  w.run(10 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  REQUIRE(v->stage == "soak");
+  const std::string db = w.tmp.path() + "/s.db";
+  auto ctl = [&](std::vector<std::string> args, std::string* out) {
+    args.insert(args.begin(), {"--db", db, "explain", "cand"});
+    std::ostringstream o, e;
+    const int rc = soakctl_main(args, o, e, w.clock);
+    *out = o.str() + e.str();
+    return rc;
+  };
+  // The soak's own rows, as a recompute would read them.
+  const auto soak = w.stages("cand").back();
+  ProbeQuery q;
+  q.stage_id = soak.id;
+  const auto own = w.store->probe_results(q)->size();
+  REQUIRE(own > 4000);
+
+  std::string out;
+  CHECK(ctl({}, &out) == kCtlExitOk);
+  INFO(out);
+  CHECK(out.find("shown as judged: its " + std::to_string(own) + " probe rows and about ") != std::string::npos);
+  CHECK(out.find("`soakctl explain cand --recompute` judges them again") != std::string::npos);
+  CHECK(out.find("recomputed from the stored rows") == std::string::npos);
+  CHECK(out.find("sequential test (reject when") == std::string::npos);  // the path is the recompute's
+  auto j = nlohmann::json::parse([&] {
+    std::string js;
+    ctl({"--json"}, &js);
+    return js;
+  }());
+  CHECK(j["recomputed"].is_null());
+  CHECK(j["as_judged"]["rows"] == own);
+  CHECK(j["as_judged"]["baseline_rows"].get<int64_t>() + static_cast<int64_t>(own) > 8000);
+  CHECK(j["metrics"].size() == v->metrics.size());
+  CHECK_FALSE(j.contains("sequential"));
+
+  CHECK(ctl({"--recompute"}, &out) == kCtlExitOk);
+  CHECK(out.find("recomputed from the stored rows: identical") != std::string::npos);
+  CHECK(out.find("sequential test (reject when") != std::string::npos);
+
+  // A stored verdict its rows no longer give: shown as stored, and only a
+  // recompute finds the difference (exit 5).
+  {
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open(db.c_str(), &raw) == SQLITE_OK);
+    const std::string sql = "UPDATE verdicts SET reason = 'edited by hand' WHERE id = " + std::to_string(v->id);
+    REQUIRE(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  CHECK(ctl({}, &out) == kCtlExitOk);
+  CHECK(out.find("verdict: promoted (soak) — edited by hand") != std::string::npos);
+  CHECK(ctl({"--recompute"}, &out) == kCtlExitMismatch);
+  CHECK(out.find("recomputed from the stored rows: DIFFERENT: promoted") != std::string::npos);
+  CHECK(ctl({"--recompute", "--stored"}, &out) == kCtlExitUsage);
+  CHECK(out.find("give one of them") != std::string::npos);
+}
+
+TEST_CASE("soakctl explain --stored shows a small stage as judged too") {
+  World w(base_and_cand());
+  w.runner->at("cand").behaviour = Behaviour::SlowDecode;
+  w.run(10 * kDay);
+  const std::string db = w.tmp.path() + "/s.db";
+  std::ostringstream out, err;
+  CHECK(soakctl_main({"--db", db, "explain", "cand", "--stored"}, out, err, w.clock) == kCtlExitOk);
+  INFO(out.str() << err.str());
+  CHECK(out.str().find("verdict: rejected (canary)") != std::string::npos);
+  CHECK(out.str().find("shown as judged; `soakctl explain cand --recompute` judges them again\n") != std::string::npos);
+  CHECK(out.str().find("recomputed from the stored rows") == std::string::npos);
+  CHECK(out.str().find("decode_tps") != std::string::npos);
+}
+
 TEST_CASE("soakctl start/abort/promote reach the daemon through the store") {
   World w(candidate("cand", 18432));
   const std::string db = w.tmp.path() + "/s.db";

@@ -121,6 +121,7 @@ std::string call(Store& s, StoreMethod m, const Fixture& f) {
     case StoreMethod::Launches: return err(s.launches({}));
     case StoreMethod::ProbeResults: return err(s.probe_results({}));
     case StoreMethod::ProbeCounts: return err(s.probe_counts({}));
+    case StoreMethod::ProbeRowCount: return err(s.probe_row_count({}));
     case StoreMethod::HostSamples: return err(s.host_samples({}));
     case StoreMethod::ProcessSamples: return err(s.process_samples({}));
     case StoreMethod::Events: return err(s.events({}));
