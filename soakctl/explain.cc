@@ -106,7 +106,9 @@ Result<JudgedRows> judged_rows(Store& st, const VerdictRow& v, const StoredRecip
   auto own = st.probe_row_count(q);
   if (!own) return own.error();
   n.own = *own;
-  if (!r.recipe.baseline_id || r.recipe.baseline_mode == BaselineMode::None) return n;
+  // With no row of its own (evidence_first_id 0) there is no id to bound the
+  // baseline's by; a stage that ran nothing is judged again at once.
+  if (!r.recipe.baseline_id || r.recipe.baseline_mode == BaselineMode::None || v.evidence_first_id <= 0) return n;
   ProbeQuery b;
   b.candidate_id = r.recipe.baseline_id;
   if (r.recipe.baseline_mode == BaselineMode::History) {

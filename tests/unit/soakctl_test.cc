@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "campaigns/recipe_store.h"
 #include "judges/sequential.h"
 #include "reports/evidence_live.h"
 #include "soakctl/common.h"
@@ -676,6 +677,59 @@ TEST_CASE("soakctl events --limit takes a whole positive number and shows the la
     CHECK(f.run({"--db", f.db, "events", "--limit", bad}, nullptr, &err) == kCtlExitUsage);
     CHECK(err.find("is not a positive whole number (e.g. --limit 200)") != std::string::npos);
   }
+}
+
+TEST_CASE("soakctl explain judges a stage with no rows of its own again at once, however long its baseline's history") {
+  Fixture f;
+  const int64_t base = f.add("base", "b1", std::nullopt);
+  const int64_t cand = f.add("cand", "b2", std::nullopt);
+  auto st = SqliteStore::open(f.db, OpenMode::ReadWrite);
+  REQUIRE(st.ok());
+  Store& s = **st;
+  const int64_t t0 = f.clock.wall_ms();
+  StageRow stage;
+  stage.candidate_id = cand;
+  stage.kind = StageKind::Canary;
+  stage.state = StageState::Inconclusive;
+  stage.started_ms = t0;
+  stage.length_ms = 2 * 3'600'000;
+  stage.deadline_ms = t0 + stage.length_ms;
+  stage.ended_ms = stage.deadline_ms;
+  const int64_t stage_id = *s.insert_stage(stage);
+  // The baseline's rows in the stage's window: more than explain judges again unasked.
+  REQUIRE(sqlite3_exec((*st)->db(), "BEGIN", nullptr, nullptr, nullptr) == SQLITE_OK);
+  for (int i = 0; i < 9000; ++i) {
+    ProbeResult r;
+    r.candidate_id = base;
+    r.host_id = f.host;
+    r.started_wall_ms = t0 + i * 500;
+    r.kind = ProbeKind::Marker;
+    r.outcome = Outcome::Clean;
+    REQUIRE(s.insert_probe_result(r).ok());
+  }
+  REQUIRE(sqlite3_exec((*st)->db(), "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK);
+  StoredRecipe r;
+  r.recipe.stage = StageKind::Canary;
+  r.recipe.candidate_id = cand;
+  r.recipe.host_id = f.host;
+  r.recipe.stage_id = stage_id;
+  r.recipe.now_ms = *stage.ended_ms;
+  r.recipe.baseline_mode = BaselineMode::Interleaved;
+  r.recipe.baseline_id = base;
+  r.rows.since_ms = r.rows.baseline_since_ms = t0;
+  r.rows.until_ms = r.rows.baseline_until_ms = *stage.ended_ms;
+  r.rows.max_ids = *s.max_ids();
+  auto v = judge_from_store(s, r);
+  REQUIRE(v.ok());
+  REQUIRE(v->evidence_first_id == 0);  // none of its own
+  REQUIRE(s.insert_verdict(*v).ok());
+  st->reset();
+
+  std::string out, err;
+  CHECK(f.run({"--db", f.db, "explain", "cand"}, &out, &err) == kCtlExitOk);
+  INFO(out << err);
+  CHECK(out.find("recomputed from the stored rows: identical") != std::string::npos);
+  CHECK(out.find("shown as judged") == std::string::npos);
 }
 
 TEST_CASE("soakctl explain --json answers in JSON when nothing is judged yet") {
