@@ -33,7 +33,8 @@ std::string fmt_num(double v) {
 
 // The most probe rows (a stage's and its baseline's) explain judges again
 // unasked: about a tenth of a second (some 10 µs a row, store_bench measures
-// it); a 24-hour gate is under it, a soak's week six times over.
+// it): a canary is well under it; a 24-hour gate at the default cadences (14,000
+// rows on the benchmark's store) and a soak's week (48,000 with its baseline's) over it.
 constexpr int64_t kRecomputeAtOnceRows = 8000;
 
 // The last points of a measure's path that explain prints (the JSON has them all).

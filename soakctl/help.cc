@@ -38,9 +38,9 @@ Usage:
       metric with its n, estimate, baseline, interval, threshold and reason.
       Exit 5 if the recomputed verdict differs from the stored one. A
       judgment of more than 8000 probe rows (the stage's and its
-      baseline's: a soak's week) is shown as the daemon judged it, from
-      the same rows; --recompute judges them again (half a second and more
-      for a week), --stored never does.
+      baseline's: a gate's day, a soak's week) is shown as the daemon
+      judged it, from the same rows; --recompute judges them again (half a
+      second and more for a week), --stored never does.
   soakctl [STORE] history CANDIDATE [--json]
       Every build or launch of CANDIDATE with its launch, stages and
       verdicts.
