@@ -43,18 +43,25 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
   // host stay out of its comparisons (judges/overlap.h); its baseline's
   // interleaved runs are the canary's own design, not another's load.
   if (r.stage == StageKind::Canary) {
+    // Asked per candidate and kind, through the (candidate, kind) index: by
+    // kind and time alone the query read the whole table, once per kind.
+    auto candidates = store.candidates();
+    if (!candidates) return candidates.error();
     std::vector<ProbeResult> others;
-    for (ProbeKind k : kHeavyProbeKinds) {
-      ProbeQuery hq;
-      hq.kind = k;
-      hq.since_ms = sel.since_ms;
-      hq.until_ms = sel.until_ms;
-      hq.max_id = sel.max_ids.probe;
-      auto heavy = store.probe_results(hq);
-      if (!heavy) return heavy.error();
-      for (auto& h : *heavy)
-        if (h.host_id == r.host_id && h.candidate_id != r.candidate_id && h.candidate_id != r.baseline_id)
-          others.push_back(std::move(h));
+    for (const CandidateRow& c : *candidates) {
+      if (c.host_id != r.host_id || c.id == r.candidate_id || c.id == r.baseline_id) continue;
+      for (ProbeKind k : kHeavyProbeKinds) {
+        ProbeQuery hq;
+        hq.candidate_id = c.id;
+        hq.kind = k;
+        hq.since_ms = sel.since_ms;
+        hq.until_ms = sel.until_ms;
+        hq.max_id = sel.max_ids.probe;
+        auto heavy = store.probe_results(hq);
+        if (!heavy) return heavy.error();
+        for (auto& h : *heavy)
+          if (h.host_id == r.host_id) others.push_back(std::move(h));
+      }
     }
     mark_overlapped_heavy(in.candidate_rows, others);
   }

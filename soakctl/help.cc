@@ -84,7 +84,8 @@ Every command takes --json for machine-readable output, and refuses an option
 it does not list above.
 Exit codes: 0 ok / promoted, 1 rejected, 2 usage error, 3 not decided,
             4 store, config or candidate not found / unreadable, 5 explain:
-            the recomputed verdict differs from the stored one.
+            the recomputed verdict differs from the stored one (shown as
+            judged, explain exits 0).
 )";
 
 // "a, b, c" broken into lines that fit the help's width, each continuation

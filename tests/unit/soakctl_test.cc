@@ -679,14 +679,26 @@ TEST_CASE("soakctl events --limit takes a whole positive number and shows the la
   }
 }
 
-TEST_CASE("soakctl explain judges a stage with no rows of its own again at once, however long its baseline's history") {
-  Fixture f;
+// A canary that ran nothing, judged against a history baseline of `baseline_rows`
+// rows before it (what explain's count must see without an id of the canary's own).
+void judged_empty_canary_against_history(Fixture& f, int baseline_rows) {
   const int64_t base = f.add("base", "b1", std::nullopt);
   const int64_t cand = f.add("cand", "b2", std::nullopt);
   auto st = SqliteStore::open(f.db, OpenMode::ReadWrite);
   REQUIRE(st.ok());
   Store& s = **st;
   const int64_t t0 = f.clock.wall_ms();
+  REQUIRE(sqlite3_exec((*st)->db(), "BEGIN", nullptr, nullptr, nullptr) == SQLITE_OK);
+  for (int i = 0; i < baseline_rows; ++i) {
+    ProbeResult r;
+    r.candidate_id = base;
+    r.host_id = f.host;
+    r.started_wall_ms = t0 - 3'600'000 + i * 100;  // the hour before the canary
+    r.kind = ProbeKind::Marker;
+    r.outcome = Outcome::Clean;
+    if (!s.insert_probe_result(r).ok()) FAIL("insert_probe_result");
+  }
+  REQUIRE(sqlite3_exec((*st)->db(), "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK);
   StageRow stage;
   stage.candidate_id = cand;
   stage.kind = StageKind::Canary;
@@ -695,41 +707,43 @@ TEST_CASE("soakctl explain judges a stage with no rows of its own again at once,
   stage.length_ms = 2 * 3'600'000;
   stage.deadline_ms = t0 + stage.length_ms;
   stage.ended_ms = stage.deadline_ms;
-  const int64_t stage_id = *s.insert_stage(stage);
-  // The baseline's rows in the stage's window: more than explain judges again unasked.
-  REQUIRE(sqlite3_exec((*st)->db(), "BEGIN", nullptr, nullptr, nullptr) == SQLITE_OK);
-  for (int i = 0; i < 9000; ++i) {
-    ProbeResult r;
-    r.candidate_id = base;
-    r.host_id = f.host;
-    r.started_wall_ms = t0 + i * 500;
-    r.kind = ProbeKind::Marker;
-    r.outcome = Outcome::Clean;
-    REQUIRE(s.insert_probe_result(r).ok());
-  }
-  REQUIRE(sqlite3_exec((*st)->db(), "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK);
   StoredRecipe r;
   r.recipe.stage = StageKind::Canary;
   r.recipe.candidate_id = cand;
   r.recipe.host_id = f.host;
-  r.recipe.stage_id = stage_id;
+  r.recipe.stage_id = *s.insert_stage(stage);
   r.recipe.now_ms = *stage.ended_ms;
-  r.recipe.baseline_mode = BaselineMode::Interleaved;
+  r.recipe.baseline_mode = BaselineMode::History;
   r.recipe.baseline_id = base;
-  r.rows.since_ms = r.rows.baseline_since_ms = t0;
-  r.rows.until_ms = r.rows.baseline_until_ms = *stage.ended_ms;
+  r.rows.since_ms = t0;
+  r.rows.until_ms = *stage.ended_ms;
+  r.rows.baseline_since_ms = t0 - 30LL * 86'400'000;
+  r.rows.baseline_until_ms = t0;
   r.rows.max_ids = *s.max_ids();
   auto v = judge_from_store(s, r);
   REQUIRE(v.ok());
   REQUIRE(v->evidence_first_id == 0);  // none of its own
   REQUIRE(s.insert_verdict(*v).ok());
-  st->reset();
+}
 
+TEST_CASE("soakctl explain counts a history baseline's rows for a stage with none of its own") {
   std::string out, err;
-  CHECK(f.run({"--db", f.db, "explain", "cand"}, &out, &err) == kCtlExitOk);
-  INFO(out << err);
-  CHECK(out.find("recomputed from the stored rows: identical") != std::string::npos);
-  CHECK(out.find("shown as judged") == std::string::npos);
+  SECTION("a long history: shown as judged") {
+    Fixture f;
+    judged_empty_canary_against_history(f, 9000);
+    CHECK(f.run({"--db", f.db, "explain", "cand"}, &out, &err) == kCtlExitOk);
+    INFO(out << err);
+    CHECK(out.find("shown as judged: its 0 probe rows and about 9000 of its baseline's") != std::string::npos);
+    CHECK(f.run({"--db", f.db, "explain", "cand", "--recompute"}, &out, &err) == kCtlExitOk);
+    CHECK(out.find("recomputed from the stored rows: identical") != std::string::npos);
+  }
+  SECTION("a short one: judged again at once") {
+    Fixture f;
+    judged_empty_canary_against_history(f, 100);
+    CHECK(f.run({"--db", f.db, "explain", "cand"}, &out, &err) == kCtlExitOk);
+    INFO(out << err);
+    CHECK(out.find("recomputed from the stored rows: identical") != std::string::npos);
+  }
 }
 
 TEST_CASE("soakctl explain --json answers in JSON when nothing is judged yet") {
