@@ -5,8 +5,10 @@
 #include <map>
 #include <string>
 
+#include "campaigns/recipe_store.h"
 #include "tests/catch.h"
 #include "tests/support/sim_world.h"
+#include "tests/support/temp_dir.h"
 
 using namespace soak;
 using namespace soak::sim;
@@ -137,4 +139,68 @@ TEST_CASE("a canary's heavy rows never overlap another candidate's traffic: the 
   INFO(turns << " gate turns of a during b's canary, " << heavy.size() << " heavy rows of b");
   CHECK(turns > 0);  // the gate's traffic went on between the canary's heavy runs
   CHECK(overlapping == 0);
+}
+
+TEST_CASE("a canary's judge input marks its rows that overlapped another candidate's heavy work on its host") {
+  TempDir tmp;
+  auto opened = SqliteStore::open(tmp.path() + "/s.db", OpenMode::ReadWrite, Durability::Fast);
+  REQUIRE(opened.ok());
+  SqliteStore& st = **opened;
+  const int64_t t0 = 1'767'225'600'000;
+  const int64_t here = *st.upsert_host(HostInfo{"studio", "Mac15,14", 1, "macOS"}, t0);
+  const int64_t there = *st.upsert_host(HostInfo{"studio-2", "Mac15,14", 1, "macOS"}, t0);
+  auto candidate = [&](const std::string& name, int64_t host) {
+    CandidateRow c;
+    c.host_id = host;
+    c.name = name;
+    c.model = "qwen3.6-35b-a3b";
+    c.runtime = RuntimeKind::LlamaCpp;
+    c.build = "b1";
+    c.base_url = "http://127.0.0.1:8080";
+    return *st.upsert_candidate(c, t0);
+  };
+  const int64_t cand = candidate("cand", here), base = candidate("base", here), other = candidate("other", here),
+                far = candidate("far", there);
+  StageRow stage;
+  stage.candidate_id = cand;
+  stage.kind = StageKind::Canary;
+  stage.state = StageState::Passed;
+  stage.started_ms = t0;
+  stage.length_ms = 2 * kHour;
+  stage.deadline_ms = stage.ended_ms.emplace(t0 + stage.length_ms);
+  const int64_t stage_id = *st.insert_stage(stage);
+  auto row = [&](int64_t candidate_id, int64_t host, ProbeKind kind, int64_t start_s, int64_t secs,
+                 std::optional<int64_t> in_stage = std::nullopt) {
+    ProbeResult r;
+    r.candidate_id = candidate_id;
+    r.host_id = host;
+    r.stage_id = in_stage;
+    r.kind = kind;
+    r.outcome = Outcome::Clean;
+    r.started_wall_ms = t0 + start_s * 1000;
+    r.t_done_us = secs * 1'000'000;
+    REQUIRE(st.insert_probe_result(r).ok());
+  };
+  // The canary's timed rows at 1 s, 20 s and 40 s, 5 s each.
+  for (int64_t s : {1, 20, 40}) row(cand, here, ProbeKind::Marker, s, 5, stage_id);
+  row(base, here, ProbeKind::Burst, 0, 10);         // its own baseline's: the canary's design
+  row(other, here, ProbeKind::LongContext, 19, 3);  // another candidate's, on its host
+  row(far, there, ProbeKind::Capacity, 39, 10);     // another host's
+  StoredRecipe r;
+  r.recipe.stage = StageKind::Canary;
+  r.recipe.candidate_id = cand;
+  r.recipe.host_id = here;
+  r.recipe.stage_id = stage_id;
+  r.recipe.now_ms = *stage.ended_ms;
+  r.recipe.baseline_mode = BaselineMode::Interleaved;
+  r.recipe.baseline_id = base;
+  r.rows.since_ms = r.rows.baseline_since_ms = t0;
+  r.rows.until_ms = r.rows.baseline_until_ms = *stage.ended_ms;
+  r.rows.max_ids = *st.max_ids();
+  auto in = build_judge_input(st, r);
+  REQUIRE(in.ok());
+  REQUIRE(in->candidate_rows.size() == 3);
+  std::map<int64_t, bool> overlapped;
+  for (const auto& c : in->candidate_rows) overlapped[(c.started_wall_ms - t0) / 1000] = c.overlapped_heavy;
+  CHECK(overlapped == std::map<int64_t, bool>{{1, false}, {20, true}, {40, false}});
 }
