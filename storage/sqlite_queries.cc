@@ -124,19 +124,18 @@ size_t SqliteStore::probe_rows_at_most(const ProbeQuery& q) {
   constexpr int64_t kSmallLimit = 1024;
   if (q.limit > 0 && q.limit <= kSmallLimit) return static_cast<size_t>(q.limit);
   if (!q.stage_id && !q.candidate_id) return 0;
-  Where w;
+  ProbeQuery indexed;  // what an index alone answers: no time window
   if (q.stage_id) {
-    w.add("stage_id = ?", q.stage_id);
+    indexed.stage_id = q.stage_id;
   } else {
-    w.add("candidate_id = ?", q.candidate_id);
-    w.add("kind = ?", q.kind);
+    indexed.candidate_id = q.candidate_id;
+    indexed.kind = q.kind;
   }
-  w.add("id >= ?", q.min_id);
-  w.add("id <= ?", q.max_id);
-  auto n = select_all<int64_t>(cache_.get(), db_, "SELECT COUNT(*) FROM probe_results" + w.sql(), w,
-                               [](const Stmt& s) -> Result<int64_t> { return s.i64(0); });
-  if (!n || n->size() != 1 || n->front() <= 0) return 0;
-  return static_cast<size_t>(q.limit > 0 ? std::min(n->front(), q.limit) : n->front());
+  indexed.min_id = q.min_id;
+  indexed.max_id = q.max_id;
+  auto n = probe_row_count(indexed);
+  if (!n || *n <= 0) return 0;
+  return static_cast<size_t>(q.limit > 0 ? std::min(*n, q.limit) : *n);
 }
 
 Result<std::vector<ProbeResult>> SqliteStore::probe_results(const ProbeQuery& q) {
