@@ -19,3 +19,18 @@ if(SOAKD_BUILD_TESTS)
   endif()
   message(STATUS "Catch2 ${Catch2_VERSION} (major ${SOAKD_CATCH_MAJOR})")
 endif()
+
+# What spdlog (with its fmt) and libuv ask of a file that includes their
+# headers, without linking them. soak_core and the precompiled header compile
+# with it; only the libraries that log (soak_log) or run the event loop link the
+# libraries themselves, so a program that does neither, soakctl, loads neither:
+# fewer libraries to load and relocate at each start (docs/DESIGN.md §4.1).
+add_library(soak_header_deps INTERFACE)
+foreach(dep spdlog::spdlog fmt::fmt PkgConfig::UV)
+  if(TARGET ${dep})
+    target_compile_definitions(soak_header_deps INTERFACE $<TARGET_PROPERTY:${dep},INTERFACE_COMPILE_DEFINITIONS>)
+    target_include_directories(soak_header_deps SYSTEM INTERFACE
+      $<TARGET_PROPERTY:${dep},INTERFACE_INCLUDE_DIRECTORIES>)
+    target_compile_options(soak_header_deps INTERFACE $<TARGET_PROPERTY:${dep},INTERFACE_COMPILE_OPTIONS>)
+  endif()
+endforeach()

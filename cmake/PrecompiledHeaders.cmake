@@ -32,10 +32,11 @@ set(SOAKD_PCH_HEADERS
   <vector>
 )
 
-# The product code's: compiled with what every product library has (the
-# libraries soak_core links), none of them built first.
+# The product code's: compiled with what every product library has (what
+# soak_core links: nlohmann_json, and spdlog's and libuv's compile flags through
+# soak_header_deps, not the libraries), none of them built first.
 add_library(soak_pch OBJECT ${CMAKE_CURRENT_LIST_DIR}/pch.cc)
-target_link_libraries(soak_pch PRIVATE nlohmann_json::nlohmann_json spdlog::spdlog PkgConfig::UV)
+target_link_libraries(soak_pch PRIVATE nlohmann_json::nlohmann_json soak_header_deps)
 target_precompile_headers(soak_pch PRIVATE ${SOAKD_PCH_HEADERS})
 
 # soak_reuse_pch(DIR [PCH]): every library and program under DIR (its subfolders too)

@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/log_text.h"  // redact, log_tail_line
 #include "core/result.h"
 
 namespace soak {
@@ -26,12 +27,5 @@ inline constexpr size_t kLogRotateFiles = 5;
 // Auto: console if stderr is a TTY, else a rotating file at `path`.
 Result<Logger> make_logger(LogTarget target, const std::string& path, const std::string& level = "info");
 Logger make_null_logger();
-
-std::string redact(std::string_view text);
-
-// The end of a runtime's log on one line, for a reason or an event: trailing
-// blanks trimmed, at most `max_chars` of its end ("..." before a cut), each
-// line break replaced by `separator`, carriage returns dropped.
-std::string log_tail_line(std::string tail, size_t max_chars, std::string_view separator);
 
 }  // namespace soak

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/byte_size.h"
-#include "core/log.h"
+#include "core/log_text.h"
 #include "judges/internal.h"
 
 namespace soak::judge_detail {

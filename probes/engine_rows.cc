@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/log.h"
+#include "core/log_text.h"
 #include "probes/chat_contract.h"
 #include "probes/runtimes/runtime.h"
 #include "probes/text_util.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/log.h"
+#include "core/log_text.h"
 #include "probes/answer_check.h"
 #include "probes/chat_contract.h"
 #include "probes/engine_rows.h"
