@@ -114,8 +114,35 @@ int main(int argc, char** argv) {
       keep = true;
     else if (a == "--no-golden")
       golden = false;
-    else
+    else if (a == "-h" || a == "--help") {
+      std::printf(
+          "usage: store_bench [DIR] [--candidates N] [--builds N] [--keep] [--no-golden]\n"
+          "  DIR: where the store is generated (default /tmp/soakd-store-bench); emptied first,\n"
+          "  so it must be new, empty or a store_bench directory; removed at the end unless --keep\n");
+      return 0;
+    } else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "store_bench: unknown option %s (store_bench --help)\n", a.c_str());
+      return 2;
+    } else
       dir = a;
+  }
+  // DIR is emptied first: only a directory this benchmark made (its store
+  // files and nothing else), never one that holds anything else.
+  if (std::error_code ec; fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) {
+      std::fprintf(stderr, "store_bench: %s is not a directory\n", dir.c_str());
+      return 2;
+    }
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (!e.is_regular_file() || (name.rfind("soakd.db", 0) != 0 && name.rfind("running.db", 0) != 0)) {
+        std::fprintf(stderr,
+                     "store_bench: %s holds %s, which store_bench did not write; refusing to empty it "
+                     "(pass a new or empty directory)\n",
+                     dir.c_str(), name.c_str());
+        return 2;
+      }
+    }
   }
   fs::remove_all(dir);
   fs::create_directories(dir);
