@@ -118,7 +118,8 @@ int main(int argc, char** argv) {
       std::printf(
           "usage: store_bench [DIR] [--candidates N] [--builds N] [--keep] [--no-golden]\n"
           "  DIR: where the store is generated (default /tmp/soakd-store-bench); emptied first,\n"
-          "  so it must be new, empty or a store_bench directory; removed at the end unless --keep\n");
+          "  so it must be new, empty or one store_bench made (it holds .store_bench);\n"
+          "  removed at the end unless --keep\n");
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "store_bench: unknown option %s (store_bench --help)\n", a.c_str());
@@ -126,26 +127,35 @@ int main(int argc, char** argv) {
     } else
       dir = a;
   }
-  // DIR is emptied first: only a directory this benchmark made (its store
-  // files and nothing else), never one that holds anything else.
-  if (std::error_code ec; fs::exists(dir, ec)) {
+  // DIR is emptied first, so only a directory this benchmark made: one that
+  // holds its marker file (a soakd store's own directory holds the same
+  // soakd.db names, never the marker), or an empty or new one.
+  const std::string marker = dir + "/.store_bench";
+  if (std::error_code ec; fs::exists(dir, ec) || ec) {
     if (!fs::is_directory(dir, ec)) {
       std::fprintf(stderr, "store_bench: %s is not a directory\n", dir.c_str());
       return 2;
     }
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      const std::string name = e.path().filename().string();
-      if (!e.is_regular_file() || (name.rfind("soakd.db", 0) != 0 && name.rfind("running.db", 0) != 0)) {
-        std::fprintf(stderr,
-                     "store_bench: %s holds %s, which store_bench did not write; refusing to empty it "
-                     "(pass a new or empty directory)\n",
-                     dir.c_str(), name.c_str());
-        return 2;
-      }
+    const bool ours = fs::is_regular_file(marker, ec);
+    const bool empty = fs::is_empty(dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "store_bench: cannot read %s: %s\n", dir.c_str(), ec.message().c_str());
+      return 2;
+    }
+    if (!ours && !empty) {
+      std::fprintf(stderr,
+                   "store_bench: %s is not empty and was not made by store_bench (no %s); refusing to empty "
+                   "it (pass a new or empty directory)\n",
+                   dir.c_str(), marker.c_str());
+      return 2;
     }
   }
   fs::remove_all(dir);
   fs::create_directories(dir);
+  if (FILE* f = std::fopen(marker.c_str(), "w")) {
+    std::fputs("store_bench's directory: store_bench empties it when run here again\n", f);
+    std::fclose(f);
+  }
   const std::string db = dir + "/soakd.db";
 
   auto opened = SqliteStore::open(db, OpenMode::ReadWrite, Durability::Fast);

@@ -11,7 +11,8 @@ prog=$1
 static_cxx=${2:-}
 [ -x "$prog" ] || { echo "links_lean: no program at $prog" >&2; exit 2; }
 
-if command -v readelf >/dev/null 2>&1 && readelf -h "$prog" >/dev/null 2>&1; then
+if command -v readelf >/dev/null 2>&1 && [ "$(uname -s)" != Darwin ]; then
+  readelf -h "$prog" >/dev/null 2>&1 || { echo "links_lean: $prog is not a program readelf can read" >&2; exit 2; }
   libs=$(readelf -d "$prog" | sed -n 's/.*(NEEDED).*\[\(.*\)\].*/\1/p')
 elif command -v otool >/dev/null 2>&1; then
   libs=$(otool -L "$prog" | sed -n '2,$s/^[[:space:]]*\([^ ]*\).*/\1/p' | sed 's#.*/##')
@@ -27,7 +28,7 @@ bad=0
 for lib in $libs; do
   for u in $unwanted; do
     case "$lib" in
-      "$u".*) echo "$prog loads $lib, which it should not (soakctl/CMakeLists.txt)"; bad=$((bad + 1)) ;;
+      "$u"*) echo "$prog loads $lib, which it should not (soakctl/CMakeLists.txt)"; bad=$((bad + 1)) ;;
     esac
   done
 done
