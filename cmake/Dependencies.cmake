@@ -25,8 +25,9 @@ endif()
 # with it; only the libraries that log (soak_log) or run the event loop link the
 # libraries themselves, so a program that does neither, soakctl, loads neither:
 # fewer libraries to load and relocate at each start (docs/DESIGN.md §4.1).
+# The properties are read transitively: spdlog's bring its fmt's (FMT_SHARED).
 add_library(soak_header_deps INTERFACE)
-foreach(dep spdlog::spdlog fmt::fmt PkgConfig::UV)
+foreach(dep spdlog::spdlog PkgConfig::UV)
   if(TARGET ${dep})
     target_compile_definitions(soak_header_deps INTERFACE $<TARGET_PROPERTY:${dep},INTERFACE_COMPILE_DEFINITIONS>)
     target_include_directories(soak_header_deps SYSTEM INTERFACE
