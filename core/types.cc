@@ -46,7 +46,7 @@ constexpr Table<RuntimeKind, 8> kRuntimes{{
     {RuntimeKind::OpenAI, "openai"},
 }};
 
-constexpr Table<Outcome, 31> kOutcomes{{
+constexpr Table<Outcome, 33> kOutcomes{{
     {Outcome::Clean, "clean"},
     {Outcome::ConnectRefused, "connect_refused"},
     {Outcome::ConnectTimeout, "connect_timeout"},
@@ -60,6 +60,7 @@ constexpr Table<Outcome, 31> kOutcomes{{
     {Outcome::StreamError, "stream_error"},
     {Outcome::Stalled, "stalled"},
     {Outcome::Timeout, "timeout"},
+    {Outcome::QueueTimeout, "queue_timeout"},
     {Outcome::Truncated, "truncated"},
     {Outcome::MalformedResponse, "malformed_response"},
     {Outcome::MissingFinishReason, "missing_finish_reason"},
@@ -69,6 +70,7 @@ constexpr Table<Outcome, 31> kOutcomes{{
     {Outcome::IdentityUnproven, "identity_unproven"},
     {Outcome::MissingMarker, "missing_marker"},
     {Outcome::EmptyAnswer, "empty_answer"},
+    {Outcome::LeakedMarkup, "leaked_markup"},
     {Outcome::InvalidJson, "invalid_json"},
     {Outcome::InvalidToolCall, "invalid_tool_call"},
     {Outcome::EmptyToolArgs, "empty_tool_args"},

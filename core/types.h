@@ -38,6 +38,7 @@ enum class Outcome {
   StreamError,        // an error object arrived inside the stream
   Stalled,            // no content event for the stall timeout (keep-alives don't count)
   Timeout,            // wall timeout hit
+  QueueTimeout,       // the wall timeout hit while the request still waited in the runtime's queue (no first byte)
   Truncated,          // response-size cap hit
   MalformedResponse,  // body is not the JSON / SSE shape the API promises
   MissingFinishReason,
@@ -48,6 +49,7 @@ enum class Outcome {
   IdentityUnproven,  // the runtime only echoes the requested model: nothing proves which weights serve (never a pass)
   MissingMarker,
   EmptyAnswer,      // a probe that expects text got no answer content (reasoning alone is not an answer)
+  LeakedMarkup,     // answer content carries reasoning markup, chat-template tokens, U+FFFD or control characters
   InvalidJson,      // strict-JSON probe: not JSON, or JSON violating the schema
   InvalidToolCall,  // no tool call, wrong name, arguments not valid JSON / schema
   EmptyToolArgs,    // tool call with `{}` arguments where an object was required
