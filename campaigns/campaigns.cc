@@ -139,12 +139,44 @@ StoredRecipe Campaigns::stored_recipe(const Track& t, StageEnd end, int64_t now)
   return r;
 }
 
+// The gate's and soak's own earlier stages (the candidate against itself,
+// docs/DESIGN.md §3.5): the latest passed canary, and for the soak the latest
+// passed gate, of the same candidate row before the running stage.
+std::vector<int64_t> Campaigns::own_earlier_stages(const Track& t) {
+  std::vector<int64_t> out;
+  if (!t.row || !t.stage || (t.stage->kind != StageKind::Gate && t.stage->kind != StageKind::Soak)) return out;
+  auto stages = d_.store.stages(t.row->id);
+  if (!stages) {
+    d_.log->warn("{}: its earlier stages could not be read: {}", t.name, stages.message());
+    return out;
+  }
+  std::vector<StageKind> wanted{StageKind::Canary};
+  if (t.stage->kind == StageKind::Soak) wanted.push_back(StageKind::Gate);
+  for (StageKind k : wanted) {
+    std::optional<int64_t> latest;
+    for (const StageRow& st : *stages)
+      if (st.kind == k && st.state == StageState::Passed && st.id < t.stage->id) latest = st.id;
+    if (latest) out.push_back(*latest);
+  }
+  return out;
+}
+
 void Campaigns::finish_stage(Track& t, StageEnd end, int64_t now) {
-  auto judged = judge_stage_from_store(d_.store, stored_recipe(t, end, now));
+  // Only the stage's own judgment reads its earlier stages' rows (the checks
+  // for hard failures while it runs need none of them).
+  StoredRecipe recipe = stored_recipe(t, end, now);
+  recipe.recipe.own_stage_ids = own_earlier_stages(t);
+  auto judged = judge_stage_from_store(d_.store, recipe);
   if (!judged) {
     d_.log->error("{}: cannot judge {}: {}", t.name, to_string(t.stage->kind), judged.message());
     return;  // retried on the next tick
   }
+  // Short of a decisive rule's evidence, with more of it coming: the stage runs on.
+  if (end == StageEnd::Completed)
+    if (auto wait = wait_for_evidence(t, judged->verdict, now)) {
+      apply(t, std::move(*wait), now);
+      return;
+    }
   // The build's context reach, beside its verdict (soakctl status shows it).
   if (judged->reach)
     if (auto id = d_.store.insert_context_reach(*judged->reach); !id)

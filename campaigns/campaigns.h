@@ -137,6 +137,7 @@ class Campaigns {
   void end_with(Track& t, VerdictState state, const std::string& reason, int64_t now, const std::string& who = "",
                 const std::string& why = "");
   StoredRecipe stored_recipe(const Track& t, StageEnd end, int64_t now);
+  std::vector<int64_t> own_earlier_stages(const Track& t);
   void launch(const InFlight& f, const CandidateSnapshot& cfg, std::optional<int64_t> stage_id, StageKind stage,
               TaskKind task, int64_t group_id);
   void on_task_done(int64_t work_id, TaskReport report, int64_t now);

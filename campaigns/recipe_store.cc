@@ -77,6 +77,17 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
     in.baseline_rows = std::move(*b);
   }
 
+  // The candidate's own earlier stages (the candidate against itself).
+  for (int64_t own_stage : r.own_stage_ids) {
+    ProbeQuery oq;
+    oq.candidate_id = r.candidate_id;
+    oq.stage_id = own_stage;
+    oq.max_id = sel.max_ids.probe;
+    auto own = store.probe_results(oq);
+    if (!own) return own.error();
+    for (auto& o : *own) in.own_rows.push_back(std::move(o));
+  }
+
   SampleQuery ps;
   ps.candidate_id = r.candidate_id;
   ps.since_ms = sel.since_ms;

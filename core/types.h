@@ -351,6 +351,14 @@ struct RowMaxIds {
   int64_t golden = 0;  // golden_answers
 };
 
+// A decisive rule a verdict could not decide for want of evidence, and the
+// probe kinds more of whose rows would give it (judges/evidence.cc).
+struct EvidenceGap {
+  std::string rule;
+  std::vector<ProbeKind> kinds;
+  bool operator==(const EvidenceGap&) const = default;
+};
+
 struct VerdictRow {
   int64_t id = 0;
   int64_t candidate_id = 0;
@@ -369,6 +377,10 @@ struct VerdictRow {
   std::string judge_input_json;  // what the judge was given besides rows (rules, window, coverage): for recompute
   bool is_override = false;
   std::string who, why;  // for overrides
+  // Not stored: set by the judge when the verdict is inconclusive for one
+  // reason only, decisive rules short of their evidence; a stage that can
+  // still run on and has more of that work coming does (docs/DESIGN.md §3.2).
+  std::vector<EvidenceGap> awaiting_evidence;
 };
 
 enum class ControlAction { Start, Abort, Promote };

@@ -53,11 +53,34 @@ std::string sizes(int64_t n_c, int64_t n_b) {
   return format("n=%lld candidate, %lld baseline", static_cast<long long>(n_c), static_cast<long long>(n_b));
 }
 
+// What the candidate's rows are compared with: the baseline (its rows named
+// "<metric>/<locator>"), or the candidate's own earlier stages ("self/...").
+struct Reference {
+  std::string prefix;  // "" or "self/"
+  std::string what;    // "baseline", "its own earlier stages"
+  bool by_interval = false;    // decide on the interval's end nearest no change, not the estimate
+  bool history_floor = false;  // the effect floor is at least a history baseline's own spread
+};
+
+Reference baseline_reference(const Context& c) {
+  // The canary decides on the shift's estimate; the gate and the soak on the
+  // end of its interval nearest to no change: they compare every band and
+  // long-context size, some on six rounds a side, and a chance separation
+  // there must not hold a healthy build.
+  return {"", "baseline", c.in.recipe.stage != StageKind::Canary,
+          c.in.recipe.baseline_mode == BaselineMode::History};
+}
+
+// The candidate against itself is always judged on the interval's end: its
+// earlier stages ran other work beside these rows (the canary's heavy probes,
+// the gate's back-to-back turns).
+const Reference kSelf{"self/", "its own earlier stages", true, false};
+
 class PoolJudge {
  public:
   PoolJudge(const Context& c, Judgement& j, const Locator& loc, const std::vector<const ProbeResult*>& cand,
-            const std::vector<const ProbeResult*>& base)
-      : c_(c), j_(j), loc_(loc), label_(locator_label(loc)), cand_(cand), base_(base) {}
+            const std::vector<const ProbeResult*>& base, const Reference& ref)
+      : c_(c), j_(j), loc_(loc), label_(locator_label(loc)), cand_(cand), base_(base), ref_(ref) {}
 
   // Returns how many metrics had enough samples on both sides.
   int run() {
@@ -80,7 +103,7 @@ class PoolJudge {
 
  private:
   std::string name(std::string_view metric_name, std::string_view suffix = {}) const {
-    return std::string(metric_name) + std::string(suffix) + "/" + label_;
+    return ref_.prefix + std::string(metric_name) + std::string(suffix) + "/" + label_;
   }
 
   bool central(const PerfMetric& pm, Pair v, std::string_view source) {
@@ -112,7 +135,7 @@ class PoolJudge {
     // side, and a chance separation there must not hold a healthy build.
     const double estimate_worse = sign * mw.shift / scale;
     const double interval_worse = (sign > 0 ? mw.shift_lo : -mw.shift_hi) / scale;
-    const bool by_interval = c_.in.recipe.stage != StageKind::Canary;
+    const bool by_interval = ref_.by_interval;
     const double worse = by_interval ? interval_worse : estimate_worse;
     const bool significant = mw.p_value < rules.alpha;
     const Floor fl = floor_for(pm);
@@ -145,8 +168,9 @@ class PoolJudge {
     if (result != MetricResult::Pass && pm.figure != Figure::Ttft && !acceptance_.empty())
       verdict += " despite " + acceptance_;
 
-    std::string reason = format("median %s vs %s baseline, shift %s [%s, %s], %s (%s), %s; source %s", num(cm).c_str(),
-                                num(bm).c_str(), pct(mw.shift / scale).c_str(), pct(mw.shift_lo / scale).c_str(),
+    std::string reason = format("median %s vs %s %s, shift %s [%s, %s], %s (%s), %s; source %s", num(cm).c_str(),
+                                num(bm).c_str(), ref_.what.c_str(), pct(mw.shift / scale).c_str(),
+                                pct(mw.shift_lo / scale).c_str(),
                                 pct(mw.shift_hi / scale).c_str(), pval(mw.p_value).c_str(),
                                 mw.exact ? "exact" : "normal", sizes(n_c, n_b).c_str(), std::string(source).c_str());
     reason += format("; threshold %s + hold band %s (judge.hold_band), floor from %s", pct(fl.value).c_str(),
@@ -157,9 +181,9 @@ class PoolJudge {
     m.n_baseline = n_b;
     set_numbers(m, cm, bm, mw.shift_lo / scale, mw.shift_hi / scale, fl.value, mw.p_value);
     // The verdict's reason gets the short form; the metric row keeps it all.
-    std::string brief =
-        format("%s %s %s vs baseline (median %s vs %s)", std::string(pm.name).c_str(), short_workload().c_str(),
-               pct(mw.shift / scale).c_str(), num(cm).c_str(), num(bm).c_str());
+    std::string brief = format("%s%s %s %s vs %s (median %s vs %s)", ref_.prefix.c_str(), std::string(pm.name).c_str(),
+                               short_workload().c_str(), pct(mw.shift / scale).c_str(), ref_.what.c_str(),
+                               num(cm).c_str(), num(bm).c_str());
     if (result != MetricResult::Pass && pm.figure != Figure::Ttft && !acceptance_.empty())
       brief += " despite " + acceptance_;
     if (result != MetricResult::Pass)
@@ -181,7 +205,7 @@ class PoolJudge {
   Floor floor_for(const PerfMetric& pm) const {
     const auto& rules = c_.in.recipe.judge;
     Floor f{rules.effect_floor, "judge.effect_floor", "judge.effect_floor"};
-    if (c_.in.recipe.baseline_mode != BaselineMode::History) return f;
+    if (!ref_.history_floor) return f;
     const StageSpread sp = stage_spread(pm, base_, rules.min_samples);
     if (sp.stages < 2) {
       f.from += format(" (history baseline: %d stored stage(s) with %d samples, too few to measure its own spread)",
@@ -244,9 +268,10 @@ class PoolJudge {
     if (fail) {
       ++comparable_;
       j_.find(Severity::Failure,
-              format("%s %s %sx the baseline on every sample (best %s vs worst %s, %lld vs %lld samples), "
+              format("%s%s %s %sx %s on every sample (best %s vs worst %s, %lld vs %lld samples), "
                      "threshold %sx from judge.few_sample_factor",
-                     std::string(pm.name).c_str(), short_workload().c_str(), num(times).c_str(), num(cand_best).c_str(),
+                     ref_.prefix.c_str(), std::string(pm.name).c_str(), short_workload().c_str(), num(times).c_str(),
+                     ref_.what.c_str(), num(cand_best).c_str(),
                      num(base_worst).c_str(), static_cast<long long>(n_c), static_cast<long long>(n_b),
                      num(rules.few_sample_factor).c_str()));
     }
@@ -309,8 +334,10 @@ class PoolJudge {
     set_numbers(m, cq, bq, ci.lo, ci.hi, rules.tail_tolerance, p);
     if (regression)
       j_.find(Severity::Hold,
-              format("tail: %s %s %s worse than baseline (%s vs %s)", m.metric.substr(0, m.metric.find('/')).c_str(),
-                     short_workload().c_str(), pct(worse).c_str(), num(cq).c_str(), num(bq).c_str()));
+              format("tail: %s%s %s %s worse than %s (%s vs %s)", ref_.prefix.c_str(),
+                     m.metric.substr(ref_.prefix.size(), m.metric.find('/', ref_.prefix.size()) - ref_.prefix.size()).c_str(),
+                     short_workload().c_str(), pct(worse).c_str(), ref_.what.c_str(), num(cq).c_str(),
+                     num(bq).c_str()));
     j_.add(std::move(m));
   }
 
@@ -384,7 +411,9 @@ class PoolJudge {
     m.reason = (fail ? "error rate higher than baseline: " : "") + counts + ", " + pval(p) +
                " (Fisher, one-sided; significant below judge.alpha " + num(rules.alpha) + ")";
     set_numbers(m, rc, rb, ci.lo, ci.hi, rules.alpha, p);
-    if (fail) j_.find(Severity::Failure, "error rate " + short_workload() + " higher than baseline: " + counts);
+    if (fail)
+      j_.find(Severity::Failure,
+              ref_.prefix + "error rate " + short_workload() + " higher than " + ref_.what + ": " + counts);
     j_.add(std::move(m));
   }
 
@@ -394,10 +423,109 @@ class PoolJudge {
   const std::string label_;
   const std::vector<const ProbeResult*>& cand_;
   const std::vector<const ProbeResult*>& base_;
+  const Reference& ref_;
   Drafts cand_drafts_;
   std::string acceptance_;
   int comparable_ = 0;
 };
+
+// The effect floor of a pooled comparison: judge.effect_floor, against a
+// history baseline at least the largest stage-to-stage spread any of its
+// locators measures (a pooled comparison must not blame on the build what one
+// of its workloads drifted between sessions).
+struct PooledFloor {
+  double value = 0;
+  std::string from;
+};
+PooledFloor pooled_floor(const Context& c, const PerfMetric& pm, const Pools& ref, const Reference& how) {
+  const auto& rules = c.in.recipe.judge;
+  PooledFloor f{rules.effect_floor, "judge.effect_floor"};
+  if (!how.history_floor) return f;
+  for (const auto& [loc, rows] : ref) {
+    const StageSpread sp = stage_spread(pm, rows, rules.min_samples);
+    if (sp.stages >= 2 && sp.fraction > f.value)
+      f = {sp.fraction, format("the history baseline's largest stage-to-stage spread %s (%s)", pct(sp.fraction).c_str(),
+                               locator_label(loc).c_str())};
+  }
+  return f;
+}
+
+// One figure pooled over every locator both sides ran (`<figure>/pooled`,
+// `self/<figure>/pooled`; judges/pooled.cc): each candidate row as its ratio to
+// its locator's reference median against the reference rows' own ratios, so
+// locators too thin to compare alone add up. A decisive rule: with a
+// reference that ran the same work it needs judge.min_samples rows a side,
+// and the stage is inconclusive without them. Decided on the interval's end
+// nearest no change; a latency needs judge.min_effect_ms too.
+int pooled_compare(const Context& c, Judgement& j, const Pools& cand, const Pools& ref, const Reference& how) {
+  const auto& rules = c.in.recipe.judge;
+  int decided = 0;
+  for (const PerfMetric* pm : kPerfMetrics) {
+    std::vector<LocatorValues> locs;
+    std::vector<ProbeKind> kinds;
+    for (const auto& [loc, rows] : cand) {
+      if (!perf_judged(loc.kind) || (pm->fresh_only && loc.cache_state != CacheState::Fresh)) continue;
+      auto it = ref.find(loc);
+      if (it == ref.end()) continue;
+      Extracted ex = extract(*pm, {&rows, &it->second});
+      if (ex.values[0].empty() && ex.values[1].empty()) continue;
+      if (std::find(kinds.begin(), kinds.end(), loc.kind) == kinds.end()) kinds.push_back(loc.kind);
+      locs.push_back({std::move(ex.values[1]), std::move(ex.values[0])});
+    }
+    if (locs.empty()) continue;  // nothing both sides ran produces this figure
+    const bool latency = pm->better == Better::Lower;
+    const Pooled p = pooled_change(pm->better, latency, locs, rules.alpha);
+    const PooledFloor fl = pooled_floor(c, *pm, ref, how);
+    const std::string rule = how.prefix + std::string(pm->name);
+    const double sees = std::max(p.sees, fl.value);
+    // A canary runs each long-context size about twice: its fresh prompt rate
+    // is the few-sample rule's to judge (gross regressions), and smaller ones
+    // are the gate's rounds' to decide; there it is no decisive rule.
+    // The candidate against itself is a check beside the stage's own rules,
+    // not one a promotion rests on.
+    EvidenceNeed need{rule,
+                      std::min(p.n_ref, p.n_test),
+                      rules.min_samples,
+                      format("rows a side pooled over %d locators with %s", p.locators, how.what.c_str()),
+                      kinds,
+                      format("a change of %s or more against %s (effect floor %s from %s; alpha %s on these rows)",
+                             pct(sees).c_str(), how.what.c_str(), pct(fl.value).c_str(), fl.from.c_str(),
+                             num(rules.alpha).c_str()),
+                      sees};
+    need.decisive = how.prefix.empty() && !(c.in.recipe.stage == StageKind::Canary && pm->fresh_only);
+    j.need(std::move(need));
+    if (p.n_ref == 0 || p.n_test == 0) continue;
+    if (std::min(p.n_ref, p.n_test) >= rules.min_samples) ++decided;
+    const bool significant = p.p_value < rules.alpha;
+    const bool under_ms = latency && p.ms_rise < static_cast<double>(rules.min_effect_ms);
+    MetricResult result = MetricResult::Pass;
+    if (significant && !under_ms && p.worse > fl.value + rules.hold_band)
+      result = MetricResult::Fail;
+    else if (significant && !under_ms && p.worse > fl.value)
+      result = MetricResult::Marginal;
+    std::string reason = format(
+        "%lld candidate rows of %d locators against %lld of %s, each as its ratio to its locator's median there: "
+        "%s worse (%s at the interval's end nearest no change), %s; threshold %s from %s + hold band %s",
+        static_cast<long long>(p.n_test), p.locators, static_cast<long long>(p.n_ref), how.what.c_str(),
+        pct(p.estimate).c_str(), pct(p.worse).c_str(), pval(p.p_value).c_str(), pct(fl.value).c_str(),
+        fl.from.c_str(), pct(rules.hold_band).c_str());
+    if (latency) reason += format("; median rise %s ms", num(p.ms_rise).c_str());
+    if (significant && under_ms && p.worse > fl.value)
+      reason += format(", under the absolute floor %lld ms (judge.min_effect_ms)",
+                       static_cast<long long>(rules.min_effect_ms));
+    auto m = metric(rule + "/pooled", result, reason);
+    m.n = p.n_test;
+    m.n_baseline = p.n_ref;
+    set_numbers(m, p.estimate, 0, p.lo, p.hi, fl.value, p.p_value);
+    const std::string brief = format("%s pooled over %d locators %s worse than %s (threshold %s from %s)", rule.c_str(),
+                                     p.locators, pct(p.worse).c_str(), how.what.c_str(), pct(fl.value).c_str(),
+                                     fl.from.c_str());
+    if (result == MetricResult::Fail) j.find(Severity::Failure, brief);
+    if (result == MetricResult::Marginal) j.find(Severity::Hold, "marginal: " + brief);
+    j.add(std::move(m));
+  }
+  return decided;
+}
 
 // The gate and the soak: their agent turns per context band and long-context
 // rounds per size against the baseline's own rows of the same locator (its
@@ -414,13 +542,15 @@ void compare_later_stage(const Context& c, const std::vector<const ProbeResult*>
     return;
   }
   const Pools cand = pool_rows(cand_rows), base = pool_rows(base_rows);
+  const Reference how = baseline_reference(c);
   int compared = 0;
   for (const auto& [loc, rows] : cand) {
     if (!perf_judged(loc.kind)) continue;  // scrapes and health checks carry no figures
     auto it = base.find(loc);
     if (it == base.end()) continue;  // the baseline never ran this workload
-    compared += PoolJudge(c, j, loc, rows, it->second).run();
+    compared += PoolJudge(c, j, loc, rows, it->second, how).run();
   }
+  compared += pooled_compare(c, j, cand, base, how);
   j.add(metric("baseline", compared ? MetricResult::Pass : MetricResult::Insufficient,
                format("%d comparison(s) with enough samples against the %s baseline's rows", compared,
                       std::string(to_string(c.in.recipe.baseline_mode)).c_str())));
@@ -463,14 +593,46 @@ void judge_compare(const Context& c, Judgement& j) {
   }
   const Pools cand = pool_rows(cand_cool.rows), base = pool_rows(base_cool.rows);
   const std::vector<const ProbeResult*> none;
+  const Reference how = baseline_reference(c);
   int comparable = 0;
   for (const auto& [loc, rows] : cand) {
     auto it = base.find(loc);
-    comparable += PoolJudge(c, j, loc, rows, it == base.end() ? none : it->second).run();
+    comparable += PoolJudge(c, j, loc, rows, it == base.end() ? none : it->second, how).run();
   }
+  comparable += pooled_compare(c, j, cand, base, how);
   if (comparable == 0)
     j.find(Severity::Inconclusive, format("no baseline data with the same locator and at least %d samples on each side",
                                           c.in.recipe.judge.min_samples));
+}
+
+// The candidate against itself (docs/DESIGN.md §3.5): the gate's and the
+// soak's rows of each locator against the same locator in the candidate's own
+// earlier stages (its canary; for the soak its gate too), with the
+// comparisons' tests and effect floor, so a first build with no baseline is
+// still rejected when it gets far slower, or fails more, later in its own run.
+// A locator its earlier stages never ran is left out; with none in common the
+// rule does not apply (a metric row says so).
+void judge_self(const Context& c, Judgement& j) {
+  const StageKind stage = c.in.recipe.stage;
+  if (stage != StageKind::Gate && stage != StageKind::Soak) return;
+  if (c.in.recipe.own_stage_ids.empty()) return;  // a recipe stored before the rule
+  const auto cool = leave_out_hot(measured_rows(c.cand), c.in.host_samples, c.in.host_sample_before);
+  const Pools cand = pool_rows(cool.rows), own = pool_rows(measured_rows(c.own));
+  int compared = 0, common = 0;
+  for (const auto& [loc, rows] : cand) {
+    if (!perf_judged(loc.kind)) continue;
+    auto it = own.find(loc);
+    if (it == own.end()) continue;
+    ++common;
+    compared += PoolJudge(c, j, loc, rows, it->second, kSelf).run();
+  }
+  compared += pooled_compare(c, j, cand, own, kSelf);
+  j.add(metric("self", common ? MetricResult::Pass : MetricResult::Insufficient,
+               common ? format("%d of %d locators compared with enough samples against the candidate's own earlier "
+                               "stages (%zu rows)",
+                               compared, common, c.own.size())
+                      : format("no locator of this stage ran in the candidate's own earlier stages (%zu rows)",
+                               c.own.size())));
 }
 
 }  // namespace soak::judge_detail

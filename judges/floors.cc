@@ -93,21 +93,6 @@ bool single(const ProbeResult& r) {
          r.kind != ProbeKind::Rerank;
 }
 
-// The figure of `m` for each row that has one (extract's rules: clean rows,
-// timing artifacts out of rates, cold loads out of times; one source for all).
-void figures(const PerfMetric& m, const std::vector<const ProbeResult*>& rows,
-             std::vector<std::pair<const ProbeResult*, double>>& out) {
-  std::vector<std::vector<const ProbeResult*>> one(rows.size());
-  std::vector<const std::vector<const ProbeResult*>*> sets;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    one[i] = {rows[i]};
-    sets.push_back(&one[i]);
-  }
-  const Extracted e = extract(m, sets);
-  for (size_t i = 0; i < rows.size(); ++i)
-    if (!e.values[i].empty()) out.emplace_back(rows[i], e.values[i].front());
-}
-
 // ms shown as seconds, rates as they are.
 std::string shown(double v, const FloorText& t) { return t.unit == "s" ? num(v / 1000.0) + " s" : num(v) + " tok/s"; }
 
@@ -209,7 +194,7 @@ void ttft_floor(const Context& c, const std::vector<const ProbeResult*>& timed, 
   for (const ProbeResult* r : timed)
     if (single(*r) && !is_session_row(*r) && r->cache_state != CacheState::Repeat) rows.push_back(r);
   std::vector<std::pair<const ProbeResult*, double>> f;
-  figures(kTtft, rows, f);
+  f = figures_of(kTtft, rows).rows;
   std::map<int64_t, Group> groups;  // -1: short prompts
   for (const auto& [r, v] : f) {
     const bool sized = r->kind == ProbeKind::LongContext && r->size_tokens;
@@ -237,7 +222,7 @@ void ttft_floor(const Context& c, const std::vector<const ProbeResult*>& timed, 
 void fixed_floor(const Context& c, Judgement& j, const std::vector<const ProbeResult*>& rows, const PerfMetric& m,
                  int64_t floor_ms, const std::string& name, const FloorText& t) {
   std::vector<std::pair<const ProbeResult*, double>> f;
-  figures(m, rows, f);
+  f = figures_of(m, rows).rows;
   Group g;
   for (const auto& [r, v] : f) {
     g.rows.push_back(r);
@@ -273,7 +258,7 @@ void turn_wall_floor(const Context& c, const std::vector<const ProbeResult*>& ti
   for (const ProbeResult* r : timed)
     if (is_session_row(*r) && single(*r)) rows.push_back(r);
   std::vector<std::pair<const ProbeResult*, double>> f;
-  figures(kWall, rows, f);
+  f = figures_of(kWall, rows).rows;
   const int64_t width = std::max<int64_t>(1, c.in.recipe.agent.band_tokens);
   std::map<int64_t, Group> bands;
   for (const auto& [r, v] : f) {

@@ -25,14 +25,36 @@ enum class Severity { HardFailure, Blocked, Failure, LaunchHold, Inconclusive, H
 struct Finding {
   Severity severity;
   std::string reason;
+  // A decisive rule short of its evidence (judges/evidence.cc): the rule and
+  // the probe kinds more of whose rows would give it.
+  std::optional<EvidenceGap> gap;
+};
+
+// What a decisive rule stood on (docs/DESIGN.md §3.2 "A promotion names its
+// evidence"): how much it had against what it needs to decide, the probe kinds
+// whose rows bring more of it, and what a pass on it can see.
+struct EvidenceNeed {
+  std::string rule;  // "drift/ttft_ms", "self/wall_ms", "failure_ratio", "equivalence"
+  int64_t had = 0, needed = 0;
+  std::string unit;               // "rows in each quarter", "completions", "prompts compared"
+  std::vector<ProbeKind> kinds;   // whose rows would bring more of it
+  std::string sees;               // what a pass on it sees: "a drift of +18% or more (alpha 0.01)"
+  double sees_effect = 0;         // that smallest effect as a fraction (0: not stated)
+  // A rule a promotion rests on: short of its evidence, the stage is
+  // inconclusive. Others (the candidate against itself, a canary's fresh
+  // prompt rate) reject on what they see and say when they could not decide.
+  bool decisive = true;
+  bool short_of_it() const { return had < needed; }
 };
 
 struct Judgement {
   std::vector<MetricEvidence> metrics;
   std::vector<Finding> findings;
+  std::vector<EvidenceNeed> needs;
 
   void add(MetricEvidence m) { metrics.push_back(std::move(m)); }
-  void find(Severity s, std::string reason) { findings.push_back({s, std::move(reason)}); }
+  void find(Severity s, std::string reason) { findings.push_back({s, std::move(reason), std::nullopt}); }
+  void need(EvidenceNeed n) { needs.push_back(std::move(n)); }
 };
 
 // ---- the prepared input --------------------------------------------------------
@@ -42,6 +64,7 @@ struct Context {
   const JudgeInput& in;
   std::vector<const ProbeResult*> cand;  // candidate rows by (started_wall_ms, id)
   std::vector<const ProbeResult*> base;  // baseline rows, same order
+  std::vector<const ProbeResult*> own;   // the candidate's own earlier stages' rows, same order
 
   double confidence() const { return 1 - in.recipe.judge.alpha; }
 };
@@ -149,9 +172,60 @@ struct Extracted {
   std::string_view source;                  // "client" | "server"
 };
 Extracted extract(const PerfMetric& m, const std::vector<const std::vector<const ProbeResult*>*>& sets);
+// The figure of `m` for each of `rows` that has one, in their order (extract's
+// rules: clean rows, timing artifacts out of rates, cold loads out of times;
+// one source for all of them).
+struct RowFigures {
+  std::vector<std::pair<const ProbeResult*, double>> rows;
+  std::string_view source;
+};
+RowFigures figures_of(const PerfMetric& m, const std::vector<const ProbeResult*>& rows);
 // One row's client-side value of `m` (TTFT, wall), when the row is eligible
 // for it as extract() decides; nullopt otherwise.
 std::optional<double> client_figure(const PerfMetric& m, const ProbeResult& r);
+
+// ---- one figure pooled over locators (judges/pooled.cc) ---------------------------
+// A locator's reference values (its early rows, the baseline's rows of it,
+// the candidate's own earlier stage's) and the values tested against them.
+struct LocatorValues {
+  std::vector<double> ref, test;
+};
+// Every test value as its ratio to its locator's reference median, against
+// the reference values' own ratios: one Mann–Whitney over all locators, in
+// logs. Fractions "worse" are positive when the figure got worse (a time
+// longer, a rate lower).
+struct Pooled {
+  int64_t n_ref = 0, n_test = 0;
+  int locators = 0;     // locators with values on both sides
+  double p_value = 1;
+  double estimate = 0;  // the Hodges–Lehmann change, as a fraction worse
+  double worse = 0;     // the interval's end nearest no change, as a fraction worse (0: the interval reaches it)
+  double lo = 0, hi = 0;  // the interval as signed relative changes of the figure
+  double ms_rise = 0;     // latencies: the test values' median rise over their locator's reference median, ms
+  double sees = 0;        // the smallest change worse that a test on these samples tells from noise at alpha
+};
+Pooled pooled_change(Better better, bool latency, const std::vector<LocatorValues>& locs, double alpha);
+// A row of a pooled series: when it was sent, and its figure as the log of
+// its ratio to its locator's reference median.
+struct TimedRatio {
+  int64_t t_ms = 0;
+  int64_t id = 0;
+  double log_ratio = 0;
+};
+// The span of consecutive rows (in send order) whose ratios differ most from
+// the others': where a slowdown started and how long it lasted.
+struct ChangeSpan {
+  bool found = false;
+  int64_t from_ms = 0, to_ms = 0;  // the span's first and last rows
+  bool from_start = false, to_end = false;
+  int64_t n_in = 0, n_out = 0;
+  double ratio_in = 1, ratio_out = 1;  // median ratio inside the span and outside it
+};
+ChangeSpan change_span(std::vector<TimedRatio> pts);
+// "the rows split best from 1h20m into the stage to its end (1h40m, 62
+// rows): x1000 <reference> there against x1.01 in the other 180"; empty when
+// the best split is the whole stage.
+std::string describe_span(const ChangeSpan& s, int64_t stage_start_ms, std::string_view reference);
 
 // ---- a history baseline's own drift (judges/spread.cc) -----------------------------
 // The baseline's stage-to-stage spread of one figure: its rows grouped by
@@ -214,6 +288,13 @@ void judge_rounds(const Context& c, Judgement& j);       // judges/rounds.cc: ga
 void judge_answers(const Context& c, Judgement& j);      // judges/answers.cc: loops, completion length
 void judge_heavy_work(const Context& c, Judgement& j);   // judges/heavy_work.cc
 void judge_equivalence(const Context& c, Judgement& j);  // judges/same_answers.cc: the golden set (canary, soak)
+// judges/evidence.cc: every decisive rule's evidence as an `evidence/<rule>`
+// row, and a rule short of it an inconclusive finding naming what it had and
+// needed (called once, after every rule has stated its need).
+void judge_evidence(const Context& c, Judgement& j);
+// judges/compare.cc: the gate's and soak's rows against the same locators in
+// the candidate's own earlier stages (the candidate against itself).
+void judge_self(const Context& c, Judgement& j);
 // An agent-session turn (probes/session.h): its tool calls are judged per
 // context band (judges/session.cc), not in the hard ratio classes.
 bool is_session_row(const ProbeResult& r);

@@ -3,6 +3,7 @@
 #include "judges/judge.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -165,8 +166,21 @@ void smoke(const Context& c, Judgement& j) {
 // their tolerance; the canary on the lower bound of its interval (below).
 enum class RatioRule { PointEstimate, LowerBound };
 
+// What a passing failure ratio over `n` attempts can see: a runtime failing
+// at rate p shows no failure in n attempts with probability (1 - p)^n, so the
+// smallest rate that shows at least one failure half the time is
+// 1 - 0.5^(1/n) (about 0.69 / n), and the rule cannot tell rates under its
+// tolerance apart from it.
+std::string ratio_sees(int64_t n, double max) {
+  const double p = n > 0 ? 1 - std::pow(0.5, 1.0 / static_cast<double>(n)) : 1;
+  return format("a failure rate of %s or more shows at least one failure half the time (tolerance %s)",
+                pct(std::max(p, 0.0)).substr(1).c_str(), pct(max).substr(1).c_str());
+}
+
 void ratio_metric(const Context& c, Judgement& j, const Counts& k, const std::string& name, double max,
-                  const char* none, RatioRule rule) {
+                  const char* none, RatioRule rule, std::vector<ProbeKind> kinds) {
+  j.need({name, k.attempts, c.in.recipe.judge.min_samples, "completions", std::move(kinds),
+          ratio_sees(k.attempts, max), 0});
   auto m = metric(name, MetricResult::Pass, "");
   m.n = k.attempts;
   if (k.attempts == 0) {
@@ -195,8 +209,11 @@ void ratio_metric(const Context& c, Judgement& j, const Counts& k, const std::st
 }
 
 void failure_ratio(const Context& c, Judgement& j) {
+  // The stage's own traffic brings more of it (its end-of-stage runs aside).
+  const auto traffic = c.in.recipe.stage == StageKind::Gate ? probe_kinds_for(TaskKind::Agent, c.in.recipe.workload)
+                                                            : probe_kinds_for(TaskKind::SoakTraffic, c.in.recipe.workload);
   ratio_metric(c, j, count(completions(c.cand)), "failure_ratio", c.in.recipe.gate.max_failure_ratio, "no attempts",
-               RatioRule::PointEstimate);
+               RatioRule::PointEstimate, traffic);
 }
 
 // The canary's pooled rule (docs/DESIGN.md §3.9). A canary sees a hundred or
@@ -211,7 +228,7 @@ void canary_failure_ratio(const Context& c, Judgement& j) {
   for (const ProbeResult* r : completions(c.cand, &pooled))
     if (!refused_long_prompt(*r)) rows.push_back(r);
   ratio_metric(c, j, count(rows), "failure_ratio/pooled", c.in.recipe.judge.max_failure_ratio,
-               "no functional, long-context, burst or capacity completions", RatioRule::LowerBound);
+               "no functional, long-context, burst or capacity completions", RatioRule::LowerBound, pooled);
 }
 
 // The gate counts completed (clean) agent requests. Too few with full coverage
@@ -355,14 +372,28 @@ VerdictState state_of(Severity s) {
   return VerdictState::Inconclusive;
 }
 
-std::string passed_summary(const Context& c, const std::vector<MetricEvidence>& metrics) {
+// "passed on 9 decisive rules with their evidence (...); 56 checks pass, 82
+// had too few samples": the rules a promotion rests on first, then the
+// per-locator checks, thin ones among them, whose pooled rules decided.
+std::string passed_summary(const Context& c, const Judgement& j) {
   int64_t pass = 0, insufficient = 0;
-  for (const auto& m : metrics) {
+  for (const auto& m : j.metrics) {
+    if (m.metric.rfind("evidence/", 0) == 0) continue;
     if (m.result == MetricResult::Pass) ++pass;
     if (m.result == MetricResult::Insufficient) ++insufficient;
   }
-  std::string s = format("passed: %lld checks pass, %lld had too few samples", static_cast<long long>(pass),
-                         static_cast<long long>(insufficient));
+  std::string s = "passed";
+  std::vector<std::string> decisive;
+  for (const EvidenceNeed& n : j.needs)
+    if (n.decisive) decisive.push_back(n.rule);
+  if (!decisive.empty()) {
+    s += format(" on %zu decisive rules with their evidence (", decisive.size());
+    for (size_t i = 0; i < decisive.size() && i < 4; ++i) s += (i ? ", " : "") + decisive[i];
+    if (decisive.size() > 4) s += format(" and %zu more", decisive.size() - 4);
+    s += ")";
+  }
+  s += format(": %lld checks pass, %lld had too few samples", static_cast<long long>(pass),
+              static_cast<long long>(insufficient));
   if (c.in.recipe.stage == StageKind::Canary)
     s += format("; baseline %s", std::string(to_string(c.in.recipe.baseline_mode)).c_str());
   return s;
@@ -389,7 +420,7 @@ VerdictRow assemble(const Context& c, Judgement&& j) {
     if (!decisive || f.severity < *decisive) decisive = f.severity;
   if (!decisive) {
     v.state = VerdictState::Promoted;
-    v.reason = v.stage + " " + passed_summary(c, j.metrics);
+    v.reason = v.stage + " " + passed_summary(c, j);
   } else {
     v.state = state_of(*decisive);
     std::vector<const Finding*> chosen;
@@ -401,6 +432,11 @@ VerdictRow assemble(const Context& c, Judgement&& j) {
     if (chosen.size() > kMaxReasons)
       reason += format(" (and %zu more; soakctl explain lists them)", chosen.size() - kMaxReasons);
     v.reason = std::move(reason);
+    // Inconclusive for want of evidence alone: the rules a stage that runs on
+    // would give more of (campaigns decide whether it can).
+    if (*decisive == Severity::Inconclusive &&
+        std::all_of(chosen.begin(), chosen.end(), [](const Finding* f) { return f->gap.has_value(); }))
+      for (const Finding* f : chosen) v.awaiting_evidence.push_back(*f->gap);
   }
   // ab "interleaved" that fell back to history says why, whatever the verdict.
   if (in.recipe.stage == StageKind::Canary && !in.recipe.baseline_note.empty() &&
@@ -450,7 +486,9 @@ VerdictRow judge_stage(const JudgeInput& in) {
   judge_floors(c, j);
   burst_serialization(c, j);
   judge_compare(c, j);
+  judge_self(c, j);
   judge_trends(c, j);
+  judge_evidence(c, j);
   reports(c, j);
   return assemble(c, std::move(j));
 }

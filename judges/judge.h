@@ -202,6 +202,11 @@ struct JudgeRecipe {
   // Heavy tasks that waited for the host's heavy gate (none in recipes stored
   // before the rule, and none when nothing waited).
   std::vector<HeavyWait> heavy_waits;
+  // The candidate's own earlier stages whose rows the gate and the soak
+  // compare with (the candidate against itself, docs/DESIGN.md §3.5): the
+  // gate its canary, the soak its canary and gate. Empty in smoke and canary
+  // recipes and in recipes stored before the rule.
+  std::vector<int64_t> own_stage_ids;
   // The golden-set comparison (docs/DESIGN.md §3.13): nullopt when the stage
   // runs no golden set (smoke, gate, a pooling candidate, equivalence.enabled
   // off, recipes stored before the rule).
@@ -213,6 +218,7 @@ struct JudgeInput {
 
   std::vector<ProbeResult> candidate_rows;  // the candidate's rows in this stage
   std::vector<ProbeResult> baseline_rows;   // the baseline's rows (same period or history)
+  std::vector<ProbeResult> own_rows;        // the rows of recipe.own_stage_ids
   std::vector<ProcessSample> process_samples;
   std::vector<HostSample> host_samples;
   // A history baseline's host samples over its own window (its rows' thermal

@@ -35,7 +35,10 @@ std::string short_hash(std::string_view s) { return s.empty() ? "-" : hash_hex(s
 }  // namespace
 
 Context::Context(const JudgeInput& input)
-    : in(input), cand(time_ordered(input.candidate_rows)), base(time_ordered(input.baseline_rows)) {}
+    : in(input),
+      cand(time_ordered(input.candidate_rows)),
+      base(time_ordered(input.baseline_rows)),
+      own(time_ordered(input.own_rows)) {}
 
 // ============================================================== text
 std::string format(const char* fmt, ...) {
@@ -261,6 +264,21 @@ Extracted extract(const PerfMetric& m, const std::vector<const std::vector<const
     }
     out.values.push_back(std::move(v));
   }
+  return out;
+}
+
+RowFigures figures_of(const PerfMetric& m, const std::vector<const ProbeResult*>& rows) {
+  std::vector<std::vector<const ProbeResult*>> one(rows.size());
+  std::vector<const std::vector<const ProbeResult*>*> sets;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    one[i] = {rows[i]};
+    sets.push_back(&one[i]);
+  }
+  const Extracted e = extract(m, sets);
+  RowFigures out;
+  out.source = e.source;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (!e.values[i].empty()) out.rows.emplace_back(rows[i], e.values[i].front());
   return out;
 }
 

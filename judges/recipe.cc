@@ -105,6 +105,7 @@ std::string recipe_to_json(const StoredRecipe& stored) {
                   {"tool_every", a.tool_every},
                   {"min_recovery_ratio", a.min_recovery_ratio}};
   }
+  if (!r.own_stage_ids.empty()) j["own_stage_ids"] = r.own_stage_ids;
   floors_to_json(r.slo, r.launch_cap, j);  // only when they apply
   if (r.equivalence) {
     const EquivalenceRecipe& e = *r.equivalence;
@@ -200,6 +201,7 @@ Result<StoredRecipe> recipe_from_json(const std::string& s) {
       r.agent.tool_every = a.at("tool_every").get<int>();
       r.agent.min_recovery_ratio = a.at("min_recovery_ratio").get<double>();
     }
+    r.own_stage_ids = j.value("own_stage_ids", std::vector<int64_t>{});
     floors_from_json(j, r.slo, r.launch_cap);
     if (j.contains("equivalence")) {
       const auto& e = j.at("equivalence");

@@ -29,7 +29,6 @@ namespace {
 
 constexpr int64_t kTrendBlocks = 168;        // an hour each over the default 7-day soak
 constexpr double kEdgeFraction = 0.10;       // initial / final window for growth
-constexpr double kQuarter = 0.25;            // first / last part for drift and completion rate
 constexpr double kSustainedQuantile = 0.25;  // growth must hold for 3/4 of the final window
 constexpr double kMB = 1e6;
 constexpr double kMiB = 1024.0 * 1024.0;
@@ -207,10 +206,15 @@ void footprint(const Context& c, Judgement& j) {
   if (!s.empty()) block_medians(s, x, y);
   auto slope = metric("footprint_slope_mb_per_h", MetricResult::Pass, "");
   slope.n = static_cast<int64_t>(s.size());
+  // Process samples come with time, not with probe rows: no kinds.
+  j.need({"footprint", static_cast<int64_t>(x.size()), static_cast<int64_t>(min_n),
+          format("blocks of process samples (%zu samples)", s.size()), {},
+          format("a footprint slope over %s MB/h (soak.max_footprint_slope_mb_per_h)",
+                 num(rules.max_footprint_slope_mb_per_h).c_str()),
+          0});
   if (x.size() < min_n) {
     slope.result = MetricResult::Insufficient;
     slope.reason = format("%zu process samples in %zu blocks, need %zu blocks", s.size(), x.size(), min_n);
-    j.find(Severity::Inconclusive, "no footprint trend: " + slope.reason);
     j.add(std::move(slope));
     return;
   }
@@ -298,20 +302,11 @@ void stage_swapouts(const Context& c, Judgement& j) {
   j.add(std::move(m));
 }
 
-struct Quarters {
-  int64_t first_end, last_start;
-};
-Quarters quarters(const Context& c) {
-  const int64_t t0 = c.cand.front()->started_wall_ms, t1 = c.cand.back()->started_wall_ms;
-  const auto w = static_cast<int64_t>(std::floor(static_cast<double>(t1 - t0) * kQuarter));
-  return {t0 + w, t1 - w};
-}
-
-// Drift of one figure per locator, last quarter against the first: decode
-// rate, and TTFT and wall time, which still judge a runtime whose answers
-// arrive in one chunk (Ollama's whole tool calls: timing artifacts for rates,
-// real times to first token and to done). One bound for all three,
-// soak.max_decode_drift (15 %, the seeds' between-session spread, S4:183).
+// Drift of one figure, decode rate, and TTFT and wall time, which still judge a
+// runtime whose answers arrive in one chunk (Ollama's whole tool calls: timing
+// artifacts for rates, real times to first token and to done). One bound for
+// all three, soak.max_decode_drift (15 %, the seeds' between-session spread,
+// S4:183).
 struct DriftFigure {
   const PerfMetric* metric;
   std::string_view name;
@@ -322,21 +317,94 @@ constexpr DriftFigure kDriftFigures[] = {{&kDecodeTps, "decode_drift", "tok/s", 
                                          {&kTtft, "ttft_drift", "ms", "time to first token drifted up"},
                                          {&kWall, "wall_drift", "ms", "wall time drifted up"}};
 
-void drift_row(const Context& c, Judgement& j, const Locator& loc, const DriftFigure& d,
-               const std::vector<const ProbeResult*>& first, const std::vector<const ProbeResult*>& last) {
+// A locator's rows with the figure, in the order they were sent, and the size
+// of its first and last quarters: a quarter of *its* rows, so a slowdown that
+// starts a third of the way in is in its last quarter whenever the rows after
+// it are (a quarter of the stage's time held none when the last part of the
+// stage was the golden set's end run). Two rows or three give a quarter of
+// one, which only the pooled rule reads.
+struct LocatorSeries {
+  Locator loc;
+  std::vector<std::pair<const ProbeResult*, double>> rows;
+  std::string_view source;
+  size_t quarter() const { return rows.size() < 2 ? 0 : std::max<size_t>(1, rows.size() / 4); }
+  std::vector<double> first() const {
+    std::vector<double> v;
+    for (size_t i = 0; i < quarter(); ++i) v.push_back(rows[i].second);
+    return v;
+  }
+  std::vector<double> last() const {
+    std::vector<double> v;
+    for (size_t i = rows.size() - quarter(); i < rows.size(); ++i) v.push_back(rows[i].second);
+    return v;
+  }
+};
+
+// A locator whose prompts differ in size (an agent session's context band
+// holds turns from its low end to its high end, and a session passes through
+// it in a few turns) mixes cheap and dear rows; in send order its first
+// quarter can be one session's low end and its last another's high end, which
+// reads as drift on a healthy runtime (seen in the campaign simulation: +25 %
+// TTFT over 20 rows). So each value is brought to the locator's median prompt
+// size along the locator's own size curve: a Theil–Sen fit of log value on log
+// prompt tokens over at most kSizeBins bin medians, its slope within
+// [-kMaxSizeSlope, kMaxSizeSlope]. A slowdown that starts at some time hits
+// every size alike and stays; locators of one size are left as they are.
+constexpr size_t kSizeBins = 40;
+constexpr double kMaxSizeSlope = 2.0;
+constexpr double kMinSizeSpread = 1.1;  // largest / smallest prompt: below it, one size
+
+void adjust_for_size(std::vector<std::pair<const ProbeResult*, double>>& rows) {
+  std::vector<std::pair<double, double>> pts;  // log prompt tokens, log value
+  for (const auto& [r, v] : rows)
+    if (r->prompt_tokens && *r->prompt_tokens > 0 && v > 0)
+      pts.emplace_back(std::log(static_cast<double>(*r->prompt_tokens)), std::log(v));
+  if (pts.size() < 4 || pts.size() != rows.size()) return;
+  std::sort(pts.begin(), pts.end());
+  if (pts.back().first - pts.front().first < std::log(kMinSizeSpread)) return;
+  std::vector<double> x, y;
+  const size_t bins = std::min(kSizeBins, pts.size());
+  for (size_t b = 0; b < bins; ++b) {
+    const size_t lo = b * pts.size() / bins, hi = (b + 1) * pts.size() / bins;
+    std::vector<double> xs, ys;
+    for (size_t i = lo; i < hi; ++i) xs.push_back(pts[i].first), ys.push_back(pts[i].second);
+    x.push_back(stats::median(std::move(xs)));
+    y.push_back(stats::median(std::move(ys)));
+  }
+  const double slope = std::clamp(stats::theil_sen(x, y, 0.95).slope, -kMaxSizeSlope, kMaxSizeSlope);
+  std::vector<double> sizes;
+  for (const auto& p : pts) sizes.push_back(p.first);
+  const double centre = stats::median(std::move(sizes));
+  for (auto& [r, v] : rows) v *= std::exp(-slope * (std::log(static_cast<double>(*r->prompt_tokens)) - centre));
+}
+
+// The stage's timed rows per locator, end-of-stage runs left out (the golden
+// set's: its answers are compared, not its speed, and it runs last).
+std::vector<LocatorSeries> drift_series(const Context& c, const PerfMetric& m) {
+  std::vector<LocatorSeries> out;
+  for (const auto& [loc, rows] : pool_rows(measured_rows(c.cand))) {
+    if (!perf_judged(loc.kind)) continue;
+    RowFigures f = figures_of(m, rows);
+    if (f.rows.empty()) continue;
+    adjust_for_size(f.rows);
+    out.push_back({loc, std::move(f.rows), f.source});
+  }
+  return out;
+}
+
+void drift_row(const Context& c, Judgement& j, const DriftFigure& d, const LocatorSeries& s) {
   const auto& rules = c.in.recipe.soak;
-  Extracted ex = extract(*d.metric, {&first, &last});
-  if (ex.values[0].empty() && ex.values[1].empty()) return;
-  const auto& f = ex.values[0];
-  const auto& l = ex.values[1];
-  auto m = metric(std::string(d.name) + "/" + locator_label(loc), MetricResult::Pass, "");
+  std::vector<double> f = s.first(), l = s.last();
+  auto m = metric(std::string(d.name) + "/" + locator_label(s.loc), MetricResult::Pass, "");
   m.n = static_cast<int64_t>(l.size());
   m.n_baseline = static_cast<int64_t>(f.size());
   const double fm = stats::median(f), lm = stats::median(l);
   const auto min_n = static_cast<size_t>(c.in.recipe.judge.min_samples);
   if (f.size() < min_n || l.size() < min_n || fm <= 0) {
     m.result = MetricResult::Insufficient;
-    m.reason = format("%zu samples in the first quarter, %zu in the last, need %zu each", f.size(), l.size(), min_n);
+    m.reason = format("%zu rows in all: %zu in its first quarter, %zu in its last, need %zu each (pooled with the "
+                      "other locators in %s/pooled)",
+                      s.rows.size(), f.size(), l.size(), min_n, std::string(d.name).c_str());
     set_numbers(m, lm, fm, 0, 0, rules.max_decode_drift, 1);
     j.add(std::move(m));
     return;
@@ -344,13 +412,18 @@ void drift_row(const Context& c, Judgement& j, const Locator& loc, const DriftFi
   const auto mw = stats::mann_whitney(l, f, c.confidence());
   const double sign = d.metric->better == Better::Higher ? -1.0 : 1.0;
   const double drift = sign * mw.shift / fm;  // > 0: the figure got worse
-  const bool fail = mw.p_value < c.in.recipe.judge.alpha && drift > rules.max_decode_drift;
+  const bool latency = d.metric->better == Better::Lower;
+  const bool under_ms = latency && sign * mw.shift < static_cast<double>(c.in.recipe.judge.min_effect_ms);
+  const bool fail = mw.p_value < c.in.recipe.judge.alpha && drift > rules.max_decode_drift && !under_ms;
   std::string reason = format(
-      "last quarter %s %s vs first %s, shift %s [%s, %s], %s, limit %s (soak.max_decode_drift); n=%zu last, %zu "
-      "first; source %s",
+      "its last quarter %s %s vs its first %s, shift %s [%s, %s], %s, limit %s (soak.max_decode_drift); n=%zu last, "
+      "%zu first of %zu rows in send order; source %s",
       num(lm).c_str(), std::string(d.unit).c_str(), num(fm).c_str(), pct(mw.shift / fm).c_str(),
       pct(mw.shift_lo / fm).c_str(), pct(mw.shift_hi / fm).c_str(), pval(mw.p_value).c_str(),
-      pct(sign * rules.max_decode_drift).c_str(), l.size(), f.size(), std::string(ex.source).c_str());
+      pct(sign * rules.max_decode_drift).c_str(), l.size(), f.size(), s.rows.size(), std::string(s.source).c_str());
+  if (under_ms && drift > rules.max_decode_drift && mw.p_value < c.in.recipe.judge.alpha)
+    reason += format("; %s ms worse, under the absolute floor %lld ms (judge.min_effect_ms)", num(mw.shift).c_str(),
+                     static_cast<long long>(c.in.recipe.judge.min_effect_ms));
   m.result = (fail ? MetricResult::Fail : MetricResult::Pass);
   m.reason = (fail ? std::string(d.worse) + ": " : std::string()) + reason;
   set_numbers(m, lm, fm, mw.shift_lo / fm, mw.shift_hi / fm, rules.max_decode_drift, mw.p_value);
@@ -358,49 +431,122 @@ void drift_row(const Context& c, Judgement& j, const Locator& loc, const DriftFi
   j.add(std::move(m));
 }
 
-void drift(const Context& c, Judgement& j, const Quarters& q) {
-  for (const auto& [loc, rows] : pool_rows(c.cand)) {
-    if (!perf_judged(loc.kind)) continue;
-    std::vector<const ProbeResult*> first, last;
-    for (const ProbeResult* r : rows) {
-      if (r->started_wall_ms <= q.first_end) first.push_back(r);
-      if (r->started_wall_ms >= q.last_start) last.push_back(r);
-    }
-    for (const DriftFigure& d : kDriftFigures) drift_row(c, j, loc, d, first, last);
+// The same drift pooled over every locator (`<figure>/pooled`): each row of a
+// locator's first and last quarters as its ratio to that locator's first-quarter
+// median, one rank test over all of them, so thin locators add up (a band of
+// the agent session that appears at one phase of each session, a long-context
+// size run every 6 h). This is the soak's decisive drift rule: it needs
+// judge.min_samples rows in each of its pooled quarters, and its reason names
+// where the rows split best (judges/pooled.cc change_span).
+void pooled_drift(const Context& c, Judgement& j, const DriftFigure& d, const std::vector<LocatorSeries>& series) {
+  const auto& rules = c.in.recipe.soak;
+  const int64_t min_effect_ms = c.in.recipe.judge.min_effect_ms;
+  const bool latency = d.metric->better == Better::Lower;
+  std::vector<LocatorValues> locs;
+  std::vector<TimedRatio> pts;
+  std::vector<ProbeKind> kinds;
+  for (const LocatorSeries& s : series) {
+    if (std::find(kinds.begin(), kinds.end(), s.loc.kind) == kinds.end()) kinds.push_back(s.loc.kind);
+    if (s.quarter() == 0) continue;
+    std::vector<double> first = s.first();
+    locs.push_back({first, s.last()});
+    const double ref = stats::median(std::move(first));
+    if (!(ref > 0)) continue;
+    for (const auto& [r, v] : s.rows)
+      if (v > 0) pts.push_back({r->started_wall_ms, r->id, std::log(v / ref)});
+  }
+  const Pooled p = pooled_change(d.metric->better, latency, locs, c.in.recipe.judge.alpha);
+  const std::string name = std::string(d.name) + "/pooled";
+  const int64_t had = std::min(p.n_ref, p.n_test);
+  const double sees = std::max(p.sees, rules.max_decode_drift);
+  j.need({std::string(d.name), had, c.in.recipe.judge.min_samples,
+          format("rows in the pooled first and last quarters (%d locators)", p.locators), kinds,
+          format("a drift of %s or more (soak.max_decode_drift %s; alpha %s on these rows)", pct(sees).c_str(),
+                 pct(rules.max_decode_drift).c_str(), num(c.in.recipe.judge.alpha).c_str()),
+          sees});
+  if (p.n_ref == 0 || p.n_test == 0) return;  // the evidence row says it is short
+  auto m = metric(name, MetricResult::Pass, "");
+  m.n = p.n_test;
+  m.n_baseline = p.n_ref;
+  set_numbers(m, p.estimate, 0, p.lo, p.hi, rules.max_decode_drift, p.p_value);
+  std::string reason = format(
+      "%lld rows of %d locators' last quarters against %lld of their first quarters, each as its ratio to its "
+      "locator's first-quarter median: %s worse (%s at the interval's end nearest no change), %s, limit %s "
+      "(soak.max_decode_drift)",
+      static_cast<long long>(p.n_test), p.locators, static_cast<long long>(p.n_ref), pct(p.estimate).c_str(),
+      pct(p.worse).c_str(), pval(p.p_value).c_str(), pct(rules.max_decode_drift).c_str());
+  if (latency) reason += format("; median rise %s ms", num(p.ms_rise).c_str());
+  const bool significant = p.p_value < c.in.recipe.judge.alpha;
+  const bool under_ms = latency && p.ms_rise < static_cast<double>(min_effect_ms);
+  const bool fail = significant && p.worse > rules.max_decode_drift && !under_ms;
+  if (significant && p.worse > rules.max_decode_drift && under_ms)
+    reason += format(", under the absolute floor %lld ms (judge.min_effect_ms)", static_cast<long long>(min_effect_ms));
+  // Where it changed: named whenever the drift is significant, so a slowdown
+  // under the floor still says when it began.
+  if (significant && !c.cand.empty()) {
+    const std::string where =
+        describe_span(change_span(std::move(pts)), c.cand.front()->started_wall_ms, "their locators' first-quarter medians");
+    if (!where.empty()) reason += "; " + where;
+  }
+  if (fail) {
+    m.result = MetricResult::Fail;
+    reason = std::string(d.worse) + ": " + reason;
+    j.find(Severity::Failure, name + ": " + reason);
+  }
+  m.reason = reason;
+  j.add(std::move(m));
+}
+
+void drift(const Context& c, Judgement& j) {
+  for (const DriftFigure& d : kDriftFigures) {
+    const std::vector<LocatorSeries> series = drift_series(c, *d.metric);
+    if (series.empty()) continue;  // no row of the stage has this figure (a pooling candidate's decode)
+    for (const LocatorSeries& s : series) drift_row(c, j, d, s);
+    pooled_drift(c, j, d, series);
   }
 }
 
-void completion_rate(const Context& c, Judgement& j, const Quarters& q) {
-  int64_t n_f = 0, ok_f = 0, n_l = 0, ok_l = 0, ok_all = 0;
-  for (const ProbeResult* r : c.cand) {
-    if (is_harness(*r)) continue;
-    const bool ok = is_clean(*r);
+// Completed requests, the first quarter of the stage's attempts in the order
+// they were sent against its last quarter (its end-of-stage runs left out).
+void completion_rate(const Context& c, Judgement& j) {
+  std::vector<const ProbeResult*> attempts;
+  for (const ProbeResult* r : measured_rows(c.cand))
+    if (is_completion(*r) && !is_harness(*r)) attempts.push_back(r);
+  const size_t q = attempts.size() / 4;
+  int64_t ok_f = 0, ok_l = 0, ok_all = 0;
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    const bool ok = is_clean(*attempts[i]);
     ok_all += ok;
-    if (r->started_wall_ms <= q.first_end) n_f++, ok_f += ok;
-    if (r->started_wall_ms >= q.last_start) n_l++, ok_l += ok;
+    if (i < q) ok_f += ok;
+    if (i >= attempts.size() - q) ok_l += ok;
   }
+  const auto n = static_cast<int64_t>(q);
   const double hours =
-      std::max(1.0, static_cast<double>(c.cand.back()->started_wall_ms - c.cand.front()->started_wall_ms)) / kMsPerHour;
-  auto m = metric("completion_rate", MetricResult::Pass, "");
-  m.n = n_l;
-  m.n_baseline = n_f;
-  const double rl = n_l ? static_cast<double>(ok_l) / static_cast<double>(n_l) : 0;
-  const double rf = n_f ? static_cast<double>(ok_f) / static_cast<double>(n_f) : 0;
-  const auto ci = stats::wilson_interval(ok_l, n_l, c.confidence());
-  std::string counts = format(
-      "%lld of %lld completed in the last quarter vs %lld of %lld in the first; %s completed/h "
-      "over the stage",
-      static_cast<long long>(ok_l), static_cast<long long>(n_l), static_cast<long long>(ok_f),
-      static_cast<long long>(n_f), num(static_cast<double>(ok_all) / hours).c_str());
+      c.cand.empty() ? 1.0
+                     : std::max(1.0, static_cast<double>(c.cand.back()->started_wall_ms - c.cand.front()->started_wall_ms)) /
+                           kMsPerHour;
   const int min_n = c.in.recipe.judge.min_samples;
-  if (n_f < min_n || n_l < min_n) {
+  j.need({"completion_rate", n, min_n, "attempts in each of the first and last quarters",
+          probe_kinds_for(TaskKind::SoakTraffic, c.in.recipe.workload), "", 0});
+  auto m = metric("completion_rate", MetricResult::Pass, "");
+  m.n = n;
+  m.n_baseline = n;
+  const double rl = n ? static_cast<double>(ok_l) / static_cast<double>(n) : 0;
+  const double rf = n ? static_cast<double>(ok_f) / static_cast<double>(n) : 0;
+  const auto ci = stats::wilson_interval(ok_l, n, c.confidence());
+  std::string counts = format(
+      "%lld of %lld completed in the last quarter of the attempts vs %lld of %lld in the first; %s completed/h "
+      "over the stage",
+      static_cast<long long>(ok_l), static_cast<long long>(n), static_cast<long long>(ok_f),
+      static_cast<long long>(n), num(static_cast<double>(ok_all) / hours).c_str());
+  if (n < min_n) {
     m.result = MetricResult::Insufficient;
     m.reason = counts + format("; need %d attempts in each", min_n);
     set_numbers(m, rl, rf, ci.lo, ci.hi, c.in.recipe.judge.alpha, 1);
     j.add(std::move(m));
     return;
   }
-  const double p = stats::fisher_exact(n_l - ok_l, ok_l, n_f - ok_f, ok_f, stats::Alternative::Greater);
+  const double p = stats::fisher_exact(n - ok_l, ok_l, n - ok_f, ok_f, stats::Alternative::Greater);
   const bool fail = p < c.in.recipe.judge.alpha;
   m.result = (fail ? MetricResult::Fail : MetricResult::Pass);
   m.reason = (fail ? "completion rate fell: " : "") + counts + ", " + pval(p) + " (Fisher, one-sided)";
@@ -420,10 +566,8 @@ void judge_trends(const Context& c, Judgement& j) {
   stage_swapouts(c, j);
   footprint(c, j);
   swap_growth(c, j, "swap_growth_mb", "swap used");
-  if (c.cand.empty()) return;
-  const Quarters q = quarters(c);
-  drift(c, j, q);
-  completion_rate(c, j, q);
+  drift(c, j);
+  completion_rate(c, j);
 }
 
 }  // namespace soak::judge_detail

@@ -213,6 +213,7 @@ Transition enter_stage(Track& t, const StageRow& stored, int64_t now) {
   t.phase = Phase::Staged;
   t.smoke_retry_at_ms.reset();
   t.extension_noted = false;
+  t.evidence_wait.reset();
   t.stage_rows = t.rows_at_check = 0;
   Transition tr;
   tr.verdicts.push_back(verdict_for(t, VerdictState::Running, std::string(to_string(stored.kind)) + " running", now));
@@ -285,6 +286,13 @@ Transition step_stage(Track& t, const StepInputs& in, int64_t now) {
         due_now(t, in, now, tr);
         break;
       }
+      // Waiting for a decisive rule's evidence: the plan runs on until the
+      // stage has grown enough to judge again (or its deadline).
+      if (t.evidence_wait && now < st.deadline_ms && t.stage_rows < t.evidence_wait->recheck_rows &&
+          now < t.evidence_wait->recheck_ms) {
+        due_now(t, in, now, tr);
+        break;
+      }
       if (in.busy) break;
       // The golden set's end run, alone on the runtime, before the judgment.
       if (const auto closing = closing_due(t.plan, t.tasks)) {
@@ -295,6 +303,59 @@ Transition step_stage(Track& t, const StepInputs& in, int64_t now) {
       break;
     }
     case StageClock::DeadlineHit: at_end(in, StageEnd::TimedOut, tr); break;
+  }
+  return tr;
+}
+
+namespace {
+
+// A rule's work is still coming when a task the plan runs again (not an
+// opening or closing run) produces one of its kinds; a rule whose evidence is
+// samples (no kinds) gets more as the stage runs.
+bool evidence_coming(const Track& t, const EvidenceGap& gap) {
+  if (gap.kinds.empty()) return true;
+  for (const TaskSpec& spec : t.plan.tasks) {
+    if (spec.repeat != Repeat::Periodic && spec.repeat != Repeat::Continuous) continue;
+    for (ProbeKind k : probe_kinds_for(spec.kind, t.cfg->kind))
+      if (std::find(gap.kinds.begin(), gap.kinds.end(), k) != gap.kinds.end()) return true;
+  }
+  return false;
+}
+
+// How far a waiting stage runs before it is judged again: an eighth more
+// timed rows (at least kEarlyCheckMinRows), or an eighth of what is left to
+// its deadline, whichever comes first; a stage of n rows is judged again
+// O(log n) times, never on every tick.
+constexpr int64_t kEvidenceRecheckParts = 8;
+
+}  // namespace
+
+std::optional<Transition> wait_for_evidence(Track& t, const VerdictRow& v, int64_t now) {
+  if (!t.stage || v.awaiting_evidence.empty() || now >= t.stage->deadline_ms) return std::nullopt;
+  std::vector<EvidenceGap> coming;
+  for (const EvidenceGap& g : v.awaiting_evidence)
+    if (evidence_coming(t, g)) coming.push_back(g);
+  if (coming.empty()) return std::nullopt;
+  Transition tr;
+  const StageRow& st = *t.stage;
+  const bool first = !t.evidence_wait;
+  t.evidence_wait = Track::EvidenceWait{
+      coming, t.stage_rows + std::max(kEarlyCheckMinRows, t.stage_rows / kEvidenceRecheckParts),
+      now + std::max<int64_t>(1, (st.deadline_ms - now) / kEvidenceRecheckParts)};
+  if (first) {
+    json d;
+    d["reason"] = "decisive rules short of their evidence at the nominal end";
+    json rules = json::array();
+    for (const EvidenceGap& g : coming) rules.push_back(g.rule);
+    d["rules"] = rules;
+    d["verdict_reason"] = v.reason;
+    d["stage"] = to_string(st.kind);
+    d["stage_id"] = st.id;
+    tr.events.push_back(track_event(t, EventKind::StageExtended, d, now, st.deadline_ms - now));
+    std::string names;
+    for (const EvidenceGap& g : coming) names += (names.empty() ? "" : ", ") + g.rule;
+    tr.notes.push_back(fmt::format("{}: {} short of evidence ({}): runs on up to its deadline (+{})", t.name,
+                                   to_string(st.kind), names, format_duration(st.deadline_ms - now)));
   }
   return tr;
 }

@@ -57,6 +57,16 @@ struct Track {
   int64_t canary_not_before_ms = 0;
   std::optional<int64_t> smoke_retry_at_ms;
   bool extension_noted = false;
+  // The running stage's end waits for evidence (docs/DESIGN.md §3.2): its
+  // judgment found decisive rules short of it while more of that work was
+  // coming. It is judged again once its timed rows grew past `recheck_rows`
+  // or the clock passed `recheck_ms`, and for the last time at its deadline.
+  struct EvidenceWait {
+    std::vector<EvidenceGap> gaps;
+    int64_t recheck_rows = 0;
+    int64_t recheck_ms = 0;
+  };
+  std::optional<EvidenceWait> evidence_wait;
   // The running stage's timed rows (judges/judge.h perf_judged) so far (a
   // resumed stage starts from its stored rows), and that count at the last
   // early check.
@@ -158,6 +168,14 @@ struct StepInputs {
 // deadline (judge as timed out). Runs still in flight at
 // the end are cut first; the judging waits for their completions.
 Transition step_stage(Track& t, const StepInputs& in, int64_t now);
+
+// The stage's judgment came back inconclusive for want of evidence alone
+// (VerdictRow::awaiting_evidence): while the stage can run on before its
+// deadline and its plan brings more of that work (or, for samples, time), the
+// stage runs on instead of ending — a stage_extended event the first time,
+// naming the rules — and is judged again when it has grown; nullopt when the
+// judgment stands (no deadline left, nothing more coming).
+std::optional<Transition> wait_for_evidence(Track& t, const VerdictRow& v, int64_t now);
 
 // One of the track's own runs finished (a shadow baseline run is not).
 // An unreachable smoke is retried after kSmokeRetryMs; a candidate failure

@@ -136,7 +136,11 @@ TEST_CASE("soak: no footprint samples is inconclusive") {
   in.process_samples.clear();
   auto v = judge_stage(in);
   CHECK(v.state == VerdictState::Inconclusive);
-  CHECK(contains(v.reason, "no footprint trend"));
+  CHECK(contains(v.reason, "evidence short: footprint had 0 blocks of process samples"));
+  // Samples come with time: a stage that can run on waits for them.
+  REQUIRE(v.awaiting_evidence.size() == 1);
+  CHECK(v.awaiting_evidence[0].rule == "footprint");
+  CHECK(v.awaiting_evidence[0].kinds.empty());
 }
 
 TEST_CASE("soak: a restart mid-week rejects") {
