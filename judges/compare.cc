@@ -21,9 +21,12 @@
 // comparison, on either side; then timed rows measured above nominal thermal
 // pressure are left out on both sides (judges/thermal.cc).
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <map>
 
 #include "judges/internal.h"
+#include "judges/overlap.h"
 #include "judges/stats.h"
 
 namespace soak::judge_detail {
@@ -605,6 +608,52 @@ void judge_compare(const Context& c, Judgement& j) {
                                           c.in.recipe.judge.min_samples));
 }
 
+namespace {
+
+// The rows that ran alone among the candidate's own requests: no other
+// completion of it (another task's, or another group's: a burst's members
+// overlap each other by design, as one unit) was in flight during their span.
+// A canary's long-context prefill runs alone; the same prefill in the soak
+// meets an agent turn now and then, and twice the time to first token there
+// is the runtime sharing its slots, not the build getting slower.
+std::vector<const ProbeResult*> run_alone(const std::vector<const ProbeResult*>& rows) {
+  struct Unit {
+    int64_t from, to;
+    std::vector<const ProbeResult*> rows;
+  };
+  std::map<std::pair<int64_t, int64_t>, Unit> units;  // (group id, or -1 - row id) -> its rows' span
+  for (const ProbeResult* r : rows) {
+    if (!is_completion(*r)) continue;
+    const auto key = r->group_id ? std::make_pair(*r->group_id, int64_t{0}) : std::make_pair(int64_t{-1}, r->id);
+    const auto [from, to] = wall_span(*r);
+    auto [it, fresh] = units.try_emplace(key, Unit{from, to, {}});
+    it->second.from = std::min(it->second.from, from);
+    it->second.to = std::max(it->second.to, to);
+    it->second.rows.push_back(r);
+  }
+  std::vector<const Unit*> by_start;
+  for (const auto& [k, u] : units) by_start.push_back(&u);
+  std::sort(by_start.begin(), by_start.end(), [](const Unit* a, const Unit* b) {
+    return a->from != b->from ? a->from < b->from : a->to < b->to;
+  });
+  std::vector<bool> met(by_start.size(), false);
+  int64_t reach = INT64_MIN;
+  size_t reach_of = 0;
+  for (size_t i = 0; i < by_start.size(); ++i) {
+    if (i > 0 && reach >= by_start[i]->from) met[i] = met[reach_of] = true;
+    if (by_start[i]->to > reach) reach = by_start[i]->to, reach_of = i;
+  }
+  std::vector<const ProbeResult*> out;
+  for (size_t i = 0; i < by_start.size(); ++i)
+    if (!met[i]) out.insert(out.end(), by_start[i]->rows.begin(), by_start[i]->rows.end());
+  std::sort(out.begin(), out.end(), [](const ProbeResult* a, const ProbeResult* b) {
+    return a->started_wall_ms != b->started_wall_ms ? a->started_wall_ms < b->started_wall_ms : a->id < b->id;
+  });
+  return out;
+}
+
+}  // namespace
+
 // The candidate against itself (docs/DESIGN.md §3.5): the gate's and the
 // soak's rows of each locator against the same locator in the candidate's own
 // earlier stages (its canary; for the soak its gate too), with the
@@ -616,8 +665,10 @@ void judge_self(const Context& c, Judgement& j) {
   const StageKind stage = c.in.recipe.stage;
   if (stage != StageKind::Gate && stage != StageKind::Soak) return;
   if (c.in.recipe.own_stage_ids.empty()) return;  // a recipe stored before the rule
-  const auto cool = leave_out_hot(measured_rows(c.cand), c.in.host_samples, c.in.host_sample_before);
-  const Pools cand = pool_rows(cool.rows), own = pool_rows(measured_rows(c.own));
+  // Like for like: rows that ran alone on both sides (run_alone), none
+  // measured hot on this side.
+  const auto cool = leave_out_hot(run_alone(measured_rows(c.cand)), c.in.host_samples, c.in.host_sample_before);
+  const Pools cand = pool_rows(cool.rows), own = pool_rows(run_alone(measured_rows(c.own)));
   int compared = 0, common = 0;
   for (const auto& [loc, rows] : cand) {
     if (!perf_judged(loc.kind)) continue;

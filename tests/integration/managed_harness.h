@@ -103,7 +103,7 @@ struct Setup {
   std::string runtime_log() const { return log_dir + "/m.runtime.log"; }
 
   void write(const std::string& launch, const std::string& candidate_extra = "",
-             const std::string& stages = R"({ "smoke": "4s", "canary": "4s", "gate": "6s", "soak": "4s" })") {
+             const std::string& stages = R"({ "smoke": "4s", "canary": "4s", "gate": "6s", "soak": "6s" })") {
     cfg = tmp.path() + "/soakd.json";
     // allow_coexisting: the host may have another inference engine up (a
     // user's Mac usually runs Ollama or LM Studio), which would make every
@@ -122,7 +122,7 @@ struct Setup {
         "stages": )" << stages
                        << R"(,
         "cadence": { "scrape": "1s", "functional": "1s", "long_context": "3s", "burst": "3s", "cancel": "3s",
-                     "gate_pause": "100ms", "soak_traffic": "300ms", "soak_heavy": "3s", "build_poll": "1s" },
+                     "gate_pause": "100ms", "soak_traffic": "100ms", "soak_heavy": "3s", "build_poll": "1s" },
         "limits": { "wall_timeout": "20s", "stall_timeout": "5s", "connect_timeout": "1s" },
         "gate": { "min_completed": 5 },
         "soak": { "max_footprint_slope_mb_per_h": 1000000, "max_footprint_growth": 10 },
