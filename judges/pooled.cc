@@ -121,6 +121,9 @@ ChangeSpan change_span(std::vector<TimedRatio> pts) {
       if (score > best) best = score, best_a = lo, best_b = hi;
     }
   if (best_b <= best_a) return out;
+  // A span from the start is the same split as the rest from its end on:
+  // name the part that moved away from the early rows.
+  if (best_a == 0 && best_b < n) best_a = best_b, best_b = n;
   std::vector<double> in, rest;
   for (int64_t i = 0; i < n; ++i) (i >= best_a && i < best_b ? in : rest).push_back(pts[i].log_ratio);
   out.found = true;

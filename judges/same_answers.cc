@@ -12,6 +12,7 @@
 #include "judges/same_answers.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "judges/internal.h"
 
@@ -97,14 +98,35 @@ std::optional<GoldenComparison> compare_golden(const JudgeRecipe& recipe, const 
 
 namespace judge_detail {
 
+// The golden set's evidence: a share of its prompts compared on both sides
+// (a verdict resting on 1 of 32 said "equivalent" while the other 31 were
+// missing on one side). The golden set runs at a stage's start and end only,
+// so a stage short of it gets no more by running on.
+constexpr double kEquivalenceMinShare = 0.75;
+
+void equivalence_need(Judgement& j, int64_t compared, int64_t prompts) {
+  const auto share = static_cast<int64_t>(std::ceil(kEquivalenceMinShare * static_cast<double>(prompts)));
+  j.need({"equivalence", compared, std::max<int64_t>(1, share),
+          format("prompts answered on both sides of %lld", static_cast<long long>(prompts)),
+          {ProbeKind::Equivalence}, "a changed answer on any prompt compared", 0});
+}
+
 void judge_equivalence(const Context& c, Judgement& j) {
   const auto g = compare_golden(c.in.recipe, c.in.golden, c.in.reference_golden);
   if (!g) return;
   if (!g->result) {
     j.add(metric("equivalence", MetricResult::Insufficient, g->skipped));  // a note, never a failure
+    // A canary with a baseline build whose own run is not stored: short (the
+    // other skips are notes: no reference, or none with a stored run).
+    if (g->run.empty() && c.in.recipe.stage == StageKind::Canary && c.in.recipe.equivalence->reference_id)
+      j.need({"equivalence", 0, 1, "golden-set runs stored in this canary", {ProbeKind::Equivalence}, "", 0});
     return;
   }
   const EquivalenceResult& r = *g->result;
+  equivalence_need(j,
+                   std::count_if(r.prompts.begin(), r.prompts.end(),
+                                 [](const PromptComparison& p) { return p.status != PromptStatus::Missing; }),
+                   static_cast<int64_t>(r.prompts.size()));
   const EquivalenceSettings& rules = c.in.recipe.equivalence->rules;
   const double text_rate = r.text_prompts > 0 ? static_cast<double>(r.text_differences) / r.text_prompts : 0;
   const bool text_fails = r.text_prompts > 0 && text_rate > r.text_rate_limit;

@@ -25,3 +25,5 @@ soak_add_bench(sequential_bench SOURCES bench/sequential_bench.cc LIBS soak_judg
 soak_add_test(unit_judge_answers SOURCES unit/judge_answers_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_sequential SOURCES unit/judge_sequential_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_golden SOURCES unit/judge_golden_test.cc LIBS soak_judges LABELS unit)
+# A promotion names its evidence: decisive rules, pooled drift and comparisons, the candidate against itself.
+soak_add_test(unit_judge_evidence SOURCES unit/judge_evidence_test.cc LIBS soak_judges LABELS unit)

@@ -758,3 +758,61 @@ TEST_CASE("ab interleaved: the previous build is wanted from the canary's start 
     CHECK(previous_action(h.t, true) == PreviousAction::None);
   }
 }
+
+// A promotion needs every decisive rule's evidence (docs/DESIGN.md §3.2): a
+// judgment short of it runs the stage on while more of that work is coming.
+TEST_CASE("a gate short of a decisive rule's evidence runs on, then is judged again, bounded by its deadline") {
+  World w(config_no_golden());
+  w.start(StageKind::Gate, kT0);
+  const int64_t end = kT0 + 24 * kHour, deadline = w.t.stage->deadline_ms;
+  w.run(kT0, end, 30 * kSecond);
+  Transition at_end = step_stage(w.t, StepInputs{}, end);
+  REQUIRE(at_end.judge == StageEnd::Completed);
+
+  VerdictRow v = verdict(VerdictState::Inconclusive, "gate inconclusive: evidence short: self/ttft_ms ...");
+  v.awaiting_evidence = {EvidenceGap{"failure_ratio", {ProbeKind::Agent}}};
+  auto wait = wait_for_evidence(w.t, v, end);
+  REQUIRE(wait);
+  const auto ext = of_kind(wait->events, EventKind::StageExtended);
+  REQUIRE(ext.size() == 1);
+  const auto d = nlohmann::json::parse(ext[0].detail_json);
+  CHECK(d["rules"] == nlohmann::json::array({"failure_ratio"}));
+  CHECK(ext[0].duration_ms == deadline - end);
+  REQUIRE(w.t.evidence_wait);
+
+  // The stage runs on: its agent traffic keeps being dispatched, no judgment.
+  Transition next = step_stage(w.t, StepInputs{}, end + kMinute);
+  CHECK_FALSE(next.judge);
+  CHECK(count_task(w.t, next, TaskKind::Agent) == 1);
+  w.finish_all(next, end + kMinute);
+
+  // Judged again once an eighth of the time to the deadline has passed.
+  const int64_t recheck = w.t.evidence_wait->recheck_ms;
+  CHECK(recheck == end + (deadline - end) / 8);
+  w.run(end + 2 * kMinute, recheck, 30 * kSecond);
+  CHECK(step_stage(w.t, StepInputs{}, recheck).judge == StageEnd::Completed);
+  // Short again: it waits again, with no second event.
+  auto again = wait_for_evidence(w.t, v, recheck);
+  REQUIRE(again);
+  CHECK(of_kind(again->events, EventKind::StageExtended).empty());
+  // At the deadline the judgment stands, whatever it says.
+  CHECK_FALSE(wait_for_evidence(w.t, v, deadline));
+}
+
+TEST_CASE("a stage short of evidence no plan task brings again is judged at once") {
+  World w(config_no_golden());
+  w.start(StageKind::Soak, kT0);
+  VerdictRow v = verdict(VerdictState::Inconclusive, "soak inconclusive: evidence short: equivalence ...");
+  // The golden set runs only at a stage's end: nothing more of it is coming.
+  v.awaiting_evidence = {EvidenceGap{"equivalence", {ProbeKind::Equivalence}}};
+  CHECK_FALSE(wait_for_evidence(w.t, v, kT0 + 7 * kDay));
+  CHECK_FALSE(w.t.evidence_wait);
+  // Samples (no kinds) come with time.
+  v.awaiting_evidence = {EvidenceGap{"footprint", {}}};
+  CHECK(wait_for_evidence(w.t, v, kT0 + 7 * kDay));
+  // A verdict inconclusive for other reasons too names no gaps: it stands.
+  v.awaiting_evidence.clear();
+  World other(config_no_golden());
+  other.start(StageKind::Soak, kT0);
+  CHECK_FALSE(wait_for_evidence(other.t, v, kT0 + 7 * kDay));
+}
