@@ -624,7 +624,11 @@ std::vector<const ProbeResult*> run_alone(const std::vector<const ProbeResult*>&
   std::map<std::pair<int64_t, int64_t>, Unit> units;  // (group id, or -1 - row id) -> its rows' span
   for (const ProbeResult* r : rows) {
     if (!is_completion(*r)) continue;
-    const auto key = r->group_id ? std::make_pair(*r->group_id, int64_t{0}) : std::make_pair(int64_t{-1}, r->id);
+    // Only a group released at once (a burst, a capacity check) is one unit;
+    // an agent session's turns share a group id but run one after another.
+    const bool released_together = r->kind == ProbeKind::Burst || r->kind == ProbeKind::Capacity;
+    const auto key = released_together && r->group_id ? std::make_pair(*r->group_id, int64_t{0})
+                                                      : std::make_pair(int64_t{-1}, r->id);
     const auto [from, to] = wall_span(*r);
     auto [it, fresh] = units.try_emplace(key, Unit{from, to, {}});
     it->second.from = std::min(it->second.from, from);
@@ -640,7 +644,8 @@ std::vector<const ProbeResult*> run_alone(const std::vector<const ProbeResult*>&
   int64_t reach = INT64_MIN;
   size_t reach_of = 0;
   for (size_t i = 0; i < by_start.size(); ++i) {
-    if (i > 0 && reach >= by_start[i]->from) met[i] = met[reach_of] = true;
+    // Touching is not meeting: a turn sent as the one before it ended.
+    if (i > 0 && reach > by_start[i]->from) met[i] = met[reach_of] = true;
     if (by_start[i]->to > reach) reach = by_start[i]->to, reach_of = i;
   }
   std::vector<const ProbeResult*> out;

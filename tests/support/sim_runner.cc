@@ -65,7 +65,7 @@ void SimRunner::perf_row(ProbeResult& r, const SimCandidate& s, double prompt_to
     r.server_draft_n = 100;
     r.server_draft_accepted = 95;
   }
-  const double ttft_s = (prompt_tokens / prompt_rate + 0.05) * slow * jitter(s.noise);
+  const double ttft_s = (prompt_tokens / prompt_rate + 0.05) * slow * jitter(s.noise) * ttft_factor_;
   decode *= jitter(s.noise);
   const double wall_s = ttft_s + out_tokens / decode;
   r.cache_state = cache;
@@ -97,6 +97,10 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
     soak_elapsed = start - soak_started_ms_[name];
   }
   decode_divisor_ = soak_elapsed >= req.candidate->settings.stages.soak_ms / 2 ? s.late_soak_decode : 1.0;
+  ttft_factor_ = soak_elapsed >= 0 && static_cast<double>(soak_elapsed) >=
+                                          static_cast<double>(req.candidate->settings.stages.soak_ms) * s.late_soak_ttft_from
+                     ? s.late_soak_ttft
+                     : 1.0;
   std::vector<ProbeResult> rows;
   const bool down = s.behaviour == Behaviour::Unreachable || s.behaviour == Behaviour::ResetMidRequest;
   auto add = [&](ProbeKind k, const std::string& workload) -> ProbeResult& {

@@ -69,6 +69,11 @@ struct SimCandidate {
   // many times later than a healthy build's.
   double fresh_prefill_slowdown = 1.0;
   double late_soak_decode = 1.0;  // decode rate divided by this from the soak's second half on
+  // Every request's time to first token (and so its wall time) multiplied by
+  // this from `late_soak_ttft_from` of the soak's length on (the golden set's
+  // end run included).
+  double late_soak_ttft = 1.0;
+  double late_soak_ttft_from = 1.0 / 3;
   // The soak's footprint grows by this many MB, evenly over soak_cache_fill_ms
   // from the soak's start, then holds (a prompt cache filling).
   double soak_cache_fill_mb = 0;
@@ -147,6 +152,7 @@ class SimRunner final : public TaskRunner {
   std::optional<int64_t> gate_started_ms_;          // SwapCreep: when the gate's first scrape ran
   std::map<std::string, int64_t> soak_started_ms_;  // per candidate name: the soak's first run
   double decode_divisor_ = 1.0;                     // late_soak_decode, for the run in progress
+  double ttft_factor_ = 1.0;                        // late_soak_ttft, for the run in progress
   // Agent sessions per candidate name, driven as the engine drives them (probes/session.h).
   std::map<std::string, std::unique_ptr<probes::AgentSession>> sessions_;
   void agent_turn(const TaskRequest& req, const SimCandidate& s, ProbeResult& r);
