@@ -7,7 +7,8 @@
 //
 // Row fields: n what the rule had, threshold what it needs, estimate the
 // smallest effect a pass on it can see (a fraction; 0 when the rule states
-// none), result pass (decided) or insufficient (short).
+// none), baseline 1 for a decisive rule (0: a check beside them), result
+// pass (decided) or insufficient (short).
 #include <algorithm>
 
 #include "judges/internal.h"
@@ -31,7 +32,7 @@ void judge_evidence(const Context& c, Judgement& j) {
     if (decided && !n.sees.empty()) reason += "; a pass sees " + n.sees;
     auto m = metric("evidence/" + n.rule, decided ? MetricResult::Pass : MetricResult::Insufficient, reason);
     m.n = n.had;
-    set_numbers(m, n.sees_effect, 0, 0, 0, static_cast<double>(n.needed), 1);
+    set_numbers(m, n.sees_effect, n.decisive ? 1 : 0, 0, 0, static_cast<double>(n.needed), 1);
     j.add(std::move(m));
     if (!decided && n.decisive)
       j.findings.push_back({Severity::Inconclusive,

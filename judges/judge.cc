@@ -493,6 +493,31 @@ VerdictRow judge_stage(const JudgeInput& in) {
   return assemble(c, std::move(j));
 }
 
+std::vector<EvidenceProgress> evidence_progress(const JudgeInput& in) {
+  using namespace judge_detail;
+  const Context c(in);
+  Judgement j;
+  std::vector<EvidenceProgress> out;
+  switch (in.recipe.stage) {
+    case StageKind::Smoke: return out;
+    case StageKind::Canary: canary_failure_ratio(c, j); break;
+    case StageKind::Gate: {
+      gate_completed(c, j);
+      const MetricEvidence& m = j.metrics.back();
+      out.push_back({"gate_completed", m.n, in.recipe.gate.min_completed, "completed requests"});
+      failure_ratio(c, j);
+      break;
+    }
+    case StageKind::Soak:
+      failure_ratio(c, j);
+      judge_drift_evidence(c, j);
+      break;
+  }
+  for (const EvidenceNeed& n : j.needs)
+    if (n.decisive) out.push_back({n.rule, n.had, n.needed, n.unit});
+  return out;
+}
+
 std::optional<VerdictRow> judge_hard_failures(const JudgeInput& in) {
   using namespace judge_detail;
   const Context c(in);

@@ -63,6 +63,7 @@
 // Thread-agnostic; safe to call from any thread on its own input.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -259,6 +260,20 @@ std::string size_label(int64_t tokens);
 
 // The stage's verdict. Never returns VerdictState::Running.
 VerdictRow judge_stage(const JudgeInput& in);
+
+// A running stage's way to its decisive rules' evidence, from its own rows
+// so far (docs/DESIGN.md §3.2; soakctl status shows the shortest): each rule
+// the stage's rows alone can count — its failure ratio, the gate's completed
+// requests, the soak's pooled drift and completion rate — with what it has
+// and what it needs. The comparisons, the golden set and the footprint are
+// decided at the stage's end and not listed.
+struct EvidenceProgress {
+  std::string rule;
+  int64_t had = 0, needed = 0;
+  std::string unit;
+  double fraction() const { return needed > 0 ? std::min(1.0, static_cast<double>(had) / static_cast<double>(needed)) : 1; }
+};
+std::vector<EvidenceProgress> evidence_progress(const JudgeInput& in);
 
 // For checks while a stage runs: the rejecting verdict if a hard failure is
 // already in the rows, nullopt otherwise (nothing else is decided early).

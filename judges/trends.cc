@@ -557,6 +557,11 @@ void completion_rate(const Context& c, Judgement& j) {
 
 }  // namespace
 
+void judge_drift_evidence(const Context& c, Judgement& j) {
+  drift(c, j);
+  completion_rate(c, j);
+}
+
 void judge_trends(const Context& c, Judgement& j) {
   if (c.in.recipe.stage == StageKind::Canary || c.in.recipe.stage == StageKind::Gate) {
     swap_growth(c, j, "stage_swap_growth_mb", "swap used since the stage start");

@@ -150,6 +150,7 @@ Status LiveEvidence::refresh(Store& store, int64_t candidate_id, const StageRow&
   in.candidate_rows = std::move(rows_);
   in.baseline_rows = std::move(baseline_rows_);
   evidence_ = sequential_evidence(in);
+  progress_ = evidence_progress(in);
   rows_ = std::move(in.candidate_rows);
   baseline_rows_ = std::move(in.baseline_rows);
   return Status::Ok();
@@ -186,7 +187,8 @@ Status StageEvidenceWriter::refresh(Store& store, int64_t now_ms, int64_t every_
     }
     if (st && live.stored_to != ev->read_to()) {  // something new since the row stored last
       st = store.put_stage_evidence(
-          StageEvidence{s.stage->id, s.candidate.id, now_ms, ev->read_to(), measures_to_json(ev->measures())});
+          StageEvidence{s.stage->id, s.candidate.id, now_ms, ev->read_to(),
+                        stage_evidence_json(ev->measures(), ev->progress())});
       if (st) live.stored_to = ev->read_to();
     }
     if (!st && first) first = st;
@@ -232,8 +234,31 @@ std::string measures_to_json(const std::vector<SequentialMeasure>& ms) {
   return arr.dump();
 }
 
+std::string stage_evidence_json(const std::vector<SequentialMeasure>& ms, const std::vector<EvidenceProgress>& progress) {
+  nlohmann::json p = nlohmann::json::array();
+  for (const auto& e : progress)
+    p.push_back({{"rule", e.rule}, {"had", e.had}, {"needed", e.needed}, {"unit", e.unit}});
+  return nlohmann::json{{"measures", nlohmann::json::parse(measures_to_json(ms))}, {"progress", p}}.dump();
+}
+
+std::vector<EvidenceProgress> progress_from_json(const std::string& s) {
+  std::vector<EvidenceProgress> out;
+  const auto j = nlohmann::json::parse(s, nullptr, false);
+  if (!j.is_object() || !j.contains("progress") || !j["progress"].is_array()) return out;
+  for (const auto& e : j["progress"]) {
+    if (!e.is_object() || !e.contains("rule") || !e["rule"].is_string() || !e.contains("had") ||
+        !e["had"].is_number_integer() || !e.contains("needed") || !e["needed"].is_number_integer())
+      continue;
+    out.push_back({e["rule"].get<std::string>(), e["had"].get<int64_t>(), e["needed"].get<int64_t>(),
+                   e.value("unit", std::string())});
+  }
+  return out;
+}
+
 Result<std::vector<SequentialMeasure>> measures_from_json(const std::string& s) {
-  const auto arr = nlohmann::json::parse(s, nullptr, false);
+  auto arr = nlohmann::json::parse(s, nullptr, false);
+  // Stored since the evidence progress: {"measures": [...], "progress": [...]}.
+  if (arr.is_object() && arr.contains("measures")) arr = arr["measures"];
   if (!arr.is_array()) return make_error("stage evidence: not a JSON array");
   std::vector<SequentialMeasure> out;
   for (const auto& j : arr) {

@@ -66,6 +66,8 @@ class LiveEvidence {
   Status refresh(Store& store, int64_t candidate_id, const StageRow& stage, int64_t max_probe,
                  const std::vector<ProbeResult>& fresh);
   const std::vector<SequentialMeasure>& measures() const { return evidence_; }
+  // Its decisive rules' way to their evidence (judges/judge.h evidence_progress).
+  const std::vector<EvidenceProgress>& progress() const { return progress_; }
   int64_t stage_id() const { return stage_id_; }
   int64_t read_to() const { return read_to_; }  // the rows up to this id are in
 
@@ -77,6 +79,7 @@ class LiveEvidence {
   std::vector<ProbeResult> baseline_rows_;
   int64_t baseline_read_to_ = 0;
   std::vector<SequentialMeasure> evidence_;
+  std::vector<EvidenceProgress> progress_;
 };
 
 // soakd's writer of StageEvidence rows (storage/store.h): each running
@@ -115,6 +118,12 @@ class StageEvidenceWriter {
 // each measure's name, budget, alpha, basis and its last, peak and stop points
 // (not its path). Fails on text that is not such an array.
 std::string measures_to_json(const std::vector<SequentialMeasure>& ms);
+// Either the array above (stored before the evidence progress) or the object
+// stage_evidence_json writes.
 Result<std::vector<SequentialMeasure>> measures_from_json(const std::string& s);
+// What soakd stores: {"measures": [as above], "progress": [{rule, had,
+// needed, unit}]}; progress_from_json reads the latter (empty from an array).
+std::string stage_evidence_json(const std::vector<SequentialMeasure>& ms, const std::vector<EvidenceProgress>& progress);
+std::vector<EvidenceProgress> progress_from_json(const std::string& s);
 
 }  // namespace soak::report

@@ -11,6 +11,7 @@
 #include "soakctl/common.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -38,6 +39,59 @@ std::string fmt_num(double v) {
 // default cadences (14,000 rows on the benchmark's store) and a soak's week
 // (48,000 with its baseline's) are over it.
 constexpr int64_t kRecomputeAtOnceRows = 8000;
+
+// What a verdict rested on (judges/evidence.cc): its evidence/<rule> rows,
+// the decisive rules that decided, those that could not, and the checks
+// beside them.
+struct EvidenceRule {
+  std::string rule;
+  int64_t had = 0, needed = 0;
+  double sees = 0;
+  bool decisive = true, decided = true;
+  std::string reason;
+};
+std::vector<EvidenceRule> evidence_rules(const std::vector<MetricEvidence>& ms) {
+  constexpr std::string_view kPrefix = "evidence/";
+  std::vector<EvidenceRule> out;
+  for (const auto& m : ms) {
+    if (m.metric.rfind(kPrefix, 0) != 0) continue;
+    out.push_back({m.metric.substr(kPrefix.size()), m.n, static_cast<int64_t>(std::llround(m.threshold)), m.estimate,
+                   m.baseline != 0, m.result == MetricResult::Pass, m.reason});
+  }
+  return out;
+}
+
+json evidence_json(const std::vector<MetricEvidence>& ms) {
+  json decided = json::array(), short_of = json::array(), beside = json::array();
+  for (const auto& e : evidence_rules(ms)) {
+    json r = {{"rule", e.rule}, {"had", e.had}, {"needed", e.needed}, {"reason", e.reason}};
+    r["sees"] = e.sees > 0 ? json(e.sees) : json(nullptr);
+    (!e.decisive ? beside : e.decided ? decided : short_of).push_back(std::move(r));
+  }
+  return {{"decided", decided}, {"could_not_decide", short_of}, {"beside", beside}};
+}
+
+void print_evidence(std::ostream& out, const std::vector<MetricEvidence>& ms) {
+  const auto rules = evidence_rules(ms);
+  if (rules.empty()) return;
+  auto list = [&](const char* title, auto keep) {
+    bool any = false;
+    for (const auto& e : rules) {
+      if (!keep(e)) continue;
+      if (!any) out << title << "\n";
+      any = true;
+      out << "  " << e.rule << ": " << e.reason << "\n";
+    }
+  };
+  out << "\n";
+  list("decided by (each with the evidence it needs; what a pass on it sees):",
+       [](const EvidenceRule& e) { return e.decisive && e.decided; });
+  list("could not decide (short of evidence: the stage is not a pass):",
+       [](const EvidenceRule& e) { return e.decisive && !e.decided; });
+  list("checks beside them (reject on what they see; not what a promotion rests on):",
+       [](const EvidenceRule& e) { return !e.decisive; });
+  out << "\n";
+}
 
 // The last points of a measure's path that explain prints (the JSON has them all).
 constexpr size_t kPathShown = 8;
@@ -253,6 +307,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     if (!launches->empty()) j["launches"] = launches_json(*launches);  // a managed candidate's runtime
     if (reach) j["context_reach"] = reach_json(*reach);
     if (recomputed) j["sequential"] = sequential_json(sequential);
+    j["evidence"] = evidence_json(shown.metrics);
     c.out << j.dump(2) << "\n";
     return rc;
   }
@@ -280,6 +335,7 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
           << (identical ? "identical"
                         : "DIFFERENT: " + std::string(to_string(recomputed->state)) + " — " + recomputed->reason)
           << "\n\n";
+  print_evidence(c.out, shown.metrics);
   char line[256];
   std::snprintf(line, sizeof line, "%-8s %7s %7s %11s %11s %23s %9s %9s  %s\n", "RESULT", "N", "N_BASE", "ESTIMATE",
                 "BASELINE", "INTERVAL", "THRESHOLD", "P", "METRIC");

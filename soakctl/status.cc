@@ -151,13 +151,45 @@ std::optional<PrefixReuse> prefix_reuse(Store& st, int64_t candidate_id) {
 struct RunningEvidence {
   std::vector<SequentialMeasure> measures;
   std::optional<int64_t> stored_ms;  // when soakd computed it (nullopt: computed here)
+  // The decisive rules' way to their evidence, as soakd stored it (none when
+  // computed here).
+  std::vector<EvidenceProgress> progress;
 };
 RunningEvidence evidence_of(Store& st, const StatusRow& r) {
   if (!r.stage || r.stage->state != StageState::Running) return {};
   if (auto e = st.stage_evidence(r.stage->id); e && *e)
-    if (auto ms = report::measures_from_json((*e)->measures_json)) return {std::move(*ms), (*e)->wall_ms};
+    if (auto ms = report::measures_from_json((*e)->measures_json))
+      return {std::move(*ms), (*e)->wall_ms, report::progress_from_json((*e)->measures_json)};
   auto ms = report::running_evidence(st, r.candidate.id, *r.stage);
-  return {ms ? std::move(*ms) : std::vector<SequentialMeasure>{}, std::nullopt};
+  return {ms ? std::move(*ms) : std::vector<SequentialMeasure>{}, std::nullopt, {}};
+}
+
+// "evidence for a promotion: shortest ttft_drift, 3 of 5 rows in the pooled
+// first and last quarters (60%); 2 more short": the decisive rule furthest
+// from its evidence, or that every one counted so far has it.
+std::optional<std::string> evidence_progress_text(const std::vector<EvidenceProgress>& ps) {
+  if (ps.empty()) return std::nullopt;
+  const auto shortest = std::min_element(ps.begin(), ps.end(), [](const auto& a, const auto& b) {
+    return a.fraction() < b.fraction();
+  });
+  const auto short_of = std::count_if(ps.begin(), ps.end(), [](const auto& p) { return p.had < p.needed; });
+  if (short_of == 0)
+    return ps.size() == 1 ? "evidence for a promotion: " + ps[0].rule + " has its " + std::to_string(ps[0].had) +
+                                " of " + std::to_string(ps[0].needed) + " " + ps[0].unit
+                          : "evidence for a promotion: all " + std::to_string(ps.size()) +
+                                " rules counted so far have theirs";
+  std::string s = "evidence for a promotion: shortest " + shortest->rule + ", " + std::to_string(shortest->had) +
+                  " of " + std::to_string(shortest->needed) + " " + shortest->unit + " (" +
+                  std::to_string(static_cast<int>(std::floor(shortest->fraction() * 100))) + "%)";
+  if (short_of > 1) s += "; " + std::to_string(short_of - 1) + " more short";
+  return s;
+}
+
+json progress_json(const std::vector<EvidenceProgress>& ps) {
+  json arr = json::array();
+  for (const auto& p : ps)
+    arr.push_back({{"rule", p.rule}, {"had", p.had}, {"needed", p.needed}, {"unit", p.unit}, {"fraction", p.fraction()}});
+  return arr;
 }
 // Stored evidence older than this is shown with its time (soakd stores it every minute while it runs).
 constexpr int64_t kEvidenceStaleMs = 2 * report::kStageEvidenceEveryMs;
@@ -302,9 +334,10 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
       if (auto reach = latest_reach(st, r.candidate.id)) j["context_reach"] = reach_json(*reach);
       if (auto p = prefix_reuse(st, r.candidate.id))
         j["prefix_reuse"] = {{"reuse", p->reuse}, {"median_ratio", p->median_ratio}, {"runs", p->runs}};
-      if (auto ev = evidence_of(st, r); !ev.measures.empty()) {
+      if (auto ev = evidence_of(st, r); !ev.measures.empty() || !ev.progress.empty()) {
         j["sequential"] = evidence_json(ev.measures);
         if (ev.stored_ms) j["sequential_ms"] = *ev.stored_ms;
+        if (!ev.progress.empty()) j["evidence_progress"] = progress_json(ev.progress);
       }
       if (const json* n = notify_of(notified, r.candidate.id)) j["notify"] = *n;
       if (sh.earlier) j["earlier_builds"] = sh.earlier;
@@ -367,9 +400,13 @@ int cmd_status(const Ctl& c, const Args& a, Store& st) {
     if (r.verdict && !r.verdict->reason.empty() && r.verdict->state != VerdictState::Running)
       about += " — " + r.verdict->reason;
     for (const auto& line : wrap(about, reason_cols, kReasonLines)) c.out << "    " << line << "\n";
-    if (auto ev = evidence_of(st, r); !ev.measures.empty())
-      for (const auto& line : wrap(evidence_text(std::move(ev), now), reason_cols, kReasonLines))
-        c.out << "    " << line << "\n";
+    if (auto ev = evidence_of(st, r); !ev.measures.empty() || !ev.progress.empty()) {
+      if (auto p = evidence_progress_text(ev.progress))
+        for (const auto& line : wrap(*p, reason_cols, kReasonLines)) c.out << "    " << line << "\n";
+      if (!ev.measures.empty())
+        for (const auto& line : wrap(evidence_text(std::move(ev), now), reason_cols, kReasonLines))
+          c.out << "    " << line << "\n";
+    }
     // What the runtime serves with: a change of it is a new row, like a build.
     if (auto fp = probes::parse_fingerprint_json(r.candidate.fingerprint); fp && !r.candidate.fingerprint.empty())
       for (const auto& line : wrap("launch: " + fp->summary(), reason_cols, kReasonLines))

@@ -33,7 +33,7 @@ struct StageEvidence {
   int64_t candidate_id = 0;
   int64_t wall_ms = 0;        // when soakd computed it
   int64_t probe_max_id = 0;   // from the probe rows up to this id
-  std::string measures_json;  // reports/evidence_live.h measures_to_json
+  std::string measures_json;  // reports/evidence_live.h stage_evidence_json (measures_to_json before)
 };
 
 struct ProbeQuery {

@@ -297,3 +297,29 @@ TEST_CASE("change span: a step a third of the way in is found with its length") 
   // Rows 30..89 of 90, ten minutes apart: from 5h into the stage to its end, 9h50m.
   CHECK(contains(pooled->reason, "from 5h into the stage to its end (9h50m, 60 rows)"));
 }
+
+TEST_CASE("a running soak's progress names each countable decisive rule with what it has and needs") {
+  auto thin = evidence_progress(soak_with(6, 6, 1, 0));
+  auto rule = [](const std::vector<EvidenceProgress>& ps, const std::string& name) -> const EvidenceProgress* {
+    for (const auto& p : ps)
+      if (p.rule == name) return &p;
+    return nullptr;
+  };
+  const auto* drift = rule(thin, "ttft_drift");
+  REQUIRE(drift);
+  CHECK(drift->had == 3);
+  CHECK(drift->needed == 5);
+  CHECK(drift->fraction() == Approx(0.6));
+  REQUIRE(rule(thin, "failure_ratio"));
+  CHECK(rule(thin, "failure_ratio")->had == 6);
+  // The same rules as the stage's judgment states (evidence/<rule> rows).
+  const auto v = judge_stage(soak_with(6, 6, 1, 0));
+  for (const auto& p : thin) {
+    INFO(p.rule);
+    const auto* m = exact(v, "evidence/" + p.rule);
+    REQUIRE(m);
+    CHECK(m->n == p.had);
+  }
+  auto full = evidence_progress(soak_with(60, 60, 1, 0));
+  for (const auto& p : full) CHECK(p.had >= p.needed);
+}

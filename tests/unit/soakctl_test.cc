@@ -241,9 +241,15 @@ TEST_CASE(
   CHECK(j[0]["sequential"][0]["n"] == 30);  // the stored row, not the 40 rows now
   CHECK(j[0]["sequential"][0]["k"] == 3);
   CHECK(j[0]["sequential_ms"] == stored_ms);
+  // The canary's decisive rule it can count from its rows: its pooled failure ratio.
+  REQUIRE(j[0]["evidence_progress"].size() == 1);
+  CHECK(j[0]["evidence_progress"][0]["rule"] == "failure_ratio/pooled");
+  CHECK(j[0]["evidence_progress"][0]["had"] == 30);
+  CHECK(j[0]["evidence_progress"][0]["needed"] == 5);
   REQUIRE(f.run({"--db", f.db, "status"}, &out) == kCtlExitOk);
   INFO(out);
   CHECK(out.find("of the boundary (as of " + iso_utc(stored_ms) + ")") != std::string::npos);
+  CHECK(out.find("evidence for a promotion: failure_ratio/pooled has its 30 of 5 completions") != std::string::npos);
 
   // Refreshed, the writer reads the ten new rows only and gives what the
   // whole stage's rows give read at once.
