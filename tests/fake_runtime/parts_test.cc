@@ -225,6 +225,12 @@ TEST_CASE("markup-leak: what each leak knob writes into content; tool calls are 
   CHECK(fffd.find("\xEF\xBF\xBD") != std::string::npos);
   CHECK(fffd.find("RIVER-48") == 0);
 
+  Knobs mistral;
+  mistral.leak = "eos";
+  mistral.eos_token = "</s>";
+  CHECK(content_of(plan_reply(marker, render_chat_prompt(marker), Scenario::MarkupLeak, mistral)) == "RIVER-4821</s>");
+  CHECK(content_of(plan(marker, "eos")) == "RIVER-4821<|im_end|>");  // the default EOS
+
   json tools = json::parse(read_file(std::string(SOAKD_FIXTURES_DIR) +
                                      "/llama-server/post-v1-chat-completions-tools-required-enum.request.json"));
   const ReplyPlan call = plan(tools, "im-end");
@@ -233,9 +239,9 @@ TEST_CASE("markup-leak: what each leak knob writes into content; tool calls are 
 
   // The CLI takes only the names it knows.
   CHECK(parse_cli({"--scenario", "markup-leak", "--leak", "harmony"}).ok());
-  auto bad = parse_cli({"--scenario", "markup-leak", "--leak", "eos"});
+  auto bad = parse_cli({"--scenario", "markup-leak", "--leak", "bos"});
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.message().find("think, im-end, harmony, fffd") != std::string::npos);
+  CHECK(bad.message().find("think, im-end, harmony, fffd, eos") != std::string::npos);
 }
 
 TEST_CASE("llama.cpp stream chunks carry the same keys as the captured stream") {

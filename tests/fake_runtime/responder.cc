@@ -207,6 +207,7 @@ ServerView Responder::server_view() const {
   v.build = cfg_.knobs.build;
   v.slots = static_cast<int>(slots_.size());
   v.ctx_per_slot = cfg_.knobs.ctx_per_slot;
+  if (!cfg_.knobs.eos_token.empty()) v.eos_token = cfg_.knobs.eos_token;
   v.started_unix = started_unix_;
   v.speculative = cfg_.scenario == Scenario::DraftSlowdown;
   v.active_requests = stats_.processing;

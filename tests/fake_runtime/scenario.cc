@@ -44,11 +44,12 @@ constexpr std::array<std::pair<Scenario, std::string_view>, 25> kScenarios{{
     {Scenario::MarkupLeak, "markup-leak"},
 }};
 
-constexpr std::array<std::pair<Leak, std::string_view>, 4> kLeaks{{
+constexpr std::array<std::pair<Leak, std::string_view>, 5> kLeaks{{
     {Leak::Think, "think"},
     {Leak::ImEnd, "im-end"},
     {Leak::Harmony, "harmony"},
     {Leak::Fffd, "fffd"},
+    {Leak::Eos, "eos"},
 }};
 
 template <class E, size_t N>

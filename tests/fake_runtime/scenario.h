@@ -55,8 +55,10 @@ std::string scenario_names();
 // written out (llama-server --special); harmony: gpt-oss's raw
 // <|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>
 // headers; fffd: a U+FFFD in the middle of the answer, a detokenizer that
-// split a character.
-enum class Leak { Think, ImEnd, Harmony, Fffd };
+// split a character; eos: the end-of-sequence token /props names
+// (Knobs::eos_token) after the answer, a token no fixed list holds when the
+// knob names one of a model family of its own.
+enum class Leak { Think, ImEnd, Harmony, Fffd, Eos };
 std::string_view to_string(Leak l);
 std::optional<Leak> parse_leak(std::string_view s);
 std::string leak_names();
@@ -149,6 +151,8 @@ struct Knobs {
   std::string answers;
   // MarkupLeak: what leaks into content (Leak's names; "" is think).
   std::string leak;
+  // llama.cpp /props eos_token ("" is the ChatML <|im_end|>); the eos leak writes it.
+  std::string eos_token;
 };
 
 // The knobs a scenario starts from on a given flavour (e.g. FifoSerial sets

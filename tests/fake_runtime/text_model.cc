@@ -302,7 +302,7 @@ namespace {
 // MarkupLeak: what a runtime whose reasoning parser or template broke writes
 // into content (scenario.h Leak). The reasoning it would have separated goes
 // into content with it; tool calls are left as they are.
-void leak_markup(ReplyPlan& plan, Leak leak) {
+void leak_markup(ReplyPlan& plan, Leak leak, const std::string& eos_token) {
   std::vector<Piece> reasoning, content;
   for (auto& p : plan.pieces) (p.kind == PieceKind::Reasoning ? reasoning : content).push_back(std::move(p));
   std::vector<Piece> out;
@@ -325,9 +325,10 @@ void leak_markup(ReplyPlan& plan, Leak leak) {
       answer();
       break;
     case Leak::ImEnd:
+    case Leak::Eos:
       for (auto& p : reasoning) out.push_back(std::move(p));
       answer();
-      text("<|im_end|>");
+      text(leak == Leak::ImEnd || eos_token.empty() ? "<|im_end|>" : eos_token);
       break;
     case Leak::Harmony:
       if (!reasoning.empty()) {
@@ -413,7 +414,7 @@ ReplyPlan plan_reply(const json& request, const std::string& prompt, Scenario sc
   }
 
   if (scenario == Scenario::MarkupLeak && !plan.tool_call)
-    leak_markup(plan, parse_leak(knobs.leak).value_or(Leak::Think));
+    leak_markup(plan, parse_leak(knobs.leak).value_or(Leak::Think), knobs.eos_token);
 
   std::optional<int> limit = requested_max_tokens(request);
   if (!limit && knobs.server_max_tokens > 0) limit = knobs.server_max_tokens;

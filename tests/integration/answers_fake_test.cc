@@ -280,6 +280,27 @@ TEST_CASE("leaked markup fails every answer whose content carries it, for each l
   }
 }
 
+TEST_CASE("the end-of-turn token llama.cpp's /props names is read on top of the fixed lists") {
+  // A model family whose EOS no fixed list holds (Llama 2 and Mistral's </s>):
+  // found once soakd has read /props, the preamble of a candidate's first run
+  // when its config does not give the slots.
+  ListenerConfig cfg = leaking("eos");
+  cfg.knobs.eos_token = "</s>";
+  Fake f(cfg);
+  CandidateConfig c = candidate(f.url());
+  auto rows = task_rows(c, {TaskKind::Functional}, 1, kCandidateId);
+  INFO(describe(rows));
+  const ProbeResult* marker = find_row(rows, ProbeKind::Marker);
+  REQUIRE(marker);
+  CHECK(marker->outcome == Outcome::LeakedMarkup);
+  CHECK(marker->detail.rfind("the template's own token </s> at char ", 0) == 0);
+  CHECK(has(marker->excerpt, "</s>"));
+  // Given the slots, soakd does not ask /props before the first run: only the fixed lists are read.
+  c.slots = 2;
+  auto unread = task_rows(c, {TaskKind::Functional}, 1, kCandidateId);
+  CHECK(find_row(unread, ProbeKind::Marker)->outcome == Outcome::Clean);
+}
+
 TEST_CASE("a canary whose answers leak is rejected on leaked_markup; a healthy one against the same baseline is not") {
   Fake base(quick(Scenario::Healthy));
   const std::vector<TaskKind> canary = {TaskKind::Scrape, TaskKind::Functional, TaskKind::Burst};
