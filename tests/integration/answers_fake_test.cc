@@ -280,6 +280,21 @@ TEST_CASE("leaked markup fails every answer whose content carries it, for each l
   }
 }
 
+TEST_CASE("leaked markup wins over the runtime's own cap, which its detail names") {
+  // MLX-LM caps an answer at 512 tokens when the request sends no max_tokens:
+  // a 600-token answer is cut (server_token_cap), its think block kept.
+  ListenerConfig cfg = leaking("think", fake::Flavour::MlxLm);
+  cfg.knobs.reply_tokens = 600;
+  Fake f(cfg);
+  auto rows = task_rows(candidate(f.url(), RuntimeKind::MlxLm), {TaskKind::Functional}, 1, kCandidateId);
+  const ProbeResult* stream = find_row(rows, ProbeKind::Stream);
+  REQUIRE(stream);
+  INFO(stream->detail);
+  CHECK(stream->finish_reason == "length");
+  CHECK(stream->outcome == Outcome::LeakedMarkup);
+  CHECK(has(stream->detail, "; the runtime's own cap also cut it (server_token_cap)"));
+}
+
 TEST_CASE("the end-of-turn token llama.cpp's /props names is read on top of the fixed lists") {
   // A model family whose EOS no fixed list holds (Llama 2 and Mistral's </s>):
   // found once soakd has read /props, the preamble of a candidate's first run
