@@ -113,8 +113,11 @@ void ratio_class(const Context& c, const RowClass& cls, Judgement& j) {
   const ProbeResult* first = nullptr;
   for (const ProbeResult* r : c.cand) {
     const bool hit = in_class(cls, r->outcome);
-    // Agent-session turns are counted by context band instead (judges/session.cc).
-    if (is_harness(*r) || is_session_row(*r) || !(hit || asks_structured_output(r->kind))) continue;
+    // Agent-session turns are counted by context band instead (judges/session.cc);
+    // leaked markup decided its row before the structure was judged (markup_class).
+    if (is_harness(*r) || is_session_row(*r) || r->outcome == Outcome::LeakedMarkup ||
+        !(hit || asks_structured_output(r->kind)))
+      continue;
     ++attempts;
     if (hit) {
       ids.push_back(r->id);
@@ -135,6 +138,65 @@ void ratio_class(const Context& c, const RowClass& cls, Judgement& j) {
   set_numbers(m, ratio, 0, ci.lo, ci.hi, tolerance, 1);
   j.add(std::move(m));
   if (fail) j.find(Severity::HardFailure, std::string(cls.name) + " beyond tolerance: " + reason);
+}
+
+// Answers read for leaked markup (probes/answer_check.h): the contract passed
+// and answer output (content or a tool call) arrived, so the answer was read.
+// The cancel probe's stream is cut on purpose and never read.
+bool answer_read(const ProbeResult& r) {
+  if (r.outcome == Outcome::LeakedMarkup) return true;
+  if (is_harness(r) || !is_completion(r) || r.kind == ProbeKind::Cancel || r.content_events <= 0) return false;
+  switch (r.outcome) {
+    case Outcome::Clean:
+    case Outcome::MissingMarker:
+    case Outcome::EmptyAnswer:
+    case Outcome::InvalidJson:
+    case Outcome::InvalidToolCall:
+    case Outcome::EmptyToolArgs:
+    case Outcome::MissingToolCall:
+    case Outcome::Repetition:
+    case Outcome::ServerTokenCap: return true;
+    default: return false;
+  }
+}
+
+// Answer hygiene (docs/DESIGN.md §2.1, §3.4): content that carried reasoning
+// markup, a harmony header, a chat-template token, U+FFFD or a control
+// character. One such answer breaks the client that reads it; a reasoning
+// parser or template that changed breaks all of them, and every stage's
+// traffic shows it. Tolerated as structured output is, up to
+// judge.max_invalid_ratio of the answers read, so a canary whose every answer
+// leaks is rejected at its first check. The reason quotes the first row's
+// detail and excerpt. Shown only once a row of it was seen (CleanRow::Omitted:
+// stores written before the outcome existed cannot carry it).
+void markup_class(const Context& c, Judgement& j) {
+  int64_t attempts = 0;
+  std::vector<int64_t> ids;
+  const ProbeResult* first = nullptr;
+  for (const ProbeResult* r : c.cand) {
+    if (!answer_read(*r)) continue;
+    ++attempts;
+    if (r->outcome != Outcome::LeakedMarkup) continue;
+    ids.push_back(r->id);
+    if (!first) first = r;
+  }
+  if (!first) return;
+  const auto bad = static_cast<int64_t>(ids.size());
+  const double ratio = static_cast<double>(bad) / static_cast<double>(attempts);
+  const double tolerance = c.in.recipe.judge.max_invalid_ratio;
+  const bool fail = ratio > tolerance;
+  std::string reason =
+      format("%lld of %lld answers carried markup (%.1f%%), tolerance %.1f%%; rows %s, first %s row %lld",
+             static_cast<long long>(bad), static_cast<long long>(attempts), ratio * 100, tolerance * 100,
+             id_list(ids).c_str(), std::string(to_string(first->kind)).c_str(), static_cast<long long>(first->id)) +
+      quoted(first->detail);
+  if (!first->excerpt.empty()) reason += "; excerpt" + quoted(first->excerpt);
+  auto m = metric(hard_name("leaked_markup"), fail ? MetricResult::Fail : MetricResult::Pass, reason);
+  m.n = attempts;
+  auto ci = stats::wilson_interval(bad, attempts, c.confidence());
+  set_numbers(m, ratio, 0, ci.lo, ci.hi, tolerance, 1);
+  j.add(std::move(m));
+  if (fail) j.find(Severity::HardFailure, "leaked_markup beyond tolerance: " + reason);
 }
 
 // A process identity (pid, start time) of the candidate that appears after
@@ -217,6 +279,9 @@ void judge_hard(const Context& c, Judgement& j) {
   // than the 5xx run that the same rows also trip.
   judge_session_hard(c, j);
   for (const auto& cls : row_classes()) row_class(c, cls, j);
+  // Before the sequential test: the markup names what the failure ratios that
+  // the same rows raise only count.
+  markup_class(c, j);
   // The 5xx ratio is one of its measures: runs of 5xx are no rule of their own.
   judge_sequential(c, j);
   restarts(c, j);

@@ -10,7 +10,8 @@
 // What the judge decides, most decisive first:
 //   1. hard failures reject at once (hung stream, missing terminal event,
 //      identity mismatch, repeated 5xx, crash/restart, stale slot, memory guard
-//      trip, invalid JSON / tool call / empty tool arguments beyond tolerance;
+//      trip, invalid JSON / tool call / empty tool arguments beyond tolerance,
+//      leaked markup in answers beyond the same tolerance;
 //      for a managed runtime its exit, and a footprint above the memory budget);
 //   2. blocked: no clean response and nothing but connect/loading failures;
 //   3. stage rules reject (smoke not all clean, canary regression vs baseline,

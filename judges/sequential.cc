@@ -227,7 +227,10 @@ bool attempt_of(const Context& c, const Rules& rules, const Watched& w, const Pr
     // Which turns require a call is the schedule's (every agent.tool_every-th),
     // never the outcome's: a malformed call on a turn that asked for none stays
     // the band rule's (judges/session.cc).
-    case Counted::ToolCalls: return band_index(rules, r) == w.band && requires_tool_call(r);  // the cheap test first
+    // A turn whose leaked markup decided the row had its call judged by nothing (judges/session.cc).
+    case Counted::ToolCalls:
+      return band_index(rules, r) == w.band && r.outcome != Outcome::LeakedMarkup &&
+             requires_tool_call(r);  // the cheap tests first
   }
   return false;
 }

@@ -117,6 +117,9 @@ void tool_bands(const Context& c, const std::vector<TurnRow>& turns, Judgement& 
   for (const TurnRow& t : turns) {
     const bool bad = tool_failure(t.row->outcome);
     if (!t.tool_required && !bad) continue;
+    // Leaked markup decided the row before its call was judged
+    // (probes/answer_check.h): neither a good nor a bad call here.
+    if (t.row->outcome == Outcome::LeakedMarkup) continue;
     BandCount& b = bands[t.band_lo];
     b.band = t.band;
     ++b.attempts;

@@ -202,8 +202,15 @@ struct ChatExpectations {
 };
 
 struct Verdict {
-  Outcome outcome = Outcome::HarnessError;
+  // A constructor, so that {outcome, detail} leaves the excerpt empty without
+  // every such verdict spelling it out.
+  Verdict(Outcome o = Outcome::HarnessError, std::string d = {}, std::string e = {})
+      : outcome(o), detail(std::move(d)), excerpt(std::move(e)) {}
+  Outcome outcome;
   std::string detail;
+  // The failure's own excerpt for the row (leaked markup: the text around
+  // it); empty: the row's default excerpt (engine_rows.h failure_excerpt).
+  std::string excerpt;
 };
 
 }  // namespace soak::probes

@@ -252,6 +252,8 @@ class ScrapeStep final : public Step {
       }
       if (!p->build_info.empty()) j["build_info"] = p->build_info;
       if (p->is_sleeping) j["is_sleeping"] = *p->is_sleeping;
+      // The model's template tokens, read for leaked markup from the next answer on.
+      if (!p->template_tokens.empty()) env_.state.template_tokens = p->template_tokens;
       extra_[name] = j;
     } else if (name == "slots" && rt.read_slots) {
       auto s = rt.read_slots(body);
@@ -346,6 +348,7 @@ class PropsStep final : public Step {
         if (auto p = env_.runtime.read_props(x.transfer.body); p && p->total_slots) {
           env_.state.runtime_slots = p->total_slots;
           env_.state.props_read = true;
+          env_.state.template_tokens = p->template_tokens;
           if (p->n_ctx) {
             env_.state.slot_ctx = p->n_ctx;
             env_.state.slot_ctx_source = "/props n_ctx";

@@ -105,14 +105,23 @@ ProbeResult Step::chat_row(const ChatJob& job, const ExchangeResult& x) const {
                           !x.chat.content.empty() || !x.chat.reasoning.empty();
   const RepetitionReport rep = has_answer ? answer_repetition(x.chat) : RepetitionReport{};
   if (v.outcome == Outcome::Clean) {
-    // A loop or an empty answer first (probes/answer_check.h), then the probe's own check.
-    const auto answer = check_answer(x.chat, rep, job.expects_answer);
+    // Leaked markup, a loop or an empty answer first (probes/answer_check.h), then the probe's own check.
+    const auto answer = check_answer(x.chat, rep, job.expects_answer, env_.state.template_tokens);
     const Verdict content = answer ? *answer : job.check ? job.check(x.chat) : v;
     v = content;
-    // An answer the runtime cut with its own cap (docs/DESIGN.md §2.2) cannot be
-    // judged on its content either: the cap is what to fix. A loop is the
-    // exception: it is a loop whatever stopped it.
-    if (content.outcome != Outcome::Repetition) {
+    if (content.outcome == Outcome::LeakedMarkup) {
+      // The markup names the cause (probes/answer_check.h); what the probe's
+      // own check and the runtime's cap would have said goes in its detail.
+      if (job.check)
+        if (const Verdict own = job.check(x.chat); own.outcome != Outcome::Clean)
+          v.detail += "; the answer was also " + std::string(to_string(own.outcome));
+      if (classify_server_cap(x.chat, server_cap_context()))
+        v.detail += "; the runtime's own cap also cut it (server_token_cap)";
+    } else if (content.outcome != Outcome::Repetition) {
+      // An answer the runtime cut with its own cap (docs/DESIGN.md §2.2) cannot be
+      // judged on its content either: the cap is what to fix. A loop is the
+      // exception: it is a loop whatever stopped it; so is leaked markup, which
+      // no cut makes (a character cut in two at the end is not counted).
       if (auto cap = classify_server_cap(x.chat, server_cap_context())) {
         v = *cap;
         if (content.outcome != Outcome::Clean)
@@ -123,7 +132,7 @@ ProbeResult Step::chat_row(const ChatJob& job, const ExchangeResult& x) const {
   r.outcome = v.outcome;
   r.detail = v.detail;
   if (v.outcome != Outcome::Clean && v.outcome != Outcome::CancelledByDaemon)
-    r.excerpt = failure_excerpt(x.chat, error_body);
+    r.excerpt = v.excerpt.empty() ? failure_excerpt(x.chat, error_body) : v.excerpt;
   if (job.extra) r.extra_json = job.extra(x.chat);
   if (has_answer) r.extra_json = with_loop_figure(r.extra_json, rep);
   return r;

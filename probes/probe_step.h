@@ -42,6 +42,10 @@ struct CandidateState {
   std::optional<int64_t> slot_ctx;
   std::string slot_ctx_source;
   bool props_read = false;
+  // The special tokens the runtime's own template names (/props chat_template,
+  // bos and eos; probes/runtimes/runtime.h special_tokens_in_template): read
+  // for leaked markup on top of the fixed lists (probes/answer_check.h).
+  std::vector<std::string> template_tokens;
   struct Sized {
     PromptFixture fixture;
     std::string sized_by;  // "tokenize" | "estimate"

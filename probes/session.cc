@@ -72,6 +72,7 @@ bool answered(Outcome o) {
     case Outcome::MissingToolCall:
     case Outcome::ServerTokenCap:
     case Outcome::Repetition:
+    case Outcome::LeakedMarkup:
     case Outcome::InvalidJson:
     case Outcome::EmptyAnswer:
     case Outcome::MissingMarker: return true;

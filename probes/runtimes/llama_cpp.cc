@@ -36,7 +36,12 @@ HealthVerdict read_health(int http_status, std::string_view body) {
 
 // tools/server/server-context.cpp get_props: build_info, model_path,
 // model_alias, total_slots, default_generation_settings.n_ctx (per slot),
-// is_sleeping.
+// is_sleeping; chat_template (common_chat_templates_source), with --jinja
+// chat_template_tool_use when the model has one, and bos_token / eos_token
+// (common_token_to_piece of llama_vocab_bos / _eos, special = true): the
+// tokens an answer must not carry (probes/answer_check.h). llama-server
+// writes them into content when started with --special, or when the EOS is
+// not taken as the end of the turn.
 Result<ServerProps> read_props(std::string_view body) {
   json j = jsonf::parse_object(body);
   if (j.is_null()) return make_error("/props answer is not a JSON object");
@@ -47,6 +52,16 @@ Result<ServerProps> read_props(std::string_view body) {
   if (auto n = jsonf::get_int(j, "total_slots")) p.total_slots = static_cast<int>(*n);
   if (const json* d = jsonf::member(j, "default_generation_settings")) p.n_ctx = jsonf::get_int(*d, "n_ctx");
   p.is_sleeping = jsonf::get_bool(j, "is_sleeping");
+  auto add = [&p](std::string token) {
+    if (p.template_tokens.size() < kMaxTemplateTokens &&
+        std::find(p.template_tokens.begin(), p.template_tokens.end(), token) == p.template_tokens.end())
+      p.template_tokens.push_back(std::move(token));
+  };
+  for (const char* key : {"chat_template", "chat_template_tool_use"})
+    if (auto t = jsonf::get_string(j, key))
+      for (auto& token : special_tokens_in_template(*t)) add(std::move(token));
+  for (const char* key : {"bos_token", "eos_token"})
+    if (auto t = jsonf::get_string(j, key); t && looks_special(*t)) add(std::move(*t));
   return p;
 }
 

@@ -3,6 +3,8 @@
 // slot summary, the served-state route lookup and the argv-proven identity.
 #include "probes/runtimes/runtime.h"
 
+#include <algorithm>
+
 #include "probes/json_fields.h"
 #include "probes/text_util.h"
 #include "probes/transport/http_types.h"
@@ -80,6 +82,64 @@ Status read_served_answer(const Runtime& rt, std::string_view path, std::string_
 }
 
 std::vector<std::string> no_launch_warnings(const LaunchSpec&) { return {}; }
+
+// ---------------------------------------------------------------- template tokens
+
+namespace {
+constexpr size_t kMaxTokenName = 48;
+
+bool name_byte(char c) {
+  switch (c) {
+    case ' ':
+    case '\t':
+    case '\n':
+    case '\r':
+    case '\'':
+    case '"':
+    case '<':
+    case '>':
+    case '|':
+    case '{':
+    case '}':
+    case '+':
+    case '\\':
+    case '[':
+    case ']': return false;
+    default: return true;
+  }
+}
+}  // namespace
+
+std::vector<std::string> special_tokens_in_template(std::string_view t) {
+  struct Bars {
+    std::string_view open, close;
+  };
+  constexpr Bars kBars[] = {{"<|", "|>"}, {"<\xEF\xBD\x9C", "\xEF\xBD\x9C>"}};  // | and U+FF5C
+  std::vector<std::string> out;
+  for (size_t i = 0; i < t.size() && out.size() < kMaxTemplateTokens; ++i) {
+    if (t[i] != '<') continue;
+    for (const Bars& b : kBars) {
+      if (t.compare(i, b.open.size(), b.open) != 0) continue;
+      const size_t from = i + b.open.size();
+      size_t end = from;
+      while (end < t.size() && end - from <= kMaxTokenName && t.compare(end, b.close.size(), b.close) != 0 &&
+             name_byte(t[end]))
+        ++end;
+      if (end == from || end - from > kMaxTokenName || t.compare(end, b.close.size(), b.close) != 0) continue;
+      std::string token(t.substr(i, end + b.close.size() - i));
+      if (std::find(out.begin(), out.end(), token) == out.end()) out.push_back(std::move(token));
+      break;
+    }
+  }
+  return out;
+}
+
+bool looks_special(std::string_view s) {
+  if (s.size() < 3 || s.size() > 64) return false;
+  for (char c : s)
+    if (text::is_space(c)) return false;
+  return (s.front() == '<' && s.back() == '>') || (s.front() == '[' && s.back() == ']');
+}
 
 Result<std::string> parse_build(const Runtime& rt, std::string_view body) {
   if (rt.read_build) return rt.read_build(body);

@@ -94,7 +94,23 @@ struct ServerProps {
   std::optional<int> total_slots;
   std::optional<int64_t> n_ctx;  // per slot
   std::optional<bool> is_sleeping;
+  // The special tokens the model's chat template names, and its BOS / EOS:
+  // none of them belongs in an answer's content (probes/answer_check.h).
+  std::vector<std::string> template_tokens;
 };
+
+// The special tokens a chat template's text names: every `<|name|>` (and
+// DeepSeek's full-width `<｜name｜>`) it holds, in order of first appearance,
+// each once, at most kMaxTemplateTokens. The name is 1 to 48 bytes with no
+// blank, quote, bracket, brace, bar, plus or backslash in it, so Jinja that
+// builds a token from parts ('<|' + role + '|>') gives none. Tag-like text
+// such as <tool_call> or <tools> is left alone: a template writes it as
+// ordinary text too.
+std::vector<std::string> special_tokens_in_template(std::string_view template_text);
+// Whether `token` (a BOS / EOS as a runtime spells it) looks like a special
+// token worth looking for in answers: 3 to 64 bytes, no blank, `<...>` or `[...]`.
+bool looks_special(std::string_view token);
+inline constexpr size_t kMaxTemplateTokens = 64;
 
 // Per-slot state (llama.cpp /slots).
 struct SlotState {

@@ -64,6 +64,8 @@ const StrKnob kStrKnobs[] = {
      "llama.cpp: embedding or rerank serves only that route (llama-server --embedding / --reranking)"},
     {"answers", &Knobs::answers,
      "logprobs of non-streamed answers: steady (default), changed, near-tie, no-logprobs, not-top1"},
+    {"leak", &Knobs::leak, "markup-leak: what leaks into content: think (default), im-end, harmony, fffd, eos"},
+    {"eos-token", &Knobs::eos_token, "llama.cpp /props eos_token (default <|im_end|>); what the eos leak writes"},
 };
 
 std::string underscored(std::string s) {
@@ -73,6 +75,8 @@ std::string underscored(std::string s) {
 }
 
 Status apply_knob(Knobs& k, std::string_view name, const std::string& value) {
+  if (name == "leak" && !parse_leak(value))
+    return make_error("--leak wants one of " + leak_names() + ", got '" + value + "'");
   for (const auto& s : kStrKnobs)
     if (name == s.name) {
       k.*(s.field) = value;

@@ -184,6 +184,66 @@ TEST_CASE("length limits: max_tokens, the mlx-lm cap, thinking and repetition") 
   CHECK(no_think.pieces.front().kind == PieceKind::Content);
 }
 
+TEST_CASE("markup-leak: what each leak knob writes into content; tool calls are left as they are") {
+  auto plan = [](json req, const std::string& leak) {
+    Knobs k;
+    k.leak = leak;
+    return plan_reply(req, render_chat_prompt(req), Scenario::MarkupLeak, k);
+  };
+  auto content_of = [](const ReplyPlan& p) {
+    std::string s;
+    for (const auto& x : p.pieces)
+      if (x.kind == PieceKind::Content) s += x.text;
+    return s;
+  };
+  auto reasoning_of = [](const ReplyPlan& p) {
+    std::string s;
+    for (const auto& x : p.pieces)
+      if (x.kind == PieceKind::Reasoning) s += x.text;
+    return s;
+  };
+  const json marker = chat_body("Reply with exactly this code and nothing else: RIVER-4821", false);
+  json thinking = chat_body("What is 17 multiplied by 23?", false);
+  thinking["chat_template_kwargs"] = {{"enable_thinking", true}};
+
+  CHECK(content_of(plan(marker, "think")) == "<think>\n\n</think>\n\nRIVER-4821");
+  CHECK(content_of(plan(marker, "")) == content_of(plan(marker, "think")));  // think is the default
+  const ReplyPlan thought = plan(thinking, "think");
+  CHECK(reasoning_of(thought).empty());  // the parser separated nothing
+  CHECK(content_of(thought).rfind("<think>\nLet me think", 0) == 0);
+  CHECK(content_of(thought).find("\n</think>\n\n") != std::string::npos);
+
+  CHECK(content_of(plan(marker, "im-end")) == "RIVER-4821<|im_end|>");
+  CHECK_FALSE(reasoning_of(plan(thinking, "im-end")).empty());  // reasoning stays where it was
+
+  CHECK(content_of(plan(marker, "harmony")) == "<|channel|>final<|message|>RIVER-4821");
+  CHECK(content_of(plan(thinking, "harmony")).rfind("<|channel|>analysis<|message|>Let me think", 0) == 0);
+  CHECK(content_of(plan(thinking, "harmony")).find("<|end|><|start|>assistant<|channel|>final<|message|>") !=
+        std::string::npos);
+
+  const std::string fffd = content_of(plan(marker, "fffd"));
+  CHECK(fffd.find("\xEF\xBF\xBD") != std::string::npos);
+  CHECK(fffd.find("RIVER-48") == 0);
+
+  Knobs mistral;
+  mistral.leak = "eos";
+  mistral.eos_token = "</s>";
+  CHECK(content_of(plan_reply(marker, render_chat_prompt(marker), Scenario::MarkupLeak, mistral)) == "RIVER-4821</s>");
+  CHECK(content_of(plan(marker, "eos")) == "RIVER-4821<|im_end|>");  // the default EOS
+
+  json tools = json::parse(read_file(std::string(SOAKD_FIXTURES_DIR) +
+                                     "/llama-server/post-v1-chat-completions-tools-required-enum.request.json"));
+  const ReplyPlan call = plan(tools, "im-end");
+  REQUIRE(call.tool_call);
+  CHECK(content_of(call).empty());
+
+  // The CLI takes only the names it knows.
+  CHECK(parse_cli({"--scenario", "markup-leak", "--leak", "harmony"}).ok());
+  auto bad = parse_cli({"--scenario", "markup-leak", "--leak", "bos"});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.message().find("think, im-end, harmony, fffd, eos") != std::string::npos);
+}
+
 TEST_CASE("llama.cpp stream chunks carry the same keys as the captured stream") {
   auto events = sse_data(read_capture("post-v1-chat-completions-stream-include-usage.sse.http").body);
   REQUIRE(events.size() >= 4);

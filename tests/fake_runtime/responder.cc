@@ -207,6 +207,7 @@ ServerView Responder::server_view() const {
   v.build = cfg_.knobs.build;
   v.slots = static_cast<int>(slots_.size());
   v.ctx_per_slot = cfg_.knobs.ctx_per_slot;
+  if (!cfg_.knobs.eos_token.empty()) v.eos_token = cfg_.knobs.eos_token;
   v.started_unix = started_unix_;
   v.speculative = cfg_.scenario == Scenario::DraftSlowdown;
   v.active_requests = stats_.processing;
@@ -432,6 +433,8 @@ void Responder::control(const json& body) {
   if (body.contains("draining")) draining_ = body.value("draining", false);              // Rapid-MLX: SIGTERM seen
   if (body.contains("kv_cache_type")) cfg_.knobs.kv_cache_type = body.value("kv_cache_type", cfg_.knobs.kv_cache_type);
   if (body.contains("answers")) cfg_.knobs.answers = body.value("answers", cfg_.knobs.answers);
+  if (body.contains("leak") && parse_leak(body.value("leak", std::string())))
+    cfg_.knobs.leak = body.value("leak", cfg_.knobs.leak);
   if (body.contains("ctx_per_slot")) cfg_.knobs.ctx_per_slot = body.value("ctx_per_slot", cfg_.knobs.ctx_per_slot);
   if (body.contains("loading_ms")) start_loading(body.value("loading_ms", 0));
   // oMLX: POST /v1/models/{id}/unload, or another model evicting this one.

@@ -16,7 +16,7 @@ constexpr std::array<std::pair<Flavour, std::string_view>, 7> kFlavours{{
     {Flavour::LmStudio, "lm-studio"},
 }};
 
-constexpr std::array<std::pair<Scenario, std::string_view>, 24> kScenarios{{
+constexpr std::array<std::pair<Scenario, std::string_view>, 25> kScenarios{{
     {Scenario::Healthy, "healthy"},
     {Scenario::PrefillCost, "prefill-cost"},
     {Scenario::FifoSerial, "fifo"},
@@ -41,6 +41,15 @@ constexpr std::array<std::pair<Scenario, std::string_view>, 24> kScenarios{{
     {Scenario::EmptyContent, "empty-content"},
     {Scenario::ReasoningOnly, "reasoning-only"},
     {Scenario::ResetOverSlots, "reset-over-slots"},
+    {Scenario::MarkupLeak, "markup-leak"},
+}};
+
+constexpr std::array<std::pair<Leak, std::string_view>, 5> kLeaks{{
+    {Leak::Think, "think"},
+    {Leak::ImEnd, "im-end"},
+    {Leak::Harmony, "harmony"},
+    {Leak::Fffd, "fffd"},
+    {Leak::Eos, "eos"},
 }};
 
 template <class E, size_t N>
@@ -76,6 +85,10 @@ std::string flavour_names() { return names_of(kFlavours); }
 std::string_view to_string(Scenario s) { return name_of(kScenarios, s); }
 std::optional<Scenario> parse_scenario(std::string_view s) { return parse_from(kScenarios, s); }
 std::string scenario_names() { return names_of(kScenarios); }
+
+std::string_view to_string(Leak l) { return name_of(kLeaks, l); }
+std::optional<Leak> parse_leak(std::string_view s) { return s.empty() ? Leak::Think : parse_from(kLeaks, s); }
+std::string leak_names() { return names_of(kLeaks); }
 
 Knobs scenario_defaults(Scenario s, Flavour f) {
   Knobs k;

@@ -42,10 +42,26 @@ enum class Scenario {
   EmptyContent,     // answers with no content at all (finish_reason stop, usage), tool calls still made
   ReasoningOnly,    // the whole answer comes as reasoning (reasoning_content / reasoning), no content
   ResetOverSlots,   // a chat request that finds every slot busy is dropped before any status line
+  MarkupLeak,       // answer content carries what Knobs::leak names (reasoning markup, a template token, U+FFFD)
 };
 std::string_view to_string(Scenario s);
 std::optional<Scenario> parse_scenario(std::string_view s);
 std::string scenario_names();
+
+// What the markup-leak scenario writes into an answer's content (Knobs::leak):
+// think: the reasoning inside <think>...</think> before the answer (empty
+// when the request asked for none), a reasoning parser that stopped
+// separating; im-end: <|im_end|> after the answer, an end-of-turn token
+// written out (llama-server --special); harmony: gpt-oss's raw
+// <|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>
+// headers; fffd: a U+FFFD in the middle of the answer, a detokenizer that
+// split a character; eos: the end-of-sequence token /props names
+// (Knobs::eos_token) after the answer, a token no fixed list holds when the
+// knob names one of a model family of its own.
+enum class Leak { Think, ImEnd, Harmony, Fffd, Eos };
+std::string_view to_string(Leak l);
+std::optional<Leak> parse_leak(std::string_view s);
+std::string leak_names();
 
 // Defaults, named so tests and --help quote the same numbers.
 inline constexpr const char* kDefaultModel = "qwen3.6-35b-a3b";
@@ -133,6 +149,10 @@ struct Knobs {
   // The golden set's answers and logprobs (tests/fake_runtime/logprobs.h):
   // "" or steady, changed, near-tie, no-logprobs, not-top1.
   std::string answers;
+  // MarkupLeak: what leaks into content (Leak's names; "" is think).
+  std::string leak;
+  // llama.cpp /props eos_token ("" is the ChatML <|im_end|>); the eos leak writes it.
+  std::string eos_token;
 };
 
 // The knobs a scenario starts from on a given flavour (e.g. FifoSerial sets

@@ -384,7 +384,7 @@ ojson props_body(const ServerView& v) {
   j["ui"] = true;
   j["chat_template"] = kChatTemplate;
   j["bos_token"] = "<|endoftext|>";
-  j["eos_token"] = "<|im_end|>";
+  j["eos_token"] = v.eos_token;
   j["build_info"] = build_info(v.build);
   j["is_sleeping"] = false;
   return j;

@@ -96,9 +96,10 @@ struct ServerView {
   uint64_t total_prompt_tokens = 0;
   uint64_t total_completion_tokens = 0;
   int64_t uptime_s = 0;
-  std::string digest;         // Ollama /api/ps (empty: derived from the model)
-  std::string kv_cache_type;  // Rapid-MLX
-  bool draining = false;      // Rapid-MLX after SIGTERM
+  std::string digest;                    // Ollama /api/ps (empty: derived from the model)
+  std::string kv_cache_type;             // Rapid-MLX
+  std::string eos_token = "<|im_end|>";  // llama.cpp /props eos_token (Knobs::eos_token)
+  bool draining = false;                 // Rapid-MLX after SIGTERM
   uint64_t cancelled_via_disconnect = 0;
   std::vector<std::string> loaded_models;                                        // oMLX /api/status loaded_models
   uint64_t draft_tokens_total = 0, accepted_tokens_total = 0, drafts_total = 0;  // when speculative

@@ -297,6 +297,59 @@ bool wants_usage_in_stream(const json& request) {
   return field(field(request, "stream_options"), "include_usage") == true;
 }
 
+namespace {
+
+// MarkupLeak: what a runtime whose reasoning parser or template broke writes
+// into content (scenario.h Leak). The reasoning it would have separated goes
+// into content with it; tool calls are left as they are.
+void leak_markup(ReplyPlan& plan, Leak leak, const std::string& eos_token) {
+  std::vector<Piece> reasoning, content;
+  for (auto& p : plan.pieces) (p.kind == PieceKind::Reasoning ? reasoning : content).push_back(std::move(p));
+  std::vector<Piece> out;
+  auto text = [&out](std::string t) { out.push_back({PieceKind::Content, std::move(t)}); };
+  auto thought = [&] {
+    for (auto& p : reasoning) text(std::move(p.text));
+  };
+  auto answer = [&] {
+    for (auto& p : content) out.push_back(std::move(p));
+  };
+  switch (leak) {
+    case Leak::Think:
+      // Qwen3's own form: an empty block when it did not think.
+      text("<think>");
+      text("\n");
+      thought();
+      text("\n");
+      text("</think>");
+      text("\n\n");
+      answer();
+      break;
+    case Leak::ImEnd:
+    case Leak::Eos:
+      for (auto& p : reasoning) out.push_back(std::move(p));
+      answer();
+      text(leak == Leak::ImEnd || eos_token.empty() ? "<|im_end|>" : eos_token);
+      break;
+    case Leak::Harmony:
+      if (!reasoning.empty()) {
+        for (const char* t : {"<|channel|>", "analysis", "<|message|>"}) text(t);
+        thought();
+        for (const char* t : {"<|end|>", "<|start|>", "assistant"}) text(t);
+      }
+      for (const char* t : {"<|channel|>", "final", "<|message|>"}) text(t);
+      answer();
+      break;
+    case Leak::Fffd:
+      for (auto& p : reasoning) out.push_back(std::move(p));
+      if (!content.empty()) content[content.size() / 2].text += "\xEF\xBF\xBD";
+      answer();
+      break;
+  }
+  plan.pieces = std::move(out);
+}
+
+}  // namespace
+
 ReplyPlan plan_reply(const json& request, const std::string& prompt, Scenario scenario, const Knobs& knobs) {
   ReplyPlan plan;
   plan.finish_reason = "stop";
@@ -359,6 +412,9 @@ ReplyPlan plan_reply(const json& request, const std::string& prompt, Scenario sc
     }
     plan.pieces = std::move(kept);
   }
+
+  if (scenario == Scenario::MarkupLeak && !plan.tool_call)
+    leak_markup(plan, parse_leak(knobs.leak).value_or(Leak::Think), knobs.eos_token);
 
   std::optional<int> limit = requested_max_tokens(request);
   if (!limit && knobs.server_max_tokens > 0) limit = knobs.server_max_tokens;

@@ -1,5 +1,8 @@
 // Answers judged for what they say, through the fake runtime on 127.0.0.1
-// (probes/answer_check.h, judges/answers.cc): an empty answer and a
+// (probes/answer_check.h, judges/answers.cc, judges/hard.cc): leaked markup
+// (each of the markup-leak scenario's leaks, across flavours) fails the
+// answers that carry it and rejects the canary, a healthy thinking answer
+// stays clean; an empty answer and a
 // reasoning-only one fail every probe that expects text, the long-context
 // answer carries its code word, a build answering half as long as its baseline
 // is rejected, a loop in the soak's agent traffic is caught with its figure on
@@ -213,4 +216,150 @@ TEST_CASE("a loop in the soak's agent traffic is caught, with its figure on the 
   REQUIRE(loops);
   CHECK(loops->result == MetricResult::Fail);
   CHECK(has(loops->reason, "3 of 3 answers ended in a loop"));
+}
+
+// ---------------------------------------------------------------- hygiene
+
+namespace {
+
+ListenerConfig leaking(const std::string& leak, fake::Flavour flavour = fake::Flavour::LlamaCpp) {
+  ListenerConfig c = ListenerConfig::make(Scenario::MarkupLeak, flavour);
+  c.knobs.token_interval_ms = 1;
+  c.knobs.prefill_ms_per_1k = 1;
+  c.knobs.leak = leak;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("leaked markup fails every answer whose content carries it, for each leak and flavour") {
+  struct Case {
+    const char* leak;
+    fake::Flavour flavour;
+    RuntimeKind runtime;
+    const char* found;    // how the detail starts
+    const char* excerpt;  // what the excerpt shows of it
+  };
+  for (const Case& k : {
+           Case{"think", fake::Flavour::LlamaCpp, RuntimeKind::LlamaCpp, "reasoning markup <think> at char 0 of ",
+                "<think>\\n"},
+           Case{"think", fake::Flavour::MlxLm, RuntimeKind::MlxLm, "reasoning markup <think> at char 0 of ",
+                "<think>\\n"},
+           Case{"im-end", fake::Flavour::LlamaCpp, RuntimeKind::LlamaCpp, "chat-template token <|im_end|> at char ",
+                "<|im_end|>"},
+           Case{"im-end", fake::Flavour::Vllm, RuntimeKind::Vllm, "chat-template token <|im_end|> at char ",
+                "<|im_end|>"},
+           Case{"harmony", fake::Flavour::Ollama, RuntimeKind::Ollama, "harmony header <|channel|> at char 0 of ",
+                "<|channel|>"},
+           Case{"fffd", fake::Flavour::Omlx, RuntimeKind::Omlx, "U+FFFD (replacement character) at char ", "\\uFFFD"},
+       }) {
+    DYNAMIC_SECTION(k.leak << " on " << to_string(k.flavour)) {
+      Fake f(leaking(k.leak, k.flavour));
+      const CandidateConfig c = candidate(f.url(), k.runtime);
+      auto rows = task_rows(c, {TaskKind::Functional}, 1, kCandidateId);
+      INFO(describe(rows));
+      int leaked = 0;
+      for (const auto& r : rows) {
+        INFO(to_string(r.kind) << " " << r.workload_id << ": " << r.detail);
+        if (r.kind == ProbeKind::ToolCall) {
+          CHECK(r.outcome == Outcome::Clean);  // a call carries no content to leak into
+          continue;
+        }
+        REQUIRE(r.outcome == Outcome::LeakedMarkup);
+        CHECK(r.detail.rfind(k.found, 0) == 0);
+        CHECK(has(r.detail, " in the answer content"));
+        CHECK(has(r.excerpt, k.excerpt));
+        ++leaked;
+      }
+      CHECK(leaked == 6);  // marker, stream, strict JSON, thinking on and off, repetition
+      if (std::string(k.leak) == "think") {
+        // The think block before the JSON document broke it too: named, not decisive.
+        CHECK(has(find_row(rows, ProbeKind::StrictJson)->detail, "; the answer was also invalid_json"));
+      }
+    }
+  }
+}
+
+TEST_CASE("leaked markup wins over the runtime's own cap, which its detail names") {
+  // MLX-LM caps an answer at 512 tokens when the request sends no max_tokens:
+  // a 600-token answer is cut (server_token_cap), its think block kept.
+  ListenerConfig cfg = leaking("think", fake::Flavour::MlxLm);
+  cfg.knobs.reply_tokens = 600;
+  Fake f(cfg);
+  auto rows = task_rows(candidate(f.url(), RuntimeKind::MlxLm), {TaskKind::Functional}, 1, kCandidateId);
+  const ProbeResult* stream = find_row(rows, ProbeKind::Stream);
+  REQUIRE(stream);
+  INFO(stream->detail);
+  CHECK(stream->finish_reason == "length");
+  CHECK(stream->outcome == Outcome::LeakedMarkup);
+  CHECK(has(stream->detail, "; the runtime's own cap also cut it (server_token_cap)"));
+}
+
+TEST_CASE("the end-of-turn token llama.cpp's /props names is read on top of the fixed lists") {
+  // A model family whose EOS no fixed list holds (Llama 2 and Mistral's </s>):
+  // found once soakd has read /props, the preamble of a candidate's first run
+  // when its config does not give the slots.
+  ListenerConfig cfg = leaking("eos");
+  cfg.knobs.eos_token = "</s>";
+  Fake f(cfg);
+  CandidateConfig c = candidate(f.url());
+  auto rows = task_rows(c, {TaskKind::Functional}, 1, kCandidateId);
+  INFO(describe(rows));
+  const ProbeResult* marker = find_row(rows, ProbeKind::Marker);
+  REQUIRE(marker);
+  CHECK(marker->outcome == Outcome::LeakedMarkup);
+  CHECK(marker->detail.rfind("the template's own token </s> at char ", 0) == 0);
+  CHECK(has(marker->excerpt, "</s>"));
+  // Given the slots, soakd does not ask /props before the first run: only the fixed lists are read.
+  c.slots = 2;
+  auto unread = task_rows(c, {TaskKind::Functional}, 1, kCandidateId);
+  CHECK(find_row(unread, ProbeKind::Marker)->outcome == Outcome::Clean);
+}
+
+TEST_CASE("a canary whose answers leak is rejected on leaked_markup; a healthy one against the same baseline is not") {
+  Fake base(quick(Scenario::Healthy));
+  const std::vector<TaskKind> canary = {TaskKind::Scrape, TaskKind::Functional, TaskKind::Burst};
+  const auto baseline = task_rows(candidate(base.url()), canary, 3, kBaselineId, 10'000);
+  auto judged = [&](const std::vector<ProbeResult>& rows, const CandidateConfig& c) {
+    auto in = input(StageKind::Canary, c, rows);
+    in.recipe.baseline_mode = BaselineMode::Interleaved;
+    in.recipe.baseline_id = kBaselineId;
+    in.baseline_rows = baseline;
+    return std::make_pair(judge_stage(in), judge_hard_failures(in));
+  };
+
+  for (const char* leak : {"think", "im-end"}) {
+    DYNAMIC_SECTION(leak) {
+      Fake f(leaking(leak));
+      const CandidateConfig c = candidate(f.url());
+      const auto [v, early] = judged(task_rows(c, canary, 3, kCandidateId), c);
+      INFO(v.reason);
+      CHECK(v.state == VerdictState::Rejected);
+      CHECK(v.reason.rfind("canary rejected: hard failure, leaked_markup beyond tolerance: ", 0) == 0);
+      CHECK(has(v.reason, "; excerpt: "));
+      const auto* m = metric(v, "hard/leaked_markup");
+      REQUIRE(m);
+      CHECK(m->result == MetricResult::Fail);
+      // Every answer with text leaked; the tool calls and the bursts' answers were read too.
+      CHECK(m->estimate > 0.5);
+      // The interim check after a task rejects on the same rows.
+      REQUIRE(early);
+      CHECK(early->state == VerdictState::Rejected);
+      CHECK(has(early->reason, "leaked_markup"));
+    }
+  }
+  SECTION("healthy: the reasoning in reasoning_content, every answer clean") {
+    Fake f(quick(Scenario::Healthy));
+    const CandidateConfig c = candidate(f.url());
+    const auto rows = task_rows(c, canary, 3, kCandidateId);
+    const ProbeResult* thought = find_row(rows, ProbeKind::Thinking, "thinking/on");
+    REQUIRE(thought);
+    CHECK(thought->outcome == Outcome::Clean);
+    CHECK(thought->reasoning_events > 0);
+    const auto [v, early] = judged(rows, c);
+    INFO(v.reason);
+    CHECK(v.state != VerdictState::Rejected);
+    CHECK(metric(v, "hard/leaked_markup") == nullptr);
+    CHECK_FALSE(early);
+  }
 }

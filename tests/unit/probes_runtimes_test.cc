@@ -162,6 +162,9 @@ TEST_CASE("props and slots captures") {
   CHECK(props->n_ctx == 2048);
   CHECK(props->model_alias == "tiny.gguf");
   CHECK(props->is_sleeping == false);
+  // The Qwen3 template's tokens, then bos_token (eos_token <|im_end|> is one of them);
+  // its <think>, <tool_call> and <tools> are text a template writes, not tokens.
+  CHECK(props->template_tokens == std::vector<std::string>{"<|im_start|>", "<|im_end|>", "<|endoftext|>"});
 
   auto idle = llama.read_slots(body("get-slots-idle.http"));
   REQUIRE(idle.ok());
@@ -272,4 +275,38 @@ TEST_CASE("entries: the table holds each runtime once, with its default port") {
     const bool named = !r->processes.programs.empty() || !r->processes.modules.empty() || !r->processes.app.empty();
     CHECK(named == (r->kind != RuntimeKind::OpenAI));
   }
+}
+
+TEST_CASE("special tokens a chat template names: <|name|> and full-width literals, not text it builds or writes") {
+  // Phi-3: a role token built from parts gives nothing; its literals do.
+  CHECK(special_tokens_in_template("{{'<|' + message['role'] + '|>' + '\\n' + message['content'] + '<|end|>'}}"
+                                   "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}") ==
+        std::vector<std::string>{"<|end|>", "<|assistant|>"});
+  // gpt-oss's harmony headers, each once, in order of first appearance.
+  CHECK(special_tokens_in_template("<|start|>system<|message|>x<|end|><|start|>assistant<|channel|>final<|message|>") ==
+        std::vector<std::string>{"<|start|>", "<|message|>", "<|end|>", "<|channel|>"});
+  // DeepSeek's full-width bars.
+  CHECK(special_tokens_in_template("{{'<\xEF\xBD\x9C"
+                                   "Assistant\xEF\xBD\x9C>' + content + "
+                                   "'<\xEF\xBD\x9C"
+                                   "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>'}}") ==
+        std::vector<std::string>{"<\xEF\xBD\x9C"
+                                 "Assistant\xEF\xBD\x9C>",
+                                 "<\xEF\xBD\x9C"
+                                 "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"});
+  // Tag-like text, comparisons and empty or overlong names are not tokens.
+  CHECK(special_tokens_in_template("<tool_call>{% if a <|| b %}<||>x|> <|" + std::string(60, 'a') + "|>").empty());
+  // At most kMaxTemplateTokens.
+  std::string many;
+  for (size_t i = 0; i < kMaxTemplateTokens + 10; ++i) many += "<|t" + std::to_string(i) + "|>";
+  CHECK(special_tokens_in_template(many).size() == kMaxTemplateTokens);
+
+  CHECK(looks_special("</s>"));
+  CHECK(looks_special("<eos>"));
+  CHECK(looks_special("[INST]"));
+  CHECK_FALSE(looks_special(""));
+  CHECK_FALSE(looks_special("<s"));
+  CHECK_FALSE(looks_special("a b"));
+  CHECK_FALSE(looks_special("<a b>"));
+  CHECK_FALSE(looks_special("hello"));
 }
