@@ -24,7 +24,10 @@
 //      soak: a long-context size or capacity entry whose last round was not
 //      clean or that failed on more than one round; any stage: two answers
 //      ending in a loop, answers stopping early against the baseline's);
-//   4. inconclusive: stage stopped or timed out, coverage below
+//   4. inconclusive: a decisive rule short of its evidence (judges/evidence.cc:
+//      each such rule names what it had and needed; VerdictRow::awaiting_evidence
+//      lists them when nothing else is missing, so a stage can run on for
+//      them), stage stopped or timed out, coverage below
 //      GateRules::min_coverage (every stage), no baseline data (canary), not
 //      enough samples to compare anything, a configured long-context size never
 //      served (canary), another engine resident (SOLO, unless
@@ -100,8 +103,12 @@ namespace soak {
 // gate and soak; judge-9: a latency worse by less than judge.min_effect_ms
 // (10 ms) is no regression, whatever its ratio; judge-10: a burst's throughput
 // (rps) is compared only for bursts past the warm-up with no member measured hot,
-// and the last host sample before a window gives the thermal level at its start.
-inline constexpr std::string_view kJudgeVersion = "judge-10";
+// and the last host sample before a window gives the thermal level at its start;
+// judge-11: a promotion names its evidence (judges/evidence.cc: a decisive rule
+// short of it is inconclusive), soak drift per locator's own rows in send order
+// and pooled over locators, comparisons pooled, the gate and soak against the
+// candidate's own earlier stages, leaked markup in answers a hard class.
+inline constexpr std::string_view kJudgeVersion = "judge-11";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,
 // stored history of the baseline candidate, or no baseline at all.
