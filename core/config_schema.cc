@@ -214,15 +214,16 @@ std::string resolve_path(const ReadContext& ctx, const std::string& p) {
 // ============================================================== campaign settings
 const Section<StageDurations>& stages_section() {
   using S = StageDurations;
-  static const Section<S> s{
-      "{\"canary\": \"2h\", \"gate\": \"24h\"}",
-      {
-          duration("smoke", &S::smoke_ms, "\"15m\""),
-          duration("canary", &S::canary_ms, "\"2h\""),
-          duration("gate", &S::gate_ms, "\"24h\""),
-          duration("soak", &S::soak_ms, "\"7d\""),
-          number("grace", &S::grace_fraction, 0, 10, "0.25 (a stage may run 25% past its length to make up gaps)"),
-      }};
+  static const Section<S> s{"{\"canary\": \"2h\", \"gate\": \"24h\"}",
+                            {
+                                duration("smoke", &S::smoke_ms, "\"15m\""),
+                                duration("canary", &S::canary_ms, "\"2h\""),
+                                duration("gate", &S::gate_ms, "\"24h\""),
+                                duration("soak", &S::soak_ms, "\"7d\""),
+                                number("grace", &S::grace_fraction, 0, 10,
+                                       "0.25 (a stage may run 25% past its length to make up gaps, held heavy work or "
+                                       "a decisive rule's evidence)"),
+                            }};
   return s;
 }
 

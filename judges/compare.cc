@@ -59,8 +59,8 @@ std::string sizes(int64_t n_c, int64_t n_b) {
 // What the candidate's rows are compared with: the baseline (its rows named
 // "<metric>/<locator>"), or the candidate's own earlier stages ("self/...").
 struct Reference {
-  std::string prefix;  // "" or "self/"
-  std::string what;    // "baseline", "its own earlier stages"
+  std::string prefix;          // "" or "self/"
+  std::string what;            // "baseline", "its own earlier stages"
   bool by_interval = false;    // decide on the interval's end nearest no change, not the estimate
   bool history_floor = false;  // the effect floor is at least a history baseline's own spread
 };
@@ -70,8 +70,7 @@ Reference baseline_reference(const Context& c) {
   // end of its interval nearest to no change: they compare every band and
   // long-context size, some on six rounds a side, and a chance separation
   // there must not hold a healthy build.
-  return {"", "baseline", c.in.recipe.stage != StageKind::Canary,
-          c.in.recipe.baseline_mode == BaselineMode::History};
+  return {"", "baseline", c.in.recipe.stage != StageKind::Canary, c.in.recipe.baseline_mode == BaselineMode::History};
 }
 
 // The candidate against itself is always judged on the interval's end: its
@@ -171,11 +170,11 @@ class PoolJudge {
     if (result != MetricResult::Pass && pm.figure != Figure::Ttft && !acceptance_.empty())
       verdict += " despite " + acceptance_;
 
-    std::string reason = format("median %s vs %s %s, shift %s [%s, %s], %s (%s), %s; source %s", num(cm).c_str(),
-                                num(bm).c_str(), ref_.what.c_str(), pct(mw.shift / scale).c_str(),
-                                pct(mw.shift_lo / scale).c_str(),
-                                pct(mw.shift_hi / scale).c_str(), pval(mw.p_value).c_str(),
-                                mw.exact ? "exact" : "normal", sizes(n_c, n_b).c_str(), std::string(source).c_str());
+    std::string reason =
+        format("median %s vs %s %s, shift %s [%s, %s], %s (%s), %s; source %s", num(cm).c_str(), num(bm).c_str(),
+               ref_.what.c_str(), pct(mw.shift / scale).c_str(), pct(mw.shift_lo / scale).c_str(),
+               pct(mw.shift_hi / scale).c_str(), pval(mw.p_value).c_str(), mw.exact ? "exact" : "normal",
+               sizes(n_c, n_b).c_str(), std::string(source).c_str());
     reason += format("; threshold %s + hold band %s (judge.hold_band), floor from %s", pct(fl.value).c_str(),
                      pct(rules.hold_band).c_str(), fl.from.c_str());
     if (by_interval) reason += "; judged on the interval's end nearest to no change, " + pct(worse) + " worse";
@@ -274,9 +273,8 @@ class PoolJudge {
               format("%s%s %s %sx %s on every sample (best %s vs worst %s, %lld vs %lld samples), "
                      "threshold %sx from judge.few_sample_factor",
                      ref_.prefix.c_str(), std::string(pm.name).c_str(), short_workload().c_str(), num(times).c_str(),
-                     ref_.what.c_str(), num(cand_best).c_str(),
-                     num(base_worst).c_str(), static_cast<long long>(n_c), static_cast<long long>(n_b),
-                     num(rules.few_sample_factor).c_str()));
+                     ref_.what.c_str(), num(cand_best).c_str(), num(base_worst).c_str(), static_cast<long long>(n_c),
+                     static_cast<long long>(n_b), num(rules.few_sample_factor).c_str()));
     }
     j_.add(std::move(m));
     return false;  // no tail rows on so few samples
@@ -336,11 +334,12 @@ class PoolJudge {
     m.reason = (regression ? "tail regression: " : "") + reason;
     set_numbers(m, cq, bq, ci.lo, ci.hi, rules.tail_tolerance, p);
     if (regression)
-      j_.find(Severity::Hold,
-              format("tail: %s%s %s %s worse than %s (%s vs %s)", ref_.prefix.c_str(),
-                     m.metric.substr(ref_.prefix.size(), m.metric.find('/', ref_.prefix.size()) - ref_.prefix.size()).c_str(),
-                     short_workload().c_str(), pct(worse).c_str(), ref_.what.c_str(), num(cq).c_str(),
-                     num(bq).c_str()));
+      j_.find(
+          Severity::Hold,
+          format(
+              "tail: %s%s %s %s worse than %s (%s vs %s)", ref_.prefix.c_str(),
+              m.metric.substr(ref_.prefix.size(), m.metric.find('/', ref_.prefix.size()) - ref_.prefix.size()).c_str(),
+              short_workload().c_str(), pct(worse).c_str(), ref_.what.c_str(), num(cq).c_str(), num(bq).c_str()));
     j_.add(std::move(m));
   }
 
@@ -486,15 +485,15 @@ int pooled_compare(const Context& c, Judgement& j, const Pools& cand, const Pool
     // are the gate's rounds' to decide; there it is no decisive rule.
     // The candidate against itself is a check beside the stage's own rules,
     // not one a promotion rests on.
-    EvidenceNeed need{rule,
-                      std::min(p.n_ref, p.n_test),
-                      rules.min_samples,
-                      format("rows a side pooled over %d locators with %s", p.locators, how.what.c_str()),
-                      kinds,
-                      format("a change of %s or more against %s (effect floor %s from %s; alpha %s on these rows)",
-                             pct(sees).c_str(), how.what.c_str(), pct(fl.value).c_str(), fl.from.c_str(),
-                             num(rules.alpha).c_str()),
-                      sees};
+    EvidenceNeed need{
+        rule,
+        std::min(p.n_ref, p.n_test),
+        rules.min_samples,
+        format("rows a side pooled over %d locators with %s", p.locators, how.what.c_str()),
+        kinds,
+        format("a change of %s or more against %s (effect floor %s from %s; alpha %s on these rows)", pct(sees).c_str(),
+               how.what.c_str(), pct(fl.value).c_str(), fl.from.c_str(), num(rules.alpha).c_str()),
+        sees};
     need.decisive = how.prefix.empty() && !(c.in.recipe.stage == StageKind::Canary && pm->fresh_only);
     j.need(std::move(need));
     if (p.n_ref == 0 || p.n_test == 0) continue;
@@ -510,8 +509,8 @@ int pooled_compare(const Context& c, Judgement& j, const Pools& cand, const Pool
         "%lld candidate rows of %d locators against %lld of %s, each as its ratio to its locator's median there: "
         "%s worse (%s at the interval's end nearest no change), %s; threshold %s from %s + hold band %s",
         static_cast<long long>(p.n_test), p.locators, static_cast<long long>(p.n_ref), how.what.c_str(),
-        pct(p.estimate).c_str(), pct(p.worse).c_str(), pval(p.p_value).c_str(), pct(fl.value).c_str(),
-        fl.from.c_str(), pct(rules.hold_band).c_str());
+        pct(p.estimate).c_str(), pct(p.worse).c_str(), pval(p.p_value).c_str(), pct(fl.value).c_str(), fl.from.c_str(),
+        pct(rules.hold_band).c_str());
     if (latency) reason += format("; median rise %s ms", num(p.ms_rise).c_str());
     if (significant && under_ms && p.worse > fl.value)
       reason += format(", under the absolute floor %lld ms (judge.min_effect_ms)",
@@ -520,9 +519,9 @@ int pooled_compare(const Context& c, Judgement& j, const Pools& cand, const Pool
     m.n = p.n_test;
     m.n_baseline = p.n_ref;
     set_numbers(m, p.estimate, 0, p.lo, p.hi, fl.value, p.p_value);
-    const std::string brief = format("%s pooled over %d locators %s worse than %s (threshold %s from %s)", rule.c_str(),
-                                     p.locators, pct(p.worse).c_str(), how.what.c_str(), pct(fl.value).c_str(),
-                                     fl.from.c_str());
+    const std::string brief =
+        format("%s pooled over %d locators %s worse than %s (threshold %s from %s)", rule.c_str(), p.locators,
+               pct(p.worse).c_str(), how.what.c_str(), pct(fl.value).c_str(), fl.from.c_str());
     if (result == MetricResult::Fail) j.find(Severity::Failure, brief);
     if (result == MetricResult::Marginal) j.find(Severity::Hold, "marginal: " + brief);
     j.add(std::move(m));
@@ -637,9 +636,8 @@ std::vector<const ProbeResult*> run_alone(const std::vector<const ProbeResult*>&
   }
   std::vector<const Unit*> by_start;
   for (const auto& [k, u] : units) by_start.push_back(&u);
-  std::sort(by_start.begin(), by_start.end(), [](const Unit* a, const Unit* b) {
-    return a->from != b->from ? a->from < b->from : a->to < b->to;
-  });
+  std::sort(by_start.begin(), by_start.end(),
+            [](const Unit* a, const Unit* b) { return a->from != b->from ? a->from < b->from : a->to < b->to; });
   std::vector<bool> met(by_start.size(), false);
   int64_t reach = INT64_MIN;
   size_t reach_of = 0;
@@ -683,12 +681,12 @@ void judge_self(const Context& c, Judgement& j) {
     compared += PoolJudge(c, j, loc, rows, it->second, kSelf).run();
   }
   compared += pooled_compare(c, j, cand, own, kSelf);
-  j.add(metric("self", common ? MetricResult::Pass : MetricResult::Insufficient,
-               common ? format("%d of %d locators compared with enough samples against the candidate's own earlier "
-                               "stages (%zu rows)",
-                               compared, common, c.own.size())
-                      : format("no locator of this stage ran in the candidate's own earlier stages (%zu rows)",
-                               c.own.size())));
+  j.add(metric(
+      "self", common ? MetricResult::Pass : MetricResult::Insufficient,
+      common ? format("%d of %d locators compared with enough samples against the candidate's own earlier "
+                      "stages (%zu rows)",
+                      compared, common, c.own.size())
+             : format("no locator of this stage ran in the candidate's own earlier stages (%zu rows)", c.own.size())));
 }
 
 }  // namespace soak::judge_detail

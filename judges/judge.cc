@@ -179,8 +179,8 @@ std::string ratio_sees(int64_t n, double max) {
 
 void ratio_metric(const Context& c, Judgement& j, const Counts& k, const std::string& name, double max,
                   const char* none, RatioRule rule, std::vector<ProbeKind> kinds) {
-  j.need({name, k.attempts, c.in.recipe.judge.min_samples, "completions", std::move(kinds),
-          ratio_sees(k.attempts, max), 0});
+  j.need({name, k.attempts, c.in.recipe.judge.min_samples, "completions", std::move(kinds), ratio_sees(k.attempts, max),
+          0});
   auto m = metric(name, MetricResult::Pass, "");
   m.n = k.attempts;
   if (k.attempts == 0) {
@@ -210,8 +210,9 @@ void ratio_metric(const Context& c, Judgement& j, const Counts& k, const std::st
 
 void failure_ratio(const Context& c, Judgement& j) {
   // The stage's own traffic brings more of it (its end-of-stage runs aside).
-  const auto traffic = c.in.recipe.stage == StageKind::Gate ? probe_kinds_for(TaskKind::Agent, c.in.recipe.workload)
-                                                            : probe_kinds_for(TaskKind::SoakTraffic, c.in.recipe.workload);
+  const auto traffic = c.in.recipe.stage == StageKind::Gate
+                           ? probe_kinds_for(TaskKind::Agent, c.in.recipe.workload)
+                           : probe_kinds_for(TaskKind::SoakTraffic, c.in.recipe.workload);
   ratio_metric(c, j, count(completions(c.cand)), "failure_ratio", c.in.recipe.gate.max_failure_ratio, "no attempts",
                RatioRule::PointEstimate, traffic);
 }
@@ -242,6 +243,7 @@ void gate_completed(const Context& c, Judgement& j) {
   for (const ProbeResult* r : c.cand)
     if (std::find(traffic.begin(), traffic.end(), r->kind) != traffic.end() && is_clean(*r)) ++completed;
   const int64_t need = c.in.recipe.gate.min_completed;
+  j.need({"gate_completed", completed, need, std::string("completed ") + what + " requests", traffic, "", 0});
   auto m = metric("gate_completed", MetricResult::Pass, "");
   m.n = completed;
   set_numbers(m, static_cast<double>(completed), 0, 0, 0, static_cast<double>(need), 1);
@@ -254,9 +256,9 @@ void gate_completed(const Context& c, Judgement& j) {
     m.reason = "too few with full coverage: " + text;
     j.find(Severity::Failure, "gate: " + m.reason);
   } else {
+    // Short: its evidence row says so, and the gate may run on for it.
     m.result = MetricResult::Insufficient;
     m.reason = text;
-    j.find(Severity::Inconclusive, "gate: " + text);
   }
   j.add(std::move(m));
 }
@@ -387,7 +389,7 @@ std::string passed_summary(const Context& c, const Judgement& j) {
   for (const EvidenceNeed& n : j.needs)
     if (n.decisive) decisive.push_back(n.rule);
   if (!decisive.empty()) {
-    s += format(" on %zu decisive rules with their evidence (", decisive.size());
+    s += format(" on %zu decisive rule%s with their evidence (", decisive.size(), decisive.size() == 1 ? "" : "s");
     for (size_t i = 0; i < decisive.size() && i < 4; ++i) s += (i ? ", " : "") + decisive[i];
     if (decisive.size() > 4) s += format(" and %zu more", decisive.size() - 4);
     s += ")";
@@ -501,13 +503,10 @@ std::vector<EvidenceProgress> evidence_progress(const JudgeInput& in) {
   switch (in.recipe.stage) {
     case StageKind::Smoke: return out;
     case StageKind::Canary: canary_failure_ratio(c, j); break;
-    case StageKind::Gate: {
+    case StageKind::Gate:
       gate_completed(c, j);
-      const MetricEvidence& m = j.metrics.back();
-      out.push_back({"gate_completed", m.n, in.recipe.gate.min_completed, "completed requests"});
       failure_ratio(c, j);
       break;
-    }
     case StageKind::Soak:
       failure_ratio(c, j);
       judge_drift_evidence(c, j);

@@ -279,7 +279,9 @@ struct EvidenceProgress {
   std::string rule;
   int64_t had = 0, needed = 0;
   std::string unit;
-  double fraction() const { return needed > 0 ? std::min(1.0, static_cast<double>(had) / static_cast<double>(needed)) : 1; }
+  double fraction() const {
+    return needed > 0 ? std::min(1.0, static_cast<double>(had) / static_cast<double>(needed)) : 1;
+  }
 };
 std::vector<EvidenceProgress> evidence_progress(const JudgeInput& in);
 

@@ -106,9 +106,13 @@ constexpr double kEquivalenceMinShare = 0.75;
 
 void equivalence_need(Judgement& j, int64_t compared, int64_t prompts) {
   const auto share = static_cast<int64_t>(std::ceil(kEquivalenceMinShare * static_cast<double>(prompts)));
-  j.need({"equivalence", compared, std::max<int64_t>(1, share),
+  j.need({"equivalence",
+          compared,
+          std::max<int64_t>(1, share),
           format("prompts answered on both sides of %lld", static_cast<long long>(prompts)),
-          {ProbeKind::Equivalence}, "a changed answer on any prompt compared", 0});
+          {ProbeKind::Equivalence},
+          "a changed answer on any prompt compared",
+          0});
 }
 
 void judge_equivalence(const Context& c, Judgement& j) {

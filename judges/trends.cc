@@ -207,8 +207,11 @@ void footprint(const Context& c, Judgement& j) {
   auto slope = metric("footprint_slope_mb_per_h", MetricResult::Pass, "");
   slope.n = static_cast<int64_t>(s.size());
   // Process samples come with time, not with probe rows: no kinds.
-  j.need({"footprint", static_cast<int64_t>(x.size()), static_cast<int64_t>(min_n),
-          format("blocks of process samples (%zu samples)", s.size()), {},
+  j.need({"footprint",
+          static_cast<int64_t>(x.size()),
+          static_cast<int64_t>(min_n),
+          format("blocks of process samples (%zu samples)", s.size()),
+          {},
           format("a footprint slope over %s MB/h (soak.max_footprint_slope_mb_per_h)",
                  num(rules.max_footprint_slope_mb_per_h).c_str()),
           0});
@@ -402,9 +405,10 @@ void drift_row(const Context& c, Judgement& j, const DriftFigure& d, const Locat
   const auto min_n = static_cast<size_t>(c.in.recipe.judge.min_samples);
   if (f.size() < min_n || l.size() < min_n || fm <= 0) {
     m.result = MetricResult::Insufficient;
-    m.reason = format("%zu rows in all: %zu in its first quarter, %zu in its last, need %zu each (pooled with the "
-                      "other locators in %s/pooled)",
-                      s.rows.size(), f.size(), l.size(), min_n, std::string(d.name).c_str());
+    m.reason = format(
+        "%zu rows in all: %zu in its first quarter, %zu in its last, need %zu each (pooled with the "
+        "other locators in %s/pooled)",
+        s.rows.size(), f.size(), l.size(), min_n, std::string(d.name).c_str());
     set_numbers(m, lm, fm, 0, 0, rules.max_decode_drift, 1);
     j.add(std::move(m));
     return;
@@ -484,8 +488,8 @@ void pooled_drift(const Context& c, Judgement& j, const DriftFigure& d, const st
   // Where it changed: named whenever the drift is significant, so a slowdown
   // under the floor still says when it began.
   if (significant && !c.cand.empty()) {
-    const std::string where =
-        describe_span(change_span(std::move(pts)), c.cand.front()->started_wall_ms, "their locators' first-quarter medians");
+    const std::string where = describe_span(change_span(std::move(pts)), c.cand.front()->started_wall_ms,
+                                            "their locators' first-quarter medians");
     if (!where.empty()) reason += "; " + where;
   }
   if (fail) {
@@ -522,9 +526,10 @@ void completion_rate(const Context& c, Judgement& j) {
   }
   const auto n = static_cast<int64_t>(q);
   const double hours =
-      c.cand.empty() ? 1.0
-                     : std::max(1.0, static_cast<double>(c.cand.back()->started_wall_ms - c.cand.front()->started_wall_ms)) /
-                           kMsPerHour;
+      c.cand.empty()
+          ? 1.0
+          : std::max(1.0, static_cast<double>(c.cand.back()->started_wall_ms - c.cand.front()->started_wall_ms)) /
+                kMsPerHour;
   const int min_n = c.in.recipe.judge.min_samples;
   j.need({"completion_rate", n, min_n, "attempts in each of the first and last quarters",
           probe_kinds_for(TaskKind::SoakTraffic, c.in.recipe.workload), "", 0});
@@ -537,8 +542,8 @@ void completion_rate(const Context& c, Judgement& j) {
   std::string counts = format(
       "%lld of %lld completed in the last quarter of the attempts vs %lld of %lld in the first; %s completed/h "
       "over the stage",
-      static_cast<long long>(ok_l), static_cast<long long>(n), static_cast<long long>(ok_f),
-      static_cast<long long>(n), num(static_cast<double>(ok_all) / hours).c_str());
+      static_cast<long long>(ok_l), static_cast<long long>(n), static_cast<long long>(ok_f), static_cast<long long>(n),
+      num(static_cast<double>(ok_all) / hours).c_str());
   if (n < min_n) {
     m.result = MetricResult::Insufficient;
     m.reason = counts + format("; need %d attempts in each", min_n);

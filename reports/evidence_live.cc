@@ -186,9 +186,8 @@ Status StageEvidenceWriter::refresh(Store& store, int64_t now_ms, int64_t every_
       ev = &live.evidence;
     }
     if (st && live.stored_to != ev->read_to()) {  // something new since the row stored last
-      st = store.put_stage_evidence(
-          StageEvidence{s.stage->id, s.candidate.id, now_ms, ev->read_to(),
-                        stage_evidence_json(ev->measures(), ev->progress())});
+      st = store.put_stage_evidence(StageEvidence{s.stage->id, s.candidate.id, now_ms, ev->read_to(),
+                                                  stage_evidence_json(ev->measures(), ev->progress())});
       if (st) live.stored_to = ev->read_to();
     }
     if (!st && first) first = st;
@@ -234,7 +233,8 @@ std::string measures_to_json(const std::vector<SequentialMeasure>& ms) {
   return arr.dump();
 }
 
-std::string stage_evidence_json(const std::vector<SequentialMeasure>& ms, const std::vector<EvidenceProgress>& progress) {
+std::string stage_evidence_json(const std::vector<SequentialMeasure>& ms,
+                                const std::vector<EvidenceProgress>& progress) {
   nlohmann::json p = nlohmann::json::array();
   for (const auto& e : progress)
     p.push_back({{"rule", e.rule}, {"had", e.had}, {"needed", e.needed}, {"unit", e.unit}});

@@ -123,7 +123,8 @@ std::string measures_to_json(const std::vector<SequentialMeasure>& ms);
 Result<std::vector<SequentialMeasure>> measures_from_json(const std::string& s);
 // What soakd stores: {"measures": [as above], "progress": [{rule, had,
 // needed, unit}]}; progress_from_json reads the latter (empty from an array).
-std::string stage_evidence_json(const std::vector<SequentialMeasure>& ms, const std::vector<EvidenceProgress>& progress);
+std::string stage_evidence_json(const std::vector<SequentialMeasure>& ms,
+                                const std::vector<EvidenceProgress>& progress);
 std::vector<EvidenceProgress> progress_from_json(const std::string& s);
 
 }  // namespace soak::report

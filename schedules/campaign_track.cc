@@ -339,9 +339,9 @@ std::optional<Transition> wait_for_evidence(Track& t, const VerdictRow& v, int64
   Transition tr;
   const StageRow& st = *t.stage;
   const bool first = !t.evidence_wait;
-  t.evidence_wait = Track::EvidenceWait{
-      coming, t.stage_rows + std::max(kEarlyCheckMinRows, t.stage_rows / kEvidenceRecheckParts),
-      now + std::max<int64_t>(1, (st.deadline_ms - now) / kEvidenceRecheckParts)};
+  t.evidence_wait =
+      Track::EvidenceWait{coming, t.stage_rows + std::max(kEarlyCheckMinRows, t.stage_rows / kEvidenceRecheckParts),
+                          now + std::max<int64_t>(1, (st.deadline_ms - now) / kEvidenceRecheckParts)};
   if (first) {
     json d;
     d["reason"] = "decisive rules short of their evidence at the nominal end";

@@ -169,15 +169,14 @@ RunningEvidence evidence_of(Store& st, const StatusRow& r) {
 // from its evidence, or that every one counted so far has it.
 std::optional<std::string> evidence_progress_text(const std::vector<EvidenceProgress>& ps) {
   if (ps.empty()) return std::nullopt;
-  const auto shortest = std::min_element(ps.begin(), ps.end(), [](const auto& a, const auto& b) {
-    return a.fraction() < b.fraction();
-  });
+  const auto shortest =
+      std::min_element(ps.begin(), ps.end(), [](const auto& a, const auto& b) { return a.fraction() < b.fraction(); });
   const auto short_of = std::count_if(ps.begin(), ps.end(), [](const auto& p) { return p.had < p.needed; });
   if (short_of == 0)
-    return ps.size() == 1 ? "evidence for a promotion: " + ps[0].rule + " has its " + std::to_string(ps[0].had) +
-                                " of " + std::to_string(ps[0].needed) + " " + ps[0].unit
-                          : "evidence for a promotion: all " + std::to_string(ps.size()) +
-                                " rules counted so far have theirs";
+    return ps.size() == 1
+               ? "evidence for a promotion: " + ps[0].rule + " has its " + std::to_string(ps[0].had) + " of " +
+                     std::to_string(ps[0].needed) + " " + ps[0].unit
+               : "evidence for a promotion: all " + std::to_string(ps.size()) + " rules counted so far have theirs";
   std::string s = "evidence for a promotion: shortest " + shortest->rule + ", " + std::to_string(shortest->had) +
                   " of " + std::to_string(shortest->needed) + " " + shortest->unit + " (" +
                   std::to_string(static_cast<int>(std::floor(shortest->fraction() * 100))) + "%)";
@@ -188,7 +187,8 @@ std::optional<std::string> evidence_progress_text(const std::vector<EvidenceProg
 json progress_json(const std::vector<EvidenceProgress>& ps) {
   json arr = json::array();
   for (const auto& p : ps)
-    arr.push_back({{"rule", p.rule}, {"had", p.had}, {"needed", p.needed}, {"unit", p.unit}, {"fraction", p.fraction()}});
+    arr.push_back(
+        {{"rule", p.rule}, {"had", p.had}, {"needed", p.needed}, {"unit", p.unit}, {"fraction", p.fraction()}});
   return arr;
 }
 // Stored evidence older than this is shown with its time (soakd stores it every minute while it runs).

@@ -97,10 +97,11 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
     soak_elapsed = start - soak_started_ms_[name];
   }
   decode_divisor_ = soak_elapsed >= req.candidate->settings.stages.soak_ms / 2 ? s.late_soak_decode : 1.0;
-  ttft_factor_ = soak_elapsed >= 0 && static_cast<double>(soak_elapsed) >=
-                                          static_cast<double>(req.candidate->settings.stages.soak_ms) * s.late_soak_ttft_from
-                     ? s.late_soak_ttft
-                     : 1.0;
+  ttft_factor_ =
+      soak_elapsed >= 0 && static_cast<double>(soak_elapsed) >=
+                               static_cast<double>(req.candidate->settings.stages.soak_ms) * s.late_soak_ttft_from
+          ? s.late_soak_ttft
+          : 1.0;
   std::vector<ProbeResult> rows;
   const bool down = s.behaviour == Behaviour::Unreachable || s.behaviour == Behaviour::ResetMidRequest;
   auto add = [&](ProbeKind k, const std::string& workload) -> ProbeResult& {

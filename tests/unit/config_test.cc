@@ -391,7 +391,8 @@ TEST_CASE("schema: messages keep their exact wording") {
         "test.json: defaults.limits.max_response_bytes: must be at least 1024 (e.g. 8388608)");
   CHECK(line("candidates[0].stages", "grace", 11) ==
         "test.json: candidates[0].stages.grace: must be between 0 and 10 "
-        "(e.g. 0.25 (a stage may run 25% past its length to make up gaps))");
+        "(e.g. 0.25 (a stage may run 25% past its length to make up gaps, held heavy work or a decisive "
+        "rule's evidence))");
   CHECK(line("defaults.soak", "max_footprint_slope_mb_per_h", -1) ==
         "test.json: defaults.soak.max_footprint_slope_mb_per_h: must be between 0 and 1e+09 (e.g. 50)");
   CHECK(line("candidates[0]", "stagez", 1) ==

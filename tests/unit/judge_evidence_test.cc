@@ -45,7 +45,8 @@ JudgeInput soak_with(int turns, int slow_from, double slow, int golden) {
   }
   const int64_t golden_step = golden ? static_cast<int64_t>(turns) * kTurnEveryMs / golden : 0;
   Rows tail{kCandidate, 10'000, rows.now_ms(), golden_step};
-  for (int g = 0; g < golden; ++g) tail.perf(ProbeKind::Equivalence, "golden/" + std::to_string(g), Perf{.ttft_ms = 5000});
+  for (int g = 0; g < golden; ++g)
+    tail.perf(ProbeKind::Equivalence, "golden/" + std::to_string(g), Perf{.ttft_ms = 5000});
   in.candidate_rows = rows.rows;
   in.candidate_rows.insert(in.candidate_rows.end(), tail.rows.begin(), tail.rows.end());
   add_samples(in, kT0, tail.now_ms());
