@@ -408,10 +408,17 @@ class PoolJudge {
     }
     ++comparable_;
     const double p = stats::fisher_exact(f_c, n_c - f_c, f_b, n_b - f_b, stats::Alternative::Greater);
-    const bool fail = p < rules.alpha;
+    // A rise a user would feel: at least the failures tolerated at all
+    // (judge.max_failure_ratio, 1 point), so 1.1 % against 1.0 % over a week
+    // of rows is no regression however significant.
+    const bool felt = rc - rb > rules.max_failure_ratio;
+    const bool fail = p < rules.alpha && felt;
     m.result = (fail ? MetricResult::Fail : MetricResult::Pass);
     m.reason = (fail ? "error rate higher than baseline: " : "") + counts + ", " + pval(p) +
-               " (Fisher, one-sided; significant below judge.alpha " + num(rules.alpha) + ")";
+               " (Fisher, one-sided; significant below judge.alpha " + num(rules.alpha) + ")" +
+               format("; rises under %s points are no regression (judge.max_failure_ratio)",
+                      num(rules.max_failure_ratio * 100).c_str());
+    if (p < rules.alpha && !felt) m.reason += format(": %s points higher", num((rc - rb) * 100).c_str());
     set_numbers(m, rc, rb, ci.lo, ci.hi, rules.alpha, p);
     if (fail)
       j_.find(Severity::Failure,

@@ -552,9 +552,14 @@ void completion_rate(const Context& c, Judgement& j) {
     return;
   }
   const double p = stats::fisher_exact(n - ok_l, ok_l, n - ok_f, ok_f, stats::Alternative::Greater);
-  const bool fail = p < c.in.recipe.judge.alpha;
+  // A fall a user would feel: more than the stage's failure tolerance
+  // (gate.max_failure_ratio) in completed share.
+  const double tolerance = c.in.recipe.gate.max_failure_ratio;
+  const bool felt = rf - rl > tolerance;
+  const bool fail = p < c.in.recipe.judge.alpha && felt;
   m.result = (fail ? MetricResult::Fail : MetricResult::Pass);
-  m.reason = (fail ? "completion rate fell: " : "") + counts + ", " + pval(p) + " (Fisher, one-sided)";
+  m.reason = (fail ? "completion rate fell: " : "") + counts + ", " + pval(p) + " (Fisher, one-sided)" +
+             format("; falls of %s points or less are none (gate.max_failure_ratio)", num(tolerance * 100).c_str());
   set_numbers(m, rl, rf, ci.lo, ci.hi, c.in.recipe.judge.alpha, p);
   if (fail) j.find(Severity::Failure, m.metric + ": " + m.reason);
   j.add(std::move(m));

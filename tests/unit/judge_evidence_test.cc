@@ -324,3 +324,27 @@ TEST_CASE("a running soak's progress names each countable decisive rule with wha
   auto full = evidence_progress(soak_with(60, 60, 1, 0));
   for (const auto& p : full) CHECK(p.had >= p.needed);
 }
+
+TEST_CASE("an error rate a fraction of a point higher is no regression, however many rows show it") {
+  auto in = input_for(StageKind::Canary);
+  Rows cand{kCandidate, 1, kT0, 1000}, base{kBaseline, 100'000, kT0, 1000};
+  // 20,000 rows a side: 1.6 % failing against 1.0 %, significant (p < 0.01) and 0.6 points higher.
+  for (int i = 0; i < 20'000; ++i) {
+    cand.perf(ProbeKind::Stream, "stream/1k", Perf{}).outcome = i % 1000 < 16 ? Outcome::Http5xx : Outcome::Clean;
+    base.perf(ProbeKind::Stream, "stream/1k", Perf{}).outcome = i % 100 == 0 ? Outcome::Http5xx : Outcome::Clean;
+  }
+  in.candidate_rows = cand.rows;
+  in.baseline_rows = base.rows;
+  const auto v = judge_stage(in);
+  const auto* rate = find_metric(v, "error_rate/stream/1k{");
+  REQUIRE(rate);
+  INFO(rate->reason);
+  CHECK(rate->p_value < 0.01);
+  CHECK(rate->result == MetricResult::Pass);
+  CHECK(contains(rate->reason, "points higher"));
+  // Three points higher is felt.
+  for (size_t i = 0; i < in.candidate_rows.size(); ++i)
+    in.candidate_rows[i].outcome = i % 100 < 4 ? Outcome::Http5xx : Outcome::Clean;
+  const auto worse = judge_stage(in);
+  CHECK(find_metric(worse, "error_rate/stream/1k{")->result == MetricResult::Fail);
+}
