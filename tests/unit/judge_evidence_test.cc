@@ -53,6 +53,22 @@ JudgeInput soak_with(int turns, int slow_from, double slow, int golden) {
   return in;
 }
 
+// A first build's gate (no baseline) whose own canary (stage 5) ran a fresh
+// 8K prefill eight times at 300 ms to its first token.
+JudgeInput first_build_gate() {
+  auto in = input_for(StageKind::Gate);
+  in.recipe.baseline_id.reset();
+  in.recipe.baseline_mode = BaselineMode::None;
+  in.recipe.gate.min_completed = 1;
+  in.recipe.own_stage_ids = {5};
+  Rows canary{kCandidate, 1, kT0, kMinuteMs};
+  add_perf(canary, 8, Perf{.ttft_ms = 300, .wall_ms = 900}, 1, "long_context/8192/fresh", CacheState::Fresh,
+           ProbeKind::LongContext);
+  for (auto& r : canary.rows) r.stage_id = 5;
+  in.own_rows = canary.rows;
+  return in;
+}
+
 const MetricEvidence* exact(const VerdictRow& v, const std::string& name) {
   for (const auto& m : v.metrics)
     if (m.metric == name) return &m;
@@ -164,16 +180,7 @@ TEST_CASE("a stopped stage short of evidence waits for nothing") {
 }
 
 TEST_CASE("gate: a first build far slower than its own canary is rejected against itself") {
-  auto in = input_for(StageKind::Gate);
-  in.recipe.baseline_id.reset();
-  in.recipe.baseline_mode = BaselineMode::None;
-  in.recipe.gate.min_completed = 1;
-  in.recipe.own_stage_ids = {5};
-  Rows canary{kCandidate, 1, kT0, kMinuteMs};
-  add_perf(canary, 8, Perf{.ttft_ms = 300, .wall_ms = 900}, 1, "long_context/8192/fresh", CacheState::Fresh,
-           ProbeKind::LongContext);
-  for (auto& r : canary.rows) r.stage_id = 5;
-  in.own_rows = canary.rows;
+  auto in = first_build_gate();
   Rows gate{kCandidate, 1000, kT0 + kHourMs * 3, kMinuteMs * 10};
   add_perf(gate, 8, Perf{.ttft_ms = 1500, .wall_ms = 2100}, 50, "long_context/8192/fresh", CacheState::Fresh,
            ProbeKind::LongContext);
@@ -194,15 +201,7 @@ TEST_CASE("gate: a first build far slower than its own canary is rejected agains
 }
 
 TEST_CASE("self comparison leaves out rows that overlapped the candidate's own other requests") {
-  auto in = input_for(StageKind::Gate);
-  in.recipe.baseline_id.reset();
-  in.recipe.baseline_mode = BaselineMode::None;
-  in.recipe.gate.min_completed = 1;
-  in.recipe.own_stage_ids = {5};
-  Rows canary{kCandidate, 1, kT0, kMinuteMs};
-  add_perf(canary, 8, Perf{.ttft_ms = 300, .wall_ms = 900}, 1, "long_context/8192/fresh", CacheState::Fresh,
-           ProbeKind::LongContext);
-  in.own_rows = canary.rows;
+  auto in = first_build_gate();
   // Every slow gate prefill shares its time with an agent turn started 1 ms
   // later: its slots were shared, the build is the same.
   Rows gate{kCandidate, 1000, kT0 + kHourMs * 3, 1};
