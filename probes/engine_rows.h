@@ -49,7 +49,13 @@ ProbeResult make_row(ProbeKind kind, std::string workload_id);
 
 // Status, byte count and the client stamps that every request has (connect,
 // first byte, done), relative to the request start.
+// A slot request that waited in the runtime's queue also gets its queue wait
+// (queue_wait_us, from the same origin as the client stamps).
 void fill_transfer(const TransferResult& t, ProbeResult& row);
+// The row's words for a request that waited in the runtime's queue ("waited
+// 8.9 s in the runtime's queue (/metrics: 1 request waiting)"); empty for one
+// that never did.
+std::string queue_note(const TransferResult& t);
 
 // A non-chat route (health, model list, props, slots, metrics, tokenize,
 // embeddings, rerank): the transport's end and the HTTP status. Content checks
