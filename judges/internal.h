@@ -36,10 +36,10 @@ struct Finding {
 struct EvidenceNeed {
   std::string rule;  // "drift/ttft_ms", "self/wall_ms", "failure_ratio", "equivalence"
   int64_t had = 0, needed = 0;
-  std::string unit;              // "rows in each quarter", "completions", "prompts compared"
-  std::vector<ProbeKind> kinds;  // whose rows would bring more of it
-  std::string sees;              // what a pass on it sees: "a drift of +18% or more (alpha 0.01)"
-  double sees_effect = 0;        // that smallest effect as a fraction (0: not stated)
+  std::string unit;               // "rows in each quarter", "completions", "prompts compared"
+  std::vector<ProbeKind> kinds;   // whose rows would bring more of it
+  std::string sees;               // what a pass on it sees: "a drift of +18% or more (alpha 0.01)"
+  double sees_effect = 0;         // that smallest effect as a fraction (0: not stated)
   // A rule a promotion rests on: short of its evidence, the stage is
   // inconclusive. Others (the candidate against itself, a canary's fresh
   // prompt rate) reject on what they see and say when they could not decide.
@@ -196,10 +196,10 @@ struct LocatorValues {
 // longer, a rate lower).
 struct Pooled {
   int64_t n_ref = 0, n_test = 0;
-  int locators = 0;  // locators with values on both sides
+  int locators = 0;     // locators with values on both sides
   double p_value = 1;
-  double estimate = 0;    // the Hodges–Lehmann change, as a fraction worse
-  double worse = 0;       // the interval's end nearest no change, as a fraction worse (0: the interval reaches it)
+  double estimate = 0;  // the Hodges–Lehmann change, as a fraction worse
+  double worse = 0;     // the interval's end nearest no change, as a fraction worse (0: the interval reaches it)
   double lo = 0, hi = 0;  // the interval as signed relative changes of the figure
   double ms_rise = 0;     // latencies: the test values' median rise over their locator's reference median, ms
   double sees = 0;        // the smallest change worse that a test on these samples tells from noise at alpha
