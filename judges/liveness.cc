@@ -16,12 +16,16 @@ namespace soak::judge_detail {
 
 namespace {
 
-// "4m 10s", "8.2s", "350ms": how long, for a reason.
+// "4m 10s", "5m", "8.2s", "350ms": how long, for a reason.
 std::string span(int64_t ms) {
   if (ms < 1000) return format("%lldms", static_cast<long long>(ms));
   if (ms < 60'000) return format("%.1fs", static_cast<double>(ms) / 1000);
   const int64_t s = (ms + 500) / 1000;
-  if (s < 3600) return format("%lldm %llds", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
+  if (s < 3600) {
+    if (s % 60 == 0) return format("%lldm", static_cast<long long>(s / 60));
+    return format("%lldm %llds", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
+  }
+  if (s / 60 % 60 == 0) return format("%lldh", static_cast<long long>(s / 3600));
   return format("%lldh %lldm", static_cast<long long>(s / 3600), static_cast<long long>(s / 60 % 60));
 }
 
@@ -47,9 +51,9 @@ void judge_unserved(const Context& c, Judgement& j) {
   const bool served_before = last != detail.end() && last->is_number_integer();
   const int64_t since = e.wall_ms - unserved;
 
-  std::string reason = format("nothing served for %s while %lld request%s waited (oldest sent %s before)",
-                              span(unserved).c_str(), static_cast<long long>(outstanding), outstanding == 1 ? "" : "s",
-                              span(e.wall_ms - oldest).c_str());
+  std::string reason =
+      format("nothing served for %s while %lld request%s waited (oldest sent %s ago)", span(unserved).c_str(),
+             static_cast<long long>(outstanding), outstanding == 1 ? "" : "s", span(e.wall_ms - oldest).c_str());
   if (queued > 0) reason += format(", %lld held in the runtime's queue", static_cast<long long>(queued));
   if (!served_before) reason += "; nothing of its requests was ever served";
   // What still answered meanwhile: the runtime was up, not serving.

@@ -19,6 +19,9 @@ soak_add_test(unit_campaign_session SOURCES unit/campaign_session_test.cc LIBS s
   TIMEOUT 300)
 soak_add_test(unit_campaign_launch_cap SOURCES unit/campaign_launch_cap_test.cc
   LIBS soak_soakctl soak_test_sim soak_daemon LABELS unit TIMEOUT 300)
+# Liveness: a stage's outstanding requests with nothing served (campaigns/liveness.h).
+soak_add_test(unit_campaign_liveness SOURCES unit/campaign_liveness_test.cc
+  LIBS soak_soakctl soak_test_sim soak_daemon LABELS unit TIMEOUT 300)
 # The baseline rows a stage is compared with (campaigns/recipe_store.h choose_baseline).
 soak_add_test(unit_baseline_choice SOURCES unit/baseline_choice_test.cc LIBS soak_daemon LABELS unit)
 soak_add_test(unit_outbox SOURCES unit/outbox_test.cc LIBS soak_test_sim soak_test_store soak_daemon LABELS unit)

@@ -4,6 +4,8 @@ soak_add_test(unit_stats SOURCES unit/stats_test.cc LIBS soak_judges LABELS unit
 soak_add_test(unit_judge_compare SOURCES unit/judge_compare_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_thermal SOURCES unit/judge_thermal_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_hard SOURCES unit/judge_hard_test.cc LIBS soak_judges LABELS unit)
+# Outstanding work is evidence: the unserved hard failure (judges/liveness.cc).
+soak_add_test(unit_judge_liveness SOURCES unit/judge_liveness_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_session SOURCES unit/judge_session_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_canary SOURCES unit/judge_canary_test.cc LIBS soak_judges LABELS unit)
 # The slo floors and the launch's output cap (docs/DESIGN.md §3.11).

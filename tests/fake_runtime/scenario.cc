@@ -16,7 +16,7 @@ constexpr std::array<std::pair<Flavour, std::string_view>, 7> kFlavours{{
     {Flavour::LmStudio, "lm-studio"},
 }};
 
-constexpr std::array<std::pair<Scenario, std::string_view>, 24> kScenarios{{
+constexpr std::array<std::pair<Scenario, std::string_view>, 25> kScenarios{{
     {Scenario::Healthy, "healthy"},
     {Scenario::PrefillCost, "prefill-cost"},
     {Scenario::FifoSerial, "fifo"},
@@ -41,6 +41,7 @@ constexpr std::array<std::pair<Scenario, std::string_view>, 24> kScenarios{{
     {Scenario::EmptyContent, "empty-content"},
     {Scenario::ReasoningOnly, "reasoning-only"},
     {Scenario::ResetOverSlots, "reset-over-slots"},
+    {Scenario::StopServing, "stop-serving"},
 }};
 
 template <class E, size_t N>
