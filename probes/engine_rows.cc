@@ -76,13 +76,13 @@ void fill_transfer(const TransferResult& t, ProbeResult& row) {
     row.queue_wait_us = *wait / 1000;
 }
 
-std::string queue_note(const TransferResult& t) {
+std::string queue_note(const TransferResult& t, bool with_why) {
   const auto wait = queue_wait_ns(t.queue.first_held_ns, t.queue.left_ns, t.times.done_ns, request_origin_ns(t.times));
   if (!wait) return {};
   char figure[32];
   std::snprintf(figure, sizeof figure, "%.1f s", static_cast<double>(*wait) / 1e9);
-  std::string note = std::string(t.queue.left_ns ? "waited " : "waited still ") + figure + " in the runtime's queue";
-  if (!t.queue.why.empty()) note += " (" + t.queue.why + ")";
+  std::string note = std::string(t.queue.left_ns ? "waited " : "held ") + figure + " in the runtime's queue";
+  if (with_why && !t.queue.why.empty()) note += " (" + t.queue.why + ")";
   return note;
 }
 

@@ -130,7 +130,7 @@ ProbeResult Step::chat_row(const ChatJob& job, const ExchangeResult& x) const {
   r.outcome = v.outcome;
   r.detail = v.detail;
   // A request that waited in the runtime's queue says so, and how long, clean or not.
-  if (const std::string note = queue_note(x.transfer); !note.empty())
+  if (const std::string note = queue_note(x.transfer, v.outcome != Outcome::QueueTimeout); !note.empty())
     r.detail = r.detail.empty() ? note : r.detail + "; " + note;
   if (v.outcome != Outcome::Clean && v.outcome != Outcome::CancelledByDaemon)
     r.excerpt = failure_excerpt(x.chat, error_body);

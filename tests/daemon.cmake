@@ -95,6 +95,10 @@ soak_test_needs(integration_verdicts_compare_fake soakd soak-fake-runtime)
 soak_add_test(integration_verdicts_soak_fake SOURCES integration/verdicts_soak_fake_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
 soak_test_needs(integration_verdicts_soak_fake soakd soak-fake-runtime)
+# Queued is not hung; outstanding work is evidence (docs/DESIGN.md §2.2, §3.4).
+soak_add_test(integration_verdicts_queue_fake SOURCES integration/verdicts_queue_fake_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
+soak_test_needs(integration_verdicts_queue_fake soakd soak-fake-runtime)
 soak_add_test(integration_heavy_fair_fake SOURCES integration/heavy_fair_fake_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
 soak_test_needs(integration_heavy_fair_fake soakd soak-fake-runtime)

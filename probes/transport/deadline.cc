@@ -47,7 +47,7 @@ DeadlineCheck check_deadlines(const StallMarks& m, const TransferLimits& l, int6
 
 BudgetSpent on_budget_spent(const QueueSignals& s) {
   if (s.first_byte) return BudgetSpent::Stalled;
-  if (s.slots && *s.slots > 0 && s.ahead >= *s.slots) return BudgetSpent::Queued;
+  if (s.slots && *s.slots > 0 && s.in_slots >= *s.slots) return BudgetSpent::Queued;
   return s.can_read ? BudgetSpent::AskQueue : BudgetSpent::Stalled;
 }
 

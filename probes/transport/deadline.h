@@ -18,7 +18,7 @@
 //   from the start counted others ahead of it) runs again from then, so a
 //   burst of 80 on 2 slots is not read as 78 hangs while the queue moves.
 // - A request whose budget runs out before its first byte while the runtime
-//   is busy (soakd's own requests ahead of it fill the runtime's slots, or the
+//   is busy (soakd's own requests fill the runtime's slots, or the
 //   runtime's own queue says every slot is busy or requests wait) is queued,
 //   not stalled: it is held, only the wall limit applies, and its budget runs
 //   again from when it can have left the queue (a reading that shows a free
@@ -81,14 +81,16 @@ DeadlineCheck check_deadlines(const StallMarks& marks, const TransferLimits& lim
 
 // What a slot request is once its first-content budget ran out.
 struct QueueSignals {
-  bool first_byte = false;   // a body byte or content came: a slot has it, it is past the queue
-  int64_t ahead = 0;         // soakd's own slot requests to the same origin started before it, not ended
+  bool first_byte = false;  // a body byte or content came: a slot has it, it is past the queue
+  // soakd's other slot requests to the same origin in flight that a slot took
+  // (their first byte came): they hold that many of the runtime's slots.
+  int64_t in_slots = 0;
   std::optional<int> slots;  // the runtime's parallel slots, when known
   bool can_read = false;     // the runtime's own queue can be read (a QueueReader at the origin)
 };
 enum class BudgetSpent {
   Stalled,   // nothing says the runtime is busy: a stall
-  Queued,    // soakd's own requests ahead fill the runtime's slots: held
+  Queued,    // soakd's own requests fill the runtime's slots: held
   AskQueue,  // held until the runtime's own queue is read (on_queue_reading)
 };
 BudgetSpent on_budget_spent(const QueueSignals& s);
@@ -100,7 +102,7 @@ enum class QueueState {
   Unknown,  // no reading (the route failed, refused or timed out)
 };
 // A held request on a reading of its runtime's queue: `confirmed` when it was
-// held on evidence (its own requests ahead, or an earlier Busy reading), not
+// held on evidence (soakd's own requests in the slots, or an earlier Busy reading), not
 // only until this reading came. A request held only for the reading stalls
 // unless the runtime is busy (its budget is spent); a confirmed one leaves
 // the queue when the runtime is no longer busy.

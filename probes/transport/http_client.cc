@@ -53,7 +53,7 @@ struct HttpClient::Impl {
     int pending_status = 0;  // status line seen, block not yet complete
     bool headers_done = false;
     // Held in the runtime's queue (marks.held_since_ns): on evidence (its own
-    // requests ahead, or a Busy reading), and whether for its own requests ahead.
+    // requests in the slots, or a Busy reading), and whether for soakd's own requests.
     bool held_confirmed = false;
     bool held_by_own = false;
     bool in_multi = false;
@@ -168,11 +168,16 @@ struct HttpClient::Impl {
     last = std::max(last, at_ns);
   }
 
-  // soakd's own slot requests to the same origin, started before `t`, not ended.
-  int64_t ahead_of(const Transfer& t) const {
+  // soakd's other slot requests to the same origin in flight that a slot took
+  // (a first byte came: llama-server writes nothing to one it has queued).
+  // Those without a byte are not counted: they may be queued, or stuck
+  // themselves, and a runtime whose every request is stuck must stall.
+  int64_t in_slots(const Transfer& t) const {
     int64_t n = 0;
     for (const auto& [id, u] : transfers)
-      if (!u->ended && u->req.queue_role == QueueRole::Slot && u->origin == t.origin && u->id < t.id) ++n;
+      if (u.get() != &t && !u->ended && u->req.queue_role == QueueRole::Slot && u->origin == t.origin &&
+          u->result.times.first_byte_ns)
+        ++n;
     return n;
   }
 
@@ -182,7 +187,7 @@ struct HttpClient::Impl {
     if (t->req.queue_role != QueueRole::Slot || t->marks.last_content_ns) return false;
     QueueSignals sig;
     sig.first_byte = t->result.bytes_received > 0;
-    sig.ahead = ahead_of(*t);
+    sig.in_slots = in_slots(*t);
     sig.slots = t->req.runtime_slots;
     sig.can_read = readers.count(t->origin) > 0;
     const BudgetSpent call = on_budget_spent(sig);
@@ -191,7 +196,7 @@ struct HttpClient::Impl {
     t->held_confirmed = t->held_by_own = call == BudgetSpent::Queued;
     if (!t->result.queue.first_held_ns) t->result.queue.first_held_ns = now;
     if (call == BudgetSpent::Queued)
-      t->result.queue.why = std::to_string(sig.ahead) + " of soakd's own requests ahead of it on " +
+      t->result.queue.why = std::to_string(sig.in_slots) + " of soakd's own requests in its " +
                             std::to_string(*sig.slots) + " slot" + (*sig.slots == 1 ? "" : "s");
     ask_reader(t->origin);
     return true;
@@ -392,7 +397,7 @@ struct HttpClient::Impl {
     for (auto& [id, u] : transfers) {
       Transfer* h = u.get();
       if (h->ended || h->origin != t->origin || !h->held_by_own || !h->req.runtime_slots) continue;
-      if (ahead_of(*h) < *h->req.runtime_slots) leave(h, t->result.times.done_ns);
+      if (in_slots(*h) < *h->req.runtime_slots) leave(h, t->result.times.done_ns);
     }
   }
 

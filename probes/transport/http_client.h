@@ -133,12 +133,13 @@ class HttpClient {
   // Queued is not hung (deadline.h): a slot request whose first-content
   // budget runs out before its first byte is held in the runtime's queue —
   // only its wall limit applies, QueueTimeout when that passes — while
-  // soakd's own slot requests to the origin started before it fill the
-  // runtime's slots (HttpRequest::runtime_slots), or while the runtime's own
+  // soakd's own slot requests to the origin that a slot took (their first
+  // byte came) fill the runtime's slots (HttpRequest::runtime_slots), or
+  // while the runtime's own
   // queue, read by the origin's QueueReader, says it is busy. It leaves the
   // queue (its budget runs again from then) when the queue moves, when its
   // first byte comes, when a reading says the runtime is no longer busy, or,
-  // held for its own requests ahead, when they no longer fill the slots.
+  // held for soakd's own requests, when they no longer fill the slots.
   // Without a reader and with the slots unknown nothing is held: a stall.
   // The reader is borrowed until replaced or removed (nullptr).
   void set_queue_reader(std::string_view origin, QueueReader* reader);

@@ -74,7 +74,7 @@ struct HttpRequest {
   ConnectionPolicy connection = ConnectionPolicy::Reuse;
   QueueRole queue_role = QueueRole::None;
   // QueueRole::Slot: the runtime's parallel slots when known; soakd's own slot
-  // requests ahead of this one filling them mean it waits in the queue
+  // requests that a slot took filling them mean it waits in the queue
   // (deadline.h on_budget_spent). nullopt: not known, that rule is off.
   std::optional<int> runtime_slots;
   // Whose request it is (a candidate's name): HttpClient::serving() sums the
@@ -133,7 +133,7 @@ struct TransferResult {
   std::string body;    // BodyMode::Buffer only
   // A slot request that waited in the runtime's queue (deadline.h): when it
   // was first held, when it last left (nullopt: it never did), and what showed
-  // the runtime busy ("2 of soakd's requests ahead on 2 slots", "/metrics: 3
+  // the runtime busy ("2 of soakd's own requests in its 2 slots", "/metrics: 3
   // requests waiting"). Unset for a request that was never held.
   struct Queue {
     std::optional<int64_t> first_held_ns;

@@ -11,7 +11,8 @@ constexpr int64_t kBaseFootprint = 20LL * 1024 * 1024 * 1024;  // 20 GiB residen
 constexpr double kPromptRate = 400.0;                          // tokens/s, fresh prefill
 constexpr double kDecodeRate = 40.0;                           // tokens/s
 constexpr double kOutputTokens = 64;
-constexpr int64_t kAgentPromptTokens = 2000;  // ~7 KB shared system prompt + user turn
+constexpr int64_t kAgentPromptTokens = 2000;   // ~7 KB shared system prompt + user turn
+constexpr int64_t kSimServedEveryMs = 10'000;  // a running row is served this often (SimRunner::serving)
 
 double slowdown(Behaviour b) {
   switch (b) {
@@ -366,8 +367,11 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
   const Limits& limits = req.candidate->settings.limits;
   for (auto& r : rows) {
     r.started_wall_ms = start + offset;
-    if (r.t_first_byte_us) served_at.push_back(start + offset + *r.t_first_byte_us / 1000);
-    offset += std::max<int64_t>(5, r.t_done_us.value_or(5000) / 1000);
+    // A row that came back was served all along: its prefill progress, its
+    // tokens (as llama-server reports progress per batch), then its end.
+    const int64_t row_ms = std::max<int64_t>(5, r.t_done_us.value_or(5000) / 1000);
+    for (int64_t at = kSimServedEveryMs; at < row_ms; at += kSimServedEveryMs) served_at.push_back(start + offset + at);
+    offset += row_ms;
     served_at.push_back(start + offset);
     budget = std::max(
         budget, limits.stall_timeout_ms + prefill_allowance_ms(r.prompt_tokens.value_or(r.size_tokens.value_or(0)),

@@ -106,8 +106,9 @@ class SimRunner final : public TaskRunner {
   void cancel(int64_t work_id) override;
   void cancel_all() override;
   size_t in_flight() const override { return queue_.size(); }
-  // Each run's rows are its requests, one after another: a row is served at
-  // its first byte and at its end (probes::ServingState).
+  // Each run's rows are its requests, one after another: a row is served
+  // every few seconds while it runs and at its end (probes::ServingState);
+  // a StopServing run never is.
   probes::ServingState serving(const std::string& candidate) const override;
 
   // Delivers every completion due at or before `now` (in time order).
@@ -135,7 +136,7 @@ class SimRunner final : public TaskRunner {
     // Inference runs (not scrapes, not build reads): what serving() reports.
     bool inference = false;
     int64_t start_ms = 0;
-    std::vector<int64_t> served_at_ms;  // when each row's first byte and end came (none: never served)
+    std::vector<int64_t> served_at_ms{};  // when its rows were served (none: never)
     int64_t silent_budget_ms = 0;
   };
   std::map<std::string, int64_t> last_served_ms_;  // per candidate: its inference runs' served points, once done

@@ -136,6 +136,7 @@ TEST_CASE("liveness: a healthy runtime three times as slow is never called unser
   auto v = w.verdict("cand");
   REQUIRE(v);
   INFO(v->reason);
+  CHECK(v->state == VerdictState::Promoted);
   CHECK_FALSE(has_metric(*v, "hard/unserved", MetricResult::Fail));
   EventQuery q;
   q.kind = EventKind::Unserved;

@@ -176,9 +176,9 @@ TEST_CASE("queue hold: a spent budget is a stall unless something says the runti
   s.can_read = true;
   CHECK(on_budget_spent(s) == BudgetSpent::AskQueue);  // the runtime's queue decides
   s.slots = 2;
-  s.ahead = 1;
-  CHECK(on_budget_spent(s) == BudgetSpent::AskQueue);  // one of soakd's ahead on 2 slots: a slot may be free
-  s.ahead = 2;
+  s.in_slots = 1;
+  CHECK(on_budget_spent(s) == BudgetSpent::AskQueue);  // one of soakd's in 2 slots: a slot may be free
+  s.in_slots = 2;
   CHECK(on_budget_spent(s) == BudgetSpent::Queued);  // soakd's own fill the slots: queued, no reading needed
   s.can_read = false;
   CHECK(on_budget_spent(s) == BudgetSpent::Queued);  // a runtime with no queue route: the own-requests rule alone
