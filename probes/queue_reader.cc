@@ -6,12 +6,7 @@
 namespace soak::probes {
 
 RuntimeQueueReader::RuntimeQueueReader(EngineIo& io, const CandidateConfig& cand, const Runtime& rt)
-    : io_(io),
-      cand_(cand),
-      rt_(rt),
-      origin_(origin_of(cand.base_url)),
-      source_(first_busy_source(rt)),
-      poll_(io.loop) {
+    : io_(io), cand_(cand), rt_(rt), origin_(origin_of(cand.base_url)), source_(first_busy_source(rt)), poll_(io.loop) {
   io_.http.set_queue_reader(origin_, this);
 }
 
