@@ -333,6 +333,8 @@ void Campaigns::step(Track& t, int64_t now, bool light_window) {
     case Phase::Staged:
       if (!runtime_ready(t)) return;  // a managed runtime still starting: nothing to probe yet
       if (managed(t)) manage_previous(t, false);
+      watch_liveness(t, now);
+      if (t.phase != Phase::Staged) return;  // rejected: nothing served
       break;
   }
   const HeavyGate gate = light_window ? HeavyGate::Busy : heavy_gate(t);
@@ -480,6 +482,7 @@ std::optional<int64_t> Campaigns::next_wake_ms(int64_t now) const {
     wake(t.stage->deadline_ms);
     DueSet d = next_due(t.plan, t.tasks, t.stage->started_ms, now, HeavyGate::Free);
     if (d.next_wake_ms) wake(*d.next_wake_ms);
+    if (auto w = liveness_wake(t, now)) wake(*w);
   }
   return w;
 }

@@ -184,6 +184,13 @@ class Campaigns {
   // campaigns/controls.cc
   void handle_controls(int64_t now);
 
+  // campaigns/liveness_watch.cc: outstanding work is evidence (campaigns/liveness.h).
+  // Stores an `unserved` event once a stage's requests passed the bound, and
+  // checks the stage's hard failures on it.
+  void watch_liveness(Track& t, int64_t now);
+  std::optional<int64_t> liveness_wake(const Track& t, int64_t now) const;
+  std::map<std::string, int64_t> unserved_noted_;  // track name -> the stage its unserved event was stored for
+
   // campaigns/managed_runtimes.cc
   bool managed(const Track& t) const { return control_ && t.cfg->launch.has_value(); }
   bool runtime_ready(const Track& t) const { return !managed(t) || t.managed.runtime == RuntimePhase::Up; }

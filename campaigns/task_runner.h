@@ -56,6 +56,11 @@ class TaskRunner {
   // Cancels everything in flight; each pending `done` still fires.
   virtual void cancel_all() = 0;
   virtual size_t in_flight() const = 0;
+  // The inference requests of the candidate named `candidate` in flight now,
+  // and how long ago any of them was last served: what the liveness rule
+  // watches on every tick (campaigns/liveness.h). A runner that cannot tell
+  // reports nothing outstanding.
+  virtual probes::ServingState serving(const std::string& /*candidate*/) const { return {}; }
 };
 
 }  // namespace soak

@@ -89,6 +89,8 @@ static nlohmann::ordered_json settings_json(const CampaignSettings& s) {
                   c.gate_pause_ms, c.soak_traffic_ms, c.soak_heavy_ms, c.build_poll_ms};
   j["limits"] = {s.limits.wall_timeout_ms, s.limits.stall_timeout_ms, s.limits.connect_timeout_ms,
                  s.limits.max_response_bytes, s.limits.prefill_floor_tps};
+  if (s.limits.unserved_timeout_ms != Limits{}.unserved_timeout_ms)
+    j["limits"].push_back(s.limits.unserved_timeout_ms);  // earlier hashes stay
   j["gate"] = {s.gate.min_completed, s.gate.max_failure_ratio, s.gate.min_coverage};
   const auto& r = s.judge;
   j["judge"] = {r.alpha,       r.effect_floor,      r.hold_band,    r.tail_tolerance,

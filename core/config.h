@@ -163,6 +163,8 @@ struct Limits {
   int64_t connect_timeout_ms = kDefaultConnectTimeoutMs;
   int64_t max_response_bytes = kDefaultMaxResponseBytes;
   double prefill_floor_tps = kDefaultPrefillFloorTps;  // prefill allowance: prompt tokens / this
+  // The liveness bound's floor (core/limits.h kDefaultUnservedTimeoutMs).
+  int64_t unserved_timeout_ms = kDefaultUnservedTimeoutMs;
   // A launch whose default output cap (a request without max_tokens) is below
   // this holds the candidate at smoke (docs/DESIGN.md §3.11).
   int64_t min_server_cap = kDefaultMinServerCap;

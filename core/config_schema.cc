@@ -256,6 +256,7 @@ const Section<Limits>& limits_section() {
                                 number("prefill_floor_tps", &S::prefill_floor_tps, 1, 1e7,
                                        "100 (prompt tokens/s; the prefill allowance is tokens / this)"),
                                 integer("min_server_cap", &S::min_server_cap, 1, "8192 (tokens)"),
+                                duration("unserved_timeout", &S::unserved_timeout_ms, "\"5m\""),
                             }};
   return s;
 }
@@ -375,6 +376,16 @@ void check_campaign(ReadContext& ctx, const std::string& path, const CampaignSet
             "must not exceed limits.wall_timeout (" + format_duration(l.wall_timeout_ms) + ")", "\"2m\"");
     return;
   }
+  // The liveness bound is never shorter than an outstanding request's own
+  // silent budget (campaigns/liveness.h): a value set below the stall timeout
+  // would never apply, which a reader of the config would not guess.
+  if (l.unserved_timeout_ms != kDefaultUnservedTimeoutMs && l.unserved_timeout_ms < l.stall_timeout_ms)
+    ctx.err(join_path(path, "limits.unserved_timeout"),
+            "is " + format_duration(l.unserved_timeout_ms) + ", shorter than limits.stall_timeout (" +
+                format_duration(l.stall_timeout_ms) +
+                "): nothing served for less than a stall timeout is not yet a stall, and the liveness bound is "
+                "never shorter than a request's own stall budget, so this value would never apply",
+            "\"" + format_duration(std::max(l.stall_timeout_ms, kDefaultUnservedTimeoutMs)) + "\"");
   // A prefill budget the wall timeout cuts first is no budget (docs/DESIGN.md §2.2).
   if (s.long_context_sizes.empty()) return;
   const int64_t largest = *std::max_element(s.long_context_sizes.begin(), s.long_context_sizes.end());

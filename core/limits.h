@@ -32,6 +32,14 @@ inline constexpr double kDefaultPrefillFloorTps = 100.0;
 // 23 min 51 s to its first token at the floor rate, and 30 min leaves it
 // six minutes to answer.
 inline constexpr int64_t kDefaultWallTimeoutMs = 30 * kMinute;
+// Liveness (docs/DESIGN.md §3.4): nothing served of a candidate's inference
+// requests for longer than this while some are outstanding rejects the stage
+// (or for longer than the largest silent budget among them, stall timeout plus
+// prefill allowance, when that is longer). Longer than a stall timeout: a
+// request may wait legitimately in the runtime's queue behind another
+// client's work, and a queue that moves counts as served; five minutes of no
+// answer and no movement at all is a runtime that stopped serving.
+inline constexpr int64_t kDefaultUnservedTimeoutMs = 5 * kMinute;
 // Runtimes are local or on the LAN, where a connection takes milliseconds; the
 // rest is margin for a host busy with a long prefill.
 inline constexpr int64_t kDefaultConnectTimeoutMs = 10 * kSecond;

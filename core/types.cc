@@ -152,7 +152,7 @@ constexpr Table<ThermalLevel, 5> kThermalLevels{{
     {ThermalLevel::Sleeping, "sleeping"},
 }};
 
-constexpr Table<EventKind, 15> kEventKinds{{
+constexpr Table<EventKind, 16> kEventKinds{{
     {EventKind::DaemonStart, "daemon_start"},
     {EventKind::DaemonStop, "daemon_stop"},
     {EventKind::ConfigReload, "config_reload"},
@@ -168,6 +168,7 @@ constexpr Table<EventKind, 15> kEventKinds{{
     {EventKind::MemoryBudget, "memory_budget"},
     {EventKind::HeavyWait, "heavy_wait"},
     {EventKind::Notify, "notify"},
+    {EventKind::Unserved, "unserved"},
 }};
 
 constexpr Table<MetricResult, 4> kMetricResults{{

@@ -191,6 +191,11 @@ struct ProbeResult {
   // (llama.cpp requests_processing / requests_deferred, vLLM num_requests_*,
   // Rapid-MLX requests_*, oMLX /api/status active_requests / waiting_requests).
   std::optional<int64_t> server_running, server_waiting;
+  // How long the request waited in the runtime's own queue (µs from request
+  // start to when it could have left it), for a request whose first-content
+  // budget ran out while the runtime was busy (docs/DESIGN.md §2.2); nullopt:
+  // it was never found queued.
+  std::optional<int64_t> queue_wait_us;
 
   std::string finish_reason;
   std::string response_model;
@@ -261,6 +266,11 @@ enum class EventKind {
   MemoryBudget,     // the candidate's footprint went above its memory_budget
   HeavyWait,        // a heavy task held for the host began or ended a wait (campaigns)
   Notify,           // the notify command ran for a verdict: its outcome (daemon/notifier.h)
+  // Nothing of the candidate's inference requests was served for longer than
+  // the liveness bound while some were outstanding (campaigns/liveness.h);
+  // its detail names how many waited, since when and the last time anything
+  // was served. A hard failure of the stage it falls in (judges/liveness.cc).
+  Unserved,
 };
 std::string_view to_string(EventKind k);
 std::optional<EventKind> parse_event_kind(std::string_view s);

@@ -61,6 +61,7 @@ class ProbeTaskRunner final : public TaskRunner {
   void cancel(int64_t work_id) override;
   void cancel_all() override;
   size_t in_flight() const override { return engine_.in_flight(); }
+  probes::ServingState serving(const std::string& candidate) const override { return engine_.serving(candidate); }
 
  private:
   probes::ProbeEngine& engine_;

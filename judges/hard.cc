@@ -288,6 +288,7 @@ void judge_hard(const Context& c, Judgement& j) {
   guard_trips(c, j);
   for (const auto& cls : ratio_classes()) ratio_class(c, cls, j);
   judge_runtime(c, j);
+  judge_unserved(c, j);
 }
 
 }  // namespace soak::judge_detail

@@ -276,12 +276,13 @@ CoolRows cool_rows(const Context& c);
 void judge_thermal(const Context& c, const ThermalSplit& cand, const ThermalSplit& base, Judgement& j);
 
 // ---- the judges' parts (one translation unit each) ------------------------------
-void judge_hard(const Context& c, Judgement& j);     // judges/hard.cc
-void judge_runtime(const Context& c, Judgement& j);  // judges/managed.cc (called by judge_hard)
-void judge_compare(const Context& c, Judgement& j);  // judges/compare.cc
-void judge_trends(const Context& c, Judgement& j);   // judges/trends.cc
-void judge_drift_evidence(const Context& c,
-                          Judgement& j);  // judges/trends.cc: the soak's drift and completion rate alone
+void judge_hard(const Context& c, Judgement& j);      // judges/hard.cc
+void judge_runtime(const Context& c, Judgement& j);   // judges/managed.cc (called by judge_hard)
+void judge_unserved(const Context& c, Judgement& j);  // judges/liveness.cc (called by judge_hard)
+void judge_compare(const Context& c, Judgement& j);   // judges/compare.cc
+void judge_trends(const Context& c, Judgement& j);    // judges/trends.cc
+// judges/trends.cc: the soak's drift and completion rate alone
+void judge_drift_evidence(const Context& c, Judgement& j);
 void judge_long_context(const Context& c, Judgement& j);  // judges/context.cc
 void judge_capacity(const Context& c, Judgement& j);      // judges/context.cc
 // context_exceeded where the runtime's own context (the row's, else the stage's) does not exceed the prompt.

@@ -54,6 +54,9 @@ Verdict classify_chat(TransportEnd end, std::optional<int> http_status, std::str
     case TransportEnd::ConnectTimeout: return {Outcome::ConnectTimeout, "no connection within the connect timeout"};
     case TransportEnd::CancelledByDaemon: return {Outcome::CancelledByDaemon, "cancelled by soakd"};
     case TransportEnd::LocalError: return {Outcome::HarnessError, "soakd could not run the request"};
+    // Queued, never let in: not a hang of the stream (there was none), a queue that never drained.
+    case TransportEnd::QueueTimeout:
+      return {Outcome::QueueTimeout, "the wall timeout passed while the request waited in the runtime's queue"};
     default: break;
   }
   // A connection dropped before any status line is not an SSE hang: a runtime

@@ -1,5 +1,6 @@
 #include "probes/engine.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -129,6 +130,18 @@ void ProbeEngine::cancel_all() {
 }
 
 size_t ProbeEngine::in_flight() const { return impl_->runs.size() + impl_->builds.size(); }
+
+ServingState ProbeEngine::serving(const std::string& candidate) const {
+  const ServingStats s = impl_->io.http.serving(candidate);
+  const int64_t now = impl_->io.clock.mono_ns();
+  ServingState out;
+  out.outstanding = s.outstanding;
+  out.queued = s.held;
+  if (s.oldest_start_ns) out.oldest_age_ms = std::max<int64_t>(0, now - *s.oldest_start_ns) / 1'000'000;
+  if (s.last_served_ns) out.served_age_ms = std::max<int64_t>(0, now - *s.last_served_ns) / 1'000'000;
+  out.silent_budget_ms = s.silent_budget_ms;
+  return out;
+}
 
 void ProbeEngine::read_build(const CandidateConfig& c, std::function<void(Result<BuildIdentity>)> done) {
   Impl* impl = impl_.get();

@@ -93,6 +93,9 @@ class ProbeEngine {
   void cancel(RunId id);
   void cancel_all();         // every run and build read
   size_t in_flight() const;  // runs and build reads whose `done` has not fired
+  // The inference requests of the candidate named `candidate` in flight now,
+  // and when any of them was last served (HttpClient::serving).
+  ServingState serving(const std::string& candidate) const;
 
   // The candidate's build: per its BuildSpec (fixed string, a version command
   // run without a shell and bounded in time, or the runtime's HTTP source).

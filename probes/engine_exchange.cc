@@ -5,6 +5,7 @@
 
 #include "core/hash.h"
 #include "probes/engine_rows.h"
+#include "probes/queue_reader.h"
 
 namespace soak::probes {
 
@@ -54,6 +55,15 @@ EngineIo::EngineIo(uv_loop_t* l, HttpClient& h, const Clock& c, const EngineOpti
                              : static_cast<uint64_t>(c.wall_ms()) * 1'000'003ULL ^ static_cast<uint64_t>(c.mono_ns())) {
 }
 
+EngineIo::~EngineIo() = default;
+
+void EngineIo::watch_queue(const CandidateConfig& cand, const Runtime& rt) {
+  if (!RuntimeQueueReader::can_read(rt)) return;
+  std::string origin = origin_of(cand.base_url);
+  if (queue_readers.count(origin)) return;
+  queue_readers.emplace(origin, std::make_unique<RuntimeQueueReader>(*this, cand, rt));
+}
+
 // ---------------------------------------------------------------- requests
 
 HttpRequest build_http_request(const std::string& base_url, const Limits& l, const ExchangeSpec& spec,
@@ -65,7 +75,7 @@ HttpRequest build_http_request(const std::string& base_url, const Limits& l, con
   if (!spec.body.empty()) r.headers.push_back({"Content-Type", "application/json"});
   if (api_key) r.headers.push_back({"Authorization", "Bearer " + *api_key});
   r.connect_timeout_ms = l.connect_timeout_ms;
-  r.wall_timeout_ms = l.wall_timeout_ms;
+  r.wall_timeout_ms = spec.wall_timeout_ms.value_or(l.wall_timeout_ms);
   r.stall_timeout_ms = spec.stall_timeout_ms.value_or(l.stall_timeout_ms);
   if (spec.prompt_tokens) {
     const int64_t one = prefill_allowance_ms(*spec.prompt_tokens, l.prefill_floor_tps);
@@ -77,6 +87,7 @@ HttpRequest build_http_request(const std::string& base_url, const Limits& l, con
   r.connection = spec.connection;
   // A chat request takes a slot, and waits in the runtime's queue for one.
   r.queue_role = spec.kind == ExchangeKind::Plain ? QueueRole::None : QueueRole::Slot;
+  r.runtime_slots = spec.runtime_slots;
   return r;
 }
 
@@ -85,6 +96,7 @@ HttpRequest build_http_request(const std::string& base_url, const Limits& l, con
 Exchange::Exchange(EngineIo& io, const CandidateConfig& cand, ExchangeSpec spec, Done done)
     : io_(io),
       base_url_(cand.base_url),
+      owner_(cand.name),
       limits_(cand.settings.limits),
       api_key_env_(cand.api_key_env),
       spec_(std::move(spec)),
@@ -106,6 +118,7 @@ void Exchange::start() {
     if (!key || key->empty()) return fail_before_sending("environment variable " + *api_key_env_ + " is not set");
   }
   HttpRequest req = build_http_request(base_url_, limits_, spec_, key);
+  req.owner = owner_;
   spec_.body = std::string();  // the request holds it now (a long-context body is hundreds of KB)
   if (spec_.kind != ExchangeKind::Plain) {
     ++io_.live_chat[base_url_];

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,8 +52,13 @@ class Deferrer {
   bool armed_ = false;
 };
 
+class RuntimeQueueReader;  // probes/queue_reader.h
+
 struct EngineIo {
   EngineIo(uv_loop_t* loop, HttpClient& http, const Clock& clock, const EngineOptions& opts);
+  ~EngineIo();
+  EngineIo(const EngineIo&) = delete;
+  EngineIo& operator=(const EngineIo&) = delete;
   uv_loop_t* loop;
   HttpClient& http;
   SseClient sse;
@@ -63,6 +69,11 @@ struct EngineIo {
   // Chat requests in flight per base URL (a slot each on the runtime): the
   // cancel probe must not blame its own cut for a slot another probe holds.
   std::map<std::string, int> live_chat;
+  // The runtime's own queue, read for the client while a chat request is held
+  // in it (probes/queue_reader.h): one reader per origin, made by the first
+  // chat request to a runtime whose entry has a queue route.
+  std::map<std::string, std::unique_ptr<RuntimeQueueReader>> queue_readers;
+  void watch_queue(const CandidateConfig& cand, const Runtime& rt);
 };
 
 enum class ExchangeKind {
@@ -78,6 +89,11 @@ struct ExchangeSpec {
   std::string body;
   ConnectionPolicy connection = ConnectionPolicy::Reuse;
   std::optional<int64_t> stall_timeout_ms;  // instead of the candidate's
+  std::optional<int64_t> wall_timeout_ms;   // instead of the candidate's
+  // The runtime's parallel slots as known (config, else /props): a chat
+  // request behind soakd's own requests that fill them waits in its queue
+  // (HttpRequest::runtime_slots).
+  std::optional<int> runtime_slots;
   // The prompt's size in tokens, when the probe knows it: the stall clock
   // allows it prompt_tokens / limits.prefill_floor_tps of prefill (core/limits.h).
   std::optional<int64_t> prompt_tokens;
@@ -121,6 +137,7 @@ class Exchange final : public SseHandler, public TransferHandler {
 
   EngineIo& io_;
   std::string base_url_;
+  std::string owner_;  // the candidate's name (HttpRequest::owner)
   Limits limits_;
   std::optional<std::string> api_key_env_;
   ExchangeSpec spec_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "probes/chat_contract.h"
 #include "probes/runtimes/runtime.h"
 #include "probes/text_util.h"
+#include "probes/transport/deadline.h"
 
 namespace soak::probes {
 
@@ -20,6 +22,7 @@ TransportEnd transport_end(EndReason r, CutBy cancelled_by) {
     case EndReason::ConnectTimeout: return TransportEnd::ConnectTimeout;
     case EndReason::Timeout: return TransportEnd::WallTimeout;
     case EndReason::Stalled: return TransportEnd::Stalled;
+    case EndReason::QueueTimeout: return TransportEnd::QueueTimeout;
     case EndReason::Truncated: return TransportEnd::SizeCapped;
     case EndReason::PeerClosed: return TransportEnd::ConnectionLost;
     // A cut the probe made on purpose is judged by the probe, not as a loss.
@@ -69,6 +72,18 @@ void fill_transfer(const TransferResult& t, ProbeResult& row) {
   row.t_connect_us = connect_setup_us(t.times);
   row.t_first_byte_us = rel(t.times.first_byte_ns);
   row.t_done_us = rel(t.times.done_ns);
+  if (auto wait = queue_wait_ns(t.queue.first_held_ns, t.queue.left_ns, t.times.done_ns, origin))
+    row.queue_wait_us = *wait / 1000;
+}
+
+std::string queue_note(const TransferResult& t, bool with_why) {
+  const auto wait = queue_wait_ns(t.queue.first_held_ns, t.queue.left_ns, t.times.done_ns, request_origin_ns(t.times));
+  if (!wait) return {};
+  char figure[32];
+  std::snprintf(figure, sizeof figure, "%.1f s", static_cast<double>(*wait) / 1e9);
+  std::string note = std::string(t.queue.left_ns ? "waited " : "held ") + figure + " in the runtime's queue";
+  if (with_why && !t.queue.why.empty()) note += " (" + t.queue.why + ")";
+  return note;
 }
 
 Verdict classify_plain(TransportEnd end, const TransferResult& t) {
@@ -80,6 +95,8 @@ Verdict classify_plain(TransportEnd end, const TransferResult& t) {
       return {Outcome::HarnessError, "soakd could not run the request: " + text::excerpt(t.detail, kExcerptChars)};
     case TransportEnd::WallTimeout: return {Outcome::Timeout, "wall timeout"};
     case TransportEnd::Stalled: return {Outcome::Stalled, "no byte within the stall timeout"};
+    case TransportEnd::QueueTimeout:
+      return {Outcome::QueueTimeout, "the wall timeout passed while the request waited in the runtime's queue"};
     case TransportEnd::SizeCapped: return {Outcome::Truncated, "response-size cap hit"};
     default: break;
   }

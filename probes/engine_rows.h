@@ -49,7 +49,15 @@ ProbeResult make_row(ProbeKind kind, std::string workload_id);
 
 // Status, byte count and the client stamps that every request has (connect,
 // first byte, done), relative to the request start.
+// A slot request that waited in the runtime's queue also gets its queue wait
+// (queue_wait_us, from the same origin as the client stamps).
 void fill_transfer(const TransferResult& t, ProbeResult& row);
+// The row's words for a request that waited in the runtime's queue ("waited
+// 8.9 s in the runtime's queue (/metrics: 1 request waiting)"; "held 20.0 s
+// ..." when it never left it); `with_why` false leaves out what showed the
+// runtime busy (a queue_timeout's detail already says it). Empty for a request
+// that never waited there.
+std::string queue_note(const TransferResult& t, bool with_why = true);
 
 // A non-chat route (health, model list, props, slots, metrics, tokenize,
 // embeddings, rerank): the transport's end and the HTTP status. Content checks

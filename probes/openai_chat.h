@@ -180,6 +180,7 @@ enum class TransportEnd {
   ConnectTimeout,
   WallTimeout,
   Stalled,            // no content event within the stall timeout
+  QueueTimeout,       // the wall timeout passed while the request waited in the runtime's queue
   SizeCapped,         // response-size cap hit
   CancelledByDaemon,  // soakd aborted it (shutdown, plan change)
   LocalError,         // soakd's own failure (curl setup, out of memory, ...)

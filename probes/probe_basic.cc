@@ -92,7 +92,10 @@ class IdentityStep final : public Step {
     job.req = marker_request(chat_options(Streaming::Off), make_marker(fnv1a64(env_.io.nonces.next())));
     job.req.kind = ProbeKind::Identity;
     job.workload = workload_id(ProbeKind::Identity);
-    run_chat(std::move(job), [this](ProbeResult& row, const ExchangeResult&) { on_answer(std::move(row)); });
+    run_chat(std::move(job), [this](ProbeResult& row, const ExchangeResult& x) {
+      queue_note_ = queue_note(x.transfer);
+      on_answer(std::move(row));
+    });
   }
 
   void on_answer(ProbeResult row) {
@@ -158,6 +161,9 @@ class IdentityStep final : public Step {
 
   void done(ProbeResult r) {
     if (r.outcome == Outcome::Clean && r.detail.empty()) r.detail = proof_detail_;
+    // The identity verdict replaced the answer's detail: the queue wait stays said.
+    if (!queue_note_.empty() && r.detail.find(queue_note_) == std::string::npos)
+      r.detail = r.detail.empty() ? queue_note_ : r.detail + "; " + queue_note_;
     r.extra_json = extra_.dump();
     emit(std::move(r));
     finish();
@@ -168,6 +174,7 @@ class IdentityStep final : public Step {
   size_t i_ = 0;  // the next of the runtime's served-state routes
   ServedState served_;
   std::string proof_detail_;
+  std::string queue_note_;  // the answer waited in the runtime's queue (engine_rows.h queue_note)
 };
 
 // ---------------------------------------------------------------- scrape

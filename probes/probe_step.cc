@@ -36,6 +36,11 @@ void Step::drop_finished_exchanges() {
 }
 
 Exchange& Step::send(ExchangeSpec spec, Exchange::Done then) {
+  if (spec.kind != ExchangeKind::Plain) {
+    // A chat request may wait in the runtime's queue: its slots known, and its queue read when busy.
+    if (!spec.runtime_slots) spec.runtime_slots = env_.cand.slots ? env_.cand.slots : env_.state.runtime_slots;
+    env_.io.watch_queue(env_.cand, env_.runtime);
+  }
   exchanges_.push_back(std::make_unique<Exchange>(env_.io, env_.cand, std::move(spec), std::move(then)));
   Exchange& x = *exchanges_.back();
   x.start();
@@ -100,6 +105,8 @@ ProbeResult Step::chat_row(const ChatJob& job, const ExchangeResult& x) const {
     if (!x.transfer.detail.empty()) v.detail += ": " + x.transfer.detail;
     if (x.transfer.reused_connection) v.detail += " (reused connection)";
   }
+  // The transport's words say what showed the runtime busy.
+  if (v.outcome == Outcome::QueueTimeout && !x.transfer.detail.empty()) v.detail = x.transfer.detail;
   // The loop detector reads every answer; its figure goes on the row.
   const bool has_answer = v.outcome == Outcome::Clean || v.outcome == Outcome::ServerTokenCap ||
                           !x.chat.content.empty() || !x.chat.reasoning.empty();
@@ -131,6 +138,9 @@ ProbeResult Step::chat_row(const ChatJob& job, const ExchangeResult& x) const {
   }
   r.outcome = v.outcome;
   r.detail = v.detail;
+  // A request that waited in the runtime's queue says so, and how long, clean or not.
+  if (const std::string note = queue_note(x.transfer, v.outcome != Outcome::QueueTimeout); !note.empty())
+    r.detail = r.detail.empty() ? note : r.detail + "; " + note;
   if (v.outcome != Outcome::Clean && v.outcome != Outcome::CancelledByDaemon)
     r.excerpt = v.excerpt.empty() ? failure_excerpt(x.chat, error_body) : v.excerpt;
   if (job.extra) r.extra_json = job.extra(x.chat);

@@ -91,6 +91,20 @@ struct BuildIdentity {
 using RunId = uint64_t;
 using RowSink = std::function<void(ProbeResult)>;
 
+// A candidate's inference (chat) requests in flight now, as the liveness rule
+// reads them (campaigns/liveness.h): ages are milliseconds before now.
+struct ServingState {
+  int64_t outstanding = 0;    // sent, not ended
+  int64_t queued = 0;         // of them, held in the runtime's queue
+  int64_t oldest_age_ms = 0;  // the oldest of them was sent this long ago
+  // Since any of its inference requests was last served (first byte, prefill
+  // progress, content, a whole answer, or the runtime's queue moving while it
+  // waited); nullopt: none ever was.
+  std::optional<int64_t> served_age_ms;
+  // The largest silent budget among them: stall timeout plus prefill allowance.
+  int64_t silent_budget_ms = 0;
+};
+
 struct RunSpec {
   std::vector<ProbeKind> kinds;     // run one after another, in order
   std::optional<int64_t> group_id;  // set on every row (bursts group by it when given)

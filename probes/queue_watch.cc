@@ -63,6 +63,7 @@ Result<QueueReading> read_queue(const Runtime& rt, QueueSource s, std::string_vi
       if (x.is_processing) tasks.push_back(x.id_task.value_or(-1 - x.id));
     std::sort(tasks.begin(), tasks.end());
     q.slot_tasks = std::move(tasks);
+    q.slots_total = static_cast<int64_t>(slots->size());
   } else if (s == QueueSource::Metrics) {
     q.waiting = queue_depth_from_metrics(rt.series, parse_prometheus_text(body)).waiting;
     if (!q.waiting) return make_error("no " + std::string(rt.series.waiting) + " in the metrics");
@@ -78,6 +79,51 @@ Result<QueueReading> read_queue(const Runtime& rt, QueueSource s, std::string_vi
 bool queue_moved(const QueueReading& before, const QueueReading& now) {
   if (before.slot_tasks && now.slot_tasks && *before.slot_tasks != *now.slot_tasks) return true;
   return before.waiting && now.waiting && *now.waiting < *before.waiting;
+}
+
+std::optional<bool> queue_busy(const QueueReading& r) {
+  if (r.waiting) return *r.waiting > 0;
+  if (r.slot_tasks && r.slots_total && *r.slots_total > 0)
+    return static_cast<int64_t>(r.slot_tasks->size()) >= *r.slots_total;
+  return std::nullopt;
+}
+
+std::string describe_queue(QueueSource s, const QueueReading& r) {
+  switch (s) {
+    case QueueSource::Slots:
+      if (r.slot_tasks && r.slots_total)
+        return "/slots: " + std::to_string(r.slot_tasks->size()) + " of " + std::to_string(*r.slots_total) +
+               " slots busy";
+      break;
+    case QueueSource::Metrics:
+    case QueueSource::Status:
+      if (r.waiting)
+        return std::string(s == QueueSource::Metrics ? "/metrics: " : "status: ") + std::to_string(*r.waiting) +
+               (*r.waiting == 1 ? " request waiting" : " requests waiting");
+      break;
+    case QueueSource::None: break;
+  }
+  return "the runtime's queue";
+}
+
+namespace {
+QueueSource busy_after(QueueSource s) {
+  switch (s) {
+    case QueueSource::Metrics: return QueueSource::Status;
+    case QueueSource::Status: return QueueSource::Slots;
+    default: return QueueSource::None;
+  }
+}
+}  // namespace
+
+QueueSource next_busy_source(const Runtime& rt, QueueSource failed) {
+  QueueSource s = busy_after(failed);
+  while (s != QueueSource::None && !has(rt, s)) s = busy_after(s);
+  return s;
+}
+
+QueueSource first_busy_source(const Runtime& rt) {
+  return has(rt, QueueSource::Metrics) ? QueueSource::Metrics : next_busy_source(rt, QueueSource::Metrics);
 }
 
 int64_t queue_poll_ms(int64_t stall_timeout_ms) {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -33,6 +34,7 @@ enum class QueueSource { Slots, Metrics, Status, None };
 struct QueueReading {
   std::optional<std::vector<int64_t>> slot_tasks;
   std::optional<int64_t> waiting;
+  std::optional<int64_t> slots_total;  // /slots: how many slots it listed
 };
 
 // The first source `rt` has, and the one after `failed` (None: no more).
@@ -46,6 +48,21 @@ Result<QueueReading> read_queue(const Runtime& rt, QueueSource s, std::string_vi
 // Whether the runtime's queue moved between two readings: a slot started or
 // ended a task, or fewer requests wait.
 bool queue_moved(const QueueReading& before, const QueueReading& after);
+
+// Whether a reading shows the runtime busy (docs/DESIGN.md §2.2 "Queued is
+// not hung"): requests waiting for a slot (a queue gauge, oMLX's status), or
+// read from /slots, every slot busy. nullopt: the reading cannot tell.
+std::optional<bool> queue_busy(const QueueReading& r);
+// The reading in words for a row's detail: "/metrics: 3 requests waiting",
+// "/slots: 2 of 2 slots busy".
+std::string describe_queue(QueueSource s, const QueueReading& r);
+
+// The sources to read whether the runtime is busy, best first: a waiting
+// count says exactly that a request waits, where every slot busy on /slots
+// may be soakd's own request in its slot. The first `rt` has, and the one
+// after `failed` (None: no more).
+QueueSource first_busy_source(const Runtime& rt);
+QueueSource next_busy_source(const Runtime& rt, QueueSource failed);
 
 // How often to read the queue while a request waits in it: several times per
 // stall timeout, so a move is seen well inside the budget it restarts.

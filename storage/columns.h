@@ -181,6 +181,7 @@ struct Table<ProbeResult> {
       col<&R::server_load_ms>("server_load_ms"),
       col<&R::server_running>("server_running"),
       col<&R::server_waiting>("server_waiting"),
+      col<&R::queue_wait_us>("queue_wait_us"),
       col<&R::finish_reason>("finish_reason"),
       col<&R::response_model>("response_model"),
       col<&R::bytes_received>("bytes_received"),

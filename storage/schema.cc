@@ -343,6 +343,12 @@ CREATE TABLE stage_evidence (
 );
 )SQL";
 
+// How long a request waited in the runtime's own queue (docs/DESIGN.md §2.2
+// "Queued is not hung"), beside its TTFT.
+constexpr std::string_view kV11 = R"SQL(
+ALTER TABLE probe_results ADD COLUMN queue_wait_us INTEGER;
+)SQL";
+
 }  // namespace
 
 std::string read_compat_sql(int user_version) {
@@ -352,6 +358,7 @@ std::string read_compat_sql(int user_version) {
     missing += ", NULL AS server_load_ms";
   }
   if (user_version < kQueueSchema) missing += ", NULL AS server_running, NULL AS server_waiting";
+  if (user_version < kQueueWaitSchema) missing += ", NULL AS queue_wait_us";
   if (!missing.empty()) out += "CREATE TEMP VIEW probe_results AS SELECT *" + missing + " FROM main.probe_results;\n";
   if (user_version < kThermalSchema)
     out += "CREATE TEMP VIEW host_samples AS SELECT *, NULL AS thermal_level FROM main.host_samples;\n";
@@ -359,7 +366,7 @@ std::string read_compat_sql(int user_version) {
 }
 
 const std::vector<std::string_view>& migrations() {
-  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4, kV5, kV6, kV7, kV8, kV9, kV10};
+  static const std::vector<std::string_view> kMigrations{kV1, kV2, kV3, kV4, kV5, kV6, kV7, kV8, kV9, kV10, kV11};
   return kMigrations;
 }
 

@@ -25,6 +25,7 @@ inline constexpr int kGoldenSchema = 7;        // golden_answers
 inline constexpr int kKindIndexSchema = 8;     // probe_results_by_candidate_kind (an index: nothing to shadow)
 inline constexpr int kSamplingMarkSchema = 9;  // probe_results.sampling "=" for the common sampling (storage/columns.h)
 inline constexpr int kStageEvidenceSchema = 10;  // stage_evidence
+inline constexpr int kQueueWaitSchema = 11;      // probe_results.queue_wait_us
 
 // For an older store opened read-only (never migrated): TEMP views that shadow
 // the tables whose columns it lacks (SQLite looks in TEMP first), so every

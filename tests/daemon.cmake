@@ -22,6 +22,9 @@ soak_add_test(unit_campaign_session SOURCES unit/campaign_session_test.cc LIBS s
   TIMEOUT 300)
 soak_add_test(unit_campaign_launch_cap SOURCES unit/campaign_launch_cap_test.cc
   LIBS soak_soakctl soak_test_sim soak_daemon LABELS unit TIMEOUT 300)
+# Liveness: a stage's outstanding requests with nothing served (campaigns/liveness.h).
+soak_add_test(unit_campaign_liveness SOURCES unit/campaign_liveness_test.cc
+  LIBS soak_soakctl soak_test_sim soak_daemon LABELS unit TIMEOUT 300)
 # The baseline rows a stage is compared with (campaigns/recipe_store.h choose_baseline).
 soak_add_test(unit_baseline_choice SOURCES unit/baseline_choice_test.cc LIBS soak_daemon LABELS unit)
 soak_add_test(unit_outbox SOURCES unit/outbox_test.cc LIBS soak_test_sim soak_test_store soak_daemon LABELS unit)
@@ -99,6 +102,10 @@ soak_test_needs(integration_verdicts_soak_fake soakd soak-fake-runtime)
 soak_add_test(integration_verdicts_hygiene_fake SOURCES integration/verdicts_hygiene_fake_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 200)
 soak_test_needs(integration_verdicts_hygiene_fake soakd soak-fake-runtime)
+# Queued is not hung; outstanding work is evidence (docs/DESIGN.md §2.2, §3.4).
+soak_add_test(integration_verdicts_queue_fake SOURCES integration/verdicts_queue_fake_test.cc
+  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
+soak_test_needs(integration_verdicts_queue_fake soakd soak-fake-runtime)
 soak_add_test(integration_heavy_fair_fake SOURCES integration/heavy_fair_fake_test.cc
   LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 400)
 soak_test_needs(integration_heavy_fair_fake soakd soak-fake-runtime)

@@ -6,6 +6,8 @@ soak_add_test(unit_judge_thermal SOURCES unit/judge_thermal_test.cc LIBS soak_ju
 soak_add_test(unit_judge_hard SOURCES unit/judge_hard_test.cc LIBS soak_judges LABELS unit)
 # Answer hygiene: leaked markup over a stage (judges/hard.cc).
 soak_add_test(unit_judge_hygiene SOURCES unit/judge_hygiene_test.cc LIBS soak_judges LABELS unit)
+# Outstanding work is evidence: the unserved hard failure (judges/liveness.cc).
+soak_add_test(unit_judge_liveness SOURCES unit/judge_liveness_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_session SOURCES unit/judge_session_test.cc LIBS soak_judges LABELS unit)
 soak_add_test(unit_judge_canary SOURCES unit/judge_canary_test.cc LIBS soak_judges LABELS unit)
 # The slo floors and the launch's output cap (docs/DESIGN.md §3.11).

@@ -39,7 +39,7 @@ soak_test_needs(integration_equivalence_fake soakd soakctl soak-fake-runtime)
 
 # A real llama-server when SOAKD_LLAMA_SERVER names one; skipped (exit 77) otherwise.
 soak_add_test(integration_probe_llama_server SOURCES integration/probe_llama_server_test.cc
-  LIBS soak_daemon soak_test_process LABELS integration TIMEOUT 1500)
+  LIBS soak_daemon soak_test_process Threads::Threads LABELS integration TIMEOUT 1500)
 set_tests_properties(integration_probe_llama_server PROPERTIES SKIP_RETURN_CODE 77)
 
 # Agent sessions and pooling candidates through the fake runtime, judged.

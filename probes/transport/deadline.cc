@@ -7,6 +7,13 @@ namespace soak {
 DeadlineCheck check_deadlines(const StallMarks& m, const TransferLimits& l, int64_t now_ns) {
   std::optional<int64_t> wall_at, stall_at;
   if (l.wall_ns > 0) wall_at = m.start_ns + l.wall_ns;
+  if (m.held_since_ns) {
+    // Queued: the budget waits for the request to leave the queue.
+    DeadlineCheck out;
+    if (wall_at && now_ns >= *wall_at) out.tripped = EndReason::QueueTimeout;
+    out.next_ns = wall_at;
+    return out;
+  }
   if (l.stall_ns > 0) {
     if (m.last_content_ns) {
       stall_at = *m.last_content_ns + l.stall_ns;
@@ -38,7 +45,30 @@ DeadlineCheck check_deadlines(const StallMarks& m, const TransferLimits& l, int6
   return out;
 }
 
-std::string describe_limit(EndReason reason, const HttpRequest& r, const StallMarks& m) {
+BudgetSpent on_budget_spent(const QueueSignals& s) {
+  if (s.first_byte) return BudgetSpent::Stalled;
+  if (s.slots && *s.slots > 0 && s.in_slots >= *s.slots) return BudgetSpent::Queued;
+  return s.can_read ? BudgetSpent::AskQueue : BudgetSpent::Stalled;
+}
+
+HeldCall on_queue_reading(bool confirmed, QueueState state) {
+  if (state == QueueState::Busy) return HeldCall::Stay;
+  if (!confirmed) return HeldCall::Stall;
+  return state == QueueState::Free ? HeldCall::Leave : HeldCall::Stay;
+}
+
+std::optional<int64_t> queue_wait_ns(std::optional<int64_t> first_held_ns, std::optional<int64_t> left_ns,
+                                     int64_t done_ns, int64_t origin_ns) {
+  if (!first_held_ns) return std::nullopt;
+  const int64_t until = left_ns && *left_ns >= *first_held_ns ? *left_ns : done_ns;
+  return std::max<int64_t>(0, until - origin_ns);
+}
+
+std::string describe_limit(EndReason reason, const HttpRequest& r, const StallMarks& m, std::string_view queue_why) {
+  if (reason == EndReason::QueueTimeout)
+    return "no first byte within the wall timeout of " + std::to_string(r.wall_timeout_ms) +
+           " ms: the request waited in the runtime's queue" +
+           (queue_why.empty() ? std::string() : " (" + std::string(queue_why) + ")") + ", which never let it in";
   if (reason == EndReason::Timeout)
     return "no complete response within the wall timeout of " + std::to_string(r.wall_timeout_ms) + " ms";
   const std::string stall = "no content for the stall timeout of " + std::to_string(r.stall_timeout_ms) + " ms";

@@ -2,8 +2,10 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <deque>
 #include <exception>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -50,6 +52,10 @@ struct HttpClient::Impl {
     StallMarks marks;        // start, last content, last prefill progress
     int pending_status = 0;  // status line seen, block not yet complete
     bool headers_done = false;
+    // Held in the runtime's queue (marks.held_since_ns): on evidence (its own
+    // requests in the slots, or a Busy reading), and whether for soakd's own requests.
+    bool held_confirmed = false;
+    bool held_by_own = false;
     bool in_multi = false;
     bool ended = false;
     char errbuf[CURL_ERROR_SIZE] = {};
@@ -69,7 +75,7 @@ struct HttpClient::Impl {
       curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &Impl::on_curl_timer);
       curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
     }
-    for (auto* t : {&curl_timer, &reaper}) {
+    for (auto* t : {&curl_timer, &reaper, &read_timer}) {
       uv_timer_init(loop, t->get());
       t->mark_initialized();
       t->get()->data = this;
@@ -127,21 +133,155 @@ struct HttpClient::Impl {
   void mark_content(TransferId id, int64_t arrived_ns) {
     auto it = transfers.find(id);
     if (it == transfers.end() || it->second->ended) return;
-    it->second->marks.last_content_ns = arrived_ns;
+    Transfer* t = it->second.get();
+    t->marks.last_content_ns = arrived_ns;
+    served(*t, arrived_ns);
+    if (t->marks.held_since_ns) leave(t, arrived_ns);
   }
 
   void mark_progress(TransferId id, int64_t arrived_ns) {
     auto it = transfers.find(id);
     if (it == transfers.end() || it->second->ended) return;
-    StallMarks& m = it->second->marks;
+    Transfer* t = it->second.get();
+    StallMarks& m = t->marks;
     if (!m.last_content_ns) m.last_progress_ns = arrived_ns;  // after the first content only content counts
+    served(*t, arrived_ns);
+    if (m.held_since_ns) leave(t, arrived_ns);
   }
 
   // Every slot request to `origin` still waiting for its first content may
-  // be the one the runtime starts next.
+  // be the one the runtime starts next: the queue moved for it (its owner's
+  // requests are being served), and one held there leaves the queue.
   void mark_queue_moved(std::string_view origin, int64_t at_ns) {
-    for (auto& [id, t] : transfers)
-      if (waiting_in(*t, origin)) t->marks.queue_moved_ns = at_ns;
+    for (auto& [id, t] : transfers) {
+      if (!waiting_in(*t, origin)) continue;
+      t->marks.queue_moved_ns = std::max(t->marks.queue_moved_ns.value_or(at_ns), at_ns);
+      served(*t, at_ns);
+      if (t->marks.held_since_ns) leave(t.get(), at_ns);
+    }
+  }
+
+  // ------------------------------------------------------------ the runtime's queue
+  void served(const Transfer& t, int64_t at_ns) {
+    if (t.req.queue_role != QueueRole::Slot || t.req.owner.empty()) return;
+    int64_t& last = last_served[t.req.owner];
+    last = std::max(last, at_ns);
+  }
+
+  // soakd's other slot requests to the same origin in flight that a slot took
+  // (a first byte came: llama-server writes nothing to one it has queued).
+  // Those without a byte are not counted: they may be queued, or stuck
+  // themselves, and a runtime whose every request is stuck must stall.
+  int64_t in_slots(const Transfer& t) const {
+    int64_t n = 0;
+    for (const auto& [id, u] : transfers)
+      if (u.get() != &t && !u->ended && u->req.queue_role == QueueRole::Slot && u->origin == t.origin &&
+          u->result.times.first_byte_ns)
+        ++n;
+    return n;
+  }
+
+  // Its budget spent before its first byte: held in the queue, or stalled.
+  // True when it is held.
+  bool hold_if_queued(Transfer* t, int64_t now) {
+    if (t->req.queue_role != QueueRole::Slot || t->marks.last_content_ns) return false;
+    QueueSignals sig;
+    sig.first_byte = t->result.bytes_received > 0;
+    sig.in_slots = in_slots(*t);
+    sig.slots = t->req.runtime_slots;
+    sig.can_read = readers.count(t->origin) > 0;
+    const BudgetSpent call = on_budget_spent(sig);
+    if (call == BudgetSpent::Stalled) return false;
+    t->marks.held_since_ns = now;
+    t->held_confirmed = t->held_by_own = call == BudgetSpent::Queued;
+    if (!t->result.queue.first_held_ns) t->result.queue.first_held_ns = now;
+    if (call == BudgetSpent::Queued)
+      t->result.queue.why = std::to_string(sig.in_slots) + " of soakd's own requests in its " +
+                            std::to_string(*sig.slots) + " slot" + (*sig.slots == 1 ? "" : "s");
+    ask_reader(t->origin);
+    return true;
+  }
+
+  // It can have left the queue at `at`: its budget runs again from then.
+  void leave(Transfer* t, int64_t at) {
+    if (!t->marks.held_since_ns || t->ended) return;
+    t->marks.held_since_ns.reset();
+    t->held_confirmed = t->held_by_own = false;
+    t->marks.queue_moved_ns = std::max(t->marks.queue_moved_ns.value_or(at), at);
+    t->result.queue.left_ns = at;
+    arm(t);
+    if (t->ended && !in_curl) schedule_reap();  // inside curl, drive() retires it when curl returns
+  }
+
+  void ask_reader(const std::string& origin) {
+    if (shut || !readers.count(origin)) return;
+    reads_due.insert(origin);
+    uv_timer_start(read_timer.get(), &Impl::on_read_timer, 0, 0);  // never inside a caller's own call
+  }
+
+  void set_queue_reader(std::string_view origin, QueueReader* reader) {
+    if (reader)
+      readers[std::string(origin)] = reader;
+    else
+      readers.erase(std::string(origin));
+  }
+
+  void report_queue(std::string_view origin, QueueState state, bool moved, int64_t at, std::string why) {
+    if (shut) return;
+    if (moved) mark_queue_moved(origin, at);
+    bool ended_any = false;
+    for (auto& [id, t] : transfers) {
+      Transfer* x = t.get();
+      if (x->ended || x->origin != origin || !x->marks.held_since_ns) continue;
+      switch (on_queue_reading(x->held_confirmed, state)) {
+        case HeldCall::Stay:
+          if (state == QueueState::Busy) {
+            x->held_confirmed = true;
+            if (!why.empty()) x->result.queue.why = why;
+          }
+          break;
+        case HeldCall::Leave: leave(x, at); break;
+        case HeldCall::Stall: {
+          // Held only until this reading: its budget is spent, and the runtime is not busy.
+          x->marks.held_since_ns.reset();
+          std::string detail = describe_limit(EndReason::Stalled, x->req, x->marks);
+          detail += state == QueueState::Free ? "; the runtime's queue was not busy"
+                                              : "; the runtime's queue could not be read";
+          if (!why.empty()) detail += " (" + why + ")";
+          end(x, EndReason::Stalled, std::move(detail), 0);
+          ended_any = true;
+          break;
+        }
+      }
+    }
+    if (ended_any) schedule_reap();
+  }
+
+  size_t held(std::string_view origin) const {
+    size_t n = 0;
+    for (const auto& [id, t] : transfers) n += !t->ended && t->origin == origin && t->marks.held_since_ns ? 1 : 0;
+    return n;
+  }
+
+  ServingStats serving(std::string_view owner) const {
+    ServingStats s;
+    for (const auto& [id, t] : transfers) {
+      if (t->ended || t->req.queue_role != QueueRole::Slot || t->req.owner != owner) continue;
+      ++s.outstanding;
+      if (t->marks.held_since_ns) ++s.held;
+      if (!s.oldest_start_ns || t->marks.start_ns < *s.oldest_start_ns) s.oldest_start_ns = t->marks.start_ns;
+      s.silent_budget_ms = std::max(s.silent_budget_ms, t->req.stall_timeout_ms + t->req.prefill_allowance_ms);
+    }
+    if (auto it = last_served.find(std::string(owner)); it != last_served.end()) s.last_served_ns = it->second;
+    return s;
+  }
+
+  static void on_read_timer(uv_timer_t* h) {
+    auto* m = static_cast<Impl*>(h->data);
+    std::set<std::string> due;
+    due.swap(m->reads_due);
+    for (const auto& origin : due)
+      if (auto it = m->readers.find(origin); it != m->readers.end() && !m->shut) it->second->read();
   }
 
   static bool waiting_in(const Transfer& t, std::string_view origin) {
@@ -163,6 +303,8 @@ struct HttpClient::Impl {
     shut = true;
     uv_timer_stop(curl_timer.get());
     uv_timer_stop(reaper.get());
+    uv_timer_stop(read_timer.get());
+    reads_due.clear();
     for (auto& [id, t] : transfers) end(t.get(), EndReason::Cancelled, "client shut down", 0);
     to_add.clear();
     retire_all();
@@ -174,6 +316,7 @@ struct HttpClient::Impl {
     for (Socket* s : left) close_socket(s);
     curl_timer.close();
     reaper.close();
+    read_timer.close();
   }
 
   // ------------------------------------------------------------ setup
@@ -214,11 +357,21 @@ struct HttpClient::Impl {
                           r.prefill_allowance_ms * kNsPerMs, std::nullopt};
     if (r.moved_prefill_allowance_ms) limits.moved_prefill_ns = *r.moved_prefill_allowance_ms * kNsPerMs;
     auto check = check_deadlines(t->marks, limits, now);
+    // Queued is not hung: a budget spent before the first byte while the
+    // runtime is busy holds the request in its queue (deadline.h).
+    if (check.tripped == EndReason::Stalled && hold_if_queued(t, now)) check = check_deadlines(t->marks, limits, now);
     if (check.tripped) {
-      end(t, *check.tripped, describe_limit(*check.tripped, r, t->marks), 0);
+      end(t, *check.tripped, describe_limit(*check.tripped, r, t->marks, t->result.queue.why), 0);
       return;
     }
     if (check.next_ns) uv_timer_start(t->timer.get(), &Impl::on_transfer_timer, timer_ms_for(*check.next_ns - now), 0);
+  }
+
+  // The runtime wrote its first byte: a slot took the request (llama-server
+  // writes nothing to one waiting in its queue).
+  void first_byte(Transfer* t, int64_t now) {
+    served(*t, now);
+    if (t->marks.held_since_ns) leave(t, now);
   }
 
   // ------------------------------------------------------------ ending
@@ -235,8 +388,17 @@ struct HttpClient::Impl {
     // A slot request the runtime served (it wrote content, or a whole answer)
     // freed its slot: whatever waits behind it at that origin is queued, not
     // stalled, whoever sent it. One cut while nothing came moved nothing.
-    const bool served = t->marks.last_content_ns.has_value() || reason == EndReason::Completed;
-    if (t->req.queue_role == QueueRole::Slot && served) mark_queue_moved(t->origin, t->result.times.done_ns);
+    const bool was_served = t->marks.last_content_ns.has_value() || reason == EndReason::Completed;
+    if (t->req.queue_role != QueueRole::Slot) return;
+    if (reason == EndReason::Completed && t->result.head.status > 0) served(*t, t->result.times.done_ns);
+    if (was_served) mark_queue_moved(t->origin, t->result.times.done_ns);
+    // Requests held behind soakd's own that no longer fill the slots: their
+    // budget runs again from now (the runtime's reader may hold them again).
+    for (auto& [id, u] : transfers) {
+      Transfer* h = u.get();
+      if (h->ended || h->origin != t->origin || !h->held_by_own || !h->req.runtime_slots) continue;
+      if (in_slots(*h) < *h->req.runtime_slots) leave(h, t->result.times.done_ns);
+    }
   }
 
   void schedule_reap() {
@@ -396,7 +558,10 @@ struct HttpClient::Impl {
     if (t->ended || t->impl->shutdown_pending) return 0;
     try {
       int64_t now = t->impl->clock.mono_ns();
-      if (!t->result.times.first_byte_ns) t->result.times.first_byte_ns = now;
+      if (!t->result.times.first_byte_ns) {
+        t->result.times.first_byte_ns = now;
+        t->impl->first_byte(t, now);
+      }
       if (t->headers_done) return len;  // chunked trailers
       std::string_view line = trim_header_line(std::string_view(buf, len));
       if (line.rfind("HTTP/", 0) == 0) {
@@ -430,7 +595,11 @@ struct HttpClient::Impl {
     if (t->ended || t->impl->shutdown_pending) return 0;  // cancelled from a handler: make curl stop reading
     try {
       int64_t now = t->impl->clock.mono_ns();
-      if (!t->result.times.first_byte_ns) t->result.times.first_byte_ns = now;
+      if (!t->result.times.first_byte_ns) {
+        t->result.times.first_byte_ns = now;
+        t->impl->first_byte(t, now);
+      }
+      if (t->marks.held_since_ns) t->impl->leave(t, now);  // a body byte: a slot took it
       size_t take = len;
       bool over = false;
       const int64_t cap = t->req.max_response_bytes;
@@ -443,6 +612,7 @@ struct HttpClient::Impl {
         if (t->req.body_mode == BodyMode::Buffer) {
           t->result.body.append(buf, take);
           t->marks.last_content_ns = now;
+          t->impl->served(*t, now);
         } else {
           t->handler->on_body(t->id, std::string_view(buf, take), now);
         }
@@ -462,7 +632,11 @@ struct HttpClient::Impl {
   const Clock& clock;
   CURLM* multi = nullptr;
   UvHandle<uv_timer_t> curl_timer;
-  UvHandle<uv_timer_t> reaper;  // delivers ends decided outside any loop callback
+  UvHandle<uv_timer_t> reaper;      // delivers ends decided outside any loop callback
+  UvHandle<uv_timer_t> read_timer;  // asks the queue readers of reads_due, on the next loop pass
+  std::set<std::string> reads_due;
+  std::unordered_map<std::string, QueueReader*> readers;  // by origin (borrowed)
+  std::unordered_map<std::string, int64_t> last_served;   // by owner: ServingStats::last_served_ns
   std::unordered_map<TransferId, std::unique_ptr<Transfer>> transfers;
   std::vector<Transfer*> to_add;  // started from inside a curl callback
   std::deque<Transfer*> ended;    // decided, not yet delivered
@@ -488,6 +662,15 @@ void HttpClient::mark_queue_moved(std::string_view origin, int64_t at_mono_ns) {
   impl_->mark_queue_moved(origin, at_mono_ns);
 }
 size_t HttpClient::queued(std::string_view origin) const { return impl_->queued(origin); }
+void HttpClient::set_queue_reader(std::string_view origin, QueueReader* reader) {
+  impl_->set_queue_reader(origin, reader);
+}
+void HttpClient::report_queue(std::string_view origin, QueueState state, bool moved, int64_t at_mono_ns,
+                              std::string why) {
+  impl_->report_queue(origin, state, moved, at_mono_ns, std::move(why));
+}
+size_t HttpClient::held(std::string_view origin) const { return impl_->held(origin); }
+ServingStats HttpClient::serving(std::string_view owner) const { return impl_->serving(owner); }
 void HttpClient::shutdown() { impl_->shutdown(); }
 size_t HttpClient::active() const { return impl_->transfers.size(); }
 

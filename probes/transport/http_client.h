@@ -39,9 +39,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/clock.h"
+#include "probes/transport/deadline.h"
 #include "probes/transport/http_types.h"
 
 namespace soak {
@@ -58,6 +61,33 @@ class TransferHandler {
   // `bytes` is valid during the call only.
   virtual void on_body(TransferId, std::string_view /*bytes*/, int64_t /*mono_ns*/) {}
   virtual void on_done(TransferId, const TransferResult& result) = 0;
+};
+
+// Reads a runtime's own queue for the client (the probes know each runtime's
+// routes and readers: probes/queue_reader.h). The client asks when a slot
+// request's first-content budget runs out before its first byte and nothing
+// else says the runtime is busy; the reader answers later through
+// HttpClient::report_queue, never from inside read(), and reads again every
+// poll interval while a request stays held there (HttpClient::held).
+class QueueReader {
+ public:
+  virtual ~QueueReader() = default;
+  virtual void read() = 0;
+};
+
+// One owner's slot requests (a candidate's inference requests), as the client
+// sees them now: what the liveness rule watches (campaigns/liveness.h).
+struct ServingStats {
+  int64_t outstanding = 0;  // started, not ended
+  int64_t held = 0;         // of them, waiting in the runtime's queue now
+  std::optional<int64_t> oldest_start_ns;
+  // The latest time any of the owner's slot requests was served: its first
+  // byte, prefill progress, content or a whole answer, or the runtime's queue
+  // moving while it waited there. Kept after the requests end.
+  std::optional<int64_t> last_served_ns;
+  // The largest silent budget among the outstanding: stall timeout plus the
+  // prefill allowance from the start.
+  int64_t silent_budget_ms = 0;
 };
 
 class HttpClient {
@@ -99,6 +129,29 @@ class HttpClient {
   void mark_queue_moved(std::string_view origin, int64_t at_mono_ns);
   // Slot requests to `origin` started and still without content.
   size_t queued(std::string_view origin) const;
+
+  // Queued is not hung (deadline.h): a slot request whose first-content
+  // budget runs out before its first byte is held in the runtime's queue —
+  // only its wall limit applies, QueueTimeout when that passes — while
+  // soakd's own slot requests to the origin that a slot took (their first
+  // byte came) fill the runtime's slots (HttpRequest::runtime_slots), or
+  // while the runtime's own
+  // queue, read by the origin's QueueReader, says it is busy. It leaves the
+  // queue (its budget runs again from then) when the queue moves, when its
+  // first byte comes, when a reading says the runtime is no longer busy, or,
+  // held for soakd's own requests, when they no longer fill the slots.
+  // Without a reader and with the slots unknown nothing is held: a stall.
+  // The reader is borrowed until replaced or removed (nullptr).
+  void set_queue_reader(std::string_view origin, QueueReader* reader);
+  // What the reader found: `moved` as mark_queue_moved(); `state` for the
+  // requests held there (a Busy reading keeps them, Free lets them out, and
+  // one held only until this reading stalls unless Busy); `why` what showed
+  // the runtime busy, for their rows' detail.
+  void report_queue(std::string_view origin, QueueState state, bool moved, int64_t at_mono_ns, std::string why);
+  // Slot requests to `origin` held in its queue now.
+  size_t held(std::string_view origin) const;
+  // The slot requests of `owner` (HttpRequest::owner).
+  ServingStats serving(std::string_view owner) const;
 
   // Stops the timers, ends every transfer as Cancelled (on_done is delivered
   // before this returns), releases curl and starts closing every uv handle.

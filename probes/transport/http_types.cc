@@ -74,6 +74,7 @@ std::string_view to_string(EndReason r) {
     case EndReason::ConnectTimeout: return "connect_timeout";
     case EndReason::Timeout: return "timeout";
     case EndReason::Stalled: return "stalled";
+    case EndReason::QueueTimeout: return "queue_timeout";
     case EndReason::Truncated: return "truncated";
     case EndReason::PeerClosed: return "peer_closed";
     case EndReason::Cancelled: return "cancelled";

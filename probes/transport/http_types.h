@@ -73,6 +73,13 @@ struct HttpRequest {
   BodyMode body_mode = BodyMode::Stream;
   ConnectionPolicy connection = ConnectionPolicy::Reuse;
   QueueRole queue_role = QueueRole::None;
+  // QueueRole::Slot: the runtime's parallel slots when known; soakd's own slot
+  // requests that a slot took filling them mean it waits in the queue
+  // (deadline.h on_budget_spent). nullopt: not known, that rule is off.
+  std::optional<int> runtime_slots;
+  // Whose request it is (a candidate's name): HttpClient::serving() sums the
+  // slot requests of one owner. Empty: nobody's in particular.
+  std::string owner;
 };
 
 // A success status (2xx).
@@ -92,6 +99,7 @@ enum class EndReason {
   ConnectTimeout,  // no connection within connect_timeout_ms
   Timeout,         // wall_timeout_ms passed
   Stalled,         // stall_timeout_ms (plus the prefill allowance before the first content) passed without content
+  QueueTimeout,    // wall_timeout_ms passed while the request still waited in the runtime's queue (deadline.h)
   Truncated,       // the body reached max_response_bytes; the rest was not read
   PeerClosed,      // the server closed or reset the connection before the response was whole
   Cancelled,       // HttpClient::cancel() or shutdown()
@@ -123,6 +131,15 @@ struct TransferResult {
   int curl_code = 0;   // CURLcode of the transfer (0 when we ended it ourselves)
   std::string detail;  // human-readable cause for every reason but Completed
   std::string body;    // BodyMode::Buffer only
+  // A slot request that waited in the runtime's queue (deadline.h): when it
+  // was first held, when it last left (nullopt: it never did), and what showed
+  // the runtime busy ("2 of soakd's own requests in its 2 slots", "/metrics: 3
+  // requests waiting"). Unset for a request that was never held.
+  struct Queue {
+    std::optional<int64_t> first_held_ns;
+    std::optional<int64_t> left_ns;
+    std::string why;
+  } queue;
 };
 
 }  // namespace soak

@@ -54,6 +54,9 @@ const IntKnob kIntKnobs[] = {
      "deep-tool-drop: prompts longer than this get a text answer instead of a tool call"},
     {"thinking-fail-turn", &Knobs::thinking_fail_turn,
      "thinking-5xx: thinking requests from this turn of a conversation on get HTTP 500"},
+    {"background-load", &Knobs::background_load,
+     "another client's requests kept in the runtime at all times, each holding a slot (any scenario)"},
+    {"background-ms", &Knobs::background_ms, "how long each of another client's requests holds its slot"},
 };
 
 const StrKnob kStrKnobs[] = {
@@ -275,6 +278,10 @@ std::string usage_text() {
       "\n"
       "Runtime control: POST /fake/control {\"build\": \"b9502\", \"scenario\": \"stall\", \"loading_ms\": 2000}\n"
       "changes a listener while it runs; GET /fake/stats returns its counters.\n"
+      "{\"background_load\": 2, \"background_ms\": 9000} keeps another client's requests in its\n"
+      "slots; {\"scenario\": \"stop-serving\"} stops serving for good: inference requests are\n"
+      "accepted and never answered while /health and /v1/models answer, every slot is busy and\n"
+      "the queue grows (/slots, /metrics).\n"
       "SIGTERM or SIGINT shuts down cleanly. The crash scenario kills the process (SIGKILL).\n";
   return out;
 }

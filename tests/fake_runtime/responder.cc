@@ -40,6 +40,7 @@ enum class Phase { Queued, Prefill, Decoding, Held };
 
 struct Job {
   uint64_t id = 0;
+  bool background = false;  // another client's request (Knobs::background_load): no connection
   std::shared_ptr<Connection> conn;
   Persist persist = Persist::KeepAlive;
   bool stream = false;
@@ -158,6 +159,8 @@ Responder::Responder(uv_loop_t* loop, const Clock& clock, ListenerConfig config,
   }
   stats_.build = cfg_.knobs.build;
   stats_.scenario = std::string(to_string(cfg_.scenario));
+  top_up_background();
+  if (cfg_.scenario == Scenario::StopServing) stop_serving();
 }
 
 Responder::~Responder() = default;
@@ -171,8 +174,63 @@ void Responder::set_build(const std::string& build) {
 }
 
 void Responder::set_scenario(Scenario s) {
+  const bool stopping = s == Scenario::StopServing && cfg_.scenario != Scenario::StopServing;
   cfg_.scenario = s;
   stats_.scenario = std::string(to_string(s));
+  if (stopping) stop_serving();
+  publish();
+}
+
+void Responder::stop_serving() {
+  // What runs now never answers again: no token, no end, no release.
+  for (auto& [id, job] : jobs_) {
+    if (job->slot < 0) continue;
+    job->step->disarm();
+    job->keepalive->disarm();
+    job->phase = Phase::Held;
+  }
+  // A free slot takes a task that never ends: every slot stays busy.
+  for (auto& s : slots_) {
+    if (s->busy) continue;
+    s->busy = true;
+    s->view.is_processing = true;
+    s->view.has_task = true;
+    s->view.id_task = next_task_id_++;
+  }
+  update_load_stats();
+}
+
+void Responder::top_up_background() {
+  int live = 0;
+  for (const auto& [id, job] : jobs_) live += job->background ? 1 : 0;
+  // Fewer wanted: the waiting ones go first, the ones in a slot finish.
+  for (auto it = queue_.begin(); live > cfg_.knobs.background_load && it != queue_.end(); ++it) {
+    Job* j = find(*it);
+    if (j && j->background) {
+      retire(j->id);
+      --live;
+    }
+  }
+  for (; live < cfg_.knobs.background_load; ++live) {
+    auto job = std::make_unique<Job>();
+    const uint64_t id = next_job_id_++;
+    job->id = id;
+    job->background = true;
+    job->t_arrival = clock_.mono_ns();
+    job->step = std::make_unique<Alarm>(loop_, [this, id] { background_done(id); });
+    job->keepalive = std::make_unique<Alarm>(loop_, [] {});
+    jobs_.emplace(id, std::move(job));
+    queue_.push_back(id);
+  }
+  schedule();
+}
+
+void Responder::background_done(uint64_t id) {
+  Job* j = find(id);
+  if (!j) return;
+  release_slot(j->slot, false);
+  retire(id);
+  top_up_background();  // its next request queues behind what waits
   publish();
 }
 
@@ -442,6 +500,11 @@ void Responder::control(const json& body) {
   if (body.contains("loaded_models") && body["loaded_models"].is_array())
     omlx_loaded_ = body["loaded_models"].get<std::vector<std::string>>();
   drift::control(cfg_.knobs, body);
+  if (body.contains("background_ms")) cfg_.knobs.background_ms = std::max(0, body.value("background_ms", 0));
+  if (body.contains("background_load")) {
+    cfg_.knobs.background_load = std::max(0, body.value("background_load", 0));
+    top_up_background();
+  }
 }
 
 // ---------------------------------------------------------------- inference
@@ -688,6 +751,8 @@ Job* Responder::find(uint64_t id) {
 }
 
 void Responder::schedule() {
+  // A runtime that stopped serving lets nothing out of its queue.
+  if (cfg_.scenario == Scenario::StopServing) return update_load_stats();
   while (!queue_.empty()) {
     Job* j = find(queue_.front());
     if (!j) {
@@ -719,6 +784,18 @@ void Responder::begin(Job& job, int slot) {
   job.slot = slot;
   job.phase = Phase::Prefill;
   job.t_slot = clock_.mono_ns();
+  if (job.background) {
+    // Another client's answer: its slot is busy for background_ms, nothing is written.
+    job.phase = Phase::Decoding;
+    s.cache.clear();
+    s.view.is_processing = true;
+    s.view.has_task = true;
+    s.view.id_task = next_task_id_++;
+    s.view.n_decoded = 0;
+    job.step->arm(cfg_.knobs.background_ms);
+    update_load_stats();
+    return;
+  }
   int prompt_n = static_cast<int>(job.prompt_ids.size());
   // llama-server always evaluates at least the last prompt token, even on an exact repeat.
   int lcp = static_cast<int>(common_prefix(s.cache, job.prompt_ids));
@@ -941,6 +1018,7 @@ void Responder::on_gone(uint64_t id) {
 
 void Responder::release_slot(int slot, bool stuck) {
   Slot& s = *slots_[slot];
+  if (cfg_.scenario == Scenario::StopServing) return;  // nothing frees a slot any more
   if (stuck) {
     // The slot keeps reporting is_processing and blocks the queue until the alarm.
     s.stuck->arm(cfg_.knobs.stuck_slot_ms);

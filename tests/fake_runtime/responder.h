@@ -98,6 +98,13 @@ class Responder {
   void release_slot(int slot, bool stuck);
   void retire(uint64_t id);
   Job* find(uint64_t id);
+  // Another client's load (Knobs::background_load): its requests kept queued
+  // or in a slot, each again at the back of the queue once it is done.
+  void top_up_background();
+  void background_done(uint64_t id);
+  // StopServing: what is in a slot freezes, every free slot takes a task that
+  // never ends, and nothing leaves the queue again.
+  void stop_serving();
 
   // output helpers
   void send_head(Job& job);

@@ -16,7 +16,7 @@ constexpr std::array<std::pair<Flavour, std::string_view>, 7> kFlavours{{
     {Flavour::LmStudio, "lm-studio"},
 }};
 
-constexpr std::array<std::pair<Scenario, std::string_view>, 25> kScenarios{{
+constexpr std::array<std::pair<Scenario, std::string_view>, 26> kScenarios{{
     {Scenario::Healthy, "healthy"},
     {Scenario::PrefillCost, "prefill-cost"},
     {Scenario::FifoSerial, "fifo"},
@@ -42,6 +42,7 @@ constexpr std::array<std::pair<Scenario, std::string_view>, 25> kScenarios{{
     {Scenario::ReasoningOnly, "reasoning-only"},
     {Scenario::ResetOverSlots, "reset-over-slots"},
     {Scenario::MarkupLeak, "markup-leak"},
+    {Scenario::StopServing, "stop-serving"},
 }};
 
 constexpr std::array<std::pair<Leak, std::string_view>, 5> kLeaks{{

@@ -43,6 +43,7 @@ enum class Scenario {
   ReasoningOnly,    // the whole answer comes as reasoning (reasoning_content / reasoning), no content
   ResetOverSlots,   // a chat request that finds every slot busy is dropped before any status line
   MarkupLeak,       // answer content carries what Knobs::leak names (reasoning markup, a template token, U+FFFD)
+  StopServing,      // inference requests accepted and never answered; health 200, every slot busy, the queue growing
 };
 std::string_view to_string(Scenario s);
 std::optional<Scenario> parse_scenario(std::string_view s);
@@ -90,7 +91,8 @@ inline constexpr int kDefaultRepetitionTokens = 256;
 inline constexpr int kDefaultFailAboveTokens = 4096;
 inline constexpr int kDefaultDropToolsAboveTokens = 30000;
 inline constexpr int kDefaultThinkingFailTurn = 5;
-inline constexpr int kDefaultCacheRamMib = 8192;  // llama.cpp common/common.h cache_ram_mib
+inline constexpr int kDefaultCacheRamMib = 8192;   // llama.cpp common/common.h cache_ram_mib
+inline constexpr int kDefaultBackgroundMs = 9000;  // another client's answer: how long it holds its slot
 
 struct Knobs {
   std::string model = kDefaultModel;  // canonical id reported by /v1/models and responses
@@ -153,6 +155,13 @@ struct Knobs {
   std::string leak;
   // llama.cpp /props eos_token ("" is the ChatML <|im_end|>); the eos leak writes it.
   std::string eos_token;
+  // Another client's load, any scenario (also POST /fake/control): this many
+  // of its requests kept in the runtime at all times, each holding a slot for
+  // background_ms and then queueing again behind what waits (llama-server
+  // serves its queue in order). They show in /slots and /metrics like any
+  // request; soakd's requests wait behind them silently.
+  int background_load = 0;
+  int background_ms = kDefaultBackgroundMs;
 };
 
 // The knobs a scenario starts from on a given flavour (e.g. FifoSerial sets

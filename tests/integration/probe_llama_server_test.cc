@@ -22,12 +22,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -42,6 +44,7 @@
 #include "schedules/plan.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
+#include "tests/fake_runtime/test_support.h"
 #include "tests/integration/probe_harness.h"
 #include "tests/support/child_process.h"
 #include "tests/support/runtime_signatures.h"
@@ -301,6 +304,63 @@ TEST_CASE("a real llama-server at --parallel 2: a capacity check of two 1K promp
   CHECK(cs["clean"] == 2);
   CHECK(cs["ttft_max_ms"].get<double>() > 0);
   std::printf("capacity 1K x 2 at --parallel 2: %s\n", cap->extra_json.c_str());
+}
+
+TEST_CASE("a real llama-server at --parallel 2: a lone request behind another client's two answers is queued") {
+  // Another client holds both slots; llama-server defers soakd's request and
+  // writes nothing to it until a slot frees (server-context.cpp: the status
+  // line comes with the first result). Its stall timeout is half of one
+  // answer's time on this host, so its wait is longer than its budget: queued,
+  // read from /metrics requests_deferred, not stalled (docs/DESIGN.md §2.2).
+  const Server srv = server_or_skip();
+  const int port = free_port();
+  auto server = start_server(srv, port, {"--parallel", "2", "-c", "4096", "-n", "200"});
+  REQUIRE(server);
+  REQUIRE(server->wait_for_line("listening", kStartupMs));
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  CandidateConfig c = candidate(url);
+  c.model = kAlias;
+  Harness h({}, kRealRunGuardMs);
+  REQUIRE(wait_healthy(h, c));
+  fake::testing::FetchOptions another;  // another client's answer, bounded by its own timeout
+  another.body = fake::testing::chat_body("another client", false).dump();
+  another.timeout_ms = 600'000;
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(fake::testing::fetch(url + "/v1/chat/completions", another).status == 200);
+  const auto answer_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  // Half an answer: shorter than the wait behind two, and once in its slot a
+  // token's time (a fraction of it) is all it needs, even on a loaded host.
+  c.settings.limits.stall_timeout_ms = std::max<int64_t>(1'000, answer_ms / 2);
+  c.settings.limits.wall_timeout_ms = 30 * answer_ms + 60'000;
+  std::printf("one 200-token answer: %lld ms; stall timeout %lld ms\n", static_cast<long long>(answer_ms),
+              static_cast<long long>(c.settings.limits.stall_timeout_ms));
+
+  struct Joined {
+    std::vector<std::thread> v;
+    ~Joined() {
+      for (auto& t : v) t.join();
+    }
+  } other;
+  for (int i = 0; i < 2; ++i)
+    other.v.emplace_back([&] { fake::testing::fetch(url + "/v1/chat/completions", another); });
+  // Both slots taken before soakd's request goes.
+  bool busy = false;
+  for (int i = 0; i < 200 && !busy; ++i) {
+    auto scrape = h.run(c, {ProbeKind::Scrape});
+    busy = !scrape.empty() && scrape[0].server_running == 2;
+  }
+  REQUIRE(busy);
+  auto rows = h.run(c, {ProbeKind::Stream});
+  INFO(describe(rows));
+  const ProbeResult* r = find_row(rows, ProbeKind::Stream);
+  REQUIRE(r);
+  // -n 200 cuts the answer: the server's cap, not a hang.
+  CHECK(r->outcome == Outcome::ServerTokenCap);
+  REQUIRE(r->queue_wait_us);
+  CHECK(*r->queue_wait_us > c.settings.limits.stall_timeout_ms * 1000);
+  CHECK(r->detail.find("in the runtime's queue (/metrics: 1 request waiting)") != std::string::npos);
+  std::printf("queued %lld ms behind the other client's answers\n", static_cast<long long>(*r->queue_wait_us / 1000));
 }
 
 TEST_CASE("a real llama-server: a fresh prefill far longer than the stall timeout is clean, not stalled") {

@@ -11,7 +11,8 @@ constexpr int64_t kBaseFootprint = 20LL * 1024 * 1024 * 1024;  // 20 GiB residen
 constexpr double kPromptRate = 400.0;                          // tokens/s, fresh prefill
 constexpr double kDecodeRate = 40.0;                           // tokens/s
 constexpr double kOutputTokens = 64;
-constexpr int64_t kAgentPromptTokens = 2000;  // ~7 KB shared system prompt + user turn
+constexpr int64_t kAgentPromptTokens = 2000;   // ~7 KB shared system prompt + user turn
+constexpr int64_t kSimServedEveryMs = 10'000;  // a running row is served this often (SimRunner::serving)
 
 double slowdown(Behaviour b) {
   switch (b) {
@@ -360,13 +361,37 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
       }
     }
 
+  // StopServing: from the gate's fault_after-th inference run on, none is served again.
+  const bool inference = req.task != TaskKind::Scrape;
+  const bool stopped = s.behaviour == Behaviour::StopServing && inference && req.stage == StageKind::Gate &&
+                       req.stage_id && ++counters_[name + "/gate"] >= s.fault_after;
   // Rows run one after another; the run lasts as long as they took.
   int64_t offset = 0;
+  std::vector<int64_t> served_at;
+  int64_t budget = 0;
+  const Limits& limits = req.candidate->settings.limits;
   for (auto& r : rows) {
     r.started_wall_ms = start + offset;
-    offset += std::max<int64_t>(5, r.t_done_us.value_or(5000) / 1000);
+    // A row that came back was served all along: its prefill progress, its
+    // tokens (as llama-server reports progress per batch), then its end.
+    const int64_t row_ms = std::max<int64_t>(5, r.t_done_us.value_or(5000) / 1000);
+    for (int64_t at = kSimServedEveryMs; at < row_ms; at += kSimServedEveryMs) served_at.push_back(start + offset + at);
+    offset += row_ms;
+    served_at.push_back(start + offset);
+    budget = std::max(
+        budget, limits.stall_timeout_ms + prefill_allowance_ms(r.prompt_tokens.value_or(r.size_tokens.value_or(0)),
+                                                               limits.prefill_floor_tps));
   }
-  const int64_t duration = std::max<int64_t>(10, offset);
+  int64_t duration = std::max<int64_t>(10, offset);
+  if (stopped) {
+    // Accepted and never answered: in flight until cut, and then cancelled.
+    for (auto& r : rows) {
+      r.outcome = Outcome::CancelledByDaemon;
+      r.detail = "cancelled by soakd";
+    }
+    served_at.clear();
+    duration = kDay * 365;
+  }
   const bool heavy = req.task == TaskKind::LongContext || req.task == TaskKind::Burst || req.task == TaskKind::Capacity;
   if (heavy && ++heavy_now_ > max_heavy_) max_heavy_ = heavy_now_;
   queue_.push_back(Pending{start + duration, seq_++,
@@ -381,7 +406,24 @@ void SimRunner::run(const TaskRequest& req, std::function<void(TaskReport)> done
                              if (heavy) --heavy_now_;
                              done(std::move(rep));
                            },
-                           heavy, req.work_id, name});
+                           heavy, req.work_id, name, inference, start, std::move(served_at), budget});
+}
+
+probes::ServingState SimRunner::serving(const std::string& candidate) const {
+  const int64_t now = clock_.wall_ms();
+  probes::ServingState s;
+  std::optional<int64_t> served;
+  if (auto it = last_served_ms_.find(candidate); it != last_served_ms_.end()) served = it->second;
+  for (const Pending& p : queue_) {
+    if (p.name != candidate || p.work_id == 0 || !p.inference) continue;
+    ++s.outstanding;
+    s.oldest_age_ms = std::max(s.oldest_age_ms, now - p.start_ms);
+    s.silent_budget_ms = std::max(s.silent_budget_ms, p.silent_budget_ms);
+    for (int64_t at : p.served_at_ms)
+      if (at <= now) served = std::max(served.value_or(at), at);
+  }
+  if (served) s.served_age_ms = now - *served;
+  return s;
 }
 
 void SimRunner::agent_turn(const TaskRequest& req, const SimCandidate& s, ProbeResult& r) {
@@ -531,6 +573,9 @@ void SimRunner::deliver(int64_t now_ms) {
     if (it == queue_.end() || it->at_ms > now_ms) return;
     Pending p = std::move(*it);
     queue_.erase(it);
+    if (p.inference)
+      for (int64_t at : p.served_at_ms)
+        if (at <= p.at_ms) last_served_ms_[p.name] = std::max(last_served_ms_[p.name], at);
     p.fire();
   }
 }

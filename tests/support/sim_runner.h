@@ -51,6 +51,10 @@ enum class Behaviour {
   ShortAnswers,      // every answer under half as long (0.45x, and so faster): an early stop
   SoakLargestFails,  // the largest long-context size fails with HTTP 500, in the soak only
   SoakLoops,         // every `loop_every`-th agent turn of the soak ends in a repetition loop
+  // From the gate's `fault_after`-th inference run on, nothing is served again:
+  // runs stay in flight until cut (their rows cancelled_by_daemon), while
+  // scrapes still answer (a runtime whose health routes answer).
+  StopServing,
 };
 
 struct SimCandidate {
@@ -107,6 +111,10 @@ class SimRunner final : public TaskRunner {
   void cancel(int64_t work_id) override;
   void cancel_all() override;
   size_t in_flight() const override { return queue_.size(); }
+  // Each run's rows are its requests, one after another: a row is served
+  // every few seconds while it runs and at its end (probes::ServingState);
+  // a StopServing run never is.
+  probes::ServingState serving(const std::string& candidate) const override;
 
   // Delivers every completion due at or before `now` (in time order).
   void deliver(int64_t now_ms);
@@ -130,9 +138,15 @@ class SimRunner final : public TaskRunner {
     bool heavy;
     int64_t work_id;  // 0: a build read
     std::string name;
+    // Inference runs (not scrapes, not build reads): what serving() reports.
+    bool inference = false;
+    int64_t start_ms = 0;
+    std::vector<int64_t> served_at_ms{};  // when its rows were served (none: never)
+    int64_t silent_budget_ms = 0;
   };
-  std::map<std::string, int64_t> cancels_;  // per candidate: runs cut while in flight
-  double jitter(double noise = 0.10);       // deterministic, in [1 - noise, 1 + noise]
+  std::map<std::string, int64_t> last_served_ms_;  // per candidate: its inference runs' served points, once done
+  std::map<std::string, int64_t> cancels_;         // per candidate: runs cut while in flight
+  double jitter(double noise = 0.10);              // deterministic, in [1 - noise, 1 + noise]
   ProbeResult base_row(const TaskRequest& req, int64_t started, ProbeKind kind, const std::string& workload) const;
   void perf_row(ProbeResult& r, const SimCandidate& s, double prompt_tokens, double out_tokens, CacheState cache);
 

@@ -135,3 +135,45 @@ TEST_CASE("queue watch: read several times per stall timeout, within bounds") {
   CHECK(queue_poll_ms(40) == kQueuePollMinMs);
   CHECK(queue_poll_ms(0) == kQueuePollMaxMs);
 }
+
+// ---------------------------------------------------------------- busy or not (docs/DESIGN.md §2.2 "Queued is not
+// hung")
+
+TEST_CASE("queue busy: llama.cpp's real captures: a request deferred is busy, none deferred is not") {
+  auto busy = read_queue(llama(), QueueSource::Metrics, load_capture("get-metrics-while-busy.http").body);
+  auto after = read_queue(llama(), QueueSource::Metrics, load_capture("get-metrics-after-busy.http").body);
+  REQUIRE(busy.ok());
+  REQUIRE(after.ok());
+  CHECK(queue_busy(*busy) == true);  // requests_processing 2, requests_deferred 1
+  CHECK(queue_busy(*after) == false);
+  CHECK(describe_queue(QueueSource::Metrics, *busy) == "/metrics: 1 request waiting");
+  // /slots: both slots processing (the third stream queued) is busy; after the streams, idle.
+  auto slots = read_queue(llama(), QueueSource::Slots, load_capture("get-slots-while-busy.http").body);
+  auto idle = read_queue(llama(), QueueSource::Slots, load_capture("get-slots-after-busy.http").body);
+  REQUIRE(slots.ok());
+  REQUIRE(idle.ok());
+  CHECK(slots->slots_total == 2);
+  CHECK(queue_busy(*slots) == true);
+  CHECK(queue_busy(*idle) == false);
+  CHECK(describe_queue(QueueSource::Slots, *slots) == "/slots: 2 of 2 slots busy");
+}
+
+TEST_CASE("queue busy: one slot free is not busy; a reading with neither figure cannot tell") {
+  auto one_free = read_queue(llama(), QueueSource::Slots, slots_json("true", "false"));
+  REQUIRE(one_free.ok());
+  CHECK(queue_busy(*one_free) == false);
+  CHECK_FALSE(queue_busy(QueueReading{}).has_value());
+  QueueReading waiting;
+  waiting.waiting = 3;
+  CHECK(queue_busy(waiting) == true);
+  CHECK(describe_queue(QueueSource::Status, waiting) == "status: 3 requests waiting");
+}
+
+TEST_CASE("queue busy: a waiting count is read before /slots, which may show soakd's own request in its slot") {
+  CHECK(first_busy_source(llama()) == QueueSource::Metrics);
+  CHECK(next_busy_source(llama(), QueueSource::Metrics) == QueueSource::Slots);  // no --metrics
+  CHECK(next_busy_source(llama(), QueueSource::Slots) == QueueSource::None);
+  CHECK(first_busy_source(builtin_runtime(RuntimeKind::Vllm)) == QueueSource::Metrics);
+  CHECK(first_busy_source(builtin_runtime(RuntimeKind::Omlx)) == QueueSource::Status);
+  CHECK(first_busy_source(builtin_runtime(RuntimeKind::OpenAI)) == QueueSource::None);
+}

@@ -590,6 +590,7 @@ ProbeResult every_probe_field(const Ids& ids, int64_t stage_id) {
   r.server_load_ms = 38.5;
   r.server_running = 39;
   r.server_waiting = 40;
+  r.queue_wait_us = 41;
   r.finish_reason = "tool_calls";
   r.response_model = "m";
   r.bytes_received = 37;
@@ -609,8 +610,8 @@ auto probe_fields(const ProbeResult& r) {
                   r.completion_tokens, r.reasoning_tokens, r.content_events, r.reasoning_events, r.server_prompt_n,
                   r.server_cache_n, r.server_predicted_n, r.server_prompt_ms, r.server_prompt_tps,
                   r.server_predicted_ms, r.server_predicted_tps, r.server_ttft_ms, r.server_draft_n,
-                  r.server_draft_accepted, r.server_load_ms, r.server_running, r.server_waiting, r.finish_reason,
-                  r.response_model, r.bytes_received, r.body_hash, r.excerpt, r.extra_json);
+                  r.server_draft_accepted, r.server_load_ms, r.server_running, r.server_waiting, r.queue_wait_us,
+                  r.finish_reason, r.response_model, r.bytes_received, r.body_hash, r.excerpt, r.extra_json);
 }
 
 auto host_sample_fields(const HostSample& h) {
@@ -734,7 +735,8 @@ TEST_CASE("the common sampling settings are stored as one character and read bac
   // A store of the schema before: its rows hold the whole text, rewritten to the mark by the migration
   // (the later schemas' tables gone with it).
   exec_sql(st->db(), "UPDATE probe_results SET sampling = '" + common +
-                         "' WHERE sampling = '='; DROP TABLE stage_evidence; PRAGMA user_version = " +
+                         "' WHERE sampling = '='; DROP TABLE stage_evidence; "
+                         "ALTER TABLE probe_results DROP COLUMN queue_wait_us; PRAGMA user_version = " +
                          std::to_string(kSamplingMarkSchema - 1));
   st.reset();
   st = open_rw(path);

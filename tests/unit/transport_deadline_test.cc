@@ -20,7 +20,7 @@ constexpr int64_t kStall = 1'000 * kMs;
 
 StallMarks marks(int64_t start, std::optional<int64_t> content = std::nullopt,
                  std::optional<int64_t> progress = std::nullopt) {
-  return StallMarks{start, content, progress, std::nullopt};
+  return StallMarks{start, content, progress, std::nullopt, std::nullopt};
 }
 TransferLimits limits(int64_t wall, int64_t stall, int64_t prefill = 0) {
   return TransferLimits{wall, stall, prefill, std::nullopt};

@@ -124,3 +124,95 @@ TEST_CASE("queue: the stall detail names the allowance in force after the move")
   const std::string d = describe_limit(EndReason::Stalled, r, m);
   CHECK(d.find("plus the prefill allowance of 300 ms since the runtime's queue last moved") != std::string::npos);
 }
+
+// ---------------------------------------------------------------- queued is not hung
+// A request whose budget runs out before its first byte while the runtime is
+// busy is held in its queue: only the wall limit applies until it leaves
+// (docs/DESIGN.md §2.2 "Queued is not hung").
+
+TEST_CASE("queue hold: a held request has no stall limit, and the wall reached while held is queue_timeout") {
+  VirtualClock clock;
+  StallMarks m;
+  m.start_ns = clock.mono_ns();
+  const TransferLimits l{10 * kStall, kStall, kPrefill, std::nullopt};
+  clock.advance_ms(1'300);
+  REQUIRE(check_deadlines(m, l, clock.mono_ns()).tripped == EndReason::Stalled);  // its budget: spent
+  m.held_since_ns = clock.mono_ns();
+  auto held = check_deadlines(m, l, clock.mono_ns());
+  CHECK_FALSE(held.tripped);
+  CHECK_FALSE(held.stall_at_ns);                  // no stall deadline while queued
+  CHECK(held.next_ns == m.start_ns + l.wall_ns);  // only the wall
+  clock.advance_ms(5'000);
+  CHECK_FALSE(check_deadlines(m, l, clock.mono_ns()).tripped);  // five stall timeouts later: still queued
+  clock.advance_ms(3'700);
+  CHECK(check_deadlines(m, l, clock.mono_ns()).tripped == EndReason::QueueTimeout);
+  // The same wait without the hold: a stall long ago.
+  StallMarks plain = m;
+  plain.held_since_ns.reset();
+  CHECK(check_deadlines(plain, l, clock.mono_ns()).tripped == EndReason::Stalled);
+}
+
+TEST_CASE("queue hold: leaving the queue gives the budget again from then, the request's own allowance included") {
+  VirtualClock clock;
+  StallMarks m;
+  m.start_ns = clock.mono_ns();
+  const TransferLimits l{60 * kStall, kStall, 4 * kPrefill, kPrefill};
+  clock.advance_ms(2'300);
+  m.held_since_ns = clock.mono_ns();
+  clock.advance_ms(8'000);
+  // A reading shows a free slot: it leaves (HttpClient sets queue_moved_ns and clears the hold).
+  m.held_since_ns.reset();
+  m.queue_moved_ns = clock.mono_ns();
+  auto c = check_deadlines(m, l, clock.mono_ns());
+  CHECK_FALSE(c.tripped);
+  CHECK(c.stall_at_ns == *m.queue_moved_ns + kStall + kPrefill);
+  clock.advance_ms(1'300);
+  CHECK(check_deadlines(m, l, clock.mono_ns()).tripped == EndReason::Stalled);  // out of the queue, a stall is a stall
+}
+
+TEST_CASE("queue hold: a spent budget is a stall unless something says the runtime is busy") {
+  QueueSignals s;
+  CHECK(on_budget_spent(s) == BudgetSpent::Stalled);  // nothing known
+  s.can_read = true;
+  CHECK(on_budget_spent(s) == BudgetSpent::AskQueue);  // the runtime's queue decides
+  s.slots = 2;
+  s.in_slots = 1;
+  CHECK(on_budget_spent(s) == BudgetSpent::AskQueue);  // one of soakd's in 2 slots: a slot may be free
+  s.in_slots = 2;
+  CHECK(on_budget_spent(s) == BudgetSpent::Queued);  // soakd's own fill the slots: queued, no reading needed
+  s.can_read = false;
+  CHECK(on_budget_spent(s) == BudgetSpent::Queued);  // a runtime with no queue route: the own-requests rule alone
+  s.slots.reset();
+  CHECK(on_budget_spent(s) == BudgetSpent::Stalled);  // slots unknown: today's stall
+  s.slots = 2;
+  s.first_byte = true;
+  CHECK(on_budget_spent(s) == BudgetSpent::Stalled);  // it has a byte: a slot has it, it is past the queue
+}
+
+TEST_CASE("queue hold: a reading keeps, lets out or stalls what is held") {
+  // Held only until the reading came: its budget is spent, so only a busy runtime keeps it.
+  CHECK(on_queue_reading(false, QueueState::Busy) == HeldCall::Stay);
+  CHECK(on_queue_reading(false, QueueState::Free) == HeldCall::Stall);
+  CHECK(on_queue_reading(false, QueueState::Unknown) == HeldCall::Stall);
+  // Held on evidence: a free slot lets it out, an unreadable queue keeps it (the wall bounds it).
+  CHECK(on_queue_reading(true, QueueState::Busy) == HeldCall::Stay);
+  CHECK(on_queue_reading(true, QueueState::Free) == HeldCall::Leave);
+  CHECK(on_queue_reading(true, QueueState::Unknown) == HeldCall::Stay);
+}
+
+TEST_CASE("queue hold: the queue wait runs from the request's origin to when it last left, or to its end") {
+  CHECK_FALSE(queue_wait_ns(std::nullopt, std::nullopt, 9 * kStall, 0));  // never held
+  CHECK(queue_wait_ns(2 * kStall, 9 * kStall, 12 * kStall, kMs) == 9 * kStall - kMs);
+  CHECK(queue_wait_ns(2 * kStall, std::nullopt, 12 * kStall, kMs) == 12 * kStall - kMs);  // never let in
+}
+
+TEST_CASE("queue hold: the queue_timeout detail says the request waited in the queue and what showed it busy") {
+  HttpRequest r;
+  r.wall_timeout_ms = 20'000;
+  StallMarks m;
+  const std::string d = describe_limit(EndReason::QueueTimeout, r, m, "/metrics: 3 requests waiting");
+  CHECK(d ==
+        "no first byte within the wall timeout of 20000 ms: the request waited in the runtime's queue "
+        "(/metrics: 3 requests waiting), which never let it in");
+  CHECK(to_string(EndReason::QueueTimeout) == "queue_timeout");
+}
