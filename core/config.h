@@ -195,6 +195,12 @@ struct JudgeRules {
   // runs each size about twice): a regression when every candidate sample is
   // this many times worse than every baseline sample (docs/DESIGN.md §3.5).
   double few_sample_factor = 3.0;
+  // The candidate against itself (gate and soak against its own earlier
+  // stages, docs/DESIGN.md §3.5): a regression only when this many times worse
+  // (a time this many times longer, a rate this many times lower). Its
+  // earlier stages ran hours before under other load and heat, which the
+  // seeds put at ±15 % between sessions and a busy host at far more.
+  double self_factor = 2.0;
 };
 
 // Agent sessions (gate and soak traffic; docs/DESIGN.md §2.13): the seeds'

@@ -287,6 +287,8 @@ const Section<JudgeRules>& judge_section() {
                                 number("max_failure_ratio", &S::max_failure_ratio, 0, 1, "0.01"),
                                 number("few_sample_factor", &S::few_sample_factor, 1.5, 1000,
                                        "3 (every candidate sample this many times the baseline's worst)"),
+                                number("self_factor", &S::self_factor, 1.1, 1000,
+                                       "2 (the gate or soak this many times worse than its own canary)"),
                             }};
   return s;
 }

@@ -63,7 +63,15 @@ struct Reference {
   std::string what;            // "baseline", "its own earlier stages"
   bool by_interval = false;    // decide on the interval's end nearest no change, not the estimate
   bool history_floor = false;  // the effect floor is at least a history baseline's own spread
+  bool self = false;           // the candidate against itself: judge.self_factor is the floor, no tail rule
 };
+
+// The effect floor of a comparison with the candidate's own earlier stages:
+// judge.self_factor times worse, as a fraction (a time 2x longer is +100 %, a
+// rate 2x lower -50 %).
+double self_floor(const JudgeRules& rules, Better better) {
+  return better == Better::Lower ? rules.self_factor - 1 : 1 - 1 / rules.self_factor;
+}
 
 Reference baseline_reference(const Context& c) {
   // The canary decides on the shift's estimate; the gate and the soak on the
@@ -76,7 +84,7 @@ Reference baseline_reference(const Context& c) {
 // The candidate against itself is always judged on the interval's end: its
 // earlier stages ran other work beside these rows (the canary's heavy probes,
 // the gate's back-to-back turns).
-const Reference kSelf{"self/", "its own earlier stages", true, false};
+const Reference kSelf{"self/", "its own earlier stages", true, false, true};
 
 class PoolJudge {
  public:
@@ -95,7 +103,10 @@ class PoolJudge {
       std::sort(ex.values[1].begin(), ex.values[1].end());
       if (central(*pm, {ex.values[0], ex.values[1]}, ex.source)) {
         ++comparable_;
-        for (const auto& t : kTails) tail(*pm, t, {ex.values[0], ex.values[1]});
+        // A tail is a hold, and hours apart under other load a tail moves
+        // on a healthy build: the candidate against itself has none.
+        if (!ref_.self)
+          for (const auto& t : kTails) tail(*pm, t, {ex.values[0], ex.values[1]});
       }
     }
     acceptance_row();
@@ -207,6 +218,11 @@ class PoolJudge {
   Floor floor_for(const PerfMetric& pm) const {
     const auto& rules = c_.in.recipe.judge;
     Floor f{rules.effect_floor, "judge.effect_floor", "judge.effect_floor"};
+    if (ref_.self) {
+      const double v = self_floor(rules, pm.better);
+      const std::string from = format("judge.self_factor %sx", num(rules.self_factor).c_str());
+      return {v, from, from};
+    }
     if (!ref_.history_floor) return f;
     const StageSpread sp = stage_spread(pm, base_, rules.min_samples);
     if (sp.stages < 2) {
@@ -449,6 +465,7 @@ struct PooledFloor {
 PooledFloor pooled_floor(const Context& c, const PerfMetric& pm, const Pools& ref, const Reference& how) {
   const auto& rules = c.in.recipe.judge;
   PooledFloor f{rules.effect_floor, "judge.effect_floor"};
+  if (how.self) return {self_floor(rules, pm.better), format("judge.self_factor %sx", num(rules.self_factor).c_str())};
   if (!how.history_floor) return f;
   for (const auto& [loc, rows] : ref) {
     const StageSpread sp = stage_spread(pm, rows, rules.min_samples);

@@ -173,9 +173,10 @@ enum class RatioRule { PointEstimate, LowerBound };
 // tolerance apart from it.
 std::string ratio_sees(int64_t n, double max) {
   const double p = n > 0 ? 1 - std::pow(0.5, 1.0 / static_cast<double>(n)) : 1;
-  return format("a failure rate of %s or more (it shows a failure at least half the time on %lld completions; "
-                "tolerance %s)",
-                pct(std::max(p, 0.0)).substr(1).c_str(), static_cast<long long>(n), pct(max).substr(1).c_str());
+  return format(
+      "a failure rate of %s or more (it shows a failure at least half the time on %lld completions; "
+      "tolerance %s)",
+      pct(std::max(p, 0.0)).substr(1).c_str(), static_cast<long long>(n), pct(max).substr(1).c_str());
 }
 
 void ratio_metric(const Context& c, Judgement& j, const Counts& k, const std::string& name, double max,

@@ -61,6 +61,7 @@ std::string recipe_to_json(const StoredRecipe& stored) {
   // every earlier verdict has.
   if (r.judge.few_sample_factor != JudgeRules{}.few_sample_factor)
     j["judge"]["few_sample_factor"] = r.judge.few_sample_factor;
+  if (r.judge.self_factor != JudgeRules{}.self_factor) j["judge"]["self_factor"] = r.judge.self_factor;
   j["judge"]["min_effect_ms"] = r.judge.min_effect_ms;
   j["gate"] = {{"min_completed", r.gate.min_completed},
                {"max_failure_ratio", r.gate.max_failure_ratio},
@@ -157,6 +158,7 @@ Result<StoredRecipe> recipe_from_json(const std::string& s) {
     // Absent from recipes stored before the canary's pooled failure rule.
     r.judge.max_failure_ratio = jj.value("max_failure_ratio", JudgeRules{}.max_failure_ratio);
     r.judge.few_sample_factor = jj.value("few_sample_factor", JudgeRules{}.few_sample_factor);
+    r.judge.self_factor = jj.value("self_factor", JudgeRules{}.self_factor);
     // Absent from recipes stored before judge-9, which had no absolute floor.
     r.judge.min_effect_ms = jj.value("min_effect_ms", int64_t{0});
     const auto& g = j.at("gate");

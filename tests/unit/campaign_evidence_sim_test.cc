@@ -78,6 +78,27 @@ TEST_CASE("a first build that is far slower through its soak than in its gate is
     if (m.metric.rfind("ttft_drift/", 0) == 0) CHECK(m.result != MetricResult::Fail);
 }
 
+TEST_CASE("a soak 40 % slower than its gate, as a busier host makes it, is no regression against itself") {
+  World w(candidate("cand", 18432));
+  w.runner->at("cand").late_soak_ttft = 1.4;
+  w.runner->at("cand").late_soak_ttft_from = 0;
+  w.run(12 * kDay);
+  auto v = w.verdict("cand");
+  REQUIRE(v);
+  INFO(v->reason);
+  CHECK(v->state == VerdictState::Promoted);
+  // Seen, and under judge.self_factor (2x): named in the pooled row.
+  bool seen = false;
+  for (const auto& m : v->metrics)
+    if (m.metric == "self/ttft_ms/pooled") {
+      seen = true;
+      CHECK(m.result == MetricResult::Pass);
+      CHECK(m.estimate > 0.2);
+      CHECK(m.reason.find("judge.self_factor 2x") != std::string::npos);
+    }
+  CHECK(seen);
+}
+
 TEST_CASE("a soak too thin to decide its drift runs on into its grace, then is inconclusive naming the rule") {
   // One agent turn every 3 h through a 12-hour soak, its heavy work once at
   // its start: four turns over the session's bands, a row or none in each
