@@ -46,6 +46,8 @@ const IntKnob kIntKnobs[] = {
      "slow-pct applies to prompts of at least this many tokens (0 = all)"},
     {"cache-ram", &Knobs::cache_ram_mib, "llama-server --cache-ram: the host prompt cache's cap in MiB"},
     {"cache-fill-mib", &Knobs::cache_fill_mib, "the prompt cache keeps this many MiB more per inference request"},
+    {"first-token-delay-ms", &Knobs::first_token_delay_ms,
+     "every inference request waits this long before its prompt is read"},
     {"cold-load-ms", &Knobs::cold_load_ms, "omlx: first request after start or unload loads the model this long"},
     {"loading-ms", &Knobs::loading_ms, "503 'Loading model' for this long after start (any scenario)"},
     {"repetition-tokens", &Knobs::repetition_tokens, "repetition: length of the looping answer"},

@@ -24,6 +24,21 @@ void control(Knobs& k, const nlohmann::json& body) {
   set("slow_from_tokens", k.slow_from_tokens);
   set("cache_ram", k.cache_ram_mib);
   set("cache_fill_mib", k.cache_fill_mib);
+  set("first_token_delay_ms", k.first_token_delay_ms);
+}
+
+void FirstTokenDelay::control(const nlohmann::json& body) {
+  if (!body.is_object()) return;
+  auto it = body.find("first_token_delay_after");
+  if (it != body.end() && it->is_number_integer() && it->get<int64_t>() >= 0) before_ = it->get<int64_t>();
+}
+
+int64_t FirstTokenDelay::on_start(const Knobs& k) {
+  if (before_ > 0) {
+    --before_;
+    return 0;
+  }
+  return std::max(k.first_token_delay_ms, 0);
 }
 
 void PromptCache::on_request(const Knobs& k) {

@@ -25,6 +25,22 @@ int64_t scaled_ms(const Knobs& k, size_t prompt_tokens, int64_t ms);
 // cache_ram, cache_fill_mib (non-negative integers; others are ignored).
 void control(Knobs& k, const nlohmann::json& body);
 
+// A runtime that turns slow in the middle of a run: every inference request
+// a slot starts waits first_token_delay_ms before its prompt is read, once
+// first_token_delay_after more of them have started since the knob was set
+// (POST /fake/control {"first_token_delay_ms": 5000, "first_token_delay_after":
+// 40}: "from a third of the way into the soak, 5 s to the first byte").
+class FirstTokenDelay {
+ public:
+  // A /fake/control body that sets first_token_delay_after arms the count.
+  void control(const nlohmann::json& body);
+  // The delay of the request a slot starts now.
+  int64_t on_start(const Knobs& k);
+
+ private:
+  int64_t before_ = 0;  // requests still to start undelayed
+};
+
 // llama-server's host-RAM prompt cache (--cache-ram, MiB): each inference
 // request keeps cache_fill_mib more MiB of it, allocated and touched so the
 // process's resident memory grows, until the cap; then it holds.

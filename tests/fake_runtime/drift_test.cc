@@ -65,3 +65,18 @@ TEST_CASE("drift: the knobs on the command line, llama-server's --cache-ram amon
   CHECK(parse_cli({"--listen", "0"})->listeners.at(0).knobs.cache_ram_mib == kDefaultCacheRamMib);
   CHECK(usage_text().find("--cache-ram") != std::string::npos);
 }
+
+TEST_CASE("drift: the first-token delay starts after the requests the control left undelayed") {
+  Knobs k;
+  drift::FirstTokenDelay d;
+  CHECK(d.on_start(k) == 0);  // no delay set
+  drift::control(k, {{"first_token_delay_ms", 5000}});
+  d.control({{"first_token_delay_ms", 5000}, {"first_token_delay_after", 2}});
+  CHECK(k.first_token_delay_ms == 5000);
+  CHECK(d.on_start(k) == 0);
+  CHECK(d.on_start(k) == 0);
+  CHECK(d.on_start(k) == 5000);
+  CHECK(d.on_start(k) == 5000);
+  drift::control(k, {{"first_token_delay_ms", 0}});
+  CHECK(d.on_start(k) == 0);
+}

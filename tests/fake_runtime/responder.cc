@@ -500,6 +500,7 @@ void Responder::control(const json& body) {
   if (body.contains("loaded_models") && body["loaded_models"].is_array())
     omlx_loaded_ = body["loaded_models"].get<std::vector<std::string>>();
   drift::control(cfg_.knobs, body);
+  first_token_delay_.control(body);
   if (body.contains("background_ms")) cfg_.knobs.background_ms = std::max(0, body.value("background_ms", 0));
   if (body.contains("background_load")) {
     cfg_.knobs.background_load = std::max(0, body.value("background_load", 0));
@@ -820,6 +821,7 @@ void Responder::begin(Job& job, int slot) {
   // mlx-lm and Ollama accept requests while the model loads and answer late instead of 503.
   if (cfg_.flavour == Flavour::MlxLm || cfg_.flavour == Flavour::Ollama) prefill_ms += loading_left_ms();
   prefill_ms += job.load_ms;
+  if (!job.background) prefill_ms += first_token_delay_.on_start(cfg_.knobs);
   job.prefill_steps = 1;
   const bool llama_progress = job.stream && job.return_progress;
   if ((cfg_.flavour == Flavour::MlxLm && job.stream) || llama_progress) {

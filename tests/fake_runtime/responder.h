@@ -133,6 +133,7 @@ class Responder {
   std::unique_ptr<Alarm> reaper_;
   std::vector<std::unique_ptr<char[]>> leaked_;
   drift::PromptCache prompt_cache_;
+  drift::FirstTokenDelay first_token_delay_;
   ListenerStats stats_;
   MetricsView metrics_;
   uint64_t next_job_id_ = 1;

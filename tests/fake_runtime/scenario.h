@@ -125,6 +125,9 @@ struct Knobs {
   int slow_from_tokens = 0;
   int cache_ram_mib = kDefaultCacheRamMib;
   int cache_fill_mib = 0;
+  // drift.h FirstTokenDelay: every request a slot starts waits this long
+  // before its prompt is read (0: none).
+  int first_token_delay_ms = 0;
   int loading_ms = 0;  // 503 everywhere for this long after start (any scenario)
   int repetition_tokens = kDefaultRepetitionTokens;
   int fail_above_tokens = kDefaultFailAboveTokens;  // LargePrompt5xx

@@ -3,7 +3,9 @@
 //   - 131K failing only in the soak: rejected by the soak's rounds though the
 //     pooled ratio stays under its limit;
 //   - a footprint that fills the prompt cache (--cache-ram) and holds is
-//     promoted; one that keeps growing is rejected.
+//     promoted; one that keeps growing is rejected;
+//   - a runtime whose first token takes 1000x longer from a third of the way
+//     into its soak is rejected in the soak (a first build: no baseline).
 #include "tests/integration/verdicts_harness.h"
 
 using namespace soak;
@@ -115,4 +117,44 @@ TEST_CASE("a footprint that fills the prompt cache and holds is promoted; one th
     CHECK(g->result == MetricResult::Fail);
     CHECK(has(g->reason, "past the runtime's prompt-cache cap 40 MiB"));
   }
+}
+
+TEST_CASE("a first build whose first token takes 1000x longer from a third into its soak is rejected there") {
+  // Healthy through smoke, canary and gate, its answers' first token a
+  // millisecond away; some 40 agent turns into the soak every request a slot
+  // starts waits a second before its prompt is read.
+  Fake f = start_fake("healthy", {"--build", "b9433-1c2d3e4", "--token-interval-ms", "1", "--prefill-ms-per-1k", "0"});
+  Run run;
+  run.write(R"(
+        "stages": { "smoke": "20s", "canary": ")" +
+                seconds(6) + R"(", "gate": "5s", "soak": ")" + seconds(16) + R"(", "grace": 1 },
+        "cadence": { "scrape": "1s", "functional": "1s", "long_context": "3s", "burst": "4s", "cancel": "4s",
+                     "gate_pause": "100ms", "gate_long_context": "3s", "soak_traffic": "100ms", "soak_heavy": "8s",
+                     "build_poll": "2s" },
+        "gate": { "min_completed": 5 },
+        "soak": { "max_footprint_slope_mb_per_h": 1000000, "max_footprint_growth": 10, "max_decode_drift": 1 },
+        "agent": { "context_ceiling": 8000, "band_tokens": 20000 },
+        "long_context_sizes": [1024],
+        "burst_sizes": [1],
+        "capacity": [])",
+            {candidate("m", f.port)});
+  auto d = run.start();
+  on_stage_start(d, "m", "b9433-1c2d3e4", "soak", f.port,
+                 R"({"first_token_delay_ms": 1000, "first_token_delay_after": 40})");
+  wait_settled(d);
+
+  const VerdictRow v = run.verdict("m");
+  INFO(v.reason << "\n" << metric_lines(v));
+  CHECK(v.state == VerdictState::Rejected);
+  CHECK(v.stage == "soak");
+  const MetricEvidence* pooled = find_metric(v, "ttft_drift/pooled");
+  REQUIRE(pooled);
+  CHECK(pooled->result == MetricResult::Fail);
+  CHECK(has(pooled->reason, "the rows split best from"));
+  const MetricEvidence* evidence = find_metric(v, "evidence/ttft_drift");
+  REQUIRE(evidence);
+  CHECK(evidence->result == MetricResult::Pass);
+  const auto st = run.stages("m");
+  REQUIRE(st.size() == 4);
+  for (size_t i = 0; i < 3; ++i) CHECK(st[i].state == StageState::Passed);
 }
