@@ -2,7 +2,8 @@
 // runtime's /tokenize where it has one (else the word estimate),
 // sent fresh — a nonce first, so no prefix cache can serve it — and then as
 // the exact repeat of the same bytes. The repeat follows only a fresh request
-// whose prompt was read (clean, or cut by a server cap): after a refusal or a
+// whose prompt was read (an answer came, whatever the answer rules make of
+// it): after a refusal or a
 // timeout it would only repeat the failure (and, at 131K, the wait). The real
 // usage.prompt_tokens is what the row records. Both requests carry the prompt's
 // size so the stall clock allows its prefill (docs/DESIGN.md §2.2).
@@ -159,8 +160,12 @@ class LongContextStep final : public Step {
     const std::string nonce = env_.io.nonces.next();
     run_chat(job(CacheState::Fresh, nonce), [this, nonce](ProbeResult& r, const ExchangeResult& x) {
       note_context(r, x);
-      // A server cap cut the answer, not the prefill: the prompt is cached all the same.
-      const bool read = r.outcome == Outcome::Clean || r.outcome == Outcome::ServerTokenCap;
+      // An answer that came (cut by a server cap, carrying leaked markup, a
+      // loop or without its code word) followed a prompt that was read: the
+      // prompt is cached all the same.
+      const bool read = r.outcome == Outcome::Clean || r.outcome == Outcome::ServerTokenCap ||
+                        r.outcome == Outcome::LeakedMarkup || r.outcome == Outcome::MissingMarker ||
+                        r.outcome == Outcome::Repetition;
       emit(std::move(r));
       if (read && !cancelled()) return send_repeat(nonce);
       next_size();
