@@ -285,6 +285,11 @@ const Section<JudgeRules>& judge_section() {
                                 number("max_failure_ratio", &S::max_failure_ratio, 0, 1, "0.01"),
                                 number("few_sample_factor", &S::few_sample_factor, 1.5, 1000,
                                        "3 (every candidate sample this many times the baseline's worst)"),
+                                number("serial_min_share", &S::serial_min_share, 0.6, 1,
+                                       "0.75 (each place in a serialized burst's queue adds at least 0.75 of one "
+                                       "answer's service time to the time to first token)"),
+                                integer("serial_min_effect_ms", &S::serial_min_effect_ms, 0,
+                                        "50 (and at least 50 ms: a smaller rise per place is nothing a user feels)"),
                             }};
   return s;
 }
