@@ -97,6 +97,9 @@ static nlohmann::ordered_json settings_json(const CampaignSettings& s) {
                 r.min_samples, r.max_invalid_ratio, r.repeated_5xx, r.max_failure_ratio};
   if (r.min_effect_ms != JudgeRules{}.min_effect_ms) j["judge"].push_back(r.min_effect_ms);  // earlier hashes stay
   if (r.self_factor != JudgeRules{}.self_factor) j["judge"].push_back(r.self_factor);        // likewise
+  if (r.serial_min_share != JudgeRules{}.serial_min_share ||
+      r.serial_min_effect_ms != JudgeRules{}.serial_min_effect_ms)  // absent when defaulted: earlier hashes stay
+    j["judge_serial"] = {r.serial_min_share, r.serial_min_effect_ms};
   j["soak"] = {s.soak.max_footprint_growth, s.soak.max_footprint_slope_mb_per_h, s.soak.max_decode_drift};
   j["guard"] = {s.guard.swap_growth_bytes, s.guard.swapouts_growth, s.guard.window_ms, s.guard.pressure_critical_trips};
   j["long_context_sizes"] = s.long_context_sizes;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/burst_serial.h"
 #include "core/duration.h"
 #include "core/launch.h"
 #include "core/limits.h"
@@ -201,6 +202,14 @@ struct JudgeRules {
   // earlier stages ran hours before under other load and heat, which the
   // seeds put at ±15 % between sessions and a busy host at far more.
   double self_factor = 2.0;
+  // A burst served one at a time on a multi-slot runtime
+  // (docs/DESIGN.md §3.9, core/burst_serial.h) rejects only when each place
+  // in the queue adds at least this share of one answer's own service time
+  // to the time to first token (2 slots at work give about 0.5) ...
+  double serial_min_share = kDefaultSerialMinShare;
+  // ... and at least this many milliseconds: a runtime whose whole answer
+  // takes 2 ms draws a staircase of 2 ms steps out of a busy host alone.
+  int64_t serial_min_effect_ms = kDefaultSerialMinEffectMs;
 };
 
 // Agent sessions (gate and soak traffic; docs/DESIGN.md §2.13): the seeds'

@@ -289,6 +289,11 @@ const Section<JudgeRules>& judge_section() {
                                        "3 (every candidate sample this many times the baseline's worst)"),
                                 number("self_factor", &S::self_factor, 1.1, 1000,
                                        "2 (the gate or soak this many times worse than its own canary)"),
+                                number("serial_min_share", &S::serial_min_share, 0.6, 1,
+                                       "0.75 (each place in a serialized burst's queue adds at least 0.75 of one "
+                                       "answer's service time to the time to first token)"),
+                                integer("serial_min_effect_ms", &S::serial_min_effect_ms, 0,
+                                        "50 (and at least 50 ms: a smaller rise per place is nothing a user feels)"),
                             }};
   return s;
 }

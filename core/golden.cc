@@ -60,6 +60,12 @@ std::vector<StoredGoldenRun> group_golden_runs(const std::vector<GoldenAnswerRow
   return runs;
 }
 
+GoldenAnswer unanswered_golden(std::string_view prompt_id) {
+  GoldenAnswer a;
+  a.prompt_id = std::string(prompt_id);
+  return a;
+}
+
 GoldenAnswerRow golden_row(const GoldenAnswer& a) {
   return GoldenAnswerRow{
       .prompt_id = a.prompt_id, .text_hash = a.text_hash, .logprobs = a.logprobs, .steps = encode_steps(a.steps)};

@@ -42,14 +42,23 @@ inline constexpr std::string_view kGoldenToolCallKind = "tool_call";
 inline constexpr std::string_view kGoldenJsonSchemaKind = "json_schema";
 bool constrained_prompt(std::string_view prompt_id);
 
-// One golden prompt's greedy answer in one run.
+// One golden prompt's greedy answer in one run. Every prompt a run asked is
+// stored, answered or not: an answer the runtime returned keeps its text hash
+// and its tokens up to where it stopped, whatever its row's outcome (a loop,
+// a cap, leaked markup: the row says, the answer rules judge it); a prompt
+// whose request brought no answer (refused, stalled, cut by soakd: its row
+// says how) is stored with an empty text hash and no steps, so that a
+// comparison counts it as missing instead of never seeing it.
 struct GoldenAnswer {
   std::string prompt_id;
-  std::string text_hash;  // the answer text's hash (core/hash.h)
+  std::string text_hash;  // the answer text's hash (core/hash.h); empty: asked, not answered
   LogprobShape logprobs = LogprobShape::None;
   std::vector<TokenStep> steps;  // the token pieces in order (empty: only the hash is known)
+  bool answered() const { return !text_hash.empty(); }
   bool operator==(const GoldenAnswer&) const = default;
 };
+// A prompt asked whose request brought no answer.
+GoldenAnswer unanswered_golden(std::string_view prompt_id);
 
 // One run of the golden set: what `soakd probe --kind equivalence` stores.
 struct GoldenRun {
@@ -66,7 +75,7 @@ struct GoldenAnswerRow {
   std::string run{};       // one run of the set: the id its step drew, shared by its answers
   std::string set_hash{};  // the set asked (probes/golden_set.h golden_set_hash): runs of two sets never compare
   std::string prompt_id{};
-  std::string text_hash{};
+  std::string text_hash{};  // empty: the prompt was asked and not answered (GoldenAnswer::answered)
   LogprobShape logprobs = LogprobShape::None;
   std::string steps{};  // encode_steps()
 };

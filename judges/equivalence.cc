@@ -85,6 +85,20 @@ std::string_view to_string(PromptStatus s) {
   return "equal";
 }
 
+std::string_view to_string(Presence p) {
+  switch (p) {
+    case Presence::Answered: return "answered";
+    case Presence::Unanswered: return "asked, not answered";
+    case Presence::Absent: return "not asked";
+  }
+  return "answered";
+}
+
+int64_t EquivalenceResult::compared() const {
+  return std::count_if(prompts.begin(), prompts.end(),
+                       [](const PromptComparison& p) { return p.status != PromptStatus::Missing; });
+}
+
 std::string_view to_string(EquivalenceVerdict v) {
   switch (v) {
     case EquivalenceVerdict::Equivalent: return "equivalent";
@@ -146,6 +160,12 @@ PromptComparison compare_answers(const GoldenAnswer& a, const GoldenAnswer& b, c
                                  TopOneRule top1) {
   PromptComparison c;
   c.prompt_id = a.prompt_id;
+  if (!a.answered() || !b.answered()) {
+    c.status = PromptStatus::Missing;
+    c.in_a = a.answered() ? Presence::Answered : Presence::Unanswered;
+    c.in_b = b.answered() ? Presence::Answered : Presence::Unanswered;
+    return c;
+  }
   if (a.steps.empty() || b.steps.empty()) {
     c.status = a.text_hash == b.text_hash ? PromptStatus::Equal : PromptStatus::TextDiffers;
     return c;
@@ -218,10 +238,16 @@ EquivalenceResult compare_runs(const GoldenRun& a, const GoldenRun& b, const Equ
       PromptComparison c;
       c.prompt_id = x.prompt_id;
       c.status = PromptStatus::Missing;
+      c.in_a = x.answered() ? Presence::Answered : Presence::Unanswered;
+      c.in_b = Presence::Absent;
       r.prompts.push_back(std::move(c));
       continue;
     }
     PromptComparison c = compare_answers(x, *it->second, rules, top1);
+    if (c.status == PromptStatus::Missing) {
+      r.prompts.push_back(std::move(c));
+      continue;
+    }
     ++compared;
     r.positions += c.compared_positions;
     kl_sum += c.kl_sum;
@@ -236,6 +262,8 @@ EquivalenceResult compare_runs(const GoldenRun& a, const GoldenRun& b, const Equ
     PromptComparison c;
     c.prompt_id = x.prompt_id;
     c.status = PromptStatus::Missing;
+    c.in_a = Presence::Absent;
+    c.in_b = x.answered() ? Presence::Answered : Presence::Unanswered;
     r.prompts.push_back(std::move(c));
   }
 
@@ -291,6 +319,9 @@ std::string describe(const PromptComparison& c) {
     return format("token %lld of run %c: greedy %s is not its top-1 %s (top-1 above it by %.3f nats)",
                   static_cast<long long>(n.index), n.side, shown(n.token).c_str(), shown(n.top1).c_str(), n.gap);
   }
+  if (c.status == PromptStatus::Missing)
+    return format("missing: run a %s, run b %s", std::string(to_string(c.in_a)).c_str(),
+                  std::string(to_string(c.in_b)).c_str());
   if (!c.fork_index) return std::string(to_string(c.status));
   return format("%s at token %lld: %s (%s) vs %s (%s)", std::string(to_string(c.status)).c_str(),
                 static_cast<long long>(*c.fork_index), shown(c.a.token).c_str(), margin_text(c.a.margin).c_str(),
@@ -307,12 +338,14 @@ std::string EquivalenceResult::summary() const {
     equal += c.status == PromptStatus::Equal;
   }
   return format(
-      "%s: %lld prompts, %lld equal, %lld fork(s), %lld near tie(s), %lld not top-1, %lld missing; "
-      "mean KL %.4f over %lld positions (threshold %.4f); text %lld/%lld differ (floor rate %.1f%%)",
-      std::string(to_string(verdict)).c_str(), static_cast<long long>(prompts.size()), static_cast<long long>(equal),
-      static_cast<long long>(forks), static_cast<long long>(ties), static_cast<long long>(not_top1),
-      static_cast<long long>(missing), mean_kl, static_cast<long long>(positions), kl_threshold,
-      static_cast<long long>(text_differences), static_cast<long long>(text_prompts), text_rate_limit * 100);
+      "%s: %lld of %lld prompts compared (answered on both sides), %lld equal, %lld fork(s), %lld near tie(s), "
+      "%lld not top-1, %lld missing; mean KL %.4f over %lld positions (threshold %.4f); text %lld/%lld differ "
+      "(floor rate %.1f%%)",
+      std::string(to_string(verdict)).c_str(), static_cast<long long>(compared()),
+      static_cast<long long>(prompts.size()), static_cast<long long>(equal), static_cast<long long>(forks),
+      static_cast<long long>(ties), static_cast<long long>(not_top1), static_cast<long long>(missing), mean_kl,
+      static_cast<long long>(positions), kl_threshold, static_cast<long long>(text_differences),
+      static_cast<long long>(text_prompts), text_rate_limit * 100);
 }
 
 }  // namespace soak

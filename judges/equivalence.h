@@ -44,9 +44,14 @@ enum class PromptStatus {
   Fork,         // forked with a clear margin on either side: a changed answer
   NotTop1,      // a greedy token below its side's top-1 by more than max_fork_margin
   TextDiffers,  // no logprobs to weigh the difference: counted against the floor's rate
-  Missing,      // in one run only (a failed request, a changed set)
+  Missing,      // not answered on both sides: asked and not answered (its row says why), or not asked
 };
 std::string_view to_string(PromptStatus s);
+
+// A prompt in one run: answered, asked without an answer (a refused, stalled
+// or cut request: core/golden.h GoldenAnswer::answered), or not in the run.
+enum class Presence { Answered, Unanswered, Absent };
+std::string_view to_string(Presence p);
 
 // One side at the fork (or at its first non-top-1 position).
 struct ForkSide {
@@ -69,6 +74,7 @@ struct PromptComparison {
     double gap = 0;     // top-1's logprob − the chosen token's
   };
   std::optional<NotTop1> not_top1;
+  Presence in_a = Presence::Answered, in_b = Presence::Answered;  // Missing: which side lacks the answer
   int64_t compared_positions = 0;  // positions before the fork with logprobs on both sides
   double top1_agreement = 1;       // share of those whose top-1 tokens agree
   double kl_sum = 0;               // summed KL(a || b) over those positions
@@ -89,8 +95,12 @@ std::string_view to_string(EquivalenceVerdict v);
 
 struct EquivalenceResult {
   EquivalenceVerdict verdict = EquivalenceVerdict::Insufficient;
-  std::vector<PromptComparison> prompts;  // in the reference run's order, then b's extras
-  int64_t positions = 0;                  // compared positions over all prompts
+  // Every prompt either run holds (asked, answered or not), in the reference
+  // run's order, then b's extras: none is left out, a prompt answered on one
+  // side only is Missing.
+  std::vector<PromptComparison> prompts;
+  int64_t compared() const;  // prompts answered on both sides (every status but Missing)
+  int64_t positions = 0;     // compared positions over all prompts
   double mean_kl = 0;
   double kl_threshold = 0;   // max(kl_factor × floor, min_kl)
   int64_t text_prompts = 0;  // prompts judged on text alone
@@ -108,7 +118,8 @@ struct EquivalenceResult {
 // grammar had ruled out: that is the grammar, not a sampler that is not greedy.
 enum class TopOneRule { AllPrompts, UnconstrainedOnly };
 
-// One prompt's answers compared; `rules` decide Fork against NearTie and NotTop1.
+// One prompt's answers compared; `rules` decide Fork against NearTie and
+// NotTop1. Missing when either side is not answered.
 PromptComparison compare_answers(const GoldenAnswer& a, const GoldenAnswer& b, const EquivalenceSettings& rules,
                                  TopOneRule top1 = TopOneRule::AllPrompts);
 

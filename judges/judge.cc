@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/burst_serial.h"
 #include "judges/internal.h"
 #include "judges/stats.h"
 
@@ -265,30 +266,89 @@ void gate_completed(const Context& c, Judgement& j) {
   j.add(std::move(m));
 }
 
-// A burst served one at a time by a runtime with more than one slot (the
-// probe writes serialized_burst only then; one slot is the expected FIFO,
-// docs/DESIGN.md §3.9). Summary rows are not attempts, so this is their rule.
+// A burst summary's queue figures as the probe stored them (probes/engine_rows.h
+// BurstSummary::to_json); nullopt when the row has none (the probe's outcome
+// then stands alone). Slots: the summary's, else the row's.
+struct StoredBurst {
+  BurstQueueFigures figures;
+  std::optional<int> slots;
+};
+std::optional<StoredBurst> stored_burst(const ProbeResult& r) {
+  const auto j = nlohmann::json::parse(r.extra_json, nullptr, false);
+  if (!j.is_object() || !j.contains("n") || !j["n"].is_number_integer()) return std::nullopt;
+  StoredBurst b;
+  const auto number = [&](const char* key) -> std::optional<double> {
+    if (auto it = j.find(key); it != j.end() && it->is_number()) return it->get<double>();
+    return std::nullopt;
+  };
+  b.figures.n = j["n"].get<int>();
+  if (auto it = j.find("answered"); it != j.end() && it->is_number_integer()) b.figures.answered = it->get<int>();
+  if (auto it = j.find("serialized"); it != j.end() && it->is_boolean()) b.figures.stored_serialized = it->get<bool>();
+  if (auto it = j.find("peak_decoding"); it != j.end() && it->is_number()) b.figures.peak_decoding = it->get<int>();
+  b.figures.service_ms = number("service_ms");
+  b.figures.queue_span_ms = number("queue_span_ms");
+  b.figures.queue_ratio = number("queue_ratio");
+  if (auto it = j.find("runtime_slots"); it != j.end() && it->is_number_integer()) {
+    b.slots = it->get<int>();
+  } else if (r.runtime_slots) {
+    b.slots = static_cast<int>(*r.runtime_slots);
+  }
+  return b;
+}
+
+// A burst served one at a time by a runtime with more than one slot, with an
+// effect a user would feel: each place in the queue adds at least
+// judge.serial_min_share of one answer's service time and
+// judge.serial_min_effect_ms to the time to first token (core/burst_serial.h;
+// one slot is the expected FIFO, docs/DESIGN.md §3.9). Judged from the
+// summaries' stored figures with the recipe's floors, so explain recomputes
+// it; a summary without figures keeps the probe's own outcome. Summary rows
+// are not attempts, so this is their rule.
 void burst_serialization(const Context& c, Judgement& j) {
-  std::vector<int64_t> ids;
-  const ProbeResult* first = nullptr;
+  const SerialFloors floors{c.in.recipe.judge.serial_min_share, c.in.recipe.judge.serial_min_effect_ms};
+  std::vector<int64_t> serial_ids, under_ids;
+  std::string first_serial;
+  std::optional<double> most_under;  // the largest rise per place among those under the floor
   int64_t summaries = 0;
   for (const ProbeResult* r : c.cand) {
     if (r->kind != ProbeKind::Burst || !is_group_summary(*r)) continue;
     ++summaries;
-    if (r->outcome != Outcome::SerializedBurst) continue;
-    ids.push_back(r->id);
-    if (!first) first = r;
+    const auto b = stored_burst(*r);
+    if (!b) {
+      if (r->outcome != Outcome::SerializedBurst) continue;
+      serial_ids.push_back(r->id);
+      if (first_serial.empty()) first_serial = r->workload_id + ": " + r->detail + " (no queue figures stored)";
+      continue;
+    }
+    if (!b->slots || *b->slots <= 1) continue;  // one slot: the expected FIFO; none known: nothing to reject on
+    const SerialCall call = read_serial(b->figures, floors);
+    const std::string what = format("%s: %d requests served one at a time on a runtime with %d slots (",
+                                    r->workload_id.c_str(), b->figures.n, *b->slots) +
+                             describe_rise(call, b->figures) + ")";
+    if (call.reading == SerialReading::Serial) {
+      serial_ids.push_back(r->id);
+      if (first_serial.empty()) first_serial = what;
+    } else if (call.reading == SerialReading::UnderFloor) {
+      under_ids.push_back(r->id);
+      if (call.rise_ms && (!most_under || *call.rise_ms > *most_under)) most_under = call.rise_ms;
+    }
   }
   if (summaries == 0) return;
-  auto m = metric("burst_serialization", first ? MetricResult::Fail : MetricResult::Pass,
-                  format("%zu of %lld bursts served one at a time on a multi-slot runtime", ids.size(),
+  const bool fails = !serial_ids.empty();
+  auto m = metric("burst_serialization", fails ? MetricResult::Fail : MetricResult::Pass,
+                  format("%zu of %lld bursts served one at a time on a multi-slot runtime", serial_ids.size(),
                          static_cast<long long>(summaries)));
   m.n = summaries;
-  set_numbers(m, static_cast<double>(ids.size()), 0, 0, 0, 0, 1);
-  if (first) {
-    m.reason += " (rows " + id_list(ids) + "): " + first->detail;
-    j.find(Severity::Failure, "burst: " + m.reason);
-  }
+  set_numbers(m, static_cast<double>(serial_ids.size()), 0, 0, 0, static_cast<double>(floors.min_effect_ms), 1);
+  if (fails) m.reason += " (rows " + id_list(serial_ids) + "): " + first_serial;
+  if (!under_ids.empty())
+    m.reason += format(
+        "; %zu more were, but their time to first token rose by at most %s ms per place in the queue "
+        "(rows %s), under the floor: an effect nobody would feel",
+        under_ids.size(), most_under ? format("%.1f", *most_under).c_str() : "an unrecorded",
+        id_list(under_ids).c_str());
+  m.reason += "; " + describe_floors(floors);
+  if (fails) j.find(Severity::Failure, "burst: " + m.reason);
   j.add(std::move(m));
 }
 

@@ -63,6 +63,8 @@ std::string recipe_to_json(const StoredRecipe& stored) {
     j["judge"]["few_sample_factor"] = r.judge.few_sample_factor;
   if (r.judge.self_factor != JudgeRules{}.self_factor) j["judge"]["self_factor"] = r.judge.self_factor;
   j["judge"]["min_effect_ms"] = r.judge.min_effect_ms;
+  j["judge"]["serial_min_share"] = r.judge.serial_min_share;
+  j["judge"]["serial_min_effect_ms"] = r.judge.serial_min_effect_ms;
   j["gate"] = {{"min_completed", r.gate.min_completed},
                {"max_failure_ratio", r.gate.max_failure_ratio},
                {"min_coverage", r.gate.min_coverage}};
@@ -161,6 +163,10 @@ Result<StoredRecipe> recipe_from_json(const std::string& s) {
     r.judge.self_factor = jj.value("self_factor", JudgeRules{}.self_factor);
     // Absent from recipes stored before judge-9, which had no absolute floor.
     r.judge.min_effect_ms = jj.value("min_effect_ms", int64_t{0});
+    // Absent from recipes stored before the burst rule had an effect floor:
+    // the share it had built in, and no floor in milliseconds.
+    r.judge.serial_min_share = jj.value("serial_min_share", kDefaultSerialMinShare);
+    r.judge.serial_min_effect_ms = jj.value("serial_min_effect_ms", int64_t{0});
     const auto& g = j.at("gate");
     r.gate.min_completed = g.at("min_completed").get<int64_t>();
     r.gate.max_failure_ratio = g.at("max_failure_ratio").get<double>();

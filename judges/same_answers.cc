@@ -5,7 +5,8 @@
 // threshold, counts per status), `equivalence/<prompt id>` for every prompt
 // that did not answer the same (fail: a fork with a clear margin, a greedy
 // token below its top-1, a text difference over the floor's rate; pass: a near
-// tie, recorded; insufficient: answered in one run only), `equivalence/kl` and
+// tie, recorded; insufficient: not answered in both runs, whichever side
+// asked it without an answer or did not ask it), `equivalence/kl` and
 // `equivalence/text` when their run-level rule applies. A failing row is a
 // stage-rule failure (judge.h step 3): it is decided at the stage's end, when
 // the end run and the noise floor exist; nothing about it is known earlier.
@@ -127,10 +128,7 @@ void judge_equivalence(const Context& c, Judgement& j) {
     return;
   }
   const EquivalenceResult& r = *g->result;
-  equivalence_need(j,
-                   std::count_if(r.prompts.begin(), r.prompts.end(),
-                                 [](const PromptComparison& p) { return p.status != PromptStatus::Missing; }),
-                   static_cast<int64_t>(r.prompts.size()));
+  equivalence_need(j, r.compared(), static_cast<int64_t>(r.prompts.size()));
   const EquivalenceSettings& rules = c.in.recipe.equivalence->rules;
   const double text_rate = r.text_prompts > 0 ? static_cast<double>(r.text_differences) / r.text_prompts : 0;
   const bool text_fails = r.text_prompts > 0 && text_rate > r.text_rate_limit;
@@ -143,7 +141,7 @@ void judge_equivalence(const Context& c, Judgement& j) {
                                                             : MetricResult::Insufficient,
              "run " + g->run + " against " + g->reference + " run " + g->reference_run + ", noise floor " +
                  (g->floor ? "from " + g->floor_from : std::string("zero (one run only)")) + ": " + r.summary());
-  summary.n = static_cast<int64_t>(r.prompts.size());
+  summary.n = r.compared();  // the prompts the verdict stands on; the reason names them of the set
   set_numbers(summary, r.mean_kl, g->floor ? g->floor->mean_kl : 0, 0, 0, r.kl_threshold, 1);
   j.add(std::move(summary));
 
@@ -165,7 +163,7 @@ void judge_equivalence(const Context& c, Judgement& j) {
         break;
       case PromptStatus::Missing:
         result = MetricResult::Insufficient;
-        why = "answered in one run only; ";
+        why = "not compared: ";
         break;
       case PromptStatus::Equal: break;
     }

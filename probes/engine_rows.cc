@@ -185,12 +185,11 @@ BurstSummary summarize_burst(const std::vector<BurstMember>& members) {
   int64_t first_start = members.front().start_ns, last_done = members.front().done_ns;
   std::optional<int64_t> first_sent, last_sent;
   int64_t tokens = 0;
-  bool all_answered = true;
   for (const auto& m : members) {
     // An answer the runtime cut at its own token cap was still served: the cap
     // ends the decode, not the wait for the first token that shows a queue.
     const bool answered = m.outcome == Outcome::Clean || m.outcome == Outcome::ServerTokenCap;
-    if (!answered || !m.first_token_ns) all_answered = false;
+    if (answered && m.first_token_ns) ++s.answered;
     if (m.first_token_ns && m.last_token_ns)
       decode_ms.push_back(static_cast<double>(*m.last_token_ns - *m.first_token_ns) / kNsPerMs);
     if (m.outcome == Outcome::Clean) {
@@ -226,9 +225,20 @@ BurstSummary summarize_burst(const std::vector<BurstMember>& members) {
     if (s.n >= 2 && *s.service_ms > 0)
       s.queue_ratio = *s.queue_span_ms / (static_cast<double>(s.n - 1) * *s.service_ms);
   }
-  s.serialized = s.n >= kMinSerializedMembers && all_answered && s.queue_ratio &&
-                 *s.queue_ratio >= kSerializedQueueRatio && s.peak_decoding <= 1;
+  s.serialized = read_serial(s.queue_figures(), SerialFloors{}).staircase();
   return s;
+}
+
+BurstQueueFigures BurstSummary::queue_figures() const {
+  BurstQueueFigures f;
+  f.n = n;
+  f.answered = answered;
+  f.stored_serialized = serialized;
+  f.peak_decoding = peak_decoding;
+  f.service_ms = service_ms;
+  f.queue_span_ms = queue_span_ms;
+  f.queue_ratio = queue_ratio;
+  return f;
 }
 
 std::string BurstSummary::to_json() const {
@@ -247,8 +257,11 @@ std::string BurstSummary::to_json() const {
   put(j, "service_ms", service_ms);
   put(j, "queue_span_ms", queue_span_ms);
   put(j, "queue_ratio", queue_ratio);
+  put(j, "rise_per_place_ms", queue_figures().rise_per_place_ms());
+  j["answered"] = answered;
   j["serialized"] = serialized;
   if (runtime_slots) j["runtime_slots"] = *runtime_slots;
+  if (floors) j["serial_floors"] = {{"min_share", floors->min_share}, {"min_effect_ms", floors->min_effect_ms}};
   if (!fifo.empty()) j["fifo"] = fifo;
   return j.dump();
 }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/burst_serial.h"
 #include "core/types.h"
 #include "probes/openai_chat.h"
 #include "probes/transport/http_types.h"
@@ -99,11 +100,18 @@ struct BurstSummary {
   std::optional<double> service_ms;      // one request's service: fastest TTFT + median decode time
   std::optional<double> queue_span_ms;   // last member's TTFT - first member's TTFT
   std::optional<double> queue_ratio;     // queue_span / ((n - 1) * service): 1 = a whole service per place
-  bool serialized = false;
-  // Set by the burst step: the runtime's slots and what a serialized burst
-  // means for it ("failure" with > 1 slot, "expected" with one, "unknown").
+  int answered = 0;                      // members answered with a first token (clean or cut by the runtime's cap)
+  bool serialized = false;               // served one at a time (core/burst_serial.h), at the default share
+  // Set by the burst step: the runtime's slots, the floors it read the queue
+  // with (the candidate's judge.serial_min_share and serial_min_effect_ms;
+  // `serialized` then at that share), and what a serialized burst means for
+  // it: "failure" with > 1 slot and an effect above the floors, "under_floor"
+  // with > 1 slot and a rise per place under judge.serial_min_effect_ms,
+  // "expected" with one slot, "unknown" without a slot count.
   std::optional<int> runtime_slots;
+  std::optional<SerialFloors> floors;
   std::string fifo;
+  BurstQueueFigures queue_figures() const;  // what core/burst_serial.h reads (and the judge reads back)
   std::string to_json() const;
 };
 
@@ -111,16 +119,19 @@ struct BurstSummary {
 // POSTs, p50 ≈ p95 ≈ max): sorted by time to first token, members served one
 // at a time each wait a whole service time of the ones before — TTFT climbs a
 // staircase whose span is about (n - 1) service times (queue_ratio near 1; with
-// k slots about 1/k). Serialized: n >= kMinSerializedMembers, every member
-// clean with a first token, queue_ratio >= kSerializedQueueRatio and never two
-// decoding at once (decode intervals [first, last token] that merely touch do
-// not overlap). Decode windows alone prove nothing: a runtime that writes a
-// short answer in one go has windows that never overlap and no queue at all.
-// A pair proves too little: one request that reached a free slot a moment late
-// (a busy host, the other's prefill still running) looks exactly like a queue
-// of two, so a staircase needs at least three steps.
-inline constexpr double kSerializedQueueRatio = 0.75;
-inline constexpr int kMinSerializedMembers = 3;
+// k slots about 1/k). Serialized (core/burst_serial.h read_serial): n >=
+// kMinSerializedMembers, every member answered with a first token, queue_ratio
+// >= the share (kSerializedQueueRatio by default) and never two decoding at
+// once (decode intervals [first, last token] that merely touch do not
+// overlap). Decode windows alone prove nothing: a runtime that writes a short
+// answer in one go has windows that never overlap and no queue at all. A pair
+// proves too little: one request that reached a free slot a moment late (a
+// busy host, the other's prefill still running) looks exactly like a queue of
+// two, so a staircase needs at least three steps. Whether the rise per place
+// is an effect a user would feel is the floors' (judge.serial_min_effect_ms):
+// the burst step and the judge apply them to these figures.
+inline constexpr double kSerializedQueueRatio = kDefaultSerialMinShare;
+using soak::kMinSerializedMembers;
 BurstSummary summarize_burst(const std::vector<BurstMember>& members);
 
 // Shared prefix: median TTFT of the turns that reuse the prefix over the TTFT

@@ -210,6 +210,8 @@ BuiltRequest golden_request(const ChatRequestOptions& opts, const GoldenPrompt& 
   msgs.push_back(user_message(p.text));
   ojson b = chat_body(o, std::move(msgs));
   b["seed"] = kGoldenSamplingSeed;
+  // soakd's own bound (see the header): the answer is stored whole up to it.
+  b["max_tokens"] = kGoldenMaxTokens;
   if (o.dialect.prompt_cache == PromptCacheSwitch::CachePromptField) b["cache_prompt"] = false;
   if (o.dialect.logprobs == Logprobs::TopLogprobs) {
     b["logprobs"] = true;
@@ -225,7 +227,9 @@ BuiltRequest golden_request(const ChatRequestOptions& opts, const GoldenPrompt& 
     b["response_format"]["json_schema"]["strict"] = true;
     b["response_format"]["json_schema"]["schema"] = ojson::parse(strict_json_schema().dump());
   }
-  return built_request(ProbeKind::Equivalence, o, b);
+  BuiltRequest r = built_request(ProbeKind::Equivalence, o, b);
+  r.max_tokens = kGoldenMaxTokens;
+  return r;
 }
 
 std::optional<GoldenAnswer> read_golden_answer(const json& body, std::string_view prompt_id) {

@@ -6,12 +6,20 @@
 // splitmix64 (probes/prompts.h): no data is downloaded, and the same seed
 // gives the same set on every host. Kinds: short factual, code, a tool call, a
 // JSON-schema answer, and prompts at 2K and 8K context; each asks for about 64
-// output tokens (in words: no max_tokens, docs/DESIGN.md §2.2).
+// output tokens in words.
 //
 // Sent greedy: temperature 0, top_p 1, top_k 1 where the runtime takes top_k,
 // a fixed seed, thinking off, not streamed, the runtime's prompt cache off
-// where it has the switch, and the same logprob fields on every run where it
-// gives logprobs (its entry's RequestDialect says which).
+// where it has the switch, the same logprob fields on every run where it
+// gives logprobs (its entry's RequestDialect says which), and soakd's own
+// bound, max_tokens kGoldenMaxTokens: the one request that names one (every
+// other probe leaves its answer to the client's limits, docs/DESIGN.md §2.2).
+// A greedy answer may never stop (a model that loops, random weights that
+// never sample EOS); unbounded, it runs into the slot's context, minutes of
+// an answer that is compared on its first kGoldenMaxSteps tokens only, and a
+// non-streamed answer that long outlasts the stall timeout. An answer that
+// reaches the bound was cut by soakd, not by the runtime (probes/server_cap.h),
+// and is stored whole: every token it has is a stored step.
 //
 // Pure and thread-agnostic.
 #pragma once
@@ -44,6 +52,10 @@ inline constexpr int64_t kGoldenSamplingSeed = 1234;
 // Steps kept per answer: a model that ignores the length asked for is still
 // compared on its first positions (and on its whole text's hash).
 inline constexpr size_t kGoldenMaxSteps = 256;
+// The bound the golden request sends (max_tokens): four times the length
+// asked for, and no more than the steps stored, so an answer cut there is
+// stored token for token.
+inline constexpr int64_t kGoldenMaxTokens = static_cast<int64_t>(kGoldenMaxSteps);
 inline constexpr int64_t kGoldenContextSmall = 2048;
 inline constexpr int64_t kGoldenContextLarge = 8192;
 
@@ -63,7 +75,8 @@ std::vector<GoldenPrompt> golden_set(uint64_t seed = kDefaultFixtureSeed);
 // run so that runs of different sets are never compared.
 std::string golden_set_hash(const std::vector<GoldenPrompt>& set);
 
-// The greedy request for one prompt; kind Equivalence, not streamed.
+// The greedy request for one prompt; kind Equivalence, not streamed, bounded
+// at kGoldenMaxTokens (BuiltRequest::max_tokens says so).
 BuiltRequest golden_request(const ChatRequestOptions& o, const GoldenPrompt& p);
 
 // One answer read from a non-streamed chat body: the text (content, or the

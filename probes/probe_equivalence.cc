@@ -1,6 +1,7 @@
 // The golden set run once (docs/DESIGN.md §3.13): its prompts one after
-// another (concurrency 1), each greedy answer judged by the chat contract like
-// any answer and carried on its row for the store's golden_answers table.
+// another (concurrency 1), each greedy answer judged by the chat contract and
+// the answer rules like any answer, and carried on its row for the store's
+// golden_answers table whatever the row's outcome.
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -8,6 +9,7 @@
 #include "probes/golden_set.h"
 #include "probes/json_fields.h"
 #include "probes/probe_step.h"
+#include "probes/server_cap.h"
 
 namespace soak::probes {
 namespace {
@@ -48,28 +50,46 @@ class EquivalenceStep final : public Step {
     });
   }
 
-  // A clean answer's steps go on the row, and so do those of an answer the
-  // server cut at its own default cap (server_token_cap): that is the answer
-  // as far as the server let it run, cut alike on every run of one launch
-  // (the stage fails on the cap anyway, §2.2; `soakctl equivalence` can still
-  // compare). Thinking that ran though it was asked off is said on the row
-  // (its answer is still compared).
+  // Every prompt asked is stored (core/golden.h GoldenAnswer). An answer the
+  // runtime returned whole goes on the row with its steps up to where it
+  // stopped, whatever the row's outcome: a greedy loop is `repetition` and
+  // still the answer (the answer rules judge the loop, judges/answers.cc); an
+  // answer cut at soakd's own bound (kGoldenMaxTokens) is clean as far as the
+  // cut goes; one the runtime cut short of it (a full slot: server_token_cap)
+  // is the answer as far as the runtime let it run, cut alike on every run of
+  // one launch. A request that brought no answer (refused, stalled, cut) is
+  // stored as asked and not answered, so that a comparison counts it missing.
+  // Thinking that ran though it was asked off is said on the row (its answer
+  // is still compared); so is what stopped the answer.
   void note_answer(const GoldenPrompt& p, ProbeResult& r, const ExchangeResult& x) {
     auto extra = ojson::parse(r.extra_json.empty() ? "{}" : r.extra_json, nullptr, false);
     if (extra.is_discarded() || !extra.is_object()) extra = ojson::object();
     extra["golden_run"] = run_;
     extra["thinking_off_held"] = x.chat.reasoning.empty();
-    if (r.outcome == Outcome::Clean || r.outcome == Outcome::ServerTokenCap) {
-      if (auto a = read_golden_answer(jsonf::parse_object(x.transfer.body), p.id)) {
-        GoldenAnswerRow g = golden_row(*a);
-        g.run = run_;
-        g.set_hash = set_hash_;
-        extra["steps"] = a->steps.size();
-        extra["logprobs"] = std::string(to_string(a->logprobs));
-        r.golden = std::make_shared<const GoldenAnswerRow>(std::move(g));
-      }
+    const int status = x.transfer.head.status;
+    std::optional<GoldenAnswer> a;
+    if (x.end == TransportEnd::Completed && status >= 200 && status < 300)
+      a = read_golden_answer(jsonf::parse_object(x.transfer.body), p.id);
+    if (a) {
+      extra["steps"] = a->steps.size();
+      extra["logprobs"] = std::string(to_string(a->logprobs));
+      extra["stopped_by"] = stopped_by(x.chat);
+    } else {
+      a = unanswered_golden(p.id);
+      extra["answered"] = false;
     }
+    GoldenAnswerRow g = golden_row(*a);
+    g.run = run_;
+    g.set_hash = set_hash_;
+    r.golden = std::make_shared<const GoldenAnswerRow>(std::move(g));
     r.extra_json = extra.dump();
+  }
+
+  // What ended the answer: the model ("stop", a tool call), soakd's own
+  // bound, or the runtime short of it (its own cap, a full slot).
+  static std::string stopped_by(const ChatResult& c) {
+    if (c.finish_reason != "length") return c.finish_reason.empty() ? "unknown" : c.finish_reason;
+    return completion_tokens_of(c) >= kGoldenMaxTokens ? "soakd_bound" : "runtime_cap";
   }
 
   std::vector<GoldenPrompt> set_;

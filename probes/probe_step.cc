@@ -122,14 +122,14 @@ ProbeResult Step::chat_row(const ChatJob& job, const ExchangeResult& x) const {
       if (job.check)
         if (const Verdict own = job.check(x.chat); own.outcome != Outcome::Clean)
           v.detail += "; the answer was also " + std::string(to_string(own.outcome));
-      if (classify_server_cap(x.chat, server_cap_context()))
+      if (classify_server_cap(x.chat, server_cap_context(job.req.max_tokens)))
         v.detail += "; the runtime's own cap also cut it (server_token_cap)";
     } else if (content.outcome != Outcome::Repetition) {
       // An answer the runtime cut with its own cap (docs/DESIGN.md §2.2) cannot be
       // judged on its content either: the cap is what to fix. A loop is the
       // exception: it is a loop whatever stopped it; so is leaked markup, which
       // no cut makes (a character cut in two at the end is not counted).
-      if (auto cap = classify_server_cap(x.chat, server_cap_context())) {
+      if (auto cap = classify_server_cap(x.chat, server_cap_context(job.req.max_tokens))) {
         v = *cap;
         if (content.outcome != Outcome::Clean)
           v.detail += "; the cut answer was also " + std::string(to_string(content.outcome));
@@ -179,10 +179,12 @@ ChatExpectations Step::expectations(ResponseMode mode) const {
   return e;
 }
 
-ServerCapContext Step::server_cap_context() const {
+ServerCapContext Step::server_cap_context(std::optional<int64_t> max_tokens) const {
   ServerCapContext c;
   c.lift = env_.runtime.lift_cap;
-  c.request_limit = RequestLimit::None;  // no chat builder sends max_tokens (probes/requests.h)
+  // Only the golden set's request names a bound (probes/requests.h BuiltRequest::max_tokens).
+  c.request_limit = max_tokens ? RequestLimit::Sent : RequestLimit::None;
+  c.request_max_tokens = max_tokens.value_or(0);
   c.slot_ctx = env_.state.slot_ctx;
   return c;
 }

@@ -134,7 +134,8 @@ class Step {
   ProbeResult row(ProbeKind kind, std::string workload) const;
   ChatRequestOptions chat_options(Streaming streaming = Streaming::On) const;
   ChatExpectations expectations(ResponseMode mode) const;
-  ServerCapContext server_cap_context() const;
+  // `max_tokens`: the bound the request named (BuiltRequest::max_tokens).
+  ServerCapContext server_cap_context(std::optional<int64_t> max_tokens = std::nullopt) const;
   ExchangeSpec route(const HttpRoute& r, std::string body = {}) const;
 
   // Outcome and detail from `v`; an excerpt of `shown` when it is a failure.

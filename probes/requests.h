@@ -106,6 +106,10 @@ struct BuiltRequest {
   // Sampling::to_json() (ProbeResult::sampling_json), plus "not_applied": the
   // settings the runtime's dialect has no field for, so they were not sent.
   std::string sampling_json;
+  // The token bound the body names (max_tokens): none for every probe here;
+  // only the golden set's greedy request sends one (probes/golden_set.h), and
+  // an answer that reaches it was cut by soakd, not by the runtime.
+  std::optional<int64_t> max_tokens;
 };
 
 // The common head of every chat body (model, messages, sampling, streaming,

@@ -154,6 +154,7 @@ int cmd_equivalence(const Ctl& c, const Args& a, Store& st) {
                   {"constrained_exempt_from_top1", chosen->top1 == TopOneRule::UnconstrainedOnly},
                   {"from", chosen->from}};
     j["summary"] = r.summary();
+    j["compared"] = r.compared();  // answered on both sides, of j["prompts"]'s size
     j["reasons"] = r.reasons;
     j["prompts"] = json::array();
     for (const auto& p : r.prompts) j["prompts"].push_back(prompt_json(p));

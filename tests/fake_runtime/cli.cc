@@ -68,7 +68,7 @@ const StrKnob kStrKnobs[] = {
     {"pooling", &Knobs::pooling,
      "llama.cpp: embedding or rerank serves only that route (llama-server --embedding / --reranking)"},
     {"answers", &Knobs::answers,
-     "logprobs of non-streamed answers: steady (default), changed, near-tie, no-logprobs, not-top1"},
+     "logprobs of non-streamed answers: steady (default), changed, near-tie, no-logprobs, not-top1, looping"},
     {"leak", &Knobs::leak, "markup-leak: what leaks into content: think (default), im-end, harmony, fffd, eos"},
     {"eos-token", &Knobs::eos_token, "llama.cpp /props eos_token (default <|im_end|>); what the eos leak writes"},
 };

@@ -1,5 +1,6 @@
 #include "tests/fake_runtime/logprobs.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace soak::fake {
@@ -41,12 +42,32 @@ std::optional<AnswerMode> parse_answer_mode(std::string_view s) {
   if (s == "near-tie") return AnswerMode::NearTie;
   if (s == "no-logprobs") return AnswerMode::NoLogprobs;
   if (s == "not-top1") return AnswerMode::NotTop1;
+  if (s == "looping") return AnswerMode::Looping;
   return std::nullopt;
 }
 
-std::string answer_mode_names() { return "steady, changed, near-tie, no-logprobs, not-top1"; }
+std::string answer_mode_names() { return "steady, changed, near-tie, no-logprobs, not-top1, looping"; }
 
-void shape_answer(AnswerMode m, std::string_view prompt, std::vector<Piece>& pieces) {
+void shape_answer(AnswerMode m, std::string_view prompt, ReplyPlan& plan, std::optional<int> limit) {
+  std::vector<Piece>& pieces = plan.pieces;
+  if (m == AnswerMode::Looping && !plan.tool_call && !asks_json(prompt)) {
+    std::vector<Piece> unit;
+    for (const Piece& p : pieces)
+      if (p.kind == PieceKind::Content && unit.size() < kLoopUnitPieces) unit.push_back(p);
+    if (unit.empty()) return;
+    std::vector<Piece> looped;
+    for (const Piece& p : pieces)
+      if (p.kind != PieceKind::Content) looped.push_back(p);
+    const int n = std::max(1, std::min(limit.value_or(kLoopCeilingPieces), kLoopCeilingPieces));
+    for (int i = static_cast<int>(looped.size()); i < n; ++i) {
+      Piece p = unit[static_cast<size_t>(i) % unit.size()];
+      if (i > 0 && p.text.front() != ' ') p.text.insert(0, 1, ' ');  // the unit's first word starts the answer
+      looped.push_back(std::move(p));
+    }
+    pieces = std::move(looped);
+    plan.finish_reason = "length";
+    return;
+  }
   size_t at = 0;
   for (Piece& p : pieces) {
     if (!is_answer_piece(p)) continue;

@@ -600,7 +600,10 @@ void Responder::chat(const HttpRequest& req, const std::shared_ptr<Connection>& 
   // " CHANGED" piece in a strict-JSON probe's answer would be invalid JSON).
   const AnswerMode answers = parse_answer_mode(cfg_.knobs.answers).value_or(AnswerMode::Steady);
   if (body.contains("temperature") && body["temperature"].is_number() && body["temperature"].get<double>() == 0)
-    shape_answer(answers, prompt, job->plan.pieces);
+    shape_answer(answers, prompt, job->plan,
+                 job->max_tokens > 0                ? std::optional<int>(job->max_tokens)
+                 : cfg_.knobs.server_max_tokens > 0 ? std::optional<int>(cfg_.knobs.server_max_tokens)
+                                                    : std::nullopt);
   // LM Studio and oMLX give no logprobs (lmstudio-ai/lms#60, omlx#1549).
   if (body.contains("logprobs") && body["logprobs"] == true && cfg_.flavour != Flavour::LmStudio &&
       cfg_.flavour != Flavour::Omlx)

@@ -4,8 +4,13 @@
 // (tests/fake_runtime/logprobs.h), then `soakctl equivalence` compares the
 // stored runs: a changed answer and a greedy token that is not its top-1
 // fail, near-tie forks and a runtime without logprobs pass, and the output
-// names the fork.
+// names the fork. A build whose greedy answers loop has every answer stored
+// whole (its rows say repetition); a prompt a runtime refused is stored as
+// asked and not answered, and the comparison counts it missing.
 #include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "core/golden.h"
 #include "probes/golden_set.h"
@@ -24,9 +29,11 @@ const std::string kFake = std::string(SOAKD_BINARY_DIR) + "/tests/fake_runtime/s
 constexpr int kWaitMs = 60'000;
 
 struct FakeChild {
-  FakeChild(const std::string& answers, const std::string& build) {
-    auto c = ChildProcess::spawn(
-        {kFake, "--scenario", "healthy", "--token-interval-ms", "1", "--answers", answers, "--build", build});
+  FakeChild(const std::string& answers, const std::string& build, const std::vector<std::string>& more = {}) {
+    std::vector<std::string> argv{kFake,   "--scenario", "healthy", "--token-interval-ms", "1", "--answers",
+                                  answers, "--build",    build};
+    argv.insert(argv.end(), more.begin(), more.end());
+    auto c = ChildProcess::spawn(argv);
     REQUIRE(c);
     child.emplace(std::move(*c));
     auto line = child->wait_for_line("listening on 127.0.0.1:", kWaitMs);
@@ -103,7 +110,7 @@ Compared run_flavour(const std::string& answers, const std::string& base_rules =
 TEST_CASE("equivalence through the fake: the same answers from another build are equivalent") {
   const Compared c = run_flavour("steady");
   CHECK(c.exit_code == 0);
-  CHECK(c.out.find("equivalent: 32 prompts, 32 equal") != std::string::npos);
+  CHECK(c.out.find("equivalent: 32 of 32 prompts compared (answered on both sides), 32 equal") != std::string::npos);
   CHECK(c.out.find("noise floor: base at b9430") != std::string::npos);
   CHECK(c.out.find("rules: max_fork_margin 0.1, kl_factor 2, min_kl 0.001, tool-call and JSON-schema prompts exempt "
                    "from not-top-1 (from the defaults)") != std::string::npos);
@@ -144,4 +151,97 @@ TEST_CASE("equivalence through the fake: a greedy token that is not its own top-
   const Compared c = run_flavour("not-top1");
   CHECK(c.exit_code == 1);
   CHECK(c.out.find("is not its top-1") != std::string::npos);
+}
+
+TEST_CASE("equivalence through the fake: greedy answers that loop are stored whole and compared") {
+  FakeChild base("looping", "b9430");
+  FakeChild cand("looping", "b9502");
+  TempDir tmp;
+  const std::string cfg = write_config(tmp, base.url, cand.url);
+  for (const char* name : {"base", "cand"}) {
+    RunResult r =
+        run_program({kSoakd, "probe", "--config", cfg, "--candidate", name, "--kind", "equivalence"}, kWaitMs);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);  // the loops are not clean rows
+  }
+  auto st = SqliteStore::open(tmp.path() + "/soakd.db", OpenMode::ReadOnly);
+  REQUIRE(st.ok());
+  for (const auto& c : *(*st)->candidates()) {
+    INFO(c.name);
+    ProbeQuery q;
+    q.candidate_id = c.id;
+    const auto rows = *(*st)->probe_results(q);
+    REQUIRE(rows.size() == static_cast<size_t>(probes::kGoldenSetSize));
+    std::map<Outcome, int> outcomes;
+    for (const auto& r : rows) {
+      ++outcomes[r.outcome];
+      const auto extra = nlohmann::json::parse(r.extra_json);
+      INFO(r.workload_id << " " << r.extra_json);
+      if (r.outcome == Outcome::Repetition) {
+        // Cut at soakd's own bound: not a runtime cap, and every token is a stored step.
+        CHECK(r.finish_reason == "length");
+        CHECK(r.completion_tokens == probes::kGoldenMaxTokens);
+        CHECK(extra["stopped_by"] == "soakd_bound");
+        CHECK(extra["steps"] == probes::kGoldenMaxTokens);
+      }
+    }
+    // The prose prompts loop (factual, code, context); tool calls and JSON documents stop.
+    CHECK(outcomes[Outcome::Repetition] ==
+          probes::kGoldenFactual + probes::kGoldenCode + probes::kGoldenContext2K + probes::kGoldenContext8K);
+    CHECK(outcomes[Outcome::Clean] == probes::kGoldenToolCall + probes::kGoldenJsonSchema);
+    const auto runs = group_golden_runs(*(*st)->golden_answers(c.id));
+    REQUIRE(runs.size() == 1);
+    CHECK(runs.back().answers.answers.size() == static_cast<size_t>(probes::kGoldenSetSize));
+    for (const auto& a : runs.back().answers.answers) {
+      CHECK(a.answered());
+      CHECK(a.logprobs == LogprobShape::TopK);
+    }
+  }
+  RunResult r = run_program({kSoakctl, "--db", tmp.path() + "/soakd.db", "equivalence", "cand", "base"}, kWaitMs);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("equivalent: 32 of 32 prompts compared") != std::string::npos);
+}
+
+TEST_CASE("equivalence through the fake: a prompt one runtime refused is missing, counted, never dropped") {
+  // 4096 tokens a slot: the two 8K prompts are refused (exceed_context_size_error).
+  FakeChild base("steady", "b9430", {"--ctx", "4096"});
+  FakeChild cand("steady", "b9502");
+  TempDir tmp;
+  const std::string cfg = write_config(tmp, base.url, cand.url);
+  RunResult refused =
+      run_program({kSoakd, "probe", "--config", cfg, "--candidate", "base", "--kind", "equivalence"}, kWaitMs);
+  INFO(refused.out << refused.err);
+  CHECK(refused.out.find("context_exceeded") != std::string::npos);
+  probe(cfg, "cand");
+  auto st = SqliteStore::open(tmp.path() + "/soakd.db", OpenMode::ReadOnly);
+  REQUIRE(st.ok());
+  for (const auto& c : *(*st)->candidates()) {
+    if (c.name != "base") continue;
+    const auto runs = group_golden_runs(*(*st)->golden_answers(c.id));
+    REQUIRE(runs.size() == 1);
+    // Every prompt asked is stored; the refused ones without an answer.
+    REQUIRE(runs.back().answers.answers.size() == static_cast<size_t>(probes::kGoldenSetSize));
+    int unanswered = 0;
+    for (const auto& a : runs.back().answers.answers)
+      if (!a.answered()) {
+        ++unanswered;
+        CHECK(a.prompt_id.rfind("context/8192/", 0) == 0);
+      }
+    CHECK(unanswered == probes::kGoldenContext8K);
+  }
+  RunResult r =
+      run_program({kSoakctl, "--db", tmp.path() + "/soakd.db", "equivalence", "cand", "base", "--json"}, kWaitMs);
+  INFO(r.out << r.err);
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  CHECK(j["compared"] == probes::kGoldenSetSize - probes::kGoldenContext8K);
+  CHECK(j["prompts"].size() == static_cast<size_t>(probes::kGoldenSetSize));
+  int missing = 0;
+  for (const auto& p : j["prompts"])
+    if (p["status"] == "missing") {
+      ++missing;
+      CHECK(p["detail"] == "missing: run a answered, run b asked, not answered");
+    }
+  CHECK(missing == probes::kGoldenContext8K);
+  CHECK(j["summary"].get<std::string>().find("30 of 32 prompts compared") != std::string::npos);
 }

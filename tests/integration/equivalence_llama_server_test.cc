@@ -7,27 +7,39 @@
 // (--override-kv qwen3.rope.freq_base=float:1, from 1e6: every position past
 // the first is encoded another way; a milder 1e4 moved only near ties on this
 // model, which the rule records and passes). `soakd probe --kind equivalence`
-// stores each one's golden set (the random-weight model never samples EOS:
-// every answer runs to -n 64 and is stored as the server cut it), then:
+// stores each one's golden set whole: the random-weight model never samples
+// EOS, and the golden request's own bound (max_tokens 256, which replaces the
+// server's -n 64) cuts every prose answer, a third of them in a greedy loop
+// (rows `repetition`, judged by the answer rules, their answers stored all
+// the same; before the loop was stored, a -n 1024 launch stored 7 of 32), then:
 //   - the same binary and model twice is equivalent (`soakctl equivalence`
 //     exits 0);
 //   - the changed model forks, with a margin above max_fork_margin on some
 //     prompt (exit 1), and the canary's golden rule on those stored rows
 //     (judges/same_answers.h, the function the daemon's judgment runs)
 //     rejects, naming the prompt.
+// The second case starts it the ways users get it wrong: a slot too small for
+// the 8K prompts' answers (-c 7168: the runtime cuts them short of the bound,
+// server_token_cap, still stored) and slots too small for the 8K prompts
+// (--parallel 2 -c 4096: refused, stored as asked and not answered).
 // Without the variables the program exits 77, which ctest reports as skipped.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "judges/judge.h"
 #include "judges/same_answers.h"
+#include "probes/golden_set.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/child_process.h"
@@ -67,8 +79,12 @@ struct Server {
 };
 
 // The tiny model with room for the golden set's 8K prompts: one slot of 16K
-// (its own context raised to match), answers cut at 64 tokens.
-Server start(const std::string& bin, const std::string& model, const std::vector<std::string>& extra) {
+// (its own context raised to match), answers cut at 64 tokens where a request
+// sends no bound. `launch` replaces those four flags.
+const std::vector<std::string> kRoomy{"--parallel", "1", "-c", "16384", "-n", "64"};
+
+Server start(const std::string& bin, const std::string& model, const std::vector<std::string>& extra,
+             const std::vector<std::string>& launch = kRoomy) {
   Server s;
   s.port = free_port();
   std::vector<std::string> argv{bin,
@@ -83,14 +99,9 @@ Server start(const std::string& bin, const std::string& model, const std::vector
                                 "--jinja",
                                 "--metrics",
                                 "--slots",
-                                "--parallel",
-                                "1",
-                                "-c",
-                                "16384",
-                                "-n",
-                                "64",
                                 "--override-kv",
                                 "qwen3.context_length=int:16384"};
+  argv.insert(argv.end(), launch.begin(), launch.end());
   argv.insert(argv.end(), extra.begin(), extra.end());
   auto c = ChildProcess::spawn(argv);
   REQUIRE(c);
@@ -99,9 +110,11 @@ Server start(const std::string& bin, const std::string& model, const std::vector
   return s;
 }
 
-}  // namespace
+struct Binaries {
+  std::string server, model;
+};
 
-TEST_CASE("a real llama-server: the same model twice is equivalent; a model whose numbers moved forks") {
+Binaries binaries() {
   const char* bin = std::getenv("SOAKD_LLAMA_SERVER");
   if (!bin || !*bin) skip("SOAKD_LLAMA_SERVER is not set");
   if (!std::filesystem::exists(bin)) skip(std::string(bin) + " does not exist");
@@ -109,29 +122,72 @@ TEST_CASE("a real llama-server: the same model twice is equivalent; a model whos
   const std::string model =
       model_env && *model_env ? model_env : std::string(SOAKD_SOURCE_DIR) + "/../shared/models/tiny-qwen3.gguf";
   if (!std::filesystem::exists(model)) skip(model + " does not exist (set SOAKD_LLAMA_MODEL)");
+  return {bin, model};
+}
 
-  Server a = start(bin, model, {});
-  Server b = start(bin, model, {});
-  Server moved = start(bin, model, {"--override-kv", "qwen3.rope.freq_base=float:1"});
+std::string entry(const std::string& name, int port) {
+  return R"({"name": ")" + name + R"(", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp", "accept_server_cap": true,
+               "base_url": "http://127.0.0.1:)" +
+         std::to_string(port) + R"("})";
+}
+
+std::string write_config(const TempDir& tmp, const std::vector<std::pair<std::string, int>>& candidates) {
+  const std::string cfg = tmp.path() + "/soakd.json";
+  std::ofstream out(cfg);
+  out << R"({"store": ")" << tmp.path() << R"(/soakd.db", "log": ")" << tmp.path()
+      << R"(/soakd.log", "defaults": {"limits": {"stall_timeout": "60s", "wall_timeout": "30m"}}, "candidates": [)";
+  for (size_t i = 0; i < candidates.size(); ++i)
+    out << (i ? ", " : "") << entry(candidates[i].first, candidates[i].second);
+  out << "]}";
+  return cfg;
+}
+
+void probe(const std::string& cfg, const std::string& name) {
+  const auto t0 = std::chrono::steady_clock::now();
+  RunResult r = run_program({kSoakd, "probe", "--config", cfg, "--candidate", name, "--kind", "equivalence"}, kProbeMs);
+  INFO(name << ": " << r.out << r.err);
+  REQUIRE(r.exit_code != 2);  // ran (loops and caps are rows that are not clean: exit 1)
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  std::printf("golden run of %s: %lld ms\n", name.c_str(), static_cast<long long>(ms.count()));
+}
+
+// A candidate's rows and its latest stored run, with its rows' outcomes counted.
+struct Stored {
+  std::vector<ProbeResult> rows;
+  StoredGoldenRun run;
+  std::map<Outcome, int> outcomes;
+  int answered = 0;
+};
+
+Stored stored(Store& st, const CandidateRow& c) {
+  Stored s;
+  ProbeQuery q;
+  q.candidate_id = c.id;
+  s.rows = *st.probe_results(q);
+  const auto runs = group_golden_runs(*st.golden_answers(c.id));
+  REQUIRE_FALSE(runs.empty());
+  s.run = runs.back();
+  for (const auto& r : s.rows) ++s.outcomes[r.outcome];
+  for (const auto& a : s.run.answers.answers) s.answered += a.answered();
+  std::string counts;
+  for (const auto& [o, n] : s.outcomes) counts += std::string(to_string(o)) + " " + std::to_string(n) + "; ";
+  std::printf("%s: %d of %zu stored answered; rows: %s\n", c.name.c_str(), s.answered, s.run.answers.answers.size(),
+              counts.c_str());
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a real llama-server: the same model twice is equivalent; a model whose numbers moved forks") {
+  const Binaries b = binaries();
+  Server a = start(b.server, b.model, {});
+  Server twin = start(b.server, b.model, {});
+  Server moved = start(b.server, b.model, {"--override-kv", "qwen3.rope.freq_base=float:1"});
 
   TempDir tmp;
-  const std::string cfg = tmp.path() + "/soakd.json";
-  auto entry = [](const std::string& name, int port) {
-    return R"({"name": ")" + name + R"(", "model": "qwen3.6-35b-a3b", "runtime": "llama.cpp", "accept_server_cap": true,
-               "base_url": "http://127.0.0.1:)" +
-           std::to_string(port) + R"("})";
-  };
-  std::ofstream(cfg) << R"({"store": ")" << tmp.path() << R"(/soakd.db", "log": ")" << tmp.path()
-                     << R"(/soakd.log", "defaults": {"limits": {"stall_timeout": "60s", "wall_timeout": "30m"}},
-    "candidates": [)" << entry("a", a.port)
-                     << ", " << entry("b", b.port) << ", " << entry("moved", moved.port) << "]}";
+  const std::string cfg = write_config(tmp, {{"a", a.port}, {"b", twin.port}, {"moved", moved.port}});
   // The baseline build twice (its noise floor), the others once each.
-  for (const char* name : {"a", "a", "b", "moved"}) {
-    RunResult r =
-        run_program({kSoakd, "probe", "--config", cfg, "--candidate", name, "--kind", "equivalence"}, kProbeMs);
-    INFO(name << ": " << r.out << r.err);
-    REQUIRE(r.exit_code != 2);  // ran (its answers are cut at -n 64: server_token_cap, still stored)
-  }
+  for (const char* name : {"a", "a", "b", "moved"}) probe(cfg, name);
 
   auto opened = SqliteStore::open(tmp.path() + "/soakd.db", OpenMode::ReadOnly);
   REQUIRE(opened.ok());
@@ -140,11 +196,24 @@ TEST_CASE("a real llama-server: the same model twice is equivalent; a model whos
   for (const auto& c : *st.candidates()) rows[c.name] = c;
   REQUIRE(rows.size() == 3);
   for (const auto& [name, row] : rows) {
-    const auto runs = group_golden_runs(*st.golden_answers(row.id));
     INFO(name);
-    REQUIRE_FALSE(runs.empty());
-    CHECK(runs.back().answers.answers.size() == 32);
-    for (const auto& ans : runs.back().answers.answers) CHECK(ans.logprobs == LogprobShape::TopK);
+    const Stored s = stored(st, row);
+    // 32 of 32 stored, each with its tokens and logprobs, loops included.
+    CHECK(s.run.answers.answers.size() == 32);
+    CHECK(s.answered == 32);
+    for (const auto& ans : s.run.answers.answers) {
+      INFO(ans.prompt_id);
+      CHECK(ans.logprobs == LogprobShape::TopK);
+      CHECK_FALSE(ans.steps.empty());
+    }
+    // Every answer ran to its natural end or to soakd's bound, never to -n 64:
+    // no runtime cap; the loops are repetition rows.
+    CHECK(s.outcomes.count(Outcome::ServerTokenCap) == 0);
+    for (const auto& r : s.rows) {
+      INFO(r.workload_id << " " << r.extra_json);
+      CHECK((r.outcome == Outcome::Clean || r.outcome == Outcome::Repetition));
+      if (r.finish_reason == "length") CHECK(r.completion_tokens == probes::kGoldenMaxTokens);
+    }
   }
 
   // The same binary and model: the same answers, within the floor.
@@ -184,4 +253,56 @@ TEST_CASE("a real llama-server: the same model twice is equivalent; a model whos
       named = true;
   CHECK(named);
   CHECK(v.reason.find("equivalence/") != std::string::npos);
+}
+
+TEST_CASE("a real llama-server started the ways users get it wrong: every prompt asked is stored") {
+  const Binaries b = binaries();
+  // One slot of 7168: the 8K prompts' answers fill it before soakd's bound.
+  Server small = start(b.server, b.model, {}, {"--parallel", "1", "-c", "7168"});
+  // Two slots of 2048: the 8K prompts do not fit.
+  Server split = start(b.server, b.model, {}, {"--parallel", "2", "-c", "4096"});
+  TempDir tmp;
+  const std::string cfg = write_config(tmp, {{"small", small.port}, {"split", split.port}});
+  probe(cfg, "small");
+  probe(cfg, "split");
+
+  auto opened = SqliteStore::open(tmp.path() + "/soakd.db", OpenMode::ReadOnly);
+  REQUIRE(opened.ok());
+  Store& st = **opened;
+  for (const auto& c : *st.candidates()) {
+    INFO(c.name);
+    const Stored s = stored(st, c);
+    REQUIRE(s.run.answers.answers.size() == 32);
+    std::map<std::string, const ProbeResult*> row_of;
+    for (const auto& r : s.rows) row_of[r.workload_id] = &r;
+    for (const auto& ans : s.run.answers.answers) {
+      INFO(ans.prompt_id);
+      const ProbeResult* r = row_of["equivalence/" + ans.prompt_id];
+      REQUIRE(r);
+      const bool large = ans.prompt_id.rfind("context/8192/", 0) == 0;
+      if (!large) {
+        CHECK(ans.answered());
+        CHECK((r->outcome == Outcome::Clean || r->outcome == Outcome::Repetition));
+      } else if (c.name == "small") {
+        // Cut by the full slot short of the bound: the runtime's cap, the answer stored as far as it ran.
+        CHECK(r->outcome == Outcome::ServerTokenCap);
+        CHECK(r->detail.find("slot context is full") != std::string::npos);
+        REQUIRE(ans.answered());
+        CHECK(static_cast<int64_t>(ans.steps.size()) == r->completion_tokens);
+        CHECK(static_cast<int64_t>(ans.steps.size()) < probes::kGoldenMaxTokens);
+      } else {
+        // Refused: asked, not answered, and said so.
+        CHECK(r->outcome == Outcome::ContextExceeded);
+        CHECK_FALSE(ans.answered());
+      }
+    }
+    CHECK(s.answered == (c.name == "small" ? 32 : 30));
+  }
+  // The refused prompts are missing from the comparison, counted, not dropped.
+  RunResult cmp =
+      run_program({kSoakctl, "--db", tmp.path() + "/soakd.db", "equivalence", "small", "split", "--json"}, kStartMs);
+  INFO(cmp.out << cmp.err);
+  const auto j = nlohmann::json::parse(cmp.out.substr(cmp.out.find('{')));
+  CHECK(j["compared"] == 30);
+  CHECK(j["prompts"].size() == 32);
 }

@@ -393,6 +393,13 @@ TEST_CASE("schema: messages keep their exact wording") {
         "test.json: candidates[0].stages.grace: must be between 0 and 10 "
         "(e.g. 0.25 (a stage may run 25% past its length to make up gaps, held heavy work or a decisive "
         "rule's evidence))");
+  // The burst rule's effect floors (docs/DESIGN.md §3.9): a share under 0.6 would call two slots at work serial.
+  CHECK(line("defaults.judge", "serial_min_share", 0.5) ==
+        "test.json: defaults.judge.serial_min_share: must be between 0.6 and 1 (e.g. 0.75 (each place in a "
+        "serialized burst's queue adds at least 0.75 of one answer's service time to the time to first token))");
+  CHECK(line("candidates[0].judge", "serial_min_effect_ms", -1) ==
+        "test.json: candidates[0].judge.serial_min_effect_ms: must be at least 0 (e.g. 50 (and at least 50 ms: a "
+        "smaller rise per place is nothing a user feels))");
   CHECK(line("defaults.soak", "max_footprint_slope_mb_per_h", -1) ==
         "test.json: defaults.soak.max_footprint_slope_mb_per_h: must be between 0 and 1e+09 (e.g. 50)");
   CHECK(line("candidates[0]", "stagez", 1) ==
@@ -539,4 +546,17 @@ TEST_CASE("capacity: entries of size x concurrency, defaulted from the slots whe
   auto solo = parse(doc_with("candidates[0]", "allow_coexisting", false));
   REQUIRE(solo.ok());
   CHECK(coexist->candidate_hash(coexist->candidates[0]) != solo->candidate_hash(solo->candidates[0]));
+}
+
+TEST_CASE("judge.serial_min_share and serial_min_effect_ms: defaults, and a configured floor reaches the candidate") {
+  auto d = parse(doc_with("defaults.judge", "alpha", 0.01));
+  REQUIRE(d.ok());
+  CHECK(d->candidates[0].settings.judge.serial_min_share == 0.75);
+  CHECK(d->candidates[0].settings.judge.serial_min_effect_ms == 50);
+  auto r = parse(doc_with("defaults.judge", "serial_min_effect_ms", 120));
+  REQUIRE(r.ok());
+  CHECK(r->candidates[0].settings.judge.serial_min_effect_ms == 120);
+  CHECK(r->candidates[0].settings.judge.serial_min_share == 0.75);
+  // A changed floor is part of the candidate's config hash; the defaults leave earlier hashes alone.
+  CHECK(r->candidate_hash(r->candidates[0]) != d->candidate_hash(d->candidates[0]));
 }

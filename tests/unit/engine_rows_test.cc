@@ -236,6 +236,62 @@ TEST_CASE("burst summary: FIFO serialization is a queue served one at a time") {
   CHECK(j["ttft_p95_ms"] == Approx(191));
 }
 
+TEST_CASE("burst summary: a staircase of 2 ms answers on a busy host is under the floor; 150 ms ones are serial") {
+  const auto at_us = [](int64_t first_us, int64_t last_us) {
+    BurstMember m;
+    m.outcome = Outcome::Clean;
+    m.start_ns = m.sent_ns.emplace(0);
+    m.first_token_ns = first_us * 1000;
+    m.last_token_ns = last_us * 1000;
+    m.done_ns = (last_us + 100) * 1000;
+    m.completion_tokens = 8;
+    return m;
+  };
+  // A runtime whose whole answer takes about 2 ms (0.9 ms to the first token,
+  // 0.8 ms of decode) on 4 slots, on a host busy with a compiler: the members
+  // found the loop a few milliseconds apart, so their decodes never overlap
+  // and TTFT climbs by about a service time a place, ~2 ms.
+  std::vector<BurstMember> jittered;
+  for (int64_t first : {900, 3000, 5300, 7100, 9400, 11000}) jittered.push_back(at_us(first, first + 800));
+  BurstSummary s = summarize_burst(jittered);
+  CHECK(s.serialized);  // the staircase is there ...
+  CHECK(s.answered == 6);
+  REQUIRE(s.service_ms);
+  CHECK(*s.service_ms == Approx(1.7));
+  const SerialCall call = read_serial(s.queue_figures(), SerialFloors{});
+  CHECK(call.reading == SerialReading::UnderFloor);  // ... but 2 ms a place is nothing anyone feels
+  REQUIRE(call.rise_ms);
+  CHECK(*call.rise_ms == Approx(2.02));
+  CHECK(describe_rise(call, s.queue_figures()) ==
+        "time to first token rose by 2.0 ms per place in the queue, 1.19 of one answer's service time (1.7 ms)");
+  // Only a floor of 0 calls it serial (what the rule did before it had one).
+  CHECK(read_serial(s.queue_figures(), SerialFloors{0.75, 0}).reading == SerialReading::Serial);
+
+  // 150 ms answers (20 ms to the first token, 130 ms of decode) truly served one at a time.
+  std::vector<BurstMember> fifo;
+  for (int64_t k = 0; k < 8; ++k) fifo.push_back(at_us(20'000 + k * 150'000, 150'000 + k * 150'000));
+  BurstSummary f = summarize_burst(fifo);
+  CHECK(f.serialized);
+  const SerialCall serial = read_serial(f.queue_figures(), SerialFloors{});
+  CHECK(serial.reading == SerialReading::Serial);
+  CHECK(*serial.rise_ms == Approx(150));
+  CHECK(*serial.share == Approx(1.0));
+  // A share of a whole service time a place and more still holds it; 200 ms a place does not.
+  CHECK(read_serial(f.queue_figures(), SerialFloors{1.0, 50}).reading == SerialReading::Serial);
+  CHECK(read_serial(f.queue_figures(), SerialFloors{0.75, 200}).reading == SerialReading::UnderFloor);
+
+  // The figures the judge reads back are in the summary's JSON.
+  f.floors = SerialFloors{};
+  auto j = nlohmann::json::parse(f.to_json());
+  CHECK(j["answered"] == 8);
+  CHECK(j["rise_per_place_ms"] == Approx(150));
+  CHECK(j["serial_floors"]["min_share"] == Approx(0.75));
+  CHECK(j["serial_floors"]["min_effect_ms"] == 50);
+  // A member that failed: not every one answered, nothing served one at a time.
+  fifo[3].outcome = Outcome::Http5xx;
+  CHECK(read_serial(summarize_burst(fifo).queue_figures(), SerialFloors{}).reading == SerialReading::NotServedInTurn);
+}
+
 TEST_CASE("reuse ratio is median(prefix) / cold") {
   CHECK(reuse_ratio(1000, {100, 300, 200}) == Approx(0.2));
   CHECK(reuse_ratio(1000, {100, 300}) == Approx(0.2));

@@ -1,6 +1,9 @@
 // The canary's own rules on literal rows: the pooled failure ratio over
 // functional, long-context and burst completions, which rows are attempts at
-// all, and the long-context gate with its context reach.
+// all, the long-context gate with its context reach, and a burst served one at
+// a time judged with its effect floors.
+#include <nlohmann/json.hpp>
+
 #include "judges/judge.h"
 #include "judges/recipe.h"
 #include "tests/catch.h"
@@ -439,4 +442,133 @@ TEST_CASE("ab interleaved: the note is the baseline/ab metric, and in the reason
     r.recipe = c.in.recipe;
     CHECK_FALSE(contains(recipe_to_json(r), "baseline_note"));
   }
+}
+
+// ---------------------------------------------------------------- burst serialization
+
+namespace {
+
+// A burst summary row as the burst probe stores it (probes/engine_rows.h
+// BurstSummary::to_json): `n` members each answered, never two decoding at
+// once, TTFT rising by `rise_ms` a place, one answer's
+// service time `service_ms`, on a runtime with `slots` slots.
+ProbeResult& burst_summary(Rows& rows, int n, double rise_ms, double service_ms, int slots, Outcome outcome) {
+  ProbeResult& r = rows.add(ProbeKind::Burst, "burst/" + std::to_string(n) + "/summary", outcome);
+  r.client_concurrency = n;
+  r.runtime_slots = slots;
+  const double span = rise_ms * (n - 1);
+  nlohmann::ordered_json j;
+  j["n"] = n;
+  j["clean"] = n;
+  j["peak_decoding"] = 1;
+  j["service_ms"] = service_ms;
+  j["queue_span_ms"] = span;
+  j["queue_ratio"] = span / ((n - 1) * service_ms);
+  j["rise_per_place_ms"] = rise_ms;
+  j["answered"] = n;
+  j["serialized"] = true;
+  j["runtime_slots"] = slots;
+  j["fifo"] = outcome == Outcome::SerializedBurst ? "failure" : "under_floor";
+  r.extra_json = j.dump();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("burst serialization: a 2 ms answer's staircase on a busy host is under the floor, not serial") {
+  Canary c;
+  c.functional(2);
+  // Six bursts of 6 on 4 slots; two drew a staircase of ~2 ms steps (the host's
+  // scheduling: a member that found the loop late), as the field's compiler-loaded
+  // host did. The probe of an earlier release marked them serialized_burst.
+  for (int i = 0; i < 4; ++i) burst_summary(c.cand, 6, 0.3, 2.0, 4, Outcome::Clean);
+  burst_summary(c.cand, 6, 2.1, 2.0, 4, Outcome::SerializedBurst);
+  burst_summary(c.cand, 6, 2.4, 2.1, 4, Outcome::SerializedBurst);
+  const VerdictRow v = c.judge();
+  INFO(v.reason);
+  const auto* b = find_metric(v, "burst_serialization");
+  REQUIRE(b);
+  CHECK(b->result == MetricResult::Pass);
+  CHECK(b->n == 6);
+  CHECK(contains(b->reason, "0 of 6 bursts served one at a time on a multi-slot runtime"));
+  CHECK(contains(b->reason, "2 more were, but their time to first token rose by at most 2.4 ms per place"));
+  CHECK(contains(b->reason, "under the floor: an effect nobody would feel"));
+  CHECK(contains(b->reason,
+                 "floors: 0.75 of the service time (judge.serial_min_share) and 50 ms "
+                 "(judge.serial_min_effect_ms)"));
+  CHECK_FALSE(contains(v.reason, "burst:"));
+  CHECK(v.state != VerdictState::Rejected);
+}
+
+TEST_CASE("burst serialization: 150 ms answers served one at a time on 2 slots still reject, naming the rise") {
+  Canary c;
+  c.functional(2);
+  burst_summary(c.cand, 8, 152, 150, 2, Outcome::SerializedBurst);
+  burst_summary(c.cand, 8, 40, 150, 2, Outcome::Clean).extra_json = R"({"n": 8, "answered": 8,
+    "peak_decoding": 2, "service_ms": 150, "queue_span_ms": 280, "queue_ratio": 0.27, "runtime_slots": 2})";
+  const VerdictRow v = c.judge();
+  INFO(v.reason);
+  const auto* b = find_metric(v, "burst_serialization");
+  REQUIRE(b);
+  CHECK(b->result == MetricResult::Fail);
+  CHECK(b->estimate == 1);
+  CHECK(contains(b->reason, "1 of 2 bursts served one at a time on a multi-slot runtime"));
+  CHECK(contains(b->reason,
+                 "burst/8/summary: 8 requests served one at a time on a runtime with 2 slots (time to "
+                 "first token rose by 152 ms per place in the queue, 1.01 of one answer's service time "
+                 "(150 ms))"));
+  CHECK(contains(b->reason, "floors: 0.75 of the service time"));
+  CHECK(v.state == VerdictState::Rejected);
+  CHECK(contains(v.reason, "burst: 1 of 2 bursts"));
+}
+
+TEST_CASE("burst serialization: the floors are the recipe's; a recipe stored before them judges as it did") {
+  Canary c;
+  c.functional(2);
+  burst_summary(c.cand, 6, 1.9, 2.1, 4, Outcome::Clean);                               // 0.90 of a service time a place
+  CHECK(find_metric(c.judge(), "burst_serialization")->result == MetricResult::Pass);  // 1.9 ms: under 50 ms
+  // Configured floors: 1 ms lets the 1.9 ms rise reject ...
+  c.in.recipe.judge.serial_min_effect_ms = 1;
+  CHECK(find_metric(c.judge(), "burst_serialization")->result == MetricResult::Fail);
+  // ... unless each place must add a whole service time: 0.90 is not served one at a time.
+  c.in.recipe.judge.serial_min_share = 1.0;
+  const VerdictRow share = c.judge();
+  CHECK(find_metric(share, "burst_serialization")->result == MetricResult::Pass);
+  CHECK(contains(find_metric(share, "burst_serialization")->reason, "floors: 1.00 of the service time"));
+
+  // Stored and read back: the floors travel with the recipe.
+  StoredRecipe r;
+  r.recipe = c.in.recipe;
+  r.recipe.judge.serial_min_share = 0.8;
+  r.recipe.judge.serial_min_effect_ms = 120;
+  auto back = recipe_from_json(recipe_to_json(r));
+  REQUIRE(back.ok());
+  CHECK(back->recipe.judge.serial_min_share == 0.8);
+  CHECK(back->recipe.judge.serial_min_effect_ms == 120);
+  // A recipe stored before the floors: the share built in then, no floor in ms,
+  // so explain recomputes the old rejection of the 2 ms staircase.
+  auto j = nlohmann::json::parse(recipe_to_json(r));
+  j["judge"].erase("serial_min_share");
+  j["judge"].erase("serial_min_effect_ms");
+  auto old = recipe_from_json(j.dump());
+  REQUIRE(old.ok());
+  CHECK(old->recipe.judge.serial_min_share == 0.75);
+  CHECK(old->recipe.judge.serial_min_effect_ms == 0);
+  Canary before;
+  before.functional(2);
+  burst_summary(before.cand, 6, 2.4, 2.1, 4, Outcome::SerializedBurst);
+  before.in.recipe.judge = old->recipe.judge;
+  CHECK(find_metric(before.judge(), "burst_serialization")->result == MetricResult::Fail);
+}
+
+TEST_CASE("burst serialization: one slot is the expected FIFO whatever the rise; no figures, the probe's call") {
+  Canary c;
+  c.functional(2);
+  burst_summary(c.cand, 8, 152, 150, 1, Outcome::Clean);
+  CHECK(find_metric(c.judge(), "burst_serialization")->result == MetricResult::Pass);
+  // A summary without figures (hand-made, or a store's oldest rows): its outcome stands.
+  c.cand.add(ProbeKind::Burst, "burst/8/summary", Outcome::SerializedBurst).detail = "8 requests served one at a time";
+  const auto* b = find_metric(c.judge(), "burst_serialization");
+  CHECK(b->result == MetricResult::Fail);
+  CHECK(contains(b->reason, "(no queue figures stored)"));
 }

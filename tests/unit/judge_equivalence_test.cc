@@ -259,6 +259,12 @@ TEST_CASE("prompts in one run only are missing; no prompt in common is insuffici
   CHECK(r.prompts[2].status == PromptStatus::Missing);
   CHECK(r.prompts[3].prompt_id == "extra");
   CHECK(r.prompts[3].status == PromptStatus::Missing);
+  CHECK(r.prompts[2].in_a == Presence::Answered);
+  CHECK(r.prompts[2].in_b == Presence::Absent);
+  CHECK(r.prompts[3].in_a == Presence::Absent);
+  CHECK(describe(r.prompts[3]) == "missing: run a not asked, run b answered");
+  CHECK(r.compared() == 2);
+  CHECK(r.summary().find("2 of 4 prompts compared") != std::string::npos);
   CHECK(r.verdict == EquivalenceVerdict::Equivalent);
 
   GoldenRun other;
@@ -274,4 +280,59 @@ TEST_CASE("sort_top puts the most likely token first, whatever order the runtime
   CHECK(s.top[0].token == "a");
   CHECK(s.top[1].token == "b");
   CHECK(s.top[2].token == "c");
+}
+
+TEST_CASE("a prompt asked and not answered is missing on that side, never an equal or a text difference") {
+  // Both runs asked all three; run b's second request brought no answer (refused, stalled):
+  // it is stored with no text hash (core/golden.h unanswered_golden).
+  GoldenRun a = confident_run(3);
+  GoldenRun b = confident_run(3);
+  b.answers[1] = unanswered_golden("p1");
+  CHECK_FALSE(b.answers[1].answered());
+  EquivalenceResult r = compare_runs(a, b, kRules, std::nullopt);
+  REQUIRE(r.prompts.size() == 3);
+  CHECK(r.prompts[1].status == PromptStatus::Missing);
+  CHECK(r.prompts[1].in_a == Presence::Answered);
+  CHECK(r.prompts[1].in_b == Presence::Unanswered);
+  CHECK(describe(r.prompts[1]) == "missing: run a answered, run b asked, not answered");
+  CHECK(r.compared() == 2);
+  CHECK(r.text_prompts == 0);  // not counted as a text difference
+  CHECK(r.verdict == EquivalenceVerdict::Equivalent);
+
+  // Unanswered on both sides: still listed, still missing (the old runs left such a prompt out of both).
+  a.answers[1] = unanswered_golden("p1");
+  r = compare_runs(a, b, kRules, std::nullopt);
+  CHECK(r.prompts[1].status == PromptStatus::Missing);
+  CHECK(r.prompts[1].in_a == Presence::Unanswered);
+  CHECK(r.compared() == 2);
+  CHECK(compare_answers(a.answers[1], b.answers[1], kRules).status == PromptStatus::Missing);
+
+  // The noise floor counts only prompts answered on both sides.
+  const NoiseFloor f = noise_floor(a, b, kRules);
+  CHECK(f.prompts == 2);
+  CHECK(f.text_differences == 0);
+
+  // Nothing answered on one side: nothing compared, insufficient.
+  GoldenRun none;
+  for (int i = 0; i < 3; ++i) none.answers.push_back(unanswered_golden("p" + std::to_string(i)));
+  const EquivalenceResult n = compare_runs(confident_run(3), none, kRules, std::nullopt);
+  CHECK(n.prompts.size() == 3);
+  CHECK(n.compared() == 0);
+  CHECK(n.verdict == EquivalenceVerdict::Insufficient);
+}
+
+TEST_CASE("an unanswered prompt survives the store: its row has no text hash and decodes as unanswered") {
+  GoldenAnswerRow row = golden_row(unanswered_golden("context/8192/0"));
+  row.run = "r1";
+  row.set_hash = "s";
+  CHECK(row.text_hash.empty());
+  GoldenAnswerRow answered = golden_row(answer("factual/00", {sure("The")}));
+  answered.run = "r1";
+  answered.set_hash = "s";
+  const auto runs = group_golden_runs({answered, row});
+  REQUIRE(runs.size() == 1);
+  REQUIRE(runs[0].answers.answers.size() == 2);
+  CHECK(runs[0].answers.answers[0].answered());
+  CHECK_FALSE(runs[0].answers.answers[1].answered());
+  CHECK(runs[0].answers.answers[1].steps.empty());
 }

@@ -325,3 +325,26 @@ TEST_CASE("golden recipe: the rules, the reference and the golden rows' bound ar
   CHECK_FALSE(contains(recipe_to_json(plain), "equivalence"));
   CHECK_FALSE(contains(recipe_to_json(plain), "golden"));
 }
+
+TEST_CASE("golden canary: a prompt its last run asked and got no answer to is counted missing, named, not dropped") {
+  Canary c;
+  c.builds(Flavour::Steady);
+  // The canary's last run: tool_call/00 refused (stored as asked, not answered).
+  for (auto& r : c.in.golden)
+    if (r.run == "c2" && r.prompt_id == "tool_call/00") {
+      r.text_hash.clear();
+      r.logprobs = LogprobShape::None;
+      r.steps = encode_steps({});
+    }
+  const VerdictRow v = c.judge();
+  INFO(v.reason);
+  const auto* m = find_metric(v, "equivalence");
+  REQUIRE(m);
+  CHECK(m->n == 3);  // the prompts compared, of the 4 asked
+  CHECK(contains(m->reason, "3 of 4 prompts compared (answered on both sides)"));
+  CHECK(contains(m->reason, "1 missing"));
+  const auto* p = find_metric(v, "equivalence/tool_call/00");
+  REQUIRE(p);
+  CHECK(p->result == MetricResult::Insufficient);
+  CHECK(contains(p->reason, "not compared: missing: run a answered, run b asked, not answered"));
+}

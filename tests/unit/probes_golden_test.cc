@@ -10,9 +10,13 @@
 
 #include "core/golden.h"
 #include "core/hash.h"
+#include "probes/answer_check.h"
 #include "probes/golden_set.h"
+#include "probes/openai_chat.h"
 #include "probes/runtimes/catalog.h"
+#include "probes/server_cap.h"
 #include "tests/catch.h"
+#include "tests/unit/probes_capture_local.h"
 
 using namespace soak;
 using namespace soak::probes;
@@ -95,9 +99,14 @@ TEST_CASE("golden requests are greedy, unstreamed, thinking off, with the same l
   CHECK(llama["cache_prompt"] == false);  // llama.cpp's README: the prompt cache can change results
   CHECK(llama["logprobs"] == true);
   CHECK(llama["top_logprobs"] == kGoldenTopLogprobs);
-  CHECK_FALSE(llama.contains("max_tokens"));
+  // soakd's own bound, the one request that sends one: every token it lets run is a stored step.
+  CHECK(llama["max_tokens"] == kGoldenMaxTokens);
+  CHECK(kGoldenMaxTokens == static_cast<int64_t>(kGoldenMaxSteps));
   CHECK_FALSE(llama.contains("max_completion_tokens"));
   CHECK(golden_request(options_for(RuntimeKind::LlamaCpp), p).kind == ProbeKind::Equivalence);
+  CHECK(golden_request(options_for(RuntimeKind::LlamaCpp), p).max_tokens == kGoldenMaxTokens);
+  for (RuntimeKind k : {RuntimeKind::MlxLm, RuntimeKind::Ollama, RuntimeKind::LmStudio, RuntimeKind::Omlx})
+    CHECK(json::parse(golden_request(options_for(k), p).body)["max_tokens"] == kGoldenMaxTokens);
 
   // Ollama takes neither top_k nor chat_template_kwargs; it has no cache_prompt.
   const json ollama = json::parse(golden_request(options_for(RuntimeKind::Ollama), p).body);
@@ -186,4 +195,69 @@ TEST_CASE("stored steps keep tokens, ids and logprobs to 1e-4 nats, and refuse w
   CHECK_FALSE(decode_steps("not json"));
   CHECK_FALSE(decode_steps(R"({"t": ["a"], "i": [null], "s": [[5, -1]]})"));  // index out of the table
   CHECK_FALSE(decode_steps(R"({"t": ["a"], "i": [null], "s": [[0]]})"));      // a step without its logprob
+}
+
+// ---------------------------------------------------------------- real captures
+
+namespace {
+
+ServerCapContext golden_cap(std::optional<int64_t> slot_ctx) {
+  ServerCapContext c;
+  c.lift = builtin_runtime(RuntimeKind::LlamaCpp).lift_cap;
+  c.request_limit = RequestLimit::Sent;
+  c.request_max_tokens = kGoldenMaxTokens;
+  c.slot_ctx = slot_ctx;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("a real greedy answer that loops is read whole: every token with its top-5, the loop found") {
+  // llama-server started with -n 64; the golden request's max_tokens 256 is what bounds it
+  // (tools/server/server-schema.cpp: max_tokens is an alias of the request's n_predict,
+  // which replaces the server's default).
+  const auto cap = probes_local::load_capture("post-v1-chat-completions-golden-loop.http");
+  REQUIRE(cap.status == 200);
+  const json body = json::parse(cap.body);
+  const auto a = read_golden_answer(body, "factual/xx");
+  REQUIRE(a);
+  CHECK(a->logprobs == LogprobShape::TopK);
+  REQUIRE(a->steps.size() == static_cast<size_t>(kGoldenMaxTokens));
+  for (const TokenStep& s : a->steps) {
+    CHECK(s.chosen.id);
+    CHECK(s.top.size() == static_cast<size_t>(kGoldenTopLogprobs));
+    CHECK(s.top[0].logprob >= s.top[1].logprob);
+  }
+  const ChatResult r = parse_chat_completion(cap.body, 0);
+  CHECK(r.finish_reason == "length");
+  // The loop: the answer rules' outcome for it (probes/answer_check.h) ...
+  const RepetitionReport rep = answer_repetition(r);
+  CHECK(rep.looping);
+  const auto v = check_answer(r, rep, true);
+  REQUIRE(v);
+  CHECK(v->outcome == Outcome::Repetition);
+  // ... and not a runtime cap: it ran to soakd's own bound.
+  CHECK_FALSE(classify_server_cap(r, golden_cap(4096)));
+  CHECK(completion_tokens_of(r) == kGoldenMaxTokens);
+  // The stored form keeps every step.
+  const auto decoded = decode_steps(encode_steps(a->steps));
+  REQUIRE(decoded);
+  CHECK(decoded->size() == a->steps.size());
+}
+
+TEST_CASE("a real greedy answer the runtime cut short of soakd's bound (a full slot) is its own cap, still read") {
+  // llama-server -c 160 --parallel 1: a slot of 256 tokens, 26 prompt + 230 answer.
+  const auto cap = probes_local::load_capture("post-v1-chat-completions-golden-full-slot.http");
+  REQUIRE(cap.status == 200);
+  const ChatResult r = parse_chat_completion(cap.body, 0);
+  REQUIRE(r.finish_reason == "length");
+  const auto v = classify_server_cap(r, golden_cap(256));
+  REQUIRE(v);
+  CHECK(v->outcome == Outcome::ServerTokenCap);
+  CHECK(v->detail.find("slot context is full (n_ctx 256 per slot: 26 prompt + 230 answer tokens)") !=
+        std::string::npos);
+  CHECK(v->detail.find("after 230 completion tokens; soakd asked for at most 256") != std::string::npos);
+  const auto a = read_golden_answer(json::parse(cap.body), "factual/xx");
+  REQUIRE(a);
+  CHECK(a->steps.size() == 230);
 }

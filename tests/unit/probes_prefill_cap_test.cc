@@ -241,6 +241,13 @@ TEST_CASE("server cap: not for a natural stop, a tool call, or a request that se
   CHECK_FALSE(classify_server_cap(feed(mlx_answer("tool_calls", 40)), c));
   c.request_limit = RequestLimit::Sent;
   CHECK_FALSE(classify_server_cap(feed(mlx_answer("length", 512)), c));
+  // A bound the request named: reaching it is soakd's cut; stopping short of it is the runtime's.
+  c.request_max_tokens = 512;
+  CHECK_FALSE(classify_server_cap(feed(mlx_answer("length", 512)), c));
+  auto short_of = classify_server_cap(feed(mlx_answer("length", 300)), c);
+  REQUIRE(short_of);
+  CHECK(short_of->outcome == Outcome::ServerTokenCap);
+  CHECK(short_of->detail.find("after 300 completion tokens; soakd asked for at most 512") != std::string::npos);
 }
 
 TEST_CASE("server cap: every runtime gets advice that names the count") {
