@@ -173,8 +173,8 @@ TEST_CASE("a real llama-server: every probe kind runs and classifies what it ans
   // What a random model cannot do is classified, never a harness error; what
   // -n 64 cuts is the server's cap. Its random tokens are bytes, control
   // characters among them: leaked markup, which names the cap too.
-  const std::set<Outcome> classified{Outcome::Clean,          Outcome::MissingMarker,   Outcome::InvalidJson,
-                                     Outcome::InvalidToolCall, Outcome::EmptyToolArgs,  Outcome::Repetition,
+  const std::set<Outcome> classified{Outcome::Clean,           Outcome::MissingMarker, Outcome::InvalidJson,
+                                     Outcome::InvalidToolCall, Outcome::EmptyToolArgs, Outcome::Repetition,
                                      Outcome::ServerTokenCap,  Outcome::LeakedMarkup};
   for (const auto& r : rows) {
     INFO(to_string(r.kind) << " " << r.workload_id << ": " << r.detail);
@@ -475,8 +475,8 @@ TEST_CASE("a real llama-server: an agent session's prompt tokens grow turn by tu
     for (auto r : h.run(c, {ProbeKind::Agent})) {
       INFO(r.detail);
       // The random model's bytes hold control characters now and then: leaked markup.
-      CHECK((r.outcome == Outcome::Clean || r.outcome == Outcome::ServerTokenCap ||
-             r.outcome == Outcome::LeakedMarkup));
+      CHECK(
+          (r.outcome == Outcome::Clean || r.outcome == Outcome::ServerTokenCap || r.outcome == Outcome::LeakedMarkup));
       r.candidate_id = cid;
       r.host_id = host;
       REQUIRE((*store)->insert_probe_result(r).ok());

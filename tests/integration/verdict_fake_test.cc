@@ -172,3 +172,80 @@ TEST_CASE("a runtime failing 1 in 8 completions with HTTP 500 is rejected in the
     CHECK(v2.state == VerdictState::Promoted);
   }
 }
+
+// The burst rule's effect floor (core/burst_serial.h, docs/DESIGN.md §2.4):
+// the same one-at-a-time runtime, configured with 2 slots, whose answers take
+// about 2 ms or 20 ms, and whose answers take about 150 ms. The first draw
+// staircases of steps nobody feels; the second makes the last of 6 wait
+// most of a second.
+namespace {
+
+struct SerialRun {
+  const ProbeResult* summary = nullptr;
+  nlohmann::json extra;
+  VerdictRow verdict;
+  std::vector<ProbeResult> rows;
+};
+
+SerialRun serial_canary(int answer_ms) {
+  ListenerConfig cfg = ListenerConfig::make(Scenario::FifoSerial);  // one slot serves the queue in order
+  cfg.knobs.token_interval_ms = 0;
+  cfg.knobs.prefill_ms_per_1k = 0;
+  cfg.knobs.first_token_delay_ms = answer_ms;  // held in the slot, before the first token
+  Fake f(cfg);
+  CandidateConfig c = candidate(f.url());
+  c.slots = 2;  // what the operator configured: 2 slots, so one at a time is a failure when felt
+  c.settings.burst_sizes = {6};
+  SerialRun run;
+  run.rows = canary_rows(c, 1);
+  run.verdict = judge_canary(c, run.rows);
+  for (const auto& r : run.rows)
+    if (r.workload_id == "burst/6/summary") run.summary = &r;
+  if (run.summary) run.extra = nlohmann::json::parse(run.summary->extra_json);
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("served one at a time on 2 slots, 2 ms and 20 ms answers: under the floor, not rejected") {
+  // 2 ms: the fastest answer's own time (connection and parse included) is
+  // about as long as the rise per place, so the staircase may not even read;
+  // 20 ms: a clear staircase of about one service time per place, 20 ms, under
+  // judge.serial_min_effect_ms (50): recorded, clean.
+  for (int answer_ms : {2, 20}) {
+    const SerialRun run = serial_canary(answer_ms);
+    INFO(answer_ms << " ms answers\n" << describe(run.rows) << run.verdict.reason);
+    REQUIRE(run.summary);
+    INFO(run.extra.dump());
+    CHECK(run.summary->outcome == Outcome::Clean);
+    CHECK(run.extra["fifo"] != "failure");
+    CHECK(run.extra["rise_per_place_ms"].get<double>() < 50);
+    const MetricEvidence* m = metric(run.verdict, "burst_serialization");
+    REQUIRE(m);
+    CHECK(m->result == MetricResult::Pass);
+    CHECK_FALSE(has(run.verdict.reason, "burst:"));
+    CHECK(run.verdict.state == VerdictState::Promoted);
+    if (answer_ms < 20) continue;
+    CHECK(run.extra["serialized"] == true);
+    CHECK(run.extra["fifo"] == "under_floor");
+    CHECK(has(run.summary->detail, "an effect nobody would feel"));
+    CHECK(has(m->reason, "under the floor: an effect nobody would feel"));
+  }
+}
+
+TEST_CASE("served one at a time on 2 slots, 150 ms answers: rejected, naming the rise per place and the floors") {
+  const SerialRun run = serial_canary(150);
+  INFO(describe(run.rows) << run.verdict.reason);
+  REQUIRE(run.summary);
+  INFO(run.extra.dump());
+  CHECK(run.summary->outcome == Outcome::SerializedBurst);
+  CHECK(run.extra["fifo"] == "failure");
+  CHECK(run.extra["rise_per_place_ms"].get<double>() >= 140);
+  const MetricEvidence* m = metric(run.verdict, "burst_serialization");
+  REQUIRE(m);
+  CHECK(m->result == MetricResult::Fail);
+  CHECK(has(m->reason, "per place in the queue"));
+  CHECK(has(m->reason, "judge.serial_min_effect_ms"));
+  CHECK(run.verdict.state == VerdictState::Rejected);
+  CHECK(has(run.verdict.reason, "burst: 1 of 1 bursts served one at a time on a multi-slot runtime"));
+}
