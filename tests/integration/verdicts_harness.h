@@ -1,5 +1,6 @@
 // Shared by the verdict scenarios through soakd and the fake runtime
-// (verdicts_compare_fake_test.cc, verdicts_soak_fake_test.cc,
+// (verdicts_compare_fake_test.cc, verdicts_soak_fake_test.cc, verdicts_queue_fake_test.cc,
+// verdicts_hygiene_fake_test.cc,
 // heavy_fair_fake_test.cc): fake runtime children on loopback, a soakd config
 // with stages compressed to seconds, the store read back. The fake knows
 // nothing of stages: where a story needs a runtime to change during a stage,
@@ -76,6 +77,35 @@ inline std::string candidate(const std::string& name, int port, const std::strin
               "base_url": "http://127.0.0.1:)" +
          std::to_string(port) + "\"" + more + " }";
 }
+
+// The `defaults` members most scenarios share: stages compressed to seconds,
+// cadences to match, the soak's footprint rules and decode drift at their
+// widest (see Run below), one long-context size and bursts of one. A scenario
+// sets the lengths and cadences its story needs.
+struct Compressed {
+  std::string smoke = "20s", canary = seconds(8), gate = "5s", soak = seconds(8);
+  std::string long_context = "3s", burst = "4s", soak_traffic = "100ms", soak_heavy = "3s";
+  std::string gate_more;  // further members of "gate" (", \"max_failure_ratio\": 0.1")
+  std::string long_context_sizes = "1024";
+  std::string text() const {
+    return R"(
+        "stages": { "smoke": ")" +
+           smoke + R"(", "canary": ")" + canary + R"(", "gate": ")" + gate + R"(", "soak": ")" + soak +
+           R"(", "grace": 1 },
+        "cadence": { "scrape": "1s", "functional": "1s", "long_context": ")" +
+           long_context + R"(", "burst": ")" + burst + R"(", "cancel": ")" + burst +
+           R"(", "gate_pause": "100ms", "gate_long_context": ")" + long_context + R"(", "soak_traffic": ")" +
+           soak_traffic + R"(", "soak_heavy": ")" + soak_heavy + R"(", "build_poll": "2s" },
+        "gate": { "min_completed": 5)" +
+           gate_more + R"( },
+        "soak": { "max_footprint_slope_mb_per_h": 1000000, "max_footprint_growth": 10, "max_decode_drift": 1 },
+        "agent": { "context_ceiling": 8000, "band_tokens": 20000 },
+        "long_context_sizes": [)" +
+           long_context_sizes + R"(],
+        "burst_sizes": [1],
+        "capacity": [])";
+  }
+};
 
 // A soakd config and store in a temporary directory. `defaults` are members of
 // the defaults object besides the limits every test shares. The golden set

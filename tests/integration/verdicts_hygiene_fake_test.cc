@@ -14,19 +14,11 @@ TEST_CASE("a build leaking its end-of-turn token from the canary on is rejected 
   Fake clean = start_fake("healthy", {"--build", "b9450-0a1b2c3", "--token-interval-ms", "2"});
   Fake leaky = start_fake("healthy", {"--build", "b9451-0a1b2c3", "--token-interval-ms", "2", "--leak", "im-end"});
   Run run;
-  run.write(R"(
-        "stages": { "smoke": "20s", "canary": ")" +
-                seconds(8) + R"(", "gate": "6s", "soak": "6s", "grace": 1 },
-        "cadence": { "scrape": "1s", "functional": "1s", "long_context": "3s", "burst": "4s", "cancel": "4s",
-                     "gate_pause": "100ms", "gate_long_context": "3s", "soak_traffic": "300ms", "soak_heavy": "3s",
-                     "build_poll": "2s" },
-        "gate": { "min_completed": 5 },
-        "soak": { "max_footprint_slope_mb_per_h": 1000000, "max_footprint_growth": 10, "max_decode_drift": 1 },
-        "agent": { "context_ceiling": 8000, "band_tokens": 20000 },
-        "long_context_sizes": [1024],
-        "burst_sizes": [1],
-        "capacity": [])",
-            {candidate("clean", clean.port), candidate("leaky", leaky.port)});
+  Compressed stages;
+  stages.soak = "6s";
+  stages.gate = "6s";
+  stages.soak_traffic = "300ms";
+  run.write(stages.text(), {candidate("clean", clean.port), candidate("leaky", leaky.port)});
   auto d = run.start();
   on_stage_start(d, "leaky", "b9451-0a1b2c3", "canary", leaky.port, R"({"scenario": "markup-leak"})");
   wait_settled(d);

@@ -21,18 +21,12 @@ namespace {
 // The stages and cadences these scenarios share; a soak long enough for the
 // evidence a promotion needs (judge.min_samples rows in each pooled quarter).
 std::string defaults() {
-  return R"(
-        "stages": { "smoke": "90s", "canary": ")" +
-         seconds(8) + R"(", "gate": ")" + seconds(5) + R"(", "soak": ")" + seconds(8) + R"(", "grace": 1 },
-        "cadence": { "scrape": "1s", "functional": "1s", "long_context": "3s", "burst": "3s", "cancel": "3s",
-                     "gate_pause": "100ms", "gate_long_context": "3s", "soak_traffic": "100ms", "soak_heavy": "1h",
-                     "build_poll": "2s" },
-        "gate": { "min_completed": 5 },
-        "soak": { "max_footprint_slope_mb_per_h": 1000000, "max_footprint_growth": 10, "max_decode_drift": 1 },
-        "agent": { "context_ceiling": 8000, "band_tokens": 20000 },
-        "long_context_sizes": [1024],
-        "burst_sizes": [1],
-        "capacity": [])";
+  Compressed c;
+  c.smoke = "90s";
+  c.gate = seconds(5);
+  c.burst = "3s";
+  c.soak_heavy = "1h";
+  return c.text();
 }
 
 std::vector<ProbeResult> rows_of(const Run& run, const std::string& name, StageKind stage) {

@@ -21,19 +21,12 @@ TEST_CASE("131K failing only in the soak is rejected by the soak's rounds, the p
   // where a week has ~10,000, so its four 131K rounds weigh a hundred times
   // what they would; at 10 % the pooled ratio lets them by as 1 % lets the
   // week's 28 (S1:197), and only the rounds can reject.
-  run.write(R"(
-        "stages": { "smoke": "20s", "canary": ")" +
-                seconds(8) + R"(", "gate": "5s", "soak": "14s", "grace": 1 },
-        "cadence": { "scrape": "1s", "functional": "1s", "long_context": "2s", "burst": "4s", "cancel": "4s",
-                     "gate_pause": "100ms", "gate_long_context": "2s", "soak_traffic": "100ms", "soak_heavy": "3s",
-                     "build_poll": "2s" },
-        "gate": { "min_completed": 5, "max_failure_ratio": 0.1 },
-        "soak": { "max_footprint_slope_mb_per_h": 1000000, "max_footprint_growth": 10, "max_decode_drift": 1 },
-        "agent": { "context_ceiling": 8000, "band_tokens": 20000 },
-        "long_context_sizes": [1024, 131072],
-        "burst_sizes": [1],
-        "capacity": [])",
-            {candidate("m", f.port)});
+  Compressed stages;
+  stages.soak = "14s";
+  stages.long_context = "2s";
+  stages.gate_more = R"(, "max_failure_ratio": 0.1)";
+  stages.long_context_sizes = "1024, 131072";
+  run.write(stages.text(), {candidate("m", f.port)});
   auto d = run.start();
   on_stage_start(d, "m", "b9432-0a1b2c3", "soak", f.port, R"({"scenario": "large-prompt-5xx"})");
   wait_settled(d);
@@ -125,19 +118,11 @@ TEST_CASE("a first build whose first token takes 1000x longer from a third into 
   // starts waits a second before its prompt is read.
   Fake f = start_fake("healthy", {"--build", "b9433-1c2d3e4", "--token-interval-ms", "1", "--prefill-ms-per-1k", "0"});
   Run run;
-  run.write(R"(
-        "stages": { "smoke": "20s", "canary": ")" +
-                seconds(6) + R"(", "gate": "5s", "soak": ")" + seconds(16) + R"(", "grace": 1 },
-        "cadence": { "scrape": "1s", "functional": "1s", "long_context": "3s", "burst": "4s", "cancel": "4s",
-                     "gate_pause": "100ms", "gate_long_context": "3s", "soak_traffic": "100ms", "soak_heavy": "8s",
-                     "build_poll": "2s" },
-        "gate": { "min_completed": 5 },
-        "soak": { "max_footprint_slope_mb_per_h": 1000000, "max_footprint_growth": 10, "max_decode_drift": 1 },
-        "agent": { "context_ceiling": 8000, "band_tokens": 20000 },
-        "long_context_sizes": [1024],
-        "burst_sizes": [1],
-        "capacity": [])",
-            {candidate("m", f.port)});
+  Compressed stages;
+  stages.canary = seconds(6);
+  stages.soak = seconds(16);
+  stages.soak_heavy = "8s";
+  run.write(stages.text(), {candidate("m", f.port)});
   auto d = run.start();
   on_stage_start(d, "m", "b9433-1c2d3e4", "soak", f.port,
                  R"({"first_token_delay_ms": 1000, "first_token_delay_after": 40})");
