@@ -246,6 +246,10 @@ struct ProcessSample {
   std::optional<int64_t> start_time;  // process start (for restart detection)
   std::optional<int64_t> footprint_bytes, resident_bytes, swap_bytes, pss_bytes;
   std::string error;
+  // The pid names no process (it ended, or is a zombie waiting to be reaped),
+  // whether that was seen before or while its files were read. Not stored:
+  // the error text says so in the row.
+  bool gone = false;
 };
 
 // What an event row records. A closed vocabulary: a stored kind that does not

@@ -169,8 +169,7 @@ void SamplerService::sample_candidate(const Campaigns::Active& a, Watched& w, in
       // a new pid) before saying it is gone. A pid that exists but does not
       // read (another user's process) is looked for again only at the scan
       // cadence, not with a process-table walk every tick.
-      const bool gone = p.error.find(no_such_process(*w.pid)) != std::string::npos;
-      if (gone || wall_ms - w.located_ms >= kDefaultEngineScanEveryMs) {
+      if (p.gone || wall_ms - w.located_ms >= kDefaultEngineScanEveryMs) {
         const std::optional<int> before = w.pid;
         locate();
         if (w.pid && w.pid != before) p = read_process(*w.pid, wall_ms);

@@ -41,7 +41,7 @@ void RuntimeSupervisor::recover() {
   for (const RuntimeLaunch& rec : open ? *open : std::vector<RuntimeLaunch>{}) {
     std::optional<LiveProcess> live;
     ProcessSample s = sampler_.sample_process(rec.pid, now);
-    if (s.error.find(no_such_process(rec.pid)) == std::string::npos) {
+    if (!s.gone) {
       LiveProcess lp{s.start_time, {}};
       if (procs)
         for (const auto& p : *procs)

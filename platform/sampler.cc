@@ -1,5 +1,7 @@
 #include "platform/sampler.h"
 
+#include <cerrno>
+
 #include "platform/procfs.h"
 
 namespace soak {
@@ -13,6 +15,14 @@ ProcessSample begin_process_sample(int pid, int64_t wall_ms) {
 }
 
 std::string no_such_process(int pid) { return "pid " + std::to_string(pid) + ": no such process"; }
+
+void mark_gone(ProcessSample& s, const std::string& how) {
+  s.gone = true;
+  s.start_time.reset();
+  procfs::append_error(s.error, no_such_process(s.pid) + how);
+}
+
+bool ended_errno(int err) { return err == ENOENT || err == ESRCH; }
 
 Result<std::optional<int>> listener_search_result(std::optional<int> lowest, int hidden, ListenerInTable table,
                                                   uint16_t port) {

@@ -109,8 +109,15 @@ std::unique_ptr<Sampler> make_system_sampler(RuntimeSignatures runtimes);
 // ---- shared by the implementations (sampler.cc) -------------------------------
 // A sample stamped with pid and time; an error when the pid cannot name a process.
 ProcessSample begin_process_sample(int pid, int64_t wall_ms);
-// The error text of a pid that names no process (callers match on it).
+// The error text of a pid that names no process.
 std::string no_such_process(int pid);
+// The process ended, before or while it was read: `gone`, no start time (a
+// pid with none identifies no instance), and no_such_process(pid) + `how` in
+// the error. Callers test `gone`, never the text.
+void mark_gone(ProcessSample& s, const std::string& how = "");
+// Whether a read's errno says the process is no longer there: its /proc
+// directory gone (ENOENT) or the task ending under the read (ESRCH).
+bool ended_errno(int err);
 // The outcome of a search for a port's listener: `lowest` found wins;
 // otherwise it is an error when the socket table showed a listener
 // (Linux knows that before looking for its owner) or when `hidden` processes

@@ -83,24 +83,36 @@ class LinuxSampler final : public Sampler {
     ProcessSample s = begin_process_sample(pid, wall_ms);
     if (!s.error.empty()) return s;
     if (int err = read(path("%s/%d/stat", roots_.proc.c_str(), pid))) {
-      append_error(s.error, err == ENOENT ? no_such_process(pid) : "stat: " + std::string(std::strerror(err)));
+      if (ended_errno(err))
+        mark_gone(s);
+      else
+        append_error(s.error, "stat: " + std::string(std::strerror(err)));
       return s;
     }
     procfs::apply_stat(text_, clk_tck_, s);
     if (auto st = procfs::parse_stat(text_); st && st->state == 'Z') {
       // A zombie has ended; only its exit status waits for its parent to
       // reap it (an orphan waits for init, which may take a while).
-      s.start_time.reset();
-      append_error(s.error, no_such_process(pid) + " (a zombie)");
+      mark_gone(s, " (a zombie)");
       return s;
     }
+    // The process may end between its files: a later read that finds it gone
+    // makes the whole sample gone, never a half-read one.
     if (int err = read(path("%s/%d/status", roots_.proc.c_str(), pid))) {
+      if (ended_while_read(pid, err)) {
+        mark_gone(s, " (ended while read)");
+        return s;
+      }
       append_error(s.error, "status: " + std::string(std::strerror(err)));
     } else {
       procfs::apply_status(text_, s);
     }
     // Needs ptrace-read access: another user's runtime gives EACCES here.
     if (int err = read(path("%s/%d/smaps_rollup", roots_.proc.c_str(), pid))) {
+      if (ended_while_read(pid, err)) {
+        mark_gone(s, " (ended while read)");
+        return s;
+      }
       append_error(s.error, "smaps_rollup: " + std::string(std::strerror(err)));
     } else {
       procfs::apply_smaps_rollup(text_, s);
@@ -216,6 +228,15 @@ class LinuxSampler final : public Sampler {
     ::close(fd);
     text_ = std::string_view(buf_.data(), len);
     return 0;
+  }
+
+  // After its stat was read: a file of the process that fails with ESRCH (the
+  // task ending under the read), or ENOENT with its whole directory gone,
+  // says the process ended; ENOENT beside a directory that is still there is
+  // a file this kernel lacks (smaps_rollup before Linux 4.14).
+  bool ended_while_read(int pid, int err) {
+    if (err == ESRCH) return true;
+    return err == ENOENT && ::access(path("%s/%d", roots_.proc.c_str(), pid), F_OK) != 0;
   }
 
   const char* path(const char* fmt, const char* root) {

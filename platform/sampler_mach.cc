@@ -217,7 +217,10 @@ class MachSampler final : public Sampler {
     rusage_info_v4 ri{};
     // No task port needed: works for the user's own processes, and for all as root.
     if (::proc_pid_rusage(pid, RUSAGE_INFO_V4, reinterpret_cast<rusage_info_t*>(&ri)) != 0) {
-      append_error(s.error, errno == ESRCH ? no_such_process(pid) : errno_text("proc_pid_rusage"));
+      if (errno == ESRCH)
+        mark_gone(s);
+      else
+        append_error(s.error, errno_text("proc_pid_rusage"));
       return s;
     }
     darwin::apply_rusage(darwin::RusageRaw{ri.ri_phys_footprint, ri.ri_resident_size, ri.ri_proc_start_abstime},

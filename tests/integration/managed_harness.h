@@ -25,6 +25,7 @@
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
 #include "tests/support/child_process.h"
+#include "tests/support/process_state.h"
 #include "tests/support/temp_dir.h"
 
 namespace soak::managed_test {
@@ -46,15 +47,8 @@ inline int free_port() {
   return ntohs(a.sin_port);
 }
 
-// A process that exists and has not ended (a zombie has ended: only its parent,
-// dead here, would have reaped it).
-inline bool alive(int pid) {
-  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const auto close = text.rfind(')');
-  return close == std::string::npos || close + 2 >= text.size() || text[close + 2] != 'Z';
-}
+// A process that exists and has not ended (tests/support/process_state.h).
+inline bool alive(int pid) { return test::process_running(pid); }
 
 // Polls `done` every 50 ms until it holds or `timeout_ms` passes: the state
 // watched is another process's (a child of soakd), which sends no signal.

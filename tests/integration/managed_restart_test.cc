@@ -29,8 +29,7 @@ std::vector<int> pids_with_arg(const std::string& arg) {
   while (dirent* e = ::readdir(dir)) {
     const int pid = std::atoi(e->d_name);
     if (pid <= 0) continue;
-    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline", std::ios::binary);
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string cmd = test::process_cmdline(pid);  // empty once it has ended
     size_t start = 0;
     while (start < cmd.size()) {
       size_t end = cmd.find('\0', start);

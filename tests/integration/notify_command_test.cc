@@ -23,6 +23,7 @@
 #include "daemon/notifier.h"
 #include "storage/sqlite_store.h"
 #include "tests/catch.h"
+#include "tests/support/process_state.h"
 #include "tests/support/temp_dir.h"
 
 using namespace soak;
@@ -206,12 +207,7 @@ TEST_CASE("notify: a command hanging past its bound is killed and recorded as ti
 }
 
 // Whether `pid` has ended: gone, or a zombie its new parent has not reaped yet.
-bool ended(pid_t pid) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
-  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");  // Linux; empty elsewhere
-  const size_t close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
-}
+bool ended(pid_t pid) { return !test::process_running(pid); }
 
 TEST_CASE("notify: at its bound, what the command started is killed with it") {
   World w("orphan", 3 * kShortBoundMs);  // room to start sleep and write its pid first

@@ -2,13 +2,16 @@
 // captures: which file feeds which figure, and what a missing or unreadable
 // file becomes (a recorded error or, for PSI, simply unknown; never a crash
 // or a zero).
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "core/files.h"
 #include "platform/sampler_linux.h"
 #include "tests/catch.h"
+#include "tests/support/process_state.h"
 #include "tests/support/runtime_signatures.h"
 #include "tests/support/temp_dir.h"
 
@@ -128,6 +131,7 @@ TEST_CASE("linux sampler: a missing process or file is an error, never a zero") 
   auto sampler = make_linux_sampler(f.roots, test::builtin_signatures());
   ProcessSample gone = sampler->sample_process(999, 1);
   CHECK(gone.error == "pid 999: no such process");
+  CHECK(gone.gone);
   CHECK_FALSE(gone.footprint_bytes.has_value());
   CHECK_FALSE(gone.start_time.has_value());
   CHECK(sampler->sample_process(0, 1).error == "invalid pid 0");
@@ -137,6 +141,33 @@ TEST_CASE("linux sampler: a missing process or file is an error, never a zero") 
   CHECK(partial.footprint_bytes == 56352 * KiB);
   CHECK_FALSE(partial.pss_bytes.has_value());
   CHECK(partial.error.find("smaps_rollup: No such file") != std::string::npos);
+  CHECK_FALSE(partial.gone);  // its directory is there: a file this kernel lacks, not an ended process
+}
+
+TEST_CASE("linux sampler: a zombie has ended: gone, with no start time") {
+  FakeRoots f;
+  auto sampler = make_linux_sampler(f.roots, test::builtin_signatures());
+  const fs::path dir = fs::path(f.roots.proc) / std::to_string(kPid);
+  std::string stat;
+  {
+    std::ifstream in(dir / "stat");
+    std::getline(in, stat);
+  }
+  const auto close = stat.rfind(')');
+  REQUIRE(close != std::string::npos);
+  std::string zombie = stat;
+  zombie[close + 2] = 'Z';
+  std::ofstream(dir / "stat") << zombie << "\n";
+  ProcessSample z = sampler->sample_process(kPid, 1);
+  CHECK(z.gone);
+  CHECK(z.error == "pid " + std::to_string(kPid) + ": no such process (a zombie)");
+  CHECK_FALSE(z.start_time.has_value());
+
+  // The same process running again ('S'): not gone.
+  std::ofstream(dir / "stat") << stat << "\n";
+  ProcessSample alive = sampler->sample_process(kPid, 1);
+  CHECK_FALSE(alive.gone);
+  CHECK(alive.start_time.has_value());
 }
 
 TEST_CASE("linux sampler: an empty /proc gives errors for everything and crashes nothing") {
@@ -190,4 +221,28 @@ TEST_CASE("linux sampler: listening port to pid through socket inodes, IPv4 and 
   auto still = sampler->find_listening_pid(18080);
   REQUIRE(still);
   CHECK(*still == kPid);
+}
+
+TEST_CASE("read_file_whole: a file whole; an ended process's /proc file is absent, never a throw") {
+  TempDir tmp;
+  std::ofstream(tmp.path() + "/f") << "one\ntwo\n";
+  CHECK(read_file_whole(tmp.path() + "/f") == std::optional<std::string>("one\ntwo\n"));
+  CHECK_FALSE(read_file_whole(tmp.path() + "/missing").has_value());
+  const auto self = read_file_whole("/proc/self/stat");
+  REQUIRE(self.has_value());
+  CHECK(self->find(") R ") != std::string::npos);  // the reader itself is running
+
+  // A child that ended and was reaped: its directory is gone.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK_FALSE(read_file_whole("/proc/" + std::to_string(child) + "/stat").has_value());
+  CHECK_FALSE(test::process_running(child));
+  CHECK(test::process_running(::getpid()));
+  auto sampler = make_system_sampler(test::builtin_signatures());
+  const ProcessSample s = sampler->sample_process(child, 1);
+  CHECK(s.gone);
+  CHECK(s.error == "pid " + std::to_string(child) + ": no such process");
 }

@@ -42,11 +42,10 @@ class ScriptedSampler final : public Sampler {
   ProcessSample sample_process(int pid, int64_t wall_ms) override {
     ++process_reads;
     ProcessSample s;
-    if (auto it = samples.find(pid); it != samples.end())
-      s = it->second;
-    else
-      s.error = no_such_process(pid);
+    const auto it = samples.find(pid);
+    if (it != samples.end()) s = it->second;
     s.pid = pid;
+    if (it == samples.end()) mark_gone(s);
     s.wall_ms = wall_ms;
     return s;
   }
