@@ -77,7 +77,7 @@ TEST_CASE("ab interleaved: the previous build runs beside the canary on its own 
           // Short answers, functional runs back to back: each functional locator has
           // the comparison's five samples a side within the canary.
           R"(, "ab": "interleaved", "cadence": { "functional": "500ms" })",
-          R"({ "smoke": "3s", "canary": "10s", "gate": "3s", "soak": "2s" })");
+          R"({ "smoke": "3s", "canary": "10s", "gate": "3s", "soak": "6s" })");  // a soak with its drift evidence
 
   auto d = start_soakd(s, false);
   REQUIRE(d);

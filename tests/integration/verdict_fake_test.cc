@@ -5,6 +5,7 @@
 // rows as the daemon would hand them over.
 #include <nlohmann/json.hpp>
 
+#include "core/burst_serial.h"
 #include "judges/judge.h"
 #include "schedules/plan.h"
 #include "tests/catch.h"
@@ -175,8 +176,8 @@ TEST_CASE("a runtime failing 1 in 8 completions with HTTP 500 is rejected in the
 
 // The burst rule's effect floor (core/burst_serial.h, docs/DESIGN.md §2.4):
 // the same one-at-a-time runtime, configured with 2 slots, whose answers take
-// about 2 ms or 20 ms, and whose answers take about 150 ms. The first draw
-// staircases of steps nobody feels; the second makes the last of 6 wait
+// about 2 ms, 100 ms (with a floor of 200 ms) and 150 ms. The first two
+// draw staircases of steps under the floor; the second makes the last of 6 wait
 // most of a second.
 namespace {
 
@@ -187,7 +188,7 @@ struct SerialRun {
   std::vector<ProbeResult> rows;
 };
 
-SerialRun serial_canary(int answer_ms) {
+SerialRun serial_canary(int answer_ms, int64_t min_effect_ms = kDefaultSerialMinEffectMs) {
   ListenerConfig cfg = ListenerConfig::make(Scenario::FifoSerial);  // one slot serves the queue in order
   cfg.knobs.token_interval_ms = 0;
   cfg.knobs.prefill_ms_per_1k = 0;
@@ -196,6 +197,7 @@ SerialRun serial_canary(int answer_ms) {
   CandidateConfig c = candidate(f.url());
   c.slots = 2;  // what the operator configured: 2 slots, so one at a time is a failure when felt
   c.settings.burst_sizes = {6};
+  c.settings.judge.serial_min_effect_ms = min_effect_ms;
   SerialRun run;
   run.rows = canary_rows(c, 1);
   run.verdict = judge_canary(c, run.rows);
@@ -207,29 +209,31 @@ SerialRun serial_canary(int answer_ms) {
 
 }  // namespace
 
-TEST_CASE("served one at a time on 2 slots, 2 ms and 20 ms answers: under the floor, not rejected") {
-  // 2 ms: the fastest answer's own time (connection and parse included) is
-  // about as long as the rise per place, so the staircase may not even read;
-  // 20 ms: a clear staircase of about one service time per place, 20 ms, under
-  // judge.serial_min_effect_ms (50): recorded, clean.
-  for (int answer_ms : {2, 20}) {
-    const SerialRun run = serial_canary(answer_ms);
-    INFO(answer_ms << " ms answers\n" << describe(run.rows) << run.verdict.reason);
+TEST_CASE("served one at a time on 2 slots, 2 ms answers: not rejected; 100 ms under a 200 ms floor: recorded") {
+  // 2 ms at the default floor (50 ms): the fastest answer's own time
+  // (connection and parse included) is about as long as the rise per place,
+  // so the staircase may not even read; either way no rejection. 100 ms
+  // answers with judge.serial_min_effect_ms at 200: a clear staircase of about
+  // one service time per place, under the configured floor: recorded, clean.
+  for (const auto& [answer_ms, floor_ms] : {std::pair<int, int64_t>{2, 50}, {100, 200}}) {
+    const SerialRun run = serial_canary(answer_ms, floor_ms);
+    INFO(answer_ms << " ms answers, floor " << floor_ms << " ms\n" << describe(run.rows) << run.verdict.reason);
     REQUIRE(run.summary);
     INFO(run.extra.dump());
     CHECK(run.summary->outcome == Outcome::Clean);
     CHECK(run.extra["fifo"] != "failure");
-    CHECK(run.extra["rise_per_place_ms"].get<double>() < 50);
+    CHECK(run.extra["rise_per_place_ms"].get<double>() < static_cast<double>(floor_ms));
     const MetricEvidence* m = metric(run.verdict, "burst_serialization");
     REQUIRE(m);
     CHECK(m->result == MetricResult::Pass);
     CHECK_FALSE(has(run.verdict.reason, "burst:"));
     CHECK(run.verdict.state == VerdictState::Promoted);
-    if (answer_ms < 20) continue;
+    if (answer_ms < 100) continue;
     CHECK(run.extra["serialized"] == true);
     CHECK(run.extra["fifo"] == "under_floor");
-    CHECK(has(run.summary->detail, "an effect nobody would feel"));
+    CHECK(has(run.summary->detail, "under the floor 200 ms per place"));
     CHECK(has(m->reason, "under the floor: an effect nobody would feel"));
+    CHECK(has(m->reason, "and 200 ms (judge.serial_min_effect_ms)"));
   }
 }
 

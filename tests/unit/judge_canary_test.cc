@@ -568,7 +568,9 @@ TEST_CASE("burst serialization: one slot is the expected FIFO whatever the rise;
   CHECK(find_metric(c.judge(), "burst_serialization")->result == MetricResult::Pass);
   // A summary without figures (hand-made, or a store's oldest rows): its outcome stands.
   c.cand.add(ProbeKind::Burst, "burst/8/summary", Outcome::SerializedBurst).detail = "8 requests served one at a time";
-  const auto* b = find_metric(c.judge(), "burst_serialization");
+  const VerdictRow v = c.judge();
+  const auto* b = find_metric(v, "burst_serialization");
+  REQUIRE(b);
   CHECK(b->result == MetricResult::Fail);
   CHECK(contains(b->reason, "(no queue figures stored)"));
 }

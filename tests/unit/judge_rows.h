@@ -158,6 +158,8 @@ inline Event event(int64_t id, int64_t wall_ms, EventKind kind, std::optional<in
   return e;
 }
 
+// Of a temporary verdict the pointer lives only to the end of the statement:
+// keep the verdict in a variable to hold the metric.
 inline const MetricEvidence* find_metric(const VerdictRow& v, const std::string& prefix) {
   for (const auto& m : v.metrics)
     if (m.metric.rfind(prefix, 0) == 0) return &m;

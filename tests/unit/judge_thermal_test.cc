@@ -133,7 +133,8 @@ TEST_CASE("thermal: a history baseline's rows are judged by the samples of their
   in.candidate_rows = h.cand.rows;
   in.baseline_rows = h.base.rows;
   in.host_samples = h.samples;
-  const auto* kept = find_metric(judge_stage(in), "ttft_ms/stream/1k{");
+  const VerdictRow first = judge_stage(in);
+  const auto* kept = find_metric(first, "ttft_ms/stream/1k{");
   REQUIRE(kept);
   CHECK(kept->n_baseline == kN);
 
