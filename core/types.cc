@@ -11,6 +11,27 @@ namespace {
 template <class E, size_t N>
 using Table = std::array<std::pair<E, std::string_view>, N>;
 
+// A table of an enum's names, its size counted from its entries, never by hand.
+template <class E, size_t N>
+constexpr Table<E, N> table(const std::pair<E, std::string_view> (&entries)[N]) {
+  Table<E, N> t{};
+  for (size_t i = 0; i < N; ++i) t[i] = entries[i];
+  return t;
+}
+
+// Every member of the enum in its declared order (the i-th entry names the
+// member whose value is i), each with a name of its own: a member left out or
+// moved, or a name given twice, fails the build (static_assert below).
+template <class E, size_t N>
+constexpr bool in_enum_order(const Table<E, N>& t) {
+  for (size_t i = 0; i < N; ++i) {
+    if (static_cast<size_t>(t[i].first) != i || t[i].second.empty()) return false;
+    for (size_t j = 0; j < i; ++j)
+      if (t[j].second == t[i].second) return false;
+  }
+  return true;
+}
+
 template <class E, size_t N>
 std::string_view name_of(const Table<E, N>& t, E e) {
   for (const auto& [k, v] : t)
@@ -35,7 +56,7 @@ std::string joined(const Table<E, N>& t) {
   return out;
 }
 
-constexpr Table<RuntimeKind, 8> kRuntimes{{
+constexpr auto kRuntimes = table<RuntimeKind>({
     {RuntimeKind::LlamaCpp, "llama.cpp"},
     {RuntimeKind::MlxLm, "mlx-lm"},
     {RuntimeKind::Omlx, "omlx"},
@@ -44,9 +65,9 @@ constexpr Table<RuntimeKind, 8> kRuntimes{{
     {RuntimeKind::Ollama, "ollama"},
     {RuntimeKind::LmStudio, "lmstudio"},
     {RuntimeKind::OpenAI, "openai"},
-}};
+});
 
-constexpr Table<Outcome, 33> kOutcomes{{
+constexpr auto kOutcomes = table<Outcome>({
     {Outcome::Clean, "clean"},
     {Outcome::ConnectRefused, "connect_refused"},
     {Outcome::ConnectTimeout, "connect_timeout"},
@@ -80,9 +101,9 @@ constexpr Table<Outcome, 33> kOutcomes{{
     {Outcome::SerializedBurst, "serialized_burst"},
     {Outcome::CancelledByDaemon, "cancelled_by_daemon"},
     {Outcome::HarnessError, "harness_error"},
-}};
+});
 
-constexpr Table<ProbeKind, 19> kProbeKinds{{
+constexpr auto kProbeKinds = table<ProbeKind>({
     {ProbeKind::Health, "health"},
     {ProbeKind::Identity, "identity"},
     {ProbeKind::Marker, "marker"},
@@ -102,29 +123,29 @@ constexpr Table<ProbeKind, 19> kProbeKinds{{
     {ProbeKind::Build, "build"},
     {ProbeKind::Capacity, "capacity"},
     {ProbeKind::Equivalence, "equivalence"},
-}};
+});
 
-constexpr Table<WorkloadKind, 3> kWorkloadKinds{{
+constexpr auto kWorkloadKinds = table<WorkloadKind>({
     {WorkloadKind::Chat, "chat"},
     {WorkloadKind::Embedding, "embedding"},
     {WorkloadKind::Rerank, "rerank"},
-}};
+});
 
-constexpr Table<CacheState, 4> kCacheStates{{
+constexpr auto kCacheStates = table<CacheState>({
     {CacheState::None, "none"},
     {CacheState::Fresh, "fresh"},
     {CacheState::Repeat, "repeat"},
     {CacheState::SharedPrefix, "shared_prefix"},
-}};
+});
 
-constexpr Table<StageKind, 4> kStageKinds{{
+constexpr auto kStageKinds = table<StageKind>({
     {StageKind::Smoke, "smoke"},
     {StageKind::Canary, "canary"},
     {StageKind::Gate, "gate"},
     {StageKind::Soak, "soak"},
-}};
+});
 
-constexpr Table<StageState, 8> kStageStates{{
+constexpr auto kStageStates = table<StageState>({
     {StageState::Pending, "pending"},
     {StageState::Running, "running"},
     {StageState::Passed, "passed"},
@@ -133,26 +154,26 @@ constexpr Table<StageState, 8> kStageStates{{
     {StageState::Inconclusive, "inconclusive"},
     {StageState::Aborted, "aborted"},
     {StageState::Blocked, "blocked"},
-}};
+});
 
-constexpr Table<VerdictState, 6> kVerdicts{{
+constexpr auto kVerdicts = table<VerdictState>({
     {VerdictState::Running, "running"},
     {VerdictState::Promoted, "promoted"},
     {VerdictState::Rejected, "rejected"},
     {VerdictState::Hold, "hold"},
     {VerdictState::Inconclusive, "inconclusive"},
     {VerdictState::Blocked, "blocked"},
-}};
+});
 
-constexpr Table<ThermalLevel, 5> kThermalLevels{{
+constexpr auto kThermalLevels = table<ThermalLevel>({
     {ThermalLevel::Nominal, "nominal"},
     {ThermalLevel::Moderate, "moderate"},
     {ThermalLevel::Heavy, "heavy"},
     {ThermalLevel::Trapping, "trapping"},
     {ThermalLevel::Sleeping, "sleeping"},
-}};
+});
 
-constexpr Table<EventKind, 16> kEventKinds{{
+constexpr auto kEventKinds = table<EventKind>({
     {EventKind::DaemonStart, "daemon_start"},
     {EventKind::DaemonStop, "daemon_stop"},
     {EventKind::ConfigReload, "config_reload"},
@@ -169,29 +190,43 @@ constexpr Table<EventKind, 16> kEventKinds{{
     {EventKind::HeavyWait, "heavy_wait"},
     {EventKind::Notify, "notify"},
     {EventKind::Unserved, "unserved"},
-}};
+});
 
-constexpr Table<MetricResult, 4> kMetricResults{{
+constexpr auto kMetricResults = table<MetricResult>({
     {MetricResult::Pass, "pass"},
     {MetricResult::Fail, "fail"},
     {MetricResult::Marginal, "marginal"},
     {MetricResult::Insufficient, "insufficient"},
-}};
+});
 
-constexpr Table<LaunchState, 6> kLaunchStates{{
+constexpr auto kLaunchStates = table<LaunchState>({
     {LaunchState::Running, "running"},
     {LaunchState::LeftRunning, "left_running"},
     {LaunchState::Exited, "exited"},
     {LaunchState::Stopped, "stopped"},
     {LaunchState::OrphanStopped, "orphan_stopped"},
     {LaunchState::Gone, "gone"},
-}};
+});
 
-constexpr Table<ControlAction, 3> kControlActions{{
+constexpr auto kControlActions = table<ControlAction>({
     {ControlAction::Start, "start"},
     {ControlAction::Abort, "abort"},
     {ControlAction::Promote, "promote"},
-}};
+});
+
+static_assert(in_enum_order(kRuntimes), "kRuntimes: every member, in its declared order, each named once");
+static_assert(in_enum_order(kOutcomes), "kOutcomes: every member, in its declared order, each named once");
+static_assert(in_enum_order(kProbeKinds), "kProbeKinds: every member, in its declared order, each named once");
+static_assert(in_enum_order(kWorkloadKinds), "kWorkloadKinds: every member, in its declared order, each named once");
+static_assert(in_enum_order(kCacheStates), "kCacheStates: every member, in its declared order, each named once");
+static_assert(in_enum_order(kStageKinds), "kStageKinds: every member, in its declared order, each named once");
+static_assert(in_enum_order(kStageStates), "kStageStates: every member, in its declared order, each named once");
+static_assert(in_enum_order(kVerdicts), "kVerdicts: every member, in its declared order, each named once");
+static_assert(in_enum_order(kThermalLevels), "kThermalLevels: every member, in its declared order, each named once");
+static_assert(in_enum_order(kEventKinds), "kEventKinds: every member, in its declared order, each named once");
+static_assert(in_enum_order(kMetricResults), "kMetricResults: every member, in its declared order, each named once");
+static_assert(in_enum_order(kLaunchStates), "kLaunchStates: every member, in its declared order, each named once");
+static_assert(in_enum_order(kControlActions), "kControlActions: every member, in its declared order, each named once");
 
 }  // namespace
 

@@ -235,18 +235,20 @@ TEST_CASE("burst-5xx: every Nth inference request starts a run of 500s") {
 }
 
 TEST_CASE("memory-leak: each request allocates and touches memory, so RSS really grows") {
-  if (rss_kb() < 0) {
-    WARN("no /proc/self/status here; RSS growth not checked");
-    return;
-  }
   ListenerConfig c = quick(Scenario::MemoryLeak);
   c.knobs.leak_mb_per_request = 16;
   Running r(c);
-  long before = rss_kb();
+  const long before = rss_kb();
   for (int i = 0; i < 4; ++i) REQUIRE(chat(r, chat_body("hi", false)).status == 200);
-  long grown_kb = rss_kb() - before;
   CHECK(r.rt.stats().leaked_bytes == 4ull * 16 * 1024 * 1024);
-  CHECK(grown_kb >= 3 * 16 * 1024);  // 64 MB allocated; allow for allocator slack
+#ifdef __linux__
+  // The resident set read from /proc/self/status (Linux only; elsewhere the
+  // fake's own count above is what is checked).
+  REQUIRE(before >= 0);
+  CHECK(rss_kb() - before >= 3 * 16 * 1024);  // 64 MB allocated; allow for allocator slack
+#else
+  (void)before;
+#endif
 }
 
 TEST_CASE("fifo: one slot serves requests strictly one after another") {
