@@ -306,7 +306,7 @@ struct CandidateConfig {
   std::optional<LaunchSpec> launch;            // managed: soakd starts, watches and stops the runtime
   std::optional<int64_t> memory_budget_bytes;  // footprint above this during a stage is a hard failure
   // Judged while other inference engines are resident (SOLO off): a
-  // duplicate_engine event no longer makes a stage inconclusive.
+  // duplicate_engine event does not make a stage inconclusive.
   bool allow_coexisting = false;
   // A launch default output cap below limits.min_server_cap is accepted: not held at smoke.
   bool accept_server_cap = false;

@@ -84,30 +84,8 @@
 namespace soak {
 
 // Bumped whenever a rule or a number format changes, so stored verdicts say
-// which rules produced them.
-// judge-3: identity_unproven holds; judge-4: answers (loops, early stop), per-size rounds in
-// gate and soak, slo floors, a launch's output cap holds at smoke, every stage compared,
-// few-sample long context, history spread, latency drift, footprint plateaus; judge-5: a
-// canary's rows that overlapped another candidate's heavy work stay out of its comparisons;
-// the sequential failure test (judges/sequential.h) rejects early, repeated_5xx is its 5xx
-// measure; timed rows measured above nominal thermal pressure left out of comparisons, a stage
-// hot for more than a quarter of them inconclusive; a canary warm-up's rows never compared;
-// judge-6: the sequential test also watches the agent session's tool-call bands, a latency-SLO
-// miss ratio against a history baseline's p95 and the canary's failures beside its interleaved
-// baseline (paired), and looks at a burst's members as one batch by group id;
-// judge-7: the golden set (docs/DESIGN.md §3.13): a canary's answers against the baseline's
-// stored runs and a soak's against its canary's, a changed answer failing the stage; the
-// golden set's rows stay out of the speed comparisons and floors;
-// judge-8: a footprint plateau's persistence is measured against the end-to-end
-// rate too, and a canary's last shadow run is no interleaved baseline for the
-// gate and soak; judge-9: a latency worse by less than judge.min_effect_ms
-// (10 ms) is no regression, whatever its ratio; judge-10: a burst's throughput
-// (rps) is compared only for bursts past the warm-up with no member measured hot,
-// and the last host sample before a window gives the thermal level at its start;
-// judge-11: a promotion names its evidence (judges/evidence.cc: a decisive rule
-// short of it is inconclusive), soak drift per locator's own rows in send order
-// and pooled over locators, comparisons pooled, the gate and soak against the
-// candidate's own earlier stages, leaked markup in answers a hard class.
+// which rules produced them and explain knows when a recompute may differ
+// (docs/DESIGN.md §3.8 lists what each version changed).
 inline constexpr std::string_view kJudgeVersion = "judge-11";
 
 // Where the baseline rows came from: interleaved A/B slots in the same period,
