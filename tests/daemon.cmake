@@ -7,6 +7,9 @@ target_link_libraries(soak_test_sim PUBLIC soak_daemon)
 # seconds of CPU in a Debug build, more on a loaded host.
 soak_add_test(unit_campaign_sim SOURCES unit/campaign_sim_test.cc LIBS soak_soakctl soak_test_sim soak_daemon LABELS unit
   TIMEOUT 300)
+# The lifecycle's invariants over random crashes and controls in virtual time.
+soak_add_test(unit_campaign_lifecycle_property SOURCES unit/campaign_lifecycle_property_test.cc
+  LIBS soak_soakctl soak_test_sim soak_daemon LABELS unit TIMEOUT 600)
 # A promotion rests on evidence: a late soak slowdown, a soak too thin to decide.
 soak_add_test(unit_campaign_evidence_sim SOURCES unit/campaign_evidence_sim_test.cc LIBS soak_test_sim soak_daemon
   LABELS unit TIMEOUT 300)
