@@ -88,42 +88,95 @@ Status Campaigns::resume(int64_t now) {
 }
 
 // ============================================================== applying transitions
-void Campaigns::apply(Track& t, Transition tr, int64_t now) {
-  // In order, after the rows they rest on (which may still wait in the outbox).
-  if (tr.close_stage) d_.outbox.put(StageUpdate{*tr.close_stage});
-  for (const auto& v : tr.verdicts) {
-    d_.outbox.put(v);
-    if (on_verdict_ && v.state != VerdictState::Running && t.row) on_verdict_(VerdictNotice{*t.row, v});
+void Campaigns::apply(Track& t, Transition first, int64_t now) {
+  // A frame is a transition and the next of its effects to carry out; an
+  // effect that produces a transition pushes it, and it is carried out whole
+  // before its parent goes on, as a nested call would, without one.
+  enum Step { kWrites, kHardFailures, kJudge, kStart, kAfter, kLaunchHold, kDone };
+  struct Frame {
+    Transition tr;
+    int step = kWrites;
+  };
+  std::vector<Frame> frames;
+  frames.push_back(Frame{std::move(first)});
+  while (!frames.empty()) {
+    Frame& f = frames.back();
+    const Transition& tr = f.tr;
+    std::optional<Transition> next;
+    switch (f.step++) {
+      case kWrites:
+        // In order, after the rows they rest on (which may still wait in the outbox).
+        if (tr.close_stage) d_.outbox.put(StageUpdate{*tr.close_stage});
+        for (const auto& v : tr.verdicts) {
+          d_.outbox.put(v);
+          if (on_verdict_ && v.state != VerdictState::Running && t.row) on_verdict_(VerdictNotice{*t.row, v});
+        }
+        for (const auto& e : tr.events) insert_event(e);
+        for (const auto& n : tr.notes) d_.log->info("{}", n);
+        if (tr.cancel) cancel_track(t);
+        for (const Due& d : tr.dispatch) {
+          const TaskSpec& spec = t.plan.tasks[d.task];
+          launch(InFlight{d.task, false, t.name, t.row->id, spec.weight}, t.cfg, t.stage->id, t.stage->kind, spec.kind,
+                 d.slot);
+        }
+        break;
+      case kHardFailures:
+        if (tr.check_hard_failures) next = effect_hard_failures(t, now);
+        break;
+      case kJudge:
+        if (tr.judge) next = effect_judge(t, *tr.judge, now);
+        break;
+      case kStart:
+        if (tr.start) next = effect_start(t, *tr.start, now);
+        break;
+      case kAfter: after_transition(t); break;
+      case kLaunchHold:
+        if (tr.check_launch_hold) next = effect_launch_hold(t, now);
+        break;
+      default: frames.pop_back(); continue;
+    }
+    if (next) frames.push_back(Frame{std::move(*next)});  // `f` is not used past here
   }
-  for (const auto& e : tr.events) insert_event(e);
-  for (const auto& n : tr.notes) d_.log->info("{}", n);
-  if (tr.cancel) cancel_track(t);
-  for (const Due& d : tr.dispatch) {
-    const TaskSpec& spec = t.plan.tasks[d.task];
-    launch(InFlight{d.task, false, t.name, t.row->id, spec.weight}, t.cfg, t.stage->id, t.stage->kind, spec.kind,
-           d.slot);
-  }
-  if (tr.check_hard_failures) check_hard_failures(t, now);
-  if (tr.judge) finish_stage(t, *tr.judge, now);
-  if (tr.start) start_stage(t, *tr.start, now);
+}
+
+void Campaigns::after_transition(Track& t) {
   // The previous build's runtime goes when the canary it served ends, however it ends.
   if (managed(t) && previous_action(t, false) == PreviousAction::Stop) stop_previous(t, kPreviousCanaryEnded);
   if (t.phase == Phase::Done) settle_runtime(t);
 }
 
 void Campaigns::start_stage(Track& t, StageKind kind, int64_t now) {
+  Transition tr;
+  tr.start = kind;
+  apply(t, std::move(tr), now);
+}
+
+void Campaigns::check_hard_failures(Track& t, int64_t now) {
+  Transition tr;
+  tr.check_hard_failures = true;
+  apply(t, std::move(tr), now);
+}
+
+void Campaigns::check_launch_hold(Track& t, int64_t now) {
+  Transition tr;
+  tr.check_launch_hold = true;
+  apply(t, std::move(tr), now);
+}
+
+std::optional<Transition> Campaigns::effect_start(Track& t, StageKind kind, int64_t now) {
   StageRow st = open_stage(t, kind, now);
   auto id = d_.store.insert_stage(st);
   if (!id) {
     d_.log->error("{}: cannot start {}: {}", t.name, to_string(kind), id.message());
     d_.outbox.note_failure(id.message());  // a full disk or a held lock pauses the work until it writes
-    return;
+    return std::nullopt;
   }
   st.id = *id;
-  apply(t, enter_stage(t, st, now), now);
+  Transition tr = enter_stage(t, st, now);
   // What the runtime was started with can hold it before the first probe
   // (at a smoke; at a later stage when the cap was learnt after the smoke).
-  check_launch_hold(t, now);
+  tr.check_launch_hold = true;
+  return tr;
 }
 
 StoredRecipe Campaigns::stored_recipe(const Track& t, StageEnd end, int64_t now) {
@@ -161,7 +214,7 @@ std::vector<int64_t> Campaigns::own_earlier_stages(const Track& t) {
   return out;
 }
 
-void Campaigns::finish_stage(Track& t, StageEnd end, int64_t now) {
+std::optional<Transition> Campaigns::effect_judge(Track& t, StageEnd end, int64_t now) {
   // Only the stage's own judgment reads its earlier stages' rows (the checks
   // for hard failures while it runs need none of them).
   StoredRecipe recipe = stored_recipe(t, end, now);
@@ -169,59 +222,56 @@ void Campaigns::finish_stage(Track& t, StageEnd end, int64_t now) {
   auto judged = judge_stage_from_store(d_.store, recipe);
   if (!judged) {
     d_.log->error("{}: cannot judge {}: {}", t.name, to_string(t.stage->kind), judged.message());
-    return;  // retried on the next tick
+    return std::nullopt;  // retried on the next tick
   }
   // Short of a decisive rule's evidence, with more of it coming: the stage runs on.
   if (end == StageEnd::Completed)
-    if (auto wait = wait_for_evidence(t, judged->verdict, now)) {
-      apply(t, std::move(*wait), now);
-      return;
-    }
+    if (auto wait = wait_for_evidence(t, judged->verdict, now)) return wait;
   // The build's context reach, beside its verdict (soakctl status shows it).
   if (judged->reach)
     if (auto id = d_.store.insert_context_reach(*judged->reach); !id)
       d_.log->error("{}: cannot write the context reach: {}", t.name, id.message());
-  apply(t, stage_judged(t, std::move(judged->verdict), cfg_->schedule, utc_offset(now), now), now);
+  return stage_judged(t, std::move(judged->verdict), cfg_->schedule, utc_offset(now), now);
 }
 
-void Campaigns::check_hard_failures(Track& t, int64_t now) {
+std::optional<Transition> Campaigns::effect_hard_failures(Track& t, int64_t now) {
   auto v = hard_failure_from_store(d_.store, stored_recipe(t, StageEnd::Stopped, now));
   if (!v) {
     d_.log->error("{}: cannot check for hard failures: {}", t.name, v.message());
-    return;
+    return std::nullopt;
   }
   if (!*v) {
     t.managed.exit_wait_until_ms.reset();
-    return;
+    return std::nullopt;
   }
   // A managed runtime that dies is seen first as failed requests (a connection
   // reset), its exit a moment later: the verdict waits that moment for the
   // exit, so that it names the signal and the log tail (docs/DESIGN.md §4.8).
   if (managed(t) && t.managed.runtime == RuntimePhase::Up) {
     if (!t.managed.exit_wait_until_ms) t.managed.exit_wait_until_ms = now + kExitWaitMs;
-    if (now < *t.managed.exit_wait_until_ms) return;
+    if (now < *t.managed.exit_wait_until_ms) return std::nullopt;
   }
   t.managed.exit_wait_until_ms.reset();
   // Rejected mid-stage: what it still has in flight is cut (its rows stored as
   // cancelled), so that its heavy work stops holding the host's heavy gate from
   // the candidates still running (docs/DESIGN.md §3.7).
   cancel_track(t);
-  apply(t, stage_judged(t, std::move(**v), cfg_->schedule, utc_offset(now), now), now);
+  return stage_judged(t, std::move(**v), cfg_->schedule, utc_offset(now), now);
 }
 
-void Campaigns::check_launch_hold(Track& t, int64_t now) {
-  if (t.phase != Phase::Staged || !t.stage) return;
+std::optional<Transition> Campaigns::effect_launch_hold(Track& t, int64_t now) {
+  if (t.phase != Phase::Staged || !t.stage) return std::nullopt;
   // Only a cap that holds is worth a reading of the stage's rows.
   const auto cap = launch_cap_of(t);
-  if (!cap || cap->tokens < 0 || cap->tokens >= cap->min_tokens || cap->accepted) return;
+  if (!cap || cap->tokens < 0 || cap->tokens >= cap->min_tokens || cap->accepted) return std::nullopt;
   auto v = launch_hold_from_store(d_.store, stored_recipe(t, StageEnd::Stopped, now));
   if (!v) {
     d_.log->error("{}: cannot check its launch: {}", t.name, v.message());
-    return;
+    return std::nullopt;
   }
-  if (!*v) return;
+  if (!*v) return std::nullopt;
   cancel_track(t);
-  apply(t, stage_judged(t, std::move(**v), cfg_->schedule, utc_offset(now), now), now);
+  return stage_judged(t, std::move(**v), cfg_->schedule, utc_offset(now), now);
 }
 
 void Campaigns::end_with(Track& t, VerdictState state, const std::string& reason, int64_t now, const std::string& who,

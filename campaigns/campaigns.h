@@ -127,13 +127,24 @@ class Campaigns {
 
   // campaigns.cc
   void step(Track& t, int64_t now, bool light_window);
+  // Carries out a transition's effects in the order Transition lists them,
+  // and those of the transitions the effects produce (a judged stage, a
+  // started one), depth first: one loop, which no effect re-enters.
   void apply(Track& t, Transition tr, int64_t now);
+  // Each through apply(): a transition with that one effect.
   void start_stage(Track& t, StageKind kind, int64_t now);
-  void finish_stage(Track& t, StageEnd end, int64_t now);
   void check_hard_failures(Track& t, int64_t now);
   // A launch whose default output cap holds the candidate (judges/floors.h):
   // the running stage ends held at once, before any (more) probes.
   void check_launch_hold(Track& t, int64_t now);
+  // The effects that do I/O (the store, the judge) and may produce the
+  // transition that follows; apply() alone calls them.
+  std::optional<Transition> effect_start(Track& t, StageKind kind, int64_t now);
+  std::optional<Transition> effect_judge(Track& t, StageEnd end, int64_t now);
+  std::optional<Transition> effect_hard_failures(Track& t, int64_t now);
+  std::optional<Transition> effect_launch_hold(Track& t, int64_t now);
+  // The track's own bookkeeping once a transition's effects are done.
+  void after_transition(Track& t);
   void end_with(Track& t, VerdictState state, const std::string& reason, int64_t now, const std::string& who = "",
                 const std::string& why = "");
   StoredRecipe stored_recipe(const Track& t, StageEnd end, int64_t now);

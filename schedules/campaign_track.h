@@ -103,6 +103,9 @@ struct Transition {
   bool check_hard_failures = false;     // a candidate failure came in: look for a hard failure in the rows
   std::optional<StageEnd> judge;        // judge the running stage on its stored rows, then stage_judged()
   std::optional<StageKind> start;       // start this stage next (open_stage(), store it, enter_stage())
+  // After the rest: whether what the runtime was started with holds the
+  // running stage (judges/floors.h launch hold), before any (more) probes.
+  bool check_launch_hold = false;
 };
 
 std::optional<StageKind> next_stage(StageKind k);

@@ -39,7 +39,9 @@ struct Rng {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
   }
-  int64_t between(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1)); }
+  int64_t between(int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1));
+  }
   template <class T>
   const T& pick(const std::vector<T>& v) {
     return v[next() % v.size()];
@@ -48,7 +50,7 @@ struct Rng {
 
 // Behaviours whose verdict does not hang on the figures' noise: the same
 // sequence ends the same way whatever jitter a fresh runner draws.
-const std::vector<Behaviour> kClear = {Behaviour::Healthy,    Behaviour::SlowDecode,  Behaviour::HungStream,
+const std::vector<Behaviour> kClear = {Behaviour::Healthy,     Behaviour::SlowDecode,  Behaviour::HungStream,
                                        Behaviour::Repeated5xx, Behaviour::Unreachable, Behaviour::IdentityMismatch};
 
 constexpr int64_t kHorizonMs = 12 * kDay;
@@ -112,8 +114,7 @@ void check_settled(World& w) {
       REQUIRE(again.ok());
       // A stage that passed short of the campaign's end is stored "running"
       // (the campaign goes on): its judgment said promoted.
-      CHECK(to_string(again->state) ==
-            to_string(v.state == VerdictState::Running ? VerdictState::Promoted : v.state));
+      CHECK(to_string(again->state) == to_string(v.state == VerdictState::Running ? VerdictState::Promoted : v.state));
     }
   }
 }
@@ -165,8 +166,8 @@ TEST_CASE("lifecycle: a crash at any moment, with a short downtime, ends where t
     std::string story = "seed " + std::to_string(seed) + ", behaviour " + std::to_string(static_cast<int>(b)) +
                         ", settled after " + std::to_string(settled_after / kMinute) + " min:";
     for (const Crash& c : crashes)
-      story += " crash at " + std::to_string(c.at_ms / 1000) + " s, down " +
-               std::to_string(c.downtime_ms / kMinute) + " min;";
+      story += " crash at " + std::to_string(c.at_ms / 1000) + " s, down " + std::to_string(c.downtime_ms / kMinute) +
+               " min;";
     INFO(story);
     REQUIRE_FALSE(crashes.empty());
     World crashed(base_and_cand());
@@ -189,7 +190,8 @@ TEST_CASE("lifecycle: operator controls at random moments leave no stage open an
       check_stage_order(w);
       std::ostringstream out, err;
       const int what = static_cast<int>(rng.between(0, 2));
-      if (what == 0) soakctl_main({"--db", db, "abort", "cand", "--who", "ops", "--why", "a reboot"}, out, err, w.clock);
+      if (what == 0)
+        soakctl_main({"--db", db, "abort", "cand", "--who", "ops", "--why", "a reboot"}, out, err, w.clock);
       if (what == 1) soakctl_main({"--db", db, "start", "cand"}, out, err, w.clock);
       if (what == 2)
         soakctl_main({"--db", db, "promote", "cand", "--override", "--who", "ops", "--why", "by hand"}, out, err,
