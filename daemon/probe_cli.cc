@@ -16,6 +16,7 @@
 #include "probes/engine.h"
 #include "probes/served_state.h"
 #include "schedules/plan.h"
+#include "storage/row_json.h"
 #include "storage/sqlite_store.h"
 
 namespace soak {
@@ -97,11 +98,6 @@ std::string one_line(std::string s, size_t max) {
   return s;
 }
 
-template <class T>
-ojson opt(const std::optional<T>& v) {
-  return v ? ojson(*v) : ojson(nullptr);
-}
-
 }  // namespace
 
 std::string format_probe_table(const std::vector<ProbeResult>& rows) {
@@ -135,38 +131,7 @@ std::string format_probe_json(const std::string& candidate, const std::string& b
   bool all_clean = !rows.empty();
   for (const auto& r : rows) {
     all_clean = all_clean && r.outcome == Outcome::Clean;
-    ojson j;
-    j["id"] = r.id;
-    j["kind"] = std::string(to_string(r.kind));
-    j["workload_id"] = r.workload_id;
-    j["outcome"] = std::string(to_string(r.outcome));
-    j["http_status"] = opt(r.http_status);
-    j["detail"] = r.detail;
-    j["cache_state"] = std::string(to_string(r.cache_state));
-    j["size_tokens"] = opt(r.size_tokens);
-    j["thinking"] = opt(r.thinking);
-    j["client_concurrency"] = r.client_concurrency;
-    j["runtime_slots"] = opt(r.runtime_slots);
-    j["group_id"] = opt(r.group_id);
-    j["ttft_us"] = opt(r.t_first_token_us);
-    j["done_us"] = opt(r.t_done_us);
-    j["client_decode_tps"] = opt(r.client_decode_tps);
-    j["timing_artifact"] = r.timing_artifact;
-    j["prompt_tokens"] = opt(r.prompt_tokens);
-    j["completion_tokens"] = opt(r.completion_tokens);
-    j["reasoning_tokens"] = opt(r.reasoning_tokens);
-    j["server_prompt_tps"] = opt(r.server_prompt_tps);
-    j["server_predicted_tps"] = opt(r.server_predicted_tps);
-    j["server_cache_n"] = opt(r.server_cache_n);
-    j["server_draft_n"] = opt(r.server_draft_n);
-    j["server_draft_accepted"] = opt(r.server_draft_accepted);
-    j["finish_reason"] = r.finish_reason;
-    j["response_model"] = r.response_model;
-    j["body_hash"] = r.body_hash;
-    j["excerpt"] = r.excerpt;
-    ojson extra = ojson::parse(r.extra_json, nullptr, false);
-    j["extra"] = extra.is_discarded() ? ojson(nullptr) : extra;
-    arr.push_back(std::move(j));
+    arr.push_back(row_json(r));  // every stored column, by its stored name (storage/row_json.h)
   }
   doc["rows"] = std::move(arr);
   doc["all_clean"] = all_clean;

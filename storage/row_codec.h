@@ -17,6 +17,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/result.h"
 #include "core/types.h"
 #include "storage/sqlite_stmt.h"
@@ -42,6 +44,9 @@ struct Column {
   // What a summary query (`status()`) selects in place of this column, e.g. '[]'
   // for a large JSON document it does not need; empty: the column itself.
   std::string_view summary_sql = {};
+  // The column's value as JSON, for a row shown whole (storage/row_json.h);
+  // null: a document of its own, none given.
+  void (*json)(nlohmann::ordered_json& out, const Row&) = nullptr;
 
   constexpr bool selected() const { return use != ColumnUse::WriteOnly; }
   constexpr bool inserted() const { return use != ColumnUse::RowId && use != ColumnUse::ReadOnly; }
@@ -120,10 +125,36 @@ std::optional<std::string> read_member(const Stmt& s, int c, RowOf<M>& r) {
   return read_field(s, c, r.*M);
 }
 
+// A field as JSON: numbers and text as they are, an enum by its stored name,
+// an empty optional as null; anything else (a nested document) null.
+template <class T>
+struct IsOptional : std::false_type {};
+template <class T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+template <class T>
+void field_json(nlohmann::ordered_json& out, const T& v) {
+  if constexpr (IsOptional<T>::value) {
+    if (v)
+      field_json(out, *v);
+    else
+      out = nullptr;
+  } else if constexpr (std::is_enum_v<T>) {
+    out = std::string(to_string(v));
+  } else if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
+    out = v;
+  } else {
+    out = nullptr;
+  }
+}
+template <auto M>
+void json_member(nlohmann::ordered_json& out, const RowOf<M>& r) {
+  field_json(out, r.*M);
+}
+
 // col<&Row::member>("column_name"): the member is stored as it is.
 template <auto M>
 constexpr Column<RowOf<M>> col(std::string_view name, ColumnUse use = ColumnUse::Stored) {
-  return {name, use, &bind_member<M>, &read_member<M>};
+  return {name, use, &bind_member<M>, &read_member<M>, {}, &json_member<M>};
 }
 
 // ---- SQL generated from the declarations -------------------------------------

@@ -34,6 +34,7 @@ TEST_CASE("the probe table shows kind, workload, outcome, status, TTFT, rate, to
   ok.prompt_tokens = 20;
   ok.completion_tokens = 32;
   ok.reasoning_tokens = 5;
+  ok.extra_json = R"({"cold_ttft_us":900})";
   ProbeResult bad = ok;
   bad.kind = ProbeKind::ToolCall;
   bad.workload_id = "tool_call";
@@ -50,7 +51,14 @@ TEST_CASE("the probe table shows kind, workload, outcome, status, TTFT, rate, to
 
   auto j = nlohmann::json::parse(format_probe_json("c", "b1", {ok, bad}));
   CHECK(j["build"] == "b1");
-  CHECK(j["rows"][0]["ttft_us"] == 12345);
+  // Every stored column by its stored name, as the store holds the row.
+  CHECK(j["rows"][0]["t_first_token_us"] == 12345);
   CHECK(j["rows"][1]["outcome"] == "empty_tool_args");
+  CHECK(j["rows"][1]["detail"] == "tool call lookup_weather has empty arguments\nsecond line");
+  CHECK(j["rows"][0]["kind"] == "stream");
+  CHECK(j["rows"][0].contains("queue_wait_us"));
+  CHECK_FALSE(j["rows"][0].contains("outcome_category"));  // written for plain SQL, never read back
+  CHECK(j["rows"][0]["extra"]["cold_ttft_us"] == 900);     // a stored document shown as one
+  CHECK(j["rows"][0]["stage_id"].is_null());
   CHECK(j["all_clean"] == false);
 }
