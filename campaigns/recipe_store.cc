@@ -18,15 +18,36 @@ Result<std::optional<HostSample>> last_host_sample_before(Store& store, const Sa
   if (rows->empty()) return std::optional<HostSample>{};
   return std::optional<HostSample>(std::move(rows->back()));
 }
-}  // namespace
 
-Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
+// The heavy rows of the other candidates on a canary's host over its window.
+// Asked per candidate and kind, through the (candidate, kind) index: by kind
+// and time alone the query read the whole table, once per kind.
+Result<std::vector<ProbeResult>> others_heavy_rows(Store& store, const JudgeRecipe& r, const RowSelection& sel) {
+  auto candidates = store.candidates();
+  if (!candidates) return candidates.error();
+  std::vector<ProbeResult> others;
+  for (const CandidateRow& c : *candidates) {
+    if (c.host_id != r.host_id || c.id == r.candidate_id || c.id == r.baseline_id) continue;
+    for (ProbeKind k : kHeavyProbeKinds) {
+      ProbeQuery hq;
+      hq.candidate_id = c.id;
+      hq.kind = k;
+      hq.since_ms = sel.since_ms;
+      hq.until_ms = sel.until_ms;
+      hq.max_id = sel.max_ids.probe;
+      auto heavy = store.probe_results(hq);
+      if (!heavy) return heavy.error();
+      for (auto& h : *heavy)
+        if (h.host_id == r.host_id) others.push_back(std::move(h));
+    }
+  }
+  return others;
+}
+
+// The stage's own rows (the candidate's over the window when no stage is named).
+Status read_candidate_rows(Store& store, const StoredRecipe& stored, JudgeInput& in) {
   const JudgeRecipe& r = stored.recipe;
   const RowSelection& sel = stored.rows;
-  JudgeInput in;
-  in.recipe = r;
-  in.smoke_required = probe_kinds_for(TaskKind::Smoke, r.workload);
-
   ProbeQuery pq;
   pq.candidate_id = r.candidate_id;
   pq.stage_id = r.stage_id;
@@ -43,29 +64,18 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
   // host stay out of its comparisons (judges/overlap.h); its baseline's
   // interleaved runs are the canary's own design, not another's load.
   if (r.stage == StageKind::Canary) {
-    // Asked per candidate and kind, through the (candidate, kind) index: by
-    // kind and time alone the query read the whole table, once per kind.
-    auto candidates = store.candidates();
-    if (!candidates) return candidates.error();
-    std::vector<ProbeResult> others;
-    for (const CandidateRow& c : *candidates) {
-      if (c.host_id != r.host_id || c.id == r.candidate_id || c.id == r.baseline_id) continue;
-      for (ProbeKind k : kHeavyProbeKinds) {
-        ProbeQuery hq;
-        hq.candidate_id = c.id;
-        hq.kind = k;
-        hq.since_ms = sel.since_ms;
-        hq.until_ms = sel.until_ms;
-        hq.max_id = sel.max_ids.probe;
-        auto heavy = store.probe_results(hq);
-        if (!heavy) return heavy.error();
-        for (auto& h : *heavy)
-          if (h.host_id == r.host_id) others.push_back(std::move(h));
-      }
-    }
-    mark_overlapped_heavy(in.candidate_rows, others);
+    auto others = others_heavy_rows(store, r, sel);
+    if (!others) return others.error();
+    mark_overlapped_heavy(in.candidate_rows, *others);
   }
+  return {};
+}
 
+// The rows the stage's are compared with: its baseline's, and the
+// candidate's own earlier stages (the candidate against itself).
+Status read_compared_rows(Store& store, const StoredRecipe& stored, JudgeInput& in) {
+  const JudgeRecipe& r = stored.recipe;
+  const RowSelection& sel = stored.rows;
   if (r.baseline_id && r.baseline_mode != BaselineMode::None) {
     ProbeQuery bq;
     bq.candidate_id = *r.baseline_id;
@@ -76,8 +86,6 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
     if (!b) return b.error();
     in.baseline_rows = std::move(*b);
   }
-
-  // The candidate's own earlier stages (the candidate against itself).
   for (int64_t own_stage : r.own_stage_ids) {
     ProbeQuery oq;
     oq.candidate_id = r.candidate_id;
@@ -87,7 +95,14 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
     if (!own) return own.error();
     for (auto& o : *own) in.own_rows.push_back(std::move(o));
   }
+  return {};
+}
 
+// The candidate's process samples and its host's over the window, with the
+// host sample in effect when it began; a history baseline's host samples too.
+Status read_samples(Store& store, const StoredRecipe& stored, JudgeInput& in) {
+  const JudgeRecipe& r = stored.recipe;
+  const RowSelection& sel = stored.rows;
   SampleQuery ps;
   ps.candidate_id = r.candidate_id;
   ps.since_ms = sel.since_ms;
@@ -119,9 +134,14 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
     if (!then_before) return then_before.error();
     in.baseline_host_sample_before = std::move(*then_before);
   }
+  return {};
+}
 
+// The candidate's events over the window, the host-wide ones included.
+Status read_events(Store& store, const StoredRecipe& stored, JudgeInput& in) {
+  const RowSelection& sel = stored.rows;
   EventQuery eq;
-  eq.candidate_id = r.candidate_id;
+  eq.candidate_id = stored.recipe.candidate_id;
   eq.host_wide = HostWide::Include;
   eq.since_ms = sel.since_ms;
   eq.until_ms = sel.until_ms;
@@ -129,24 +149,41 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
   auto ev = store.events(eq);
   if (!ev) return ev.error();
   in.events = std::move(*ev);
+  return {};
+}
 
-  // The golden answers the comparison stands on, as stored at judgment time.
-  if (r.equivalence) {
-    auto upto = [&](int64_t candidate_id) -> Result<std::vector<GoldenAnswerRow>> {
-      auto g = store.golden_answers(candidate_id);
-      if (!g) return g.error();
-      std::erase_if(*g, [&](const GoldenAnswerRow& a) { return a.id > sel.max_ids.golden; });
-      return g;
-    };
-    auto own = upto(r.candidate_id);
-    if (!own) return own.error();
-    in.golden = std::move(*own);
-    if (r.equivalence->reference_id && *r.equivalence->reference_id != r.candidate_id) {
-      auto ref = upto(*r.equivalence->reference_id);
-      if (!ref) return ref.error();
-      in.reference_golden = std::move(*ref);
-    }
+// The golden answers the comparison stands on, as stored at judgment time:
+// the candidate's, and its reference's when that is another candidate.
+Status read_golden(Store& store, const StoredRecipe& stored, JudgeInput& in) {
+  const JudgeRecipe& r = stored.recipe;
+  if (!r.equivalence) return {};
+  auto upto = [&](int64_t candidate_id) -> Result<std::vector<GoldenAnswerRow>> {
+    auto g = store.golden_answers(candidate_id);
+    if (!g) return g.error();
+    std::erase_if(*g, [&](const GoldenAnswerRow& a) { return a.id > stored.rows.max_ids.golden; });
+    return g;
+  };
+  auto own = upto(r.candidate_id);
+  if (!own) return own.error();
+  in.golden = std::move(*own);
+  if (r.equivalence->reference_id && *r.equivalence->reference_id != r.candidate_id) {
+    auto ref = upto(*r.equivalence->reference_id);
+    if (!ref) return ref.error();
+    in.reference_golden = std::move(*ref);
   }
+  return {};
+}
+}  // namespace
+
+Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
+  JudgeInput in;
+  in.recipe = stored.recipe;
+  in.smoke_required = probe_kinds_for(TaskKind::Smoke, stored.recipe.workload);
+  if (auto st = read_candidate_rows(store, stored, in); !st) return st.error();
+  if (auto st = read_compared_rows(store, stored, in); !st) return st.error();
+  if (auto st = read_samples(store, stored, in); !st) return st.error();
+  if (auto st = read_events(store, stored, in); !st) return st.error();
+  if (auto st = read_golden(store, stored, in); !st) return st.error();
   return in;
 }
 

@@ -272,6 +272,212 @@ void add_trend(const JudgedStage& j, const VerdictRow& stored, CandidateReport& 
 
 bool is_failure(const ProbeResult& r) { return category_of(r.outcome) == OutcomeCategory::CandidateFailure; }
 
+// The latest judged verdict of each stage (overrides and verdicts without a
+// stored judge input left out), and the latest judged of them all.
+struct LatestJudged {
+  std::map<std::string, const VerdictRow*> per_stage;
+  const VerdictRow* latest = nullptr;
+
+  const VerdictRow* of(const std::string& stage) const {
+    auto it = per_stage.find(stage);
+    return it == per_stage.end() ? nullptr : it->second;
+  }
+};
+
+LatestJudged latest_judged(const std::vector<VerdictRow>& verdicts) {
+  LatestJudged out;
+  for (const auto& v : verdicts) {
+    if (v.is_override || v.judge_input_json.empty()) continue;
+    out.per_stage[v.stage] = &v;
+    out.latest = &v;
+  }
+  return out;
+}
+
+// What each judged verdict was judged on, rebuilt through the JudgedSource at
+// its first use and kept. A rebuild that fails is noted (and tried again at
+// the next use).
+class JudgedInputs {
+ public:
+  JudgedInputs(const JudgedSource& judged, std::vector<std::string>& notes) : judged_(judged), notes_(notes) {}
+
+  // nullptr: no verdict, no source, nothing to rebuild, or a rebuild that failed.
+  const JudgedStage* of(const VerdictRow* v) {
+    if (!v || !judged_) return nullptr;
+    auto it = read_.find(v);
+    if (it != read_.end()) return &it->second;
+    auto j = judged_(*v);
+    if (!j) {
+      notes_.push_back("the " + v->stage + " verdict's rows could not be read again: " + j.message());
+      return nullptr;
+    }
+    if (!*j) return nullptr;
+    return &read_.emplace(v, std::move(**j)).first->second;
+  }
+  // Every input rebuilt so far.
+  const std::map<const VerdictRow*, JudgedStage>& read() const { return read_; }
+
+ private:
+  const JudgedSource& judged_;
+  std::vector<std::string>& notes_;
+  std::map<const VerdictRow*, JudgedStage> read_;
+};
+
+// The latest judged verdict of each stage, newest first; the latest of all
+// judged again, and whether that gives the same verdict.
+void add_judged_views(const LatestJudged& latest, JudgedInputs& inputs, CandidateReport& rep) {
+  std::vector<const VerdictRow*> order;
+  for (const auto& [stage, v] : latest.per_stage) order.push_back(v);
+  std::sort(order.begin(), order.end(), [](const VerdictRow* a, const VerdictRow* b) { return a->id > b->id; });
+  for (const VerdictRow* v : order) {
+    JudgedView jv;
+    jv.stored = *v;
+    if (v == latest.latest) {
+      if (const JudgedStage* j = inputs.of(v)) {
+        jv.identical = j->identical;
+        if (!j->identical) jv.recomputed = std::string(to_string(j->recomputed.state)) + " — " + j->recomputed.reason;
+      }
+    }
+    rep.judged.push_back(std::move(jv));
+  }
+}
+
+// Candidate beside baseline: the canary's rows, as its judge compared them.
+void add_canary_comparison(const LatestJudged& latest, JudgedInputs& inputs, CandidateReport& rep) {
+  const VerdictRow* canary = latest.of("canary");
+  if (!canary) {
+    rep.notes.push_back("no judged canary yet: no comparison with the baseline");
+    return;
+  }
+  const JudgedStage* j = inputs.of(canary);
+  if (!j) return;
+  rep.perf = perf_groups(*j, *canary);
+  rep.perf_stage = "canary";
+  rep.baseline_mode = std::string(to_string(j->input.recipe.baseline_mode));
+  // The reach the canary was judged on (what soakctl status shows), marked
+  // when it falls short of the largest configured size.
+  if (auto reach = judged_context_reach(j->input); reach && reach->reach_tokens < reach->configured_tokens)
+    rep.context_reach = reach->reach_tokens;
+}
+
+// The golden set's comparison as `stage`'s judge made it, its failing prompts marked.
+GoldenTable golden_table(const char* stage, const JudgedStage& j, const GoldenComparison& g) {
+  GoldenTable t;
+  t.stage = stage;
+  t.skipped = g.skipped;
+  if (!g.result) return t;
+  t.compared = "run " + g.run + " against " + g.reference + " run " + g.reference_run + ", noise floor " +
+               (g.floor ? "from " + g.floor_from : std::string("zero (one run only)"));
+  t.summary = g.result->summary();
+  for (const PromptComparison& p : g.result->prompts) {
+    GoldenPromptRow row{p.prompt_id, std::string(to_string(p.status)), false, describe(p)};
+    for (const auto& m : j.recomputed.metrics)
+      if (m.metric == "equivalence/" + p.prompt_id && m.result == MetricResult::Fail) row.fails = true;
+    t.prompts.push_back(std::move(row));
+  }
+  return t;
+}
+
+// The latest golden-set comparison: the soak's when it was judged, else the canary's.
+void add_golden(const LatestJudged& latest, JudgedInputs& inputs, CandidateReport& rep) {
+  for (const char* stage : {"soak", "canary"}) {
+    const JudgedStage* j = inputs.of(latest.of(stage));
+    if (!j) continue;
+    const auto g = compare_golden(j->input.recipe, j->input.golden, j->input.reference_golden);
+    if (!g) continue;
+    rep.golden = golden_table(stage, *j, *g);
+    return;
+  }
+}
+
+// The stage whose memory the page charts: the latest soak, else the latest stage (nullptr: none).
+const StageRow* memory_window(const std::vector<StageRow>& stages) {
+  const StageRow* window = nullptr;
+  for (const auto& s : stages)
+    if (s.kind == StageKind::Soak) window = &s;
+  if (!window && !stages.empty()) window = &stages.back();
+  return window;
+}
+
+// Memory over the soak (or the latest stage): the soak judge's own samples
+// when it judged, else the stage's window of the candidate's processes and
+// of its host.
+Status add_memory(Store& store, const CandidateRow& c, const std::vector<StageRow>& stages, const LatestJudged& latest,
+                  JudgedInputs& inputs, int64_t now_ms, CandidateReport& rep) {
+  const VerdictRow* soak = latest.of("soak");
+  const JudgedStage* soak_input = soak ? inputs.of(soak) : nullptr;
+  const StageRow* window = memory_window(stages);
+  if (!window) return {};
+  const int64_t w_from = window->started_ms, w_to = std::max(window->ended_ms.value_or(now_ms), w_from + 1);
+  if (soak_input && window->kind == StageKind::Soak) {
+    memory(soak_input->input.process_samples, soak_input->input.host_samples, c, "soak", w_from, w_to, rep);
+    add_trend(*soak_input, *soak, rep);
+    return {};
+  }
+  SampleQuery span;
+  span.since_ms = w_from;
+  span.until_ms = w_to;
+  SampleQuery pq = span, hq = span;
+  pq.candidate_id = c.id;
+  hq.host_id = c.host_id;
+  auto procs = store.process_samples(pq);
+  if (!procs) return procs.error();
+  auto hosts = store.host_samples(hq);
+  if (!hosts) return hosts.error();
+  memory(*procs, *hosts, c, std::string(to_string(window->kind)), w_from, w_to, rep);
+  if (window->kind == StageKind::Soak) rep.notes.push_back("the soak is not judged yet: no trend line");
+  return {};
+}
+
+// Every row id a judged verdict's reason, or one of its metrics' reasons, cites.
+std::set<int64_t> cited_rows(const std::vector<JudgedView>& judged) {
+  std::set<int64_t> out;
+  for (const auto& jv : judged) {
+    for (int64_t id : cited_ids(jv.stored.reason).rows) out.insert(id);
+    for (const auto& m : jv.stored.metrics) {
+      auto ids = cited_ids(m.reason);
+      out.insert(ids.rows.begin(), ids.rows.end());
+    }
+  }
+  return out;
+}
+
+// Adds the failures the judges saw to `rows`, up to kMaxFailureRows besides those already in.
+void add_failure_rows(const std::map<const VerdictRow*, JudgedStage>& inputs, std::map<int64_t, ProbeResult>& rows,
+                      CandidateReport& rep) {
+  size_t failures = 0;
+  for (const auto& [v, j] : inputs)
+    for (const auto& r : j.input.candidate_rows)
+      if (is_failure(r) && !rows.count(r.id) && failures < kMaxFailureRows) {
+        rows.emplace(r.id, r);
+        ++failures;
+      }
+  if (failures == kMaxFailureRows)
+    rep.notes.push_back("failure rows listed up to " + std::to_string(kMaxFailureRows) +
+                        " besides those a reason cites (sqlite3 on the store has them all)");
+}
+
+// Rows: every id a reason cites, then failures the judges saw (capped).
+Status add_rows(Store& store, const CandidateRow& c, const std::map<const VerdictRow*, JudgedStage>& inputs,
+                CandidateReport& rep) {
+  std::map<int64_t, ProbeResult> rows;
+  for (int64_t id : cited_rows(rep.judged)) {
+    ProbeQuery q;
+    q.candidate_id = c.id;
+    q.min_id = id;
+    q.max_id = id;
+    auto r = store.probe_results(q);
+    if (!r) return r.error();
+    for (auto& x : *r) rows.emplace(x.id, std::move(x));
+  }
+  add_failure_rows(inputs, rows, rep);
+  for (auto& [id, r] : rows) {
+    rep.row_ids.insert(id);
+    rep.rows.push_back(std::move(r));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow& candidate, int64_t now_ms,
@@ -296,149 +502,18 @@ Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow&
   rep.timeline = make_timeline(*stages, *events, life.from_ms, now_ms);
   rep.events = *events;
 
-  // The latest judged verdict of each stage, newest first.
-  std::map<std::string, const VerdictRow*> per_stage;
-  const VerdictRow* latest_judged = nullptr;
-  std::map<const VerdictRow*, JudgedStage> inputs;
-  for (const auto& v : *verdicts) {
-    if (v.is_override || v.judge_input_json.empty()) continue;
-    per_stage[v.stage] = &v;
-    latest_judged = &v;
-  }
-  std::vector<const VerdictRow*> order;
-  for (const auto& [stage, v] : per_stage) order.push_back(v);
-  std::sort(order.begin(), order.end(), [](const VerdictRow* a, const VerdictRow* b) { return a->id > b->id; });
-  auto input_of = [&](const VerdictRow* v) -> const JudgedStage* {
-    if (!v || !judged) return nullptr;
-    auto it = inputs.find(v);
-    if (it != inputs.end()) return &it->second;
-    auto j = judged(*v);
-    if (!j) {
-      rep.notes.push_back("the " + v->stage + " verdict's rows could not be read again: " + j.message());
-      return nullptr;
-    }
-    if (!*j) return nullptr;
-    return &inputs.emplace(v, std::move(**j)).first->second;
-  };
-  for (const VerdictRow* v : order) {
-    JudgedView jv;
-    jv.stored = *v;
-    if (v == latest_judged) {
-      if (const JudgedStage* j = input_of(v)) {
-        jv.identical = j->identical;
-        if (!j->identical) jv.recomputed = std::string(to_string(j->recomputed.state)) + " — " + j->recomputed.reason;
-      }
-    }
-    rep.judged.push_back(std::move(jv));
-  }
-
-  // Candidate beside baseline: the canary's rows, as its judge compared them.
-  auto canary = per_stage.find("canary");
-  if (canary != per_stage.end()) {
-    if (const JudgedStage* j = input_of(canary->second)) {
-      rep.perf = perf_groups(*j, *canary->second);
-      rep.perf_stage = "canary";
-      rep.baseline_mode = std::string(to_string(j->input.recipe.baseline_mode));
-      // The reach the canary was judged on (what soakctl status shows), marked
-      // when it falls short of the largest configured size.
-      if (auto reach = judged_context_reach(j->input); reach && reach->reach_tokens < reach->configured_tokens)
-        rep.context_reach = reach->reach_tokens;
-    }
-  } else {
-    rep.notes.push_back("no judged canary yet: no comparison with the baseline");
-  }
-
-  // The latest golden-set comparison: the soak's when it was judged, else the canary's.
-  for (const char* stage : {"soak", "canary"}) {
-    auto it = per_stage.find(stage);
-    const JudgedStage* j = it != per_stage.end() ? input_of(it->second) : nullptr;
-    if (!j) continue;
-    const auto g = compare_golden(j->input.recipe, j->input.golden, j->input.reference_golden);
-    if (!g) continue;
-    GoldenTable t;
-    t.stage = stage;
-    t.skipped = g->skipped;
-    if (g->result) {
-      t.compared = "run " + g->run + " against " + g->reference + " run " + g->reference_run + ", noise floor " +
-                   (g->floor ? "from " + g->floor_from : std::string("zero (one run only)"));
-      t.summary = g->result->summary();
-      for (const PromptComparison& p : g->result->prompts) {
-        GoldenPromptRow row{p.prompt_id, std::string(to_string(p.status)), false, describe(p)};
-        for (const auto& m : j->recomputed.metrics)
-          if (m.metric == "equivalence/" + p.prompt_id && m.result == MetricResult::Fail) row.fails = true;
-        t.prompts.push_back(std::move(row));
-      }
-    }
-    rep.golden = std::move(t);
-    break;
-  }
-
-  // Memory over the soak (or the latest stage): the soak judge's own samples when it judged.
-  auto soak = per_stage.find("soak");
-  const JudgedStage* soak_input = soak != per_stage.end() ? input_of(soak->second) : nullptr;
-  const StageRow* window = nullptr;
-  for (const auto& s : *stages)
-    if (s.kind == StageKind::Soak) window = &s;
-  if (!window && !stages->empty()) window = &stages->back();
-  if (window) {
-    const int64_t w_from = window->started_ms, w_to = std::max(window->ended_ms.value_or(now_ms), w_from + 1);
-    if (soak_input && window->kind == StageKind::Soak) {
-      memory(soak_input->input.process_samples, soak_input->input.host_samples, candidate, "soak", w_from, w_to, rep);
-      add_trend(*soak_input, soak->second ? *soak->second : VerdictRow{}, rep);
-    } else {
-      // The stage's window, of the candidate's processes and of its host.
-      SampleQuery span;
-      span.since_ms = w_from;
-      span.until_ms = w_to;
-      SampleQuery pq = span, hq = span;
-      pq.candidate_id = candidate.id;
-      hq.host_id = candidate.host_id;
-      auto procs = store.process_samples(pq);
-      if (!procs) return procs.error();
-      auto hosts = store.host_samples(hq);
-      if (!hosts) return hosts.error();
-      memory(*procs, *hosts, candidate, std::string(to_string(window->kind)), w_from, w_to, rep);
-      if (window->kind == StageKind::Soak) rep.notes.push_back("the soak is not judged yet: no trend line");
-    }
-  }
+  const LatestJudged latest = latest_judged(*verdicts);
+  JudgedInputs inputs(judged, rep.notes);
+  add_judged_views(latest, inputs, rep);
+  add_canary_comparison(latest, inputs, rep);
+  add_golden(latest, inputs, rep);
+  if (auto st = add_memory(store, candidate, *stages, latest, inputs, now_ms, rep); !st) return st.error();
 
   ladder(store, candidate, rep);
   bursts(store, candidate, rep);
   speed_charts(store, candidate, rep);
 
-  // Rows: every id a reason cites, then failures the judges saw (capped).
-  std::set<int64_t> cited_rows;
-  for (const auto& jv : rep.judged) {
-    for (int64_t id : cited_ids(jv.stored.reason).rows) cited_rows.insert(id);
-    for (const auto& m : jv.stored.metrics) {
-      auto ids = cited_ids(m.reason);
-      cited_rows.insert(ids.rows.begin(), ids.rows.end());
-    }
-  }
-  std::map<int64_t, ProbeResult> rows;
-  for (int64_t id : cited_rows) {
-    ProbeQuery q;
-    q.candidate_id = candidate.id;
-    q.min_id = id;
-    q.max_id = id;
-    auto r = store.probe_results(q);
-    if (!r) return r.error();
-    for (auto& x : *r) rows.emplace(x.id, std::move(x));
-  }
-  size_t failures = 0;
-  for (const auto& [v, j] : inputs)
-    for (const auto& r : j.input.candidate_rows)
-      if (is_failure(r) && !rows.count(r.id) && failures < kMaxFailureRows) {
-        rows.emplace(r.id, r);
-        ++failures;
-      }
-  if (failures == kMaxFailureRows)
-    rep.notes.push_back("failure rows listed up to " + std::to_string(kMaxFailureRows) +
-                        " besides those a reason cites (sqlite3 on the store has them all)");
-  for (auto& [id, r] : rows) {
-    rep.row_ids.insert(id);
-    rep.rows.push_back(std::move(r));
-  }
+  if (auto st = add_rows(store, candidate, inputs.read(), rep); !st) return st.error();
   for (const auto& e : rep.events) rep.event_ids.insert(e.id);
   return rep;
 }

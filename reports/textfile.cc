@@ -184,24 +184,29 @@ Status TextfileCollector::refresh(Store& store, int64_t now_ms) {
   return {};
 }
 
-std::string TextfileCollector::render(int64_t now_ms) const {
-  Text t;
+namespace {
+
+// The file's own families: when it was written, and by which soakd.
+void file_families(Text& t, int64_t now_ms, const std::string& version) {
   t.family("soakd_textfile_written_timestamp_seconds", "gauge", "When these figures were written (Unix time).");
   t.sample("soakd_textfile_written_timestamp_seconds", "", seconds(now_ms));
   t.family("soakd_build_info", "gauge", "The soakd that wrote these figures.");
-  t.sample("soakd_build_info", label("version", opt_.version), "1");
+  t.sample("soakd_build_info", label("version", version), "1");
+}
 
+// Each candidate row's latest stage: which, its state, how far into it, and when it started and must end.
+void stage_families(Text& t, const std::vector<StatusRow>& status, int64_t now_ms) {
   t.family("soakd_candidate_stage", "gauge", "The candidate's latest stage (state set: 1 for the current one).");
-  for (const auto& s : status_)
+  for (const auto& s : status)
     if (s.stage)
       state_set(t, "soakd_candidate_stage", candidate_labels(s.candidate), "stage", kAllStages, s.stage->kind);
   t.family("soakd_candidate_stage_state", "gauge", "The latest stage's state (state set).");
-  for (const auto& s : status_)
+  for (const auto& s : status)
     if (s.stage)
       state_set(t, "soakd_candidate_stage_state", candidate_labels(s.candidate), "state", kStageStates, s.stage->state);
   t.family("soakd_candidate_stage_progress_ratio", "gauge",
            "Time into the latest stage over its nominal length (1 once it ended).");
-  for (const auto& s : status_) {
+  for (const auto& s : status) {
     if (!s.stage) continue;
     double p = 1;
     if (s.stage->state == StageState::Running && s.stage->length_ms > 0)
@@ -210,70 +215,95 @@ std::string TextfileCollector::render(int64_t now_ms) const {
     t.sample("soakd_candidate_stage_progress_ratio", candidate_labels(s.candidate), value(p));
   }
   t.family("soakd_candidate_stage_started_timestamp_seconds", "gauge", "When the latest stage started (Unix time).");
-  for (const auto& s : status_)
+  for (const auto& s : status)
     if (s.stage)
       t.sample("soakd_candidate_stage_started_timestamp_seconds", candidate_labels(s.candidate),
                seconds(s.stage->started_ms));
   t.family("soakd_candidate_stage_deadline_timestamp_seconds", "gauge",
            "When the latest stage must end at the latest, grace included (Unix time).");
-  for (const auto& s : status_)
+  for (const auto& s : status)
     if (s.stage)
       t.sample("soakd_candidate_stage_deadline_timestamp_seconds", candidate_labels(s.candidate),
                seconds(s.stage->deadline_ms));
+}
+
+// Each candidate row's latest verdict, and when it was reached.
+void verdict_families(Text& t, const std::vector<StatusRow>& status) {
   t.family("soakd_candidate_verdict", "gauge", "The candidate's latest verdict (state set: 1 for the current one).");
-  for (const auto& s : status_)
+  for (const auto& s : status)
     if (s.verdict)
       state_set(t, "soakd_candidate_verdict", candidate_labels(s.candidate), "verdict", kVerdictStates,
                 s.verdict->state);
   t.family("soakd_candidate_verdict_timestamp_seconds", "gauge", "When the latest verdict was reached (Unix time).");
-  for (const auto& s : status_)
+  for (const auto& s : status)
     if (s.verdict)
       t.sample("soakd_candidate_verdict_timestamp_seconds", candidate_labels(s.candidate), seconds(s.verdict->wall_ms));
+}
 
+using ProbeCounts = std::map<int64_t, std::map<std::pair<ProbeKind, Outcome>, int64_t>>;
+
+void probe_count_family(Text& t, const std::vector<StatusRow>& status, const ProbeCounts& counts) {
   t.family("soakd_probe_results_total", "counter", "Probe results stored, by probe kind and outcome.");
-  for (const auto& s : status_) {
-    auto it = counts_.find(s.candidate.id);
-    if (it == counts_.end()) continue;
+  for (const auto& s : status) {
+    auto it = counts.find(s.candidate.id);
+    if (it == counts.end()) continue;
     for (const auto& [key, n] : it->second)
       t.sample("soakd_probe_results_total",
                candidate_labels(s.candidate) + "," + label("kind", to_string(key.first)) + "," +
                    label("outcome", to_string(key.second)),
                value(n));
   }
+}
+
+// The three below read the latest stage's figures of each candidate row:
+// `Figures` is the collector's map of them by candidate row (its
+// StageFigures are private to it, so they come in as a template parameter).
+
+template <class Figures>
+void workload_summary_families(Text& t, const std::vector<StatusRow>& status, const Figures& figures) {
   t.family("soakd_ttft_seconds", "summary", "Time to first token of clean rows in the latest stage, by workload.");
-  for (const auto& s : status_) {
-    auto it = figures_.find(s.candidate.id);
-    if (it == figures_.end()) continue;
+  for (const auto& s : status) {
+    auto it = figures.find(s.candidate.id);
+    if (it == figures.end()) continue;
     for (const auto& [w, v] : it->second.ttft_s)
       summary(t, "soakd_ttft_seconds", candidate_labels(s.candidate) + "," + label("workload", w), v);
   }
   t.family("soakd_decode_tokens_per_second", "summary",
            "Client-measured decode rate of clean rows in the latest stage, by workload.");
-  for (const auto& s : status_) {
-    auto it = figures_.find(s.candidate.id);
-    if (it == figures_.end()) continue;
+  for (const auto& s : status) {
+    auto it = figures.find(s.candidate.id);
+    if (it == figures.end()) continue;
     for (const auto& [w, v] : it->second.decode_tps)
       summary(t, "soakd_decode_tokens_per_second", candidate_labels(s.candidate) + "," + label("workload", w), v);
   }
+}
+
+template <class Figures>
+void sequential_evidence_families(Text& t, const std::vector<StatusRow>& status, const Figures& figures) {
   t.family("soakd_sequential_evidence_ratio", "gauge",
            "The running stage's sequential failure test per watched measure: log E over log(1/alpha), 0 while the "
            "rows favour the budget, 1 rejects.");
-  for (const auto& s : status_) {
-    auto it = figures_.find(s.candidate.id);
-    if (it == figures_.end() || !s.stage || s.stage->state != StageState::Running) continue;
+  for (const auto& s : status) {
+    auto it = figures.find(s.candidate.id);
+    if (it == figures.end() || !s.stage || s.stage->state != StageState::Running) continue;
     for (const auto& m : it->second.live.measures())
       t.sample("soakd_sequential_evidence_ratio", join(candidate_labels(s.candidate), label("measure", m.name)),
                value(m.fraction()));
   }
   t.family("soakd_sequential_e_value_log", "gauge",
            "The natural log of the running stage's e-value per watched measure, after its rows so far.");
-  for (const auto& s : status_) {
-    auto it = figures_.find(s.candidate.id);
-    if (it == figures_.end() || !s.stage || s.stage->state != StageState::Running) continue;
+  for (const auto& s : status) {
+    auto it = figures.find(s.candidate.id);
+    if (it == figures.end() || !s.stage || s.stage->state != StageState::Running) continue;
     for (const auto& m : it->second.live.measures())
       t.sample("soakd_sequential_e_value_log", join(candidate_labels(s.candidate), label("measure", m.name)),
                value(m.last.log_e));
   }
+}
+
+template <class Figures>
+void runtime_queue_families(Text& t, const std::vector<StatusRow>& status, const Figures& figures, int64_t now_ms) {
+  using StageFigures = typename Figures::mapped_type;
   struct QueueGauge {
     const char* name;
     const char* help;
@@ -290,12 +320,16 @@ std::string TextfileCollector::render(int64_t now_ms) const {
        &StageFigures::waiting}};
   for (const auto& g : queue) {
     t.family(g.name, "gauge", g.help);
-    for (const auto& s : status_) {
-      auto it = figures_.find(s.candidate.id);
-      if (it == figures_.end() || !(it->second.*g.field) || now_ms - it->second.queue_ms > kSampleFreshMs) continue;
+    for (const auto& s : status) {
+      auto it = figures.find(s.candidate.id);
+      if (it == figures.end() || !(it->second.*g.field) || now_ms - it->second.queue_ms > kSampleFreshMs) continue;
       t.sample(g.name, candidate_labels(s.candidate), value(*(it->second.*g.field)));
     }
   }
+}
+
+// The runtime process's memory at each candidate row's newest current sample.
+void process_families(Text& t, const std::vector<StatusRow>& status, const std::map<int64_t, ProcessSample>& process) {
   struct ProcessGauge {
     const char* name;
     const char* help;
@@ -310,16 +344,17 @@ std::string TextfileCollector::render(int64_t now_ms) const {
        &ProcessSample::swap_bytes}};
   for (const auto& g : gauges) {
     t.family(g.name, "gauge", g.help);
-    for (const auto& s : status_) {
-      auto it = process_.find(s.candidate.id);
-      if (it != process_.end() && (it->second.*g.field))
+    for (const auto& s : status) {
+      auto it = process.find(s.candidate.id);
+      if (it != process.end() && (it->second.*g.field))
         t.sample(g.name, candidate_labels(s.candidate), value(*(it->second.*g.field)));
     }
   }
+}
 
-  // Host figures: the newest current host sample (families are declared
-  // even without one, so the file always has the same shape).
-  const HostSample* h = host_ ? &*host_ : nullptr;
+// Host figures: the newest current host sample `h` (the families are
+// declared even without one, so the file always has the same shape).
+void host_families(Text& t, const std::optional<HostSample>& h) {
   auto host = [&](const char* name, const char* type, const char* help, auto get) {
     t.family(name, type, help);
     if (!h) return;
@@ -344,15 +379,37 @@ std::string TextfileCollector::render(int64_t now_ms) const {
        [](const HostSample& x) { return x.swap_total_bytes; });
   host("soakd_host_swapouts_total", "counter", "Pages swapped out since boot.",
        [](const HostSample& x) { return x.swapouts; });
+}
 
-  Text& g = t;
-  g.family("soakd_guard_tripped", "gauge", "1 when the memory guard tripped within its window.");
-  const bool tripped = last_guard_trip_ms_ && now_ms - *last_guard_trip_ms_ <= opt_.guard_window_ms;
-  g.sample("soakd_guard_tripped", "", tripped ? "1" : "0");
-  g.family("soakd_guard_last_trip_timestamp_seconds", "gauge", "When the memory guard last tripped (Unix time).");
-  if (last_guard_trip_ms_) g.sample("soakd_guard_last_trip_timestamp_seconds", "", seconds(*last_guard_trip_ms_));
-  g.family("soakd_events_total", "counter", "Events recorded, by kind (gaps, restarts, guard trips, controls, ...).");
-  for (const auto& [kind, n] : events_) g.sample("soakd_events_total", label("kind", to_string(kind)), value(n));
+// The memory guard: whether it tripped within `window_ms` of `now_ms`, and when it last did.
+void guard_families(Text& t, std::optional<int64_t> last_trip_ms, int64_t window_ms, int64_t now_ms) {
+  t.family("soakd_guard_tripped", "gauge", "1 when the memory guard tripped within its window.");
+  const bool tripped = last_trip_ms && now_ms - *last_trip_ms <= window_ms;
+  t.sample("soakd_guard_tripped", "", tripped ? "1" : "0");
+  t.family("soakd_guard_last_trip_timestamp_seconds", "gauge", "When the memory guard last tripped (Unix time).");
+  if (last_trip_ms) t.sample("soakd_guard_last_trip_timestamp_seconds", "", seconds(*last_trip_ms));
+}
+
+void event_family(Text& t, const std::map<EventKind, int64_t>& events) {
+  t.family("soakd_events_total", "counter", "Events recorded, by kind (gaps, restarts, guard trips, controls, ...).");
+  for (const auto& [kind, n] : events) t.sample("soakd_events_total", label("kind", to_string(kind)), value(n));
+}
+
+}  // namespace
+
+std::string TextfileCollector::render(int64_t now_ms) const {
+  Text t;
+  file_families(t, now_ms, opt_.version);
+  stage_families(t, status_, now_ms);
+  verdict_families(t, status_);
+  probe_count_family(t, status_, counts_);
+  workload_summary_families(t, status_, figures_);
+  sequential_evidence_families(t, status_, figures_);
+  runtime_queue_families(t, status_, figures_, now_ms);
+  process_families(t, status_, process_);
+  host_families(t, host_);
+  guard_families(t, last_guard_trip_ms_, opt_.guard_window_ms, now_ms);
+  event_family(t, events_);
   return t.take();
 }
 

@@ -208,6 +208,186 @@ json candidate_json(const std::string& name, const CandidateRow& row) {
   return j;
 }
 
+// A candidate with no judged verdict yet, in the judged answer's shape, with nothing to recompute.
+void print_unjudged_json(std::ostream& out, const std::string& name, const CandidateRow& row, const VerdictRow* latest,
+                         const std::vector<RuntimeLaunch>& launches) {
+  json j = candidate_json(name, row);
+  j["verdict"] = nullptr;
+  j["metrics"] = json::array();
+  j["recomputed"] = nullptr;
+  if (latest) j["latest"] = verdict_json(*latest);
+  if (!launches.empty()) j["launches"] = launches_json(launches);
+  out << j.dump(2) << "\n";
+}
+
+void print_unjudged_text(std::ostream& out, const std::string& name, const CandidateRow& row, const VerdictRow* latest,
+                         const std::vector<RuntimeLaunch>& launches) {
+  out << name << " (" << row.model << " on " << to_string(row.runtime) << " at " << row.build << "): ";
+  if (latest)
+    out << to_string(latest->state) << (latest->reason.empty() ? "" : " — " + latest->reason)
+        << (latest->is_override ? " (override by " + latest->who + ": " + latest->why + ")" : "")
+        << "\nno judged stage yet: nothing to recompute\n";
+  else
+    out << "no verdict yet\n";
+  print_launches(out, launches, "");
+}
+
+// The stored judgment judged again now, or left as stored: asked, or by the
+// stage's size (kRecomputeAtOnceRows).
+struct JudgedAgain {
+  std::optional<JudgedRows> rows;        // counted when the stage's size decided
+  std::optional<VerdictRow> recomputed;  // none: shown as stored
+  // From the same rows, the sequential test's path (the verdict keeps its end points only).
+  std::vector<SequentialMeasure> sequential;
+};
+
+// nullopt: the store could not be read (said on c.err).
+std::optional<JudgedAgain> judge_again(const Ctl& c, const Args& a, Store& st, const VerdictRow& judged) {
+  JudgedAgain out;
+  auto recipe = recipe_from_json(judged.judge_input_json);
+  bool recompute = a.flag("recompute");
+  if (!recompute && !a.flag("stored")) {
+    auto n = judged_rows(st, judged, *recipe);
+    if (!n) {
+      c.err << "soakctl: " << n.message() << "\n";
+      return std::nullopt;
+    }
+    out.rows = *n;
+    recompute = n->total() <= kRecomputeAtOnceRows;
+  }
+  if (!recompute) return out;
+  auto input = build_judge_input(st, *recipe);
+  if (!input) {
+    c.err << "soakctl: cannot recompute: " << input.message() << "\n";
+    return std::nullopt;
+  }
+  out.recomputed = judged_verdict(*input, *recipe);
+  out.sequential = sequential_evidence(*input);
+  return out;
+}
+
+// What explain shows of a candidate's latest judged verdict.
+struct Explanation {
+  const std::string& name;
+  const CandidateRow& row;
+  const VerdictRow& judged;                    // the latest judged verdict
+  const VerdictRow* latest;                    // the latest verdict of all
+  const std::vector<RuntimeLaunch>& launches;  // a managed candidate's runtime
+  std::optional<ContextReach> reach;
+  JudgedAgain again;
+
+  // The metrics shown: today's rules' on the rows, else the judgment's own.
+  const VerdictRow& shown() const { return again.recomputed ? *again.recomputed : judged; }
+  bool identical() const { return again.recomputed && same_verdict(judged, *again.recomputed); }
+  bool rules_changed() const {
+    return judged.judge_version != (again.recomputed ? again.recomputed->judge_version : kJudgeVersion);
+  }
+  // A mismatch only when the same rules give another result.
+  int exit_code() const { return !again.recomputed || identical() || rules_changed() ? kCtlExitOk : kCtlExitMismatch; }
+};
+
+void print_explanation_json(std::ostream& out, const Explanation& x) {
+  const JudgedAgain& again = x.again;
+  json j = candidate_json(x.name, x.row);
+  j["verdict"] = verdict_json(x.judged);
+  json ms = json::array();
+  for (const auto& m : x.shown().metrics) ms.push_back(metric_json(m));
+  j["metrics"] = ms;
+  if (again.recomputed) {
+    j["recomputed"] = {{"identical", x.identical()},
+                       {"state", to_string(again.recomputed->state)},
+                       {"reason", again.recomputed->reason},
+                       {"judge_version", again.recomputed->judge_version},
+                       {"rules_changed", x.rules_changed()}};
+  } else {
+    j["recomputed"] = nullptr;
+    j["as_judged"] = {{"rows", again.rows ? json(again.rows->own) : json(nullptr)},
+                      {"baseline_rows", again.rows ? json(again.rows->baseline) : json(nullptr)},
+                      {"recompute_at_once_rows", kRecomputeAtOnceRows},
+                      {"judge_version_now", kJudgeVersion},
+                      {"rules_changed", x.rules_changed()}};
+  }
+  if (x.latest && x.latest != &x.judged) j["latest"] = verdict_json(*x.latest);
+  if (!x.launches.empty()) j["launches"] = launches_json(x.launches);
+  if (x.reach) j["context_reach"] = reach_json(*x.reach);
+  if (again.recomputed) j["sequential"] = sequential_json(again.sequential);
+  j["evidence"] = evidence_json(x.shown().metrics);
+  out << j.dump(2) << "\n";
+}
+
+// The candidate and the judgment as stored: by whom, on which rows, and against which baseline.
+void print_judgment(std::ostream& out, const Explanation& x) {
+  const CandidateRow& row = x.row;
+  const VerdictRow& judged = x.judged;
+  out << x.name << " (" << row.model << " on " << to_string(row.runtime) << " at " << row.build << ")\n";
+  if (auto fp = probes::parse_fingerprint_json(row.fingerprint); fp && !row.fingerprint.empty())
+    out << "launch: " << fp->summary() << "\n";
+  out << "verdict: " << to_string(judged.state) << " (" << judged.stage << ")"
+      << (judged.reason.empty() ? "" : " — " + judged.reason) << "\n";
+  out << "judged " << iso_utc(judged.wall_ms) << " by " << judged.judge_version << ", config " << judged.config_hash
+      << ", evidence probe rows " << judged.evidence_first_id << ".." << judged.evidence_last_id << ", baseline "
+      << judged.baseline_mode
+      << (judged.baseline_id ? " (candidate row " + std::to_string(*judged.baseline_id) + ")" : "") << "\n";
+  if (x.latest && x.latest != &judged)
+    out << "now: " << to_string(x.latest->state) << (x.latest->reason.empty() ? "" : " — " + x.latest->reason) << "\n";
+  print_launches(out, x.launches, "");
+  if (x.reach) out << reach_text(*x.reach) << "\n";
+}
+
+// What judging the rows again gave: the same, another verdict, or today's
+// rules; or why it was shown as judged.
+void print_recompute(std::ostream& out, const Explanation& x) {
+  const VerdictRow& judged = x.judged;
+  const std::optional<VerdictRow>& recomputed = x.again.recomputed;
+  if (!recomputed)
+    out << as_judged_text(x.name, x.again.rows, judged.judge_version) << "\n\n";
+  else if (x.rules_changed())
+    out << "the rules changed since (" << judged.judge_version << " then, " << recomputed->judge_version
+        << " now); recomputed from the stored rows with today's rules: " << to_string(recomputed->state) << " — "
+        << recomputed->reason << "\n\n";
+  else
+    out << "recomputed from the stored rows: "
+        << (x.identical() ? "identical"
+                          : "DIFFERENT: " + std::string(to_string(recomputed->state)) + " — " + recomputed->reason)
+        << "\n\n";
+}
+
+// Every metric, one a line: what decided comes first (failures, then marginal
+// results, then the rest), each with its reason under it.
+void print_metric_table(std::ostream& out, const std::vector<MetricEvidence>& metrics) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%-8s %7s %7s %11s %11s %23s %9s %9s  %s\n", "RESULT", "N", "N_BASE", "ESTIMATE",
+                "BASELINE", "INTERVAL", "THRESHOLD", "P", "METRIC");
+  out << line;
+  auto rank = [](const MetricEvidence& m) {
+    if (m.result == MetricResult::Fail) return 0;
+    if (m.result == MetricResult::Marginal) return 1;
+    if (m.result == MetricResult::Insufficient) return 3;
+    return 2;
+  };
+  std::vector<const MetricEvidence*> order;
+  for (const auto& m : metrics) order.push_back(&m);
+  std::stable_sort(order.begin(), order.end(), [&](const auto* x, const auto* y) { return rank(*x) < rank(*y); });
+  for (const MetricEvidence* mp : order) {
+    const MetricEvidence& m = *mp;
+    std::string interval = "[" + fmt_num(m.lo) + ", " + fmt_num(m.hi) + "]";
+    std::snprintf(line, sizeof line, "%-8s %7lld %7lld %11s %11s %23s %9s %9s  ",
+                  std::string(to_string(m.result)).c_str(), static_cast<long long>(m.n),
+                  static_cast<long long>(m.n_baseline), fmt_num(m.estimate).c_str(), fmt_num(m.baseline).c_str(),
+                  interval.c_str(), fmt_num(m.threshold).c_str(), fmt_num(m.p_value).c_str());
+    out << line << m.metric << "\n";
+    if (!m.reason.empty()) out << "         " << m.reason << "\n";
+  }
+}
+
+void print_explanation_text(std::ostream& out, const Explanation& x) {
+  print_judgment(out, x);
+  print_recompute(out, x);
+  print_evidence(out, x.shown().metrics);
+  print_metric_table(out, x.shown().metrics);
+  print_sequential(out, x.again.sequential);
+}
+
 int cmd_explain(const Ctl& c, const Args& a, Store& st) {
   const std::string& name = a.positionals()[1];
   if (a.flag("recompute") && a.flag("stored")) {
@@ -230,138 +410,21 @@ int cmd_explain(const Ctl& c, const Args& a, Store& st) {
     c.err << "soakctl: " << launches.message() << "\n";
     return kCtlExitStore;
   }
-  if (!judged && a.flag("json")) {  // the judged answer's shape, with nothing to recompute
-    json j = candidate_json(name, *row);
-    j["verdict"] = nullptr;
-    j["metrics"] = json::array();
-    j["recomputed"] = nullptr;
-    if (latest) j["latest"] = verdict_json(*latest);
-    if (!launches->empty()) j["launches"] = launches_json(*launches);
-    c.out << j.dump(2) << "\n";
-    return kCtlExitOk;
-  }
   if (!judged) {
-    c.out << name << " (" << row->model << " on " << to_string(row->runtime) << " at " << row->build << "): ";
-    if (latest)
-      c.out << to_string(latest->state) << (latest->reason.empty() ? "" : " — " + latest->reason)
-            << (latest->is_override ? " (override by " + latest->who + ": " + latest->why + ")" : "")
-            << "\nno judged stage yet: nothing to recompute\n";
+    if (a.flag("json"))
+      print_unjudged_json(c.out, name, *row, latest, *launches);
     else
-      c.out << "no verdict yet\n";
-    print_launches(c.out, *launches, "");
+      print_unjudged_text(c.out, name, *row, latest, *launches);
     return kCtlExitOk;
   }
-  auto recipe = recipe_from_json(judged->judge_input_json);
-  // Judge the rows again now, or show the judgment as stored: asked, or by the
-  // stage's size (kRecomputeAtOnceRows).
-  std::optional<JudgedRows> rows;
-  bool recompute = a.flag("recompute");
-  if (!recompute && !a.flag("stored")) {
-    auto n = judged_rows(st, *judged, *recipe);
-    if (!n) {
-      c.err << "soakctl: " << n.message() << "\n";
-      return kCtlExitStore;
-    }
-    rows = *n;
-    recompute = n->total() <= kRecomputeAtOnceRows;
-  }
-  std::optional<VerdictRow> recomputed;
-  std::vector<SequentialMeasure> sequential;
-  if (recompute) {
-    auto input = build_judge_input(st, *recipe);
-    if (!input) {
-      c.err << "soakctl: cannot recompute: " << input.message() << "\n";
-      return kCtlExitStore;
-    }
-    recomputed = judged_verdict(*input, *recipe);
-    // From the same rows, the sequential test's path (the verdict keeps its end points only).
-    sequential = sequential_evidence(*input);
-  }
-  // The metrics shown: today's rules' on the rows, else the judgment's own.
-  const VerdictRow& shown = recomputed ? *recomputed : *judged;
-  const bool identical = recomputed && same_verdict(*judged, *recomputed);
-  const bool rules_changed = judged->judge_version != (recomputed ? recomputed->judge_version : kJudgeVersion);
-  const int rc = !recomputed || identical || rules_changed ? kCtlExitOk : kCtlExitMismatch;
-  const auto reach = latest_reach(st, row->id);
-  if (a.flag("json")) {
-    json j = candidate_json(name, *row);
-    j["verdict"] = verdict_json(*judged);
-    json ms = json::array();
-    for (const auto& m : shown.metrics) ms.push_back(metric_json(m));
-    j["metrics"] = ms;
-    if (recomputed) {
-      j["recomputed"] = {{"identical", identical},
-                         {"state", to_string(recomputed->state)},
-                         {"reason", recomputed->reason},
-                         {"judge_version", recomputed->judge_version},
-                         {"rules_changed", rules_changed}};
-    } else {
-      j["recomputed"] = nullptr;
-      j["as_judged"] = {{"rows", rows ? json(rows->own) : json(nullptr)},
-                        {"baseline_rows", rows ? json(rows->baseline) : json(nullptr)},
-                        {"recompute_at_once_rows", kRecomputeAtOnceRows},
-                        {"judge_version_now", kJudgeVersion},
-                        {"rules_changed", rules_changed}};
-    }
-    if (latest && latest != judged) j["latest"] = verdict_json(*latest);
-    if (!launches->empty()) j["launches"] = launches_json(*launches);  // a managed candidate's runtime
-    if (reach) j["context_reach"] = reach_json(*reach);
-    if (recomputed) j["sequential"] = sequential_json(sequential);
-    j["evidence"] = evidence_json(shown.metrics);
-    c.out << j.dump(2) << "\n";
-    return rc;
-  }
-  c.out << name << " (" << row->model << " on " << to_string(row->runtime) << " at " << row->build << ")\n";
-  if (auto fp = probes::parse_fingerprint_json(row->fingerprint); fp && !row->fingerprint.empty())
-    c.out << "launch: " << fp->summary() << "\n";
-  c.out << "verdict: " << to_string(judged->state) << " (" << judged->stage << ")"
-        << (judged->reason.empty() ? "" : " — " + judged->reason) << "\n";
-  c.out << "judged " << iso_utc(judged->wall_ms) << " by " << judged->judge_version << ", config "
-        << judged->config_hash << ", evidence probe rows " << judged->evidence_first_id << ".."
-        << judged->evidence_last_id << ", baseline " << judged->baseline_mode
-        << (judged->baseline_id ? " (candidate row " + std::to_string(*judged->baseline_id) + ")" : "") << "\n";
-  if (latest && latest != judged)
-    c.out << "now: " << to_string(latest->state) << (latest->reason.empty() ? "" : " — " + latest->reason) << "\n";
-  print_launches(c.out, *launches, "");
-  if (reach) c.out << reach_text(*reach) << "\n";
-  if (!recomputed)
-    c.out << as_judged_text(name, rows, judged->judge_version) << "\n\n";
-  else if (rules_changed)
-    c.out << "the rules changed since (" << judged->judge_version << " then, " << recomputed->judge_version
-          << " now); recomputed from the stored rows with today's rules: " << to_string(recomputed->state) << " — "
-          << recomputed->reason << "\n\n";
+  auto again = judge_again(c, a, st, *judged);
+  if (!again) return kCtlExitStore;
+  const Explanation x{name, *row, *judged, latest, *launches, latest_reach(st, row->id), std::move(*again)};
+  if (a.flag("json"))
+    print_explanation_json(c.out, x);
   else
-    c.out << "recomputed from the stored rows: "
-          << (identical ? "identical"
-                        : "DIFFERENT: " + std::string(to_string(recomputed->state)) + " — " + recomputed->reason)
-          << "\n\n";
-  print_evidence(c.out, shown.metrics);
-  char line[256];
-  std::snprintf(line, sizeof line, "%-8s %7s %7s %11s %11s %23s %9s %9s  %s\n", "RESULT", "N", "N_BASE", "ESTIMATE",
-                "BASELINE", "INTERVAL", "THRESHOLD", "P", "METRIC");
-  c.out << line;
-  // What decided comes first: failures, then marginal results, then the rest.
-  auto rank = [](const MetricEvidence& m) {
-    if (m.result == MetricResult::Fail) return 0;
-    if (m.result == MetricResult::Marginal) return 1;
-    if (m.result == MetricResult::Insufficient) return 3;
-    return 2;
-  };
-  std::vector<const MetricEvidence*> order;
-  for (const auto& m : shown.metrics) order.push_back(&m);
-  std::stable_sort(order.begin(), order.end(), [&](const auto* x, const auto* y) { return rank(*x) < rank(*y); });
-  for (const MetricEvidence* mp : order) {
-    const MetricEvidence& m = *mp;
-    std::string interval = "[" + fmt_num(m.lo) + ", " + fmt_num(m.hi) + "]";
-    std::snprintf(line, sizeof line, "%-8s %7lld %7lld %11s %11s %23s %9s %9s  ",
-                  std::string(to_string(m.result)).c_str(), static_cast<long long>(m.n),
-                  static_cast<long long>(m.n_baseline), fmt_num(m.estimate).c_str(), fmt_num(m.baseline).c_str(),
-                  interval.c_str(), fmt_num(m.threshold).c_str(), fmt_num(m.p_value).c_str());
-    c.out << line << m.metric << "\n";
-    if (!m.reason.empty()) c.out << "         " << m.reason << "\n";
-  }
-  print_sequential(c.out, sequential);
-  return rc;
+    print_explanation_text(c.out, x);
+  return x.exit_code();
 }
 
 }  // namespace
