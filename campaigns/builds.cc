@@ -94,7 +94,7 @@ void Campaigns::register_candidate(Track& t, const std::string& build, int64_t n
   auto id = d_.store.upsert_candidate(c, now);
   if (!id) {
     d_.log->error("{}: cannot register build {}: {}", t.name, build, id.message());
-    d_.outbox.note_failure(id.message());
+    d_.outbox.note_failure(id.error());
     return;
   }
   auto row = d_.store.candidate(*id);

@@ -168,7 +168,7 @@ std::optional<Transition> Campaigns::effect_start(Track& t, StageKind kind, int6
   auto id = d_.store.insert_stage(st);
   if (!id) {
     d_.log->error("{}: cannot start {}: {}", t.name, to_string(kind), id.message());
-    d_.outbox.note_failure(id.message());  // a full disk or a held lock pauses the work until it writes
+    d_.outbox.note_failure(id.error());  // a full disk or a held lock pauses the work until it writes
     return std::nullopt;
   }
   st.id = *id;

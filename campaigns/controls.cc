@@ -58,7 +58,7 @@ void Campaigns::handle_controls(int64_t now) {
     }
     if (auto st = d_.store.mark_control_handled(c.id, now, result); !st) {
       d_.log->error("cannot mark control request {} handled: {}", c.id, st.message());
-      d_.outbox.note_failure(st.message());
+      d_.outbox.note_failure(st.error());
     }
     d_.log->info("control {} {}: {}", to_string(c.action), c.candidate, result);
     json d;

@@ -13,20 +13,18 @@ Result<std::optional<HostSample>> last_host_sample_before(Store& store, const Sa
   q.until_ms = since_ms - 1;
   q.max_id = window.max_id;
   q.newest_only = true;
-  auto rows = store.host_samples(q);
-  if (!rows) return rows.error();
-  if (rows->empty()) return std::optional<HostSample>{};
-  return std::optional<HostSample>(std::move(rows->back()));
+  SOAK_TRY_ASSIGN(auto rows, store.host_samples(q));
+  if (rows.empty()) return std::optional<HostSample>{};
+  return std::optional<HostSample>(std::move(rows.back()));
 }
 
 // The heavy rows of the other candidates on a canary's host over its window.
 // Asked per candidate and kind, through the (candidate, kind) index: by kind
 // and time alone the query read the whole table, once per kind.
 Result<std::vector<ProbeResult>> others_heavy_rows(Store& store, const JudgeRecipe& r, const RowSelection& sel) {
-  auto candidates = store.candidates();
-  if (!candidates) return candidates.error();
+  SOAK_TRY_ASSIGN(auto candidates, store.candidates());
   std::vector<ProbeResult> others;
-  for (const CandidateRow& c : *candidates) {
+  for (const CandidateRow& c : candidates) {
     if (c.host_id != r.host_id || c.id == r.candidate_id || c.id == r.baseline_id) continue;
     for (ProbeKind k : kHeavyProbeKinds) {
       ProbeQuery hq;
@@ -35,9 +33,8 @@ Result<std::vector<ProbeResult>> others_heavy_rows(Store& store, const JudgeReci
       hq.since_ms = sel.since_ms;
       hq.until_ms = sel.until_ms;
       hq.max_id = sel.max_ids.probe;
-      auto heavy = store.probe_results(hq);
-      if (!heavy) return heavy.error();
-      for (auto& h : *heavy)
+      SOAK_TRY_ASSIGN(auto heavy, store.probe_results(hq));
+      for (auto& h : heavy)
         if (h.host_id == r.host_id) others.push_back(std::move(h));
     }
   }
@@ -56,17 +53,14 @@ Status read_candidate_rows(Store& store, const StoredRecipe& stored, JudgeInput&
     pq.until_ms = sel.until_ms;
   }
   pq.max_id = sel.max_ids.probe;
-  auto rows = store.probe_results(pq);
-  if (!rows) return rows.error();
-  in.candidate_rows = std::move(*rows);
+  SOAK_TRY_ASSIGN(in.candidate_rows, store.probe_results(pq));
 
   // A canary's rows that ran while another candidate's heavy work loaded the
   // host stay out of its comparisons (judges/overlap.h); its baseline's
   // interleaved runs are the canary's own design, not another's load.
   if (r.stage == StageKind::Canary) {
-    auto others = others_heavy_rows(store, r, sel);
-    if (!others) return others.error();
-    mark_overlapped_heavy(in.candidate_rows, *others);
+    SOAK_TRY_ASSIGN(auto others, others_heavy_rows(store, r, sel));
+    mark_overlapped_heavy(in.candidate_rows, others);
   }
   return {};
 }
@@ -82,18 +76,15 @@ Status read_compared_rows(Store& store, const StoredRecipe& stored, JudgeInput& 
     bq.since_ms = sel.baseline_since_ms;
     bq.until_ms = sel.baseline_until_ms;
     bq.max_id = sel.max_ids.probe;
-    auto b = store.probe_results(bq);
-    if (!b) return b.error();
-    in.baseline_rows = std::move(*b);
+    SOAK_TRY_ASSIGN(in.baseline_rows, store.probe_results(bq));
   }
   for (int64_t own_stage : r.own_stage_ids) {
     ProbeQuery oq;
     oq.candidate_id = r.candidate_id;
     oq.stage_id = own_stage;
     oq.max_id = sel.max_ids.probe;
-    auto own = store.probe_results(oq);
-    if (!own) return own.error();
-    for (auto& o : *own) in.own_rows.push_back(std::move(o));
+    SOAK_TRY_ASSIGN(auto own, store.probe_results(oq));
+    for (auto& o : own) in.own_rows.push_back(std::move(o));
   }
   return {};
 }
@@ -108,31 +99,21 @@ Status read_samples(Store& store, const StoredRecipe& stored, JudgeInput& in) {
   ps.since_ms = sel.since_ms;
   ps.until_ms = sel.until_ms;
   ps.max_id = sel.max_ids.process_sample;
-  auto procs = store.process_samples(ps);
-  if (!procs) return procs.error();
-  in.process_samples = std::move(*procs);
+  SOAK_TRY_ASSIGN(in.process_samples, store.process_samples(ps));
 
   SampleQuery hs;
   hs.host_id = r.host_id;
   hs.since_ms = sel.since_ms;
   hs.until_ms = sel.until_ms;
   hs.max_id = sel.max_ids.host_sample;
-  auto hosts = store.host_samples(hs);
-  if (!hosts) return hosts.error();
-  in.host_samples = std::move(*hosts);
-  auto before = last_host_sample_before(store, hs, sel.since_ms);
-  if (!before) return before.error();
-  in.host_sample_before = std::move(*before);
+  SOAK_TRY_ASSIGN(in.host_samples, store.host_samples(hs));
+  SOAK_TRY_ASSIGN(in.host_sample_before, last_host_sample_before(store, hs, sel.since_ms));
   if (r.baseline_id && r.baseline_mode == BaselineMode::History) {
     // The thermal state its rows ran at (judges/thermal.cc), from its own window.
     hs.since_ms = sel.baseline_since_ms;
     hs.until_ms = sel.baseline_until_ms;
-    auto then = store.host_samples(hs);
-    if (!then) return then.error();
-    in.baseline_host_samples = std::move(*then);
-    auto then_before = last_host_sample_before(store, hs, sel.baseline_since_ms);
-    if (!then_before) return then_before.error();
-    in.baseline_host_sample_before = std::move(*then_before);
+    SOAK_TRY_ASSIGN(in.baseline_host_samples, store.host_samples(hs));
+    SOAK_TRY_ASSIGN(in.baseline_host_sample_before, last_host_sample_before(store, hs, sel.baseline_since_ms));
   }
   return {};
 }
@@ -146,9 +127,7 @@ Status read_events(Store& store, const StoredRecipe& stored, JudgeInput& in) {
   eq.since_ms = sel.since_ms;
   eq.until_ms = sel.until_ms;
   eq.max_id = sel.max_ids.event;
-  auto ev = store.events(eq);
-  if (!ev) return ev.error();
-  in.events = std::move(*ev);
+  SOAK_TRY_ASSIGN(in.events, store.events(eq));
   return {};
 }
 
@@ -158,18 +137,13 @@ Status read_golden(Store& store, const StoredRecipe& stored, JudgeInput& in) {
   const JudgeRecipe& r = stored.recipe;
   if (!r.equivalence) return {};
   auto upto = [&](int64_t candidate_id) -> Result<std::vector<GoldenAnswerRow>> {
-    auto g = store.golden_answers(candidate_id);
-    if (!g) return g.error();
-    std::erase_if(*g, [&](const GoldenAnswerRow& a) { return a.id > stored.rows.max_ids.golden; });
+    SOAK_TRY_ASSIGN(auto g, store.golden_answers(candidate_id));
+    std::erase_if(g, [&](const GoldenAnswerRow& a) { return a.id > stored.rows.max_ids.golden; });
     return g;
   };
-  auto own = upto(r.candidate_id);
-  if (!own) return own.error();
-  in.golden = std::move(*own);
+  SOAK_TRY_ASSIGN(in.golden, upto(r.candidate_id));
   if (r.equivalence->reference_id && *r.equivalence->reference_id != r.candidate_id) {
-    auto ref = upto(*r.equivalence->reference_id);
-    if (!ref) return ref.error();
-    in.reference_golden = std::move(*ref);
+    SOAK_TRY_ASSIGN(in.reference_golden, upto(*r.equivalence->reference_id));
   }
   return {};
 }
@@ -179,11 +153,11 @@ Result<JudgeInput> build_judge_input(Store& store, const StoredRecipe& stored) {
   JudgeInput in;
   in.recipe = stored.recipe;
   in.smoke_required = probe_kinds_for(TaskKind::Smoke, stored.recipe.workload);
-  if (auto st = read_candidate_rows(store, stored, in); !st) return st.error();
-  if (auto st = read_compared_rows(store, stored, in); !st) return st.error();
-  if (auto st = read_samples(store, stored, in); !st) return st.error();
-  if (auto st = read_events(store, stored, in); !st) return st.error();
-  if (auto st = read_golden(store, stored, in); !st) return st.error();
+  SOAK_TRY(read_candidate_rows(store, stored, in));
+  SOAK_TRY(read_compared_rows(store, stored, in));
+  SOAK_TRY(read_samples(store, stored, in));
+  SOAK_TRY(read_events(store, stored, in));
+  SOAK_TRY(read_golden(store, stored, in));
   return in;
 }
 
@@ -197,9 +171,8 @@ Result<BaselineChoice> choose_baseline(Store& store, std::optional<int64_t> base
   same.until_ms = until_ms;
   same.staged_only = stage != StageKind::Canary;
   same.limit = 1;
-  auto now_rows = store.probe_results(same);
-  if (!now_rows) return now_rows.error();
-  if (!now_rows->empty()) {
+  SOAK_TRY_ASSIGN(auto now_rows, store.probe_results(same));
+  if (!now_rows.empty()) {
     c.mode = BaselineMode::Interleaved;
     c.since_ms = since_ms;
     c.until_ms = until_ms;
@@ -210,9 +183,8 @@ Result<BaselineChoice> choose_baseline(Store& store, std::optional<int64_t> base
   hist.since_ms = since_ms - kHistoryLookbackMs;
   hist.until_ms = since_ms;
   hist.limit = 1;
-  auto old_rows = store.probe_results(hist);
-  if (!old_rows) return old_rows.error();
-  if (!old_rows->empty()) {
+  SOAK_TRY_ASSIGN(auto old_rows, store.probe_results(hist));
+  if (!old_rows.empty()) {
     c.mode = BaselineMode::History;
     c.since_ms = since_ms - kHistoryLookbackMs;
     c.until_ms = since_ms;
@@ -227,32 +199,28 @@ VerdictRow judged_verdict(const JudgeInput& in, const StoredRecipe& r) {
 }
 
 Result<StageJudged> judge_stage_from_store(Store& store, const StoredRecipe& r) {
-  auto in = build_judge_input(store, r);
-  if (!in) return in.error();
+  SOAK_TRY_ASSIGN(auto in, build_judge_input(store, r));
   StageJudged out;
-  out.verdict = judged_verdict(*in, r);
-  out.reach = judged_context_reach(*in);
+  out.verdict = judged_verdict(in, r);
+  out.reach = judged_context_reach(in);
   return out;
 }
 
 Result<VerdictRow> judge_from_store(Store& store, const StoredRecipe& r) {
-  auto j = judge_stage_from_store(store, r);
-  if (!j) return j.error();
-  return std::move(j->verdict);
+  SOAK_TRY_ASSIGN(auto j, judge_stage_from_store(store, r));
+  return std::move(j.verdict);
 }
 
 Result<std::optional<VerdictRow>> hard_failure_from_store(Store& store, const StoredRecipe& r) {
-  auto in = build_judge_input(store, r);
-  if (!in) return in.error();
-  if (!judge_hard_failures(*in)) return std::optional<VerdictRow>();
+  SOAK_TRY_ASSIGN(auto in, build_judge_input(store, r));
+  if (!judge_hard_failures(in)) return std::optional<VerdictRow>();
   // The whole verdict, from the same input and function `soakctl explain` uses.
-  return std::optional<VerdictRow>(judged_verdict(*in, r));
+  return std::optional<VerdictRow>(judged_verdict(in, r));
 }
 
 Result<std::optional<VerdictRow>> launch_hold_from_store(Store& store, const StoredRecipe& r) {
-  auto in = build_judge_input(store, r);
-  if (!in) return in.error();
-  auto v = judge_launch_hold(*in);
+  SOAK_TRY_ASSIGN(auto in, build_judge_input(store, r));
+  auto v = judge_launch_hold(in);
   if (v) v->judge_input_json = recipe_to_json(r);
   return v;
 }

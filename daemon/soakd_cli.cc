@@ -201,7 +201,7 @@ int cmd_run(const Args& a) {
   // here, up to store_outage.stop_after, rather than exit and be restarted at
   // once by launchd, again and again.
   for (int64_t waited_ms = 0, delay_ms = kOutboxRetryFirstMs;
-       !wiring && classify_write_failure(wiring.message()) == WriteFault::Passing &&
+       !wiring && classify_write_failure(wiring.error()) == WriteFault::Passing &&
        waited_ms < cfg->store_outage.stop_after_ms;
        waited_ms += delay_ms, delay_ms = std::min(delay_ms * 2, kOutboxRetryMaxMs)) {
     (*log)->error("store not writable: {}; trying again in {} s", wiring.message(), delay_ms / 1000);
@@ -210,7 +210,7 @@ int cmd_run(const Args& a) {
   }
   if (!wiring) {
     (*log)->error("{}", wiring.message());
-    return classify_write_failure(wiring.message()) == WriteFault::Passing ? kStoreUnwritableExit : kExitFailure;
+    return classify_write_failure(wiring.error()) == WriteFault::Passing ? kStoreUnwritableExit : kExitFailure;
   }
   (*wiring)->deps().outbox.set_on_state([l = lock->get()](const std::string& note) { l->set_note(note); });
   const Deps& deps = (*wiring)->deps();

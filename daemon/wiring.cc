@@ -35,7 +35,7 @@ Result<std::unique_ptr<Wiring>> Wiring::build(Store& store, Logger log, Sampler&
   ThisHost host = this_host(sampler);
   if (!host.warning.empty()) log->warn("{}", host.warning);
   auto host_id = store.upsert_host(host.info, SystemClock().wall_ms());
-  if (!host_id) return make_error("cannot register host: " + host_id.message());
+  if (!host_id) return error_in("cannot register host", host_id.error());  // its code says whether to wait
   return std::unique_ptr<Wiring>(new Wiring(store, std::move(log), sampler, *host_id));
 }
 

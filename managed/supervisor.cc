@@ -255,13 +255,12 @@ Result<int> RuntimeSupervisor::spawn(Runtime& r, const CandidateConfig& c) {
   }
 
   r.log->mark("---- soakd: starting " + joined(display_argv(s)) + " ----");
-  auto fd = r.log->open_for_child();
-  if (!fd) return fd.error();
+  SOAK_TRY_ASSIGN(const int fd, r.log->open_for_child());
   const std::string name = c.name;
   const uint64_t gen = r.gen;
-  auto pid = launcher_.spawn(SpawnSpec{*file, argv, env, s.cwd, *fd},
+  auto pid = launcher_.spawn(SpawnSpec{*file, argv, env, s.cwd, fd},
                              [this, name, gen](const ChildExit& e) { on_child_exit(name, gen, e); });
-  ::close(*fd);
+  ::close(fd);
   if (!pid) return pid.error();
 
   const int64_t now = d_.clock.wall_ms();
@@ -450,12 +449,10 @@ Result<PreviousBuild> RuntimeSupervisor::previous_build(const CandidateConfig& c
   q.candidate_id = previous_candidate_id;
   auto rows = d_.store.launches(q);
   if (!rows) return make_error("its launches cannot be read: " + rows.message());
-  auto program = previous_program(*rows, last_fingerprint(c.name),
-                                  [](const std::string& path) { return fingerprint_executable(path, ""); });
-  if (!program) return program.error();
-  auto port = free_loopback_port();
-  if (!port) return port.error();
-  return PreviousBuild{*program, *port};
+  const auto fingerprint = [](const std::string& path) { return fingerprint_executable(path, ""); };
+  SOAK_TRY_ASSIGN(auto program, previous_program(*rows, last_fingerprint(c.name), fingerprint));
+  SOAK_TRY_ASSIGN(auto port, free_loopback_port());
+  return PreviousBuild{program, port};
 }
 
 }  // namespace soak

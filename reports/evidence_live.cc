@@ -11,10 +11,9 @@
 namespace soak::report {
 
 Result<JudgeRecipe> running_recipe(Store& store, int64_t candidate_id, const StageRow& stage) {
-  auto verdicts = store.verdicts(candidate_id);
-  if (!verdicts) return verdicts.error();
+  SOAK_TRY_ASSIGN(auto verdicts, store.verdicts(candidate_id));
   JudgeRecipe r;
-  for (const auto& v : *verdicts)
+  for (const auto& v : verdicts)
     if (auto stored = recipe_from_json(v.judge_input_json)) r = stored->recipe;
   r.stage = stage.kind;
   r.stage_id = stage.id;
@@ -22,9 +21,8 @@ Result<JudgeRecipe> running_recipe(Store& store, int64_t candidate_id, const Sta
   r.baseline_id.reset();
   r.baseline_mode = BaselineMode::None;
   if (stage.kind != StageKind::Smoke) {
-    auto row = store.candidate(candidate_id);
-    if (!row) return row.error();
-    if (*row) r.baseline_id = (*row)->baseline_id;
+    SOAK_TRY_ASSIGN(auto row, store.candidate(candidate_id));  // optional: the row if there is one
+    if (row) r.baseline_id = row->baseline_id;
   }
   return r;
 }
@@ -51,9 +49,8 @@ Status extend_running_baseline(Store& store, JudgeRecipe& recipe, const StageRow
   same.max_id = max_id;
   if (recipe.baseline_mode == BaselineMode::Interleaved) {
     same.min_id = read_to + 1;
-    auto more = store.probe_results(same);
-    if (!more) return more.error();
-    for (const auto& r : *more) rows.push_back(slim_row(r));
+    SOAK_TRY_ASSIGN(auto more, store.probe_results(same));
+    for (const auto& r : more) rows.push_back(slim_row(r));
     read_to = max_id;
     return Status::Ok();
   }
@@ -64,15 +61,13 @@ Status extend_running_baseline(Store& store, JudgeRecipe& recipe, const StageRow
   const int64_t looked_to = read_to;
   same.limit = 1;
   same.min_id = looked_to + 1;
-  auto any = store.probe_results(same);
-  if (!any) return any.error();
-  if (!any->empty()) {
+  SOAK_TRY_ASSIGN(auto any, store.probe_results(same));
+  if (!any.empty()) {
     same.limit = 0;
     same.min_id.reset();
-    auto now_rows = store.probe_results(same);
-    if (!now_rows) return now_rows.error();
+    SOAK_TRY_ASSIGN(auto now_rows, store.probe_results(same));
     rows.clear();
-    for (const auto& r : *now_rows) rows.push_back(slim_row(r));
+    for (const auto& r : now_rows) rows.push_back(slim_row(r));
     recipe.baseline_mode = BaselineMode::Interleaved;
     read_to = max_id;
     return Status::Ok();
@@ -87,32 +82,26 @@ Status extend_running_baseline(Store& store, JudgeRecipe& recipe, const StageRow
   hist.until_ms = stage.started_ms;
   if (looked_to > 0) hist.min_id = looked_to + 1;
   hist.max_id = max_id;
-  auto old_rows = store.probe_results(hist);
-  if (!old_rows) return old_rows.error();
+  SOAK_TRY_ASSIGN(auto old_rows, store.probe_results(hist));
   rows.clear();
-  for (const auto& r : *old_rows) rows.push_back(slim_row(r));
-  recipe.baseline_mode = old_rows->empty() ? BaselineMode::None : BaselineMode::History;
+  for (const auto& r : old_rows) rows.push_back(slim_row(r));
+  recipe.baseline_mode = old_rows.empty() ? BaselineMode::None : BaselineMode::History;
   return Status::Ok();
 }
 
 Result<std::vector<SequentialMeasure>> running_evidence(Store& store, int64_t candidate_id, const StageRow& stage) {
   if (stage.state != StageState::Running) return std::vector<SequentialMeasure>{};
-  auto recipe = running_recipe(store, candidate_id, stage);
-  if (!recipe) return recipe.error();
+  JudgeInput in;
+  SOAK_TRY_ASSIGN(in.recipe, running_recipe(store, candidate_id, stage));
   ProbeQuery q;
   q.candidate_id = candidate_id;
   q.stage_id = stage.id;
-  auto rows = store.probe_results(q);
-  if (!rows) return rows.error();
-  auto max = store.max_ids();
-  if (!max) return max.error();
-  JudgeInput in;
-  in.recipe = *recipe;
-  in.candidate_rows.reserve(rows->size());
-  for (auto& r : *rows) in.candidate_rows.push_back(slim_row(std::move(r)));
+  SOAK_TRY_ASSIGN(auto rows, store.probe_results(q));
+  SOAK_TRY_ASSIGN(auto max, store.max_ids());
+  in.candidate_rows.reserve(rows.size());
+  for (auto& r : rows) in.candidate_rows.push_back(slim_row(std::move(r)));
   int64_t read_to = 0;
-  if (auto st = extend_running_baseline(store, in.recipe, stage, in.baseline_rows, read_to, max->probe); !st)
-    return st.error();
+  SOAK_TRY(extend_running_baseline(store, in.recipe, stage, in.baseline_rows, read_to, max.probe));
   return sequential_evidence(in);
 }
 
@@ -123,9 +112,8 @@ Status LiveEvidence::refresh(Store& store, int64_t candidate_id, const StageRow&
   q.stage_id = stage.id;
   q.min_id = stage.id == stage_id_ ? read_to_ + 1 : 1;
   q.max_id = max_probe;
-  auto rows = store.probe_results(q);
-  if (!rows) return rows.error();
-  return refresh(store, candidate_id, stage, max_probe, *rows);
+  SOAK_TRY_ASSIGN(auto rows, store.probe_results(q));
+  return refresh(store, candidate_id, stage, max_probe, rows);
 }
 
 Status LiveEvidence::refresh(Store& store, int64_t candidate_id, const StageRow& stage, int64_t max_probe,
@@ -138,12 +126,9 @@ Status LiveEvidence::refresh(Store& store, int64_t candidate_id, const StageRow&
       rows_.push_back(slim_row(r));
   read_to_ = std::max(read_to_, max_probe);
   if (!recipe_) {
-    auto recipe = running_recipe(store, candidate_id, stage);
-    if (!recipe) return recipe.error();
-    recipe_ = std::move(*recipe);
+    SOAK_TRY_ASSIGN(recipe_, running_recipe(store, candidate_id, stage));
   }
-  if (auto st = extend_running_baseline(store, *recipe_, stage, baseline_rows_, baseline_read_to_, max_probe); !st)
-    return st;
+  SOAK_TRY(extend_running_baseline(store, *recipe_, stage, baseline_rows_, baseline_read_to_, max_probe));
   // The rows lent to the judgment and taken back: a week of them is not copied.
   JudgeInput in;
   in.recipe = *recipe_;
@@ -157,13 +142,11 @@ Status LiveEvidence::refresh(Store& store, int64_t candidate_id, const StageRow&
 }
 
 Status StageEvidenceWriter::refresh(Store& store, int64_t now_ms, int64_t every_ms, int max_first) {
-  auto status = store.status();
-  if (!status) return status.error();
-  auto max = store.max_ids();
-  if (!max) return max.error();
+  SOAK_TRY_ASSIGN(auto status, store.status());
+  SOAK_TRY_ASSIGN(auto max, store.max_ids());
   Status first = Status::Ok();
   std::map<int64_t, Live> kept;
-  for (const auto& s : *status) {
+  for (const auto& s : status) {
     if (!s.stage || s.stage->state != StageState::Running || s.stage->kind == StageKind::Smoke) continue;
     Live& live = kept[s.candidate.id];
     if (auto it = live_.find(s.candidate.id); it != live_.end()) live = std::move(it->second);
@@ -182,7 +165,7 @@ Status StageEvidenceWriter::refresh(Store& store, int64_t now_ms, int64_t every_
     if (shared) {
       live.evidence = LiveEvidence{};  // the shared reader's rows serve: none kept twice
     } else {
-      st = live.evidence.refresh(store, s.candidate.id, *s.stage, max->probe);
+      st = live.evidence.refresh(store, s.candidate.id, *s.stage, max.probe);
       ev = &live.evidence;
     }
     if (st && live.stored_to != ev->read_to()) {  // something new since the row stored last

@@ -420,11 +420,9 @@ Status add_memory(Store& store, const CandidateRow& c, const std::vector<StageRo
   SampleQuery pq = span, hq = span;
   pq.candidate_id = c.id;
   hq.host_id = c.host_id;
-  auto procs = store.process_samples(pq);
-  if (!procs) return procs.error();
-  auto hosts = store.host_samples(hq);
-  if (!hosts) return hosts.error();
-  memory(*procs, *hosts, c, std::string(to_string(window->kind)), w_from, w_to, rep);
+  SOAK_TRY_ASSIGN(auto procs, store.process_samples(pq));
+  SOAK_TRY_ASSIGN(auto hosts, store.host_samples(hq));
+  memory(procs, hosts, c, std::string(to_string(window->kind)), w_from, w_to, rep);
   if (window->kind == StageKind::Soak) rep.notes.push_back("the soak is not judged yet: no trend line");
   return {};
 }
@@ -466,9 +464,8 @@ Status add_rows(Store& store, const CandidateRow& c, const std::map<const Verdic
     q.candidate_id = c.id;
     q.min_id = id;
     q.max_id = id;
-    auto r = store.probe_results(q);
-    if (!r) return r.error();
-    for (auto& x : *r) rows.emplace(x.id, std::move(x));
+    SOAK_TRY_ASSIGN(auto r, store.probe_results(q));
+    for (auto& x : r) rows.emplace(x.id, std::move(x));
   }
   add_failure_rows(inputs, rows, rep);
   for (auto& [id, r] : rows) {
@@ -486,34 +483,29 @@ Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow&
   rep.candidate = candidate;
   rep.generated_ms = now_ms;
   if (candidate.baseline_id) {
-    auto b = store.candidate(*candidate.baseline_id);
-    if (!b) return b.error();
-    rep.baseline = *b;
+    SOAK_TRY_ASSIGN(rep.baseline, store.candidate(*candidate.baseline_id));
   }
-  auto stages = store.stages(candidate.id);
-  if (!stages) return stages.error();
-  auto verdicts = store.verdicts(candidate.id);
-  if (!verdicts) return verdicts.error();
-  if (!verdicts->empty()) rep.latest = verdicts->back();
+  SOAK_TRY_ASSIGN(auto stages, store.stages(candidate.id));
+  SOAK_TRY_ASSIGN(auto verdicts, store.verdicts(candidate.id));
+  if (!verdicts.empty()) rep.latest = verdicts.back();
 
-  const Life life = life_of(candidate, *stages, now_ms);
-  auto events = life_events(store, candidate, life, HostWide::Include);
-  if (!events) return events.error();
-  rep.timeline = make_timeline(*stages, *events, life.from_ms, now_ms);
-  rep.events = *events;
+  const Life life = life_of(candidate, stages, now_ms);
+  SOAK_TRY_ASSIGN(auto events, life_events(store, candidate, life, HostWide::Include));
+  rep.timeline = make_timeline(stages, events, life.from_ms, now_ms);
+  rep.events = events;
 
-  const LatestJudged latest = latest_judged(*verdicts);
+  const LatestJudged latest = latest_judged(verdicts);
   JudgedInputs inputs(judged, rep.notes);
   add_judged_views(latest, inputs, rep);
   add_canary_comparison(latest, inputs, rep);
   add_golden(latest, inputs, rep);
-  if (auto st = add_memory(store, candidate, *stages, latest, inputs, now_ms, rep); !st) return st.error();
+  SOAK_TRY(add_memory(store, candidate, stages, latest, inputs, now_ms, rep));
 
   ladder(store, candidate, rep);
   bursts(store, candidate, rep);
   speed_charts(store, candidate, rep);
 
-  if (auto st = add_rows(store, candidate, inputs.read(), rep); !st) return st.error();
+  SOAK_TRY(add_rows(store, candidate, inputs.read(), rep));
   for (const auto& e : rep.events) rep.event_ids.insert(e.id);
   return rep;
 }
@@ -521,16 +513,13 @@ Result<CandidateReport> build_candidate_report(Store& store, const CandidateRow&
 Result<IndexReport> build_index(Store& store, int64_t now_ms) {
   IndexReport idx;
   idx.generated_ms = now_ms;
-  auto status = store.status();
-  if (!status) return status.error();
-  for (auto& s : *status) {
+  SOAK_TRY_ASSIGN(auto status, store.status());
+  for (auto& s : status) {
     IndexEntry e;
-    auto stages = store.stages(s.candidate.id);
-    if (!stages) return stages.error();
-    const Life life = life_of(s.candidate, *stages, now_ms);
-    auto events = life_events(store, s.candidate, life, HostWide::Exclude);
-    if (!events) return events.error();
-    e.timeline = make_timeline(*stages, *events, life.from_ms, now_ms);
+    SOAK_TRY_ASSIGN(auto stages, store.stages(s.candidate.id));
+    const Life life = life_of(s.candidate, stages, now_ms);
+    SOAK_TRY_ASSIGN(auto events, life_events(store, s.candidate, life, HostWide::Exclude));
+    e.timeline = make_timeline(stages, events, life.from_ms, now_ms);
     e.status = std::move(s);
     idx.entries.push_back(std::move(e));
   }

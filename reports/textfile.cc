@@ -97,22 +97,18 @@ std::string label_value(std::string_view v) {
 }
 
 Status TextfileCollector::refresh(Store& store, int64_t now_ms) {
-  auto max = store.max_ids();
-  if (!max) return max.error();
+  SOAK_TRY_ASSIGN(auto max, store.max_ids());
 
-  if (max->probe > counted_to_) {
+  if (max.probe > counted_to_) {
     ProbeQuery q;
     q.min_id = counted_to_ + 1;
-    q.max_id = max->probe;
-    auto counts = store.probe_counts(q);
-    if (!counts) return counts.error();
-    for (const auto& c : *counts) counts_[c.candidate_id][{c.kind, c.outcome}] += c.n;
-    counted_to_ = max->probe;
+    q.max_id = max.probe;
+    SOAK_TRY_ASSIGN(auto counts, store.probe_counts(q));
+    for (const auto& c : counts) counts_[c.candidate_id][{c.kind, c.outcome}] += c.n;
+    counted_to_ = max.probe;
   }
 
-  auto status = store.status();
-  if (!status) return status.error();
-  status_ = std::move(*status);
+  SOAK_TRY_ASSIGN(status_, store.status());
 
   for (const auto& s : status_) {
     if (!s.stage) continue;
@@ -121,14 +117,13 @@ Status TextfileCollector::refresh(Store& store, int64_t now_ms) {
       f = StageFigures{};
       f.stage_id = s.stage->id;
     }
-    if (f.read_to >= max->probe) continue;
+    if (f.read_to >= max.probe) continue;
     ProbeQuery q;
     q.stage_id = s.stage->id;
     q.min_id = f.read_to + 1;
-    q.max_id = max->probe;
-    auto rows = store.probe_results(q);
-    if (!rows) return rows.error();
-    for (const auto& r : *rows) {
+    q.max_id = max.probe;
+    SOAK_TRY_ASSIGN(auto rows, store.probe_results(q));
+    for (const auto& r : rows) {
       if ((r.server_running || r.server_waiting) && r.started_wall_ms >= f.queue_ms) {
         f.running = r.server_running;
         f.waiting = r.server_waiting;
@@ -138,9 +133,9 @@ Status TextfileCollector::refresh(Store& store, int64_t now_ms) {
       if (r.t_first_token_us) insert_sorted(f.ttft_s[r.workload_id], static_cast<double>(*r.t_first_token_us) / 1e6);
       if (r.client_decode_tps && !r.timing_artifact) insert_sorted(f.decode_tps[r.workload_id], *r.client_decode_tps);
     }
-    f.read_to = max->probe;
+    f.read_to = max.probe;
     if (s.stage->state != StageState::Running) continue;
-    if (auto st = f.live.refresh(store, s.candidate.id, *s.stage, max->probe, *rows); !st) return st.error();
+    SOAK_TRY(f.live.refresh(store, s.candidate.id, *s.stage, max.probe, rows));
   }
 
   SampleQuery recent;
@@ -150,36 +145,33 @@ Status TextfileCollector::refresh(Store& store, int64_t now_ms) {
   for (const auto& s : status_) {
     SampleQuery q = recent;
     q.candidate_id = s.candidate.id;
-    auto samples = store.process_samples(q);
-    if (!samples) return samples.error();
-    if (!samples->empty()) process_[s.candidate.id] = samples->back();
+    SOAK_TRY_ASSIGN(auto samples, store.process_samples(q));
+    if (!samples.empty()) process_[s.candidate.id] = samples.back();
   }
   // The newest host sample is the one with the largest id (soakd appends them
   // in time order): a primary-key lookup, where a time range would scan a
   // week of samples on every tick (no index on the time alone).
   host_.reset();
-  if (max->host_sample > 0) {
+  if (max.host_sample > 0) {
     SampleQuery newest;
-    newest.min_id = max->host_sample;
-    newest.max_id = max->host_sample;
-    auto hosts = store.host_samples(newest);
-    if (!hosts) return hosts.error();
-    if (!hosts->empty() && hosts->back().wall_ms >= recent.since_ms && hosts->back().wall_ms <= now_ms)
-      host_ = hosts->back();
+    newest.min_id = max.host_sample;
+    newest.max_id = max.host_sample;
+    SOAK_TRY_ASSIGN(auto hosts, store.host_samples(newest));
+    if (!hosts.empty() && hosts.back().wall_ms >= recent.since_ms && hosts.back().wall_ms <= now_ms)
+      host_ = hosts.back();
   }
 
-  if (max->event > events_to_) {
+  if (max.event > events_to_) {
     EventQuery q;
     q.min_id = events_to_ + 1;
-    q.max_id = max->event;
-    auto events = store.events(q);
-    if (!events) return events.error();
-    for (const auto& e : *events) {
+    q.max_id = max.event;
+    SOAK_TRY_ASSIGN(auto events, store.events(q));
+    for (const auto& e : events) {
       ++events_[e.kind];
       if (e.kind == EventKind::GuardTrip)
         last_guard_trip_ms_ = std::max(last_guard_trip_ms_.value_or(e.wall_ms), e.wall_ms);
     }
-    events_to_ = max->event;
+    events_to_ = max.event;
   }
   return {};
 }

@@ -56,7 +56,7 @@ std::optional<int64_t> Outbox::put(QueuedRow row) {
   }
   auto id = write(row);
   if (id) return *id;
-  if (classify_write_failure(id.message()) == WriteFault::Permanent) {
+  if (classify_write_failure(id.error()) == WriteFault::Permanent) {
     ++lost_;
     log_->error("cannot store a {}: {}", row_name(row), id.message());
     return std::nullopt;
@@ -67,10 +67,10 @@ std::optional<int64_t> Outbox::put(QueuedRow row) {
   return std::nullopt;
 }
 
-void Outbox::note_failure(const std::string& message) {
+void Outbox::note_failure(const Error& error) {
   if (paused()) return;
-  if (classify_write_failure(message) == WriteFault::Permanent) return;
-  pause(message, clock_.wall_ms());
+  if (classify_write_failure(error) == WriteFault::Permanent) return;
+  pause(error.message, clock_.wall_ms());
   announce();
 }
 
@@ -107,7 +107,7 @@ bool Outbox::retry() {
   while (!queue_.empty()) {
     auto id = write(queue_.front());
     if (!id) {
-      if (classify_write_failure(id.message()) == WriteFault::Permanent) {
+      if (classify_write_failure(id.error()) == WriteFault::Permanent) {
         ++lost_;
         log_->error("cannot store a waiting {}: {}", row_name(queue_.front()), id.message());
         queue_.pop_front();

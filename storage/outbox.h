@@ -68,7 +68,7 @@ class Outbox {
   // A write made straight to the store (one that needs its id) failed: a
   // reason that passes pauses the store like a failed put(). The caller
   // tries that write again once the store writes.
-  void note_failure(const std::string& message);
+  void note_failure(const Error& error);
 
   bool paused() const { return since_ms_.has_value(); }
   std::optional<int64_t> next_retry_ms() const;

@@ -166,10 +166,9 @@ Result<std::vector<ProbeCount>> SqliteStore::probe_counts(const ProbeQuery& q) {
 
 Result<int64_t> SqliteStore::probe_row_count(const ProbeQuery& q) {
   const Where w = probe_where(q);
-  auto n = select_all<int64_t>(cache_.get(), db_, "SELECT COUNT(*) FROM probe_results" + w.sql(), w,
-                               [](const Stmt& s) -> Result<int64_t> { return s.i64(0); });
-  if (!n) return n.error();
-  return n->empty() ? 0 : n->front();
+  SOAK_TRY_ASSIGN(auto n, select_all<int64_t>(cache_.get(), db_, "SELECT COUNT(*) FROM probe_results" + w.sql(), w,
+                                              [](const Stmt& s) -> Result<int64_t> { return s.i64(0); }));
+  return n.empty() ? 0 : n.front();
 }
 
 Result<std::vector<HostSample>> SqliteStore::host_samples(const SampleQuery& q) {
@@ -215,18 +214,12 @@ Result<std::vector<StatusRow>> SqliteStore::status() {
   static constexpr int kVerdictAt = kStageAt + selected_count<StageRow>();
   return select_all<StatusRow>(cache_.get(), db_, sql, Where{}, [](const Stmt& s) -> Result<StatusRow> {
     StatusRow r;
-    auto candidate = read_row<CandidateRow>(s);
-    if (!candidate) return candidate.error();
-    r.candidate = std::move(*candidate);
+    SOAK_TRY_ASSIGN(r.candidate, read_row<CandidateRow>(s));
     if (!s.null(kStageAt)) {  // the stage's id: NULL when the candidate has no stage yet
-      auto stage = read_row<StageRow>(s, kStageAt);
-      if (!stage) return stage.error();
-      r.stage = std::move(*stage);
+      SOAK_TRY_ASSIGN(r.stage, read_row<StageRow>(s, kStageAt));
     }
     if (!s.null(kVerdictAt)) {
-      auto verdict = read_row<VerdictRow>(s, kVerdictAt);
-      if (!verdict) return verdict.error();
-      r.verdict = std::move(*verdict);
+      SOAK_TRY_ASSIGN(r.verdict, read_row<VerdictRow>(s, kVerdictAt));
     }
     return r;
   });
@@ -238,14 +231,10 @@ Result<Store::MaxIds> SqliteStore::max_ids() {
                             {"host_samples", &m.host_sample},
                             {"process_samples", &m.process_sample},
                             {"events", &m.event}}) {
-    auto v = query_int(db_, (std::string("SELECT COALESCE(MAX(id), 0) FROM ") + table).c_str());
-    if (!v) return v.error();
-    *out = *v;
+    SOAK_TRY_ASSIGN(*out, query_int(db_, (std::string("SELECT COALESCE(MAX(id), 0) FROM ") + table).c_str()));
   }
   if (version_ >= kGoldenSchema) {
-    auto v = query_int(db_, "SELECT COALESCE(MAX(id), 0) FROM golden_answers");
-    if (!v) return v.error();
-    m.golden = *v;
+    SOAK_TRY_ASSIGN(m.golden, query_int(db_, "SELECT COALESCE(MAX(id), 0) FROM golden_answers"));
   }
   return m;
 }

@@ -22,7 +22,7 @@ void StmtCache::put(std::string sql, sqlite3_stmt* st) {
   if (!idle_.emplace(std::move(sql), st).second) sqlite3_finalize(st);
 }
 
-Stmt::Stmt(StmtCache* cache, sqlite3* db, const std::string& sql) : db_(db), cache_(cache) {
+Stmt::Stmt(StmtCache* cache, sqlite3* db, const std::string& sql) : cache_(cache) {
   if (cache_ && (s_ = cache_->take(sql))) {
     rc_ = SQLITE_OK;
   } else {
@@ -39,7 +39,6 @@ Stmt::~Stmt() {
 }
 
 bool Stmt::ok() const { return rc_ == SQLITE_OK; }
-std::string Stmt::error() const { return sqlite3_errmsg(db_); }
 
 Stmt& Stmt::bind(int64_t v) {
   sqlite3_bind_int64(s_, ++i_, v);
@@ -81,46 +80,57 @@ std::string_view Stmt::text_view(int c) const {
            : std::string_view();
 }
 
-std::string errmsg(sqlite3* db, std::string_view what) { return std::string(what) + ": " + sqlite3_errmsg(db); }
+ErrorCode store_error_code(int sqlite_rc) {
+  switch (sqlite_rc & 0xff) {  // the primary code of an extended one
+    case SQLITE_FULL: return ErrorCode::StoreFull;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return ErrorCode::StoreBusy;
+    case SQLITE_READONLY: return ErrorCode::StoreReadOnly;
+    case SQLITE_IOERR: return ErrorCode::StoreIo;
+    case SQLITE_CANTOPEN: return ErrorCode::StoreCantOpen;
+    case SQLITE_CONSTRAINT: return ErrorCode::StoreConstraint;
+    default: return ErrorCode::StoreOther;
+  }
+}
+
+Error sqlite_error(sqlite3* db, std::string_view what) {
+  std::string m = what.empty() ? std::string() : std::string(what) + ": ";
+  return make_error(store_error_code(sqlite3_extended_errcode(db)), m + sqlite3_errmsg(db));
+}
 
 Status exec(sqlite3* db, const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string m = err ? err : "unknown error";
-    sqlite3_free(err);
-    return make_error(m);
-  }
+  if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) return sqlite_error(db);
   return {};
 }
 
 Result<int64_t> query_int(sqlite3* db, const char* sql) {
   Stmt s(nullptr, db, sql);
-  if (!s.ok()) return make_error(s.error());
+  if (!s.ok()) return sqlite_error(db);
   switch (s.step()) {
     case Stmt::Step::Row: return s.i64(0);
     case Stmt::Step::Done: return int64_t{0};
     case Stmt::Step::Failed: break;
   }
-  return make_error(s.error());
+  return sqlite_error(db);
 }
 
 Result<int64_t> run_insert(sqlite3* db, Stmt& s, std::string_view what) {
-  if (!s.ok()) return make_error(errmsg(db, "prepare insert " + std::string(what)));
-  if (s.step() != Stmt::Step::Done) return make_error(errmsg(db, "insert " + std::string(what)));
+  if (!s.ok()) return sqlite_error(db, "prepare insert " + std::string(what));
+  if (s.step() != Stmt::Step::Done) return sqlite_error(db, "insert " + std::string(what));
   return static_cast<int64_t>(sqlite3_last_insert_rowid(db));
 }
 
 Result<int64_t> run_returning_id(sqlite3* db, Stmt& s, std::string_view what) {
-  if (!s.ok()) return make_error(errmsg(db, "prepare " + std::string(what)));
-  if (s.step() != Stmt::Step::Row) return make_error(errmsg(db, what));
+  if (!s.ok()) return sqlite_error(db, "prepare " + std::string(what));
+  if (s.step() != Stmt::Step::Row) return sqlite_error(db, what);
   int64_t id = s.i64(0);
-  if (s.step() != Stmt::Step::Done) return make_error(errmsg(db, what));
+  if (s.step() != Stmt::Step::Done) return sqlite_error(db, what);
   return id;
 }
 
 Status run_update(sqlite3* db, Stmt& s, std::string_view what) {
-  if (!s.ok()) return make_error(errmsg(db, "prepare update " + std::string(what)));
-  if (s.step() != Stmt::Step::Done) return make_error(errmsg(db, "update " + std::string(what)));
+  if (!s.ok()) return sqlite_error(db, "prepare update " + std::string(what));
+  if (s.step() != Stmt::Step::Done) return sqlite_error(db, "update " + std::string(what));
   return {};
 }
 

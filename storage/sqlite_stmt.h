@@ -1,7 +1,8 @@
 // The SQLite statement layer under SqliteStore: a cache of prepared statements,
 // a thin statement wrapper (bind in order, read by column), a WHERE-clause
 // builder, and the few helpers that run a statement and turn SQLite's status
-// into a Result. Internal to soak_storage.
+// into a Result: every error made from a failed SQLite call is sqlite_error's,
+// with the call's code mapped by store_error_code. Internal to soak_storage.
 #pragma once
 
 #include <cstdint>
@@ -47,8 +48,7 @@ class Stmt {
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
 
-  bool ok() const;
-  std::string error() const;
+  bool ok() const;  // prepared; when not, sqlite_error(db) says why
 
   // Binds the next placeholder.
   Stmt& bind(int64_t v);
@@ -67,7 +67,7 @@ class Stmt {
     return v ? bind(*v) : bind_null();
   }
 
-  enum class Step { Row, Done, Failed };  // Failed: error() says why
+  enum class Step { Row, Done, Failed };  // Failed: sqlite_error(db) says why
   Step step();
 
   // Column readers (0-based).
@@ -80,7 +80,6 @@ class Stmt {
   std::string_view text_view(int c) const;
 
  private:
-  sqlite3* db_;
   StmtCache* cache_;
   std::string sql_;
   sqlite3_stmt* s_ = nullptr;
@@ -88,8 +87,14 @@ class Stmt {
   int i_ = 0;
 };
 
-// "<what>: <SQLite's message for the last failed call>".
-std::string errmsg(sqlite3* db, std::string_view what);
+// SQLite's result code (primary or extended) as an ErrorCode: the one place
+// the two meet. A code it does not name (and SQLITE_OK) is StoreOther.
+ErrorCode store_error_code(int sqlite_rc);
+
+// The last failed call on db: "<what>: <SQLite's message>" (the message alone
+// when what is empty), with store_error_code of its extended code. A null db
+// (sqlite3_open_v2 out of memory) reads as SQLite's "out of memory".
+Error sqlite_error(sqlite3* db, std::string_view what = {});
 
 Status exec(sqlite3* db, const char* sql);
 
@@ -131,7 +136,7 @@ template <class T, class Read>
 Result<std::vector<T>> select_all(StmtCache* cache, sqlite3* db, const std::string& sql, const Where& w, Read read,
                                   size_t expected = 0) {
   Stmt s(cache, db, sql);
-  if (!s.ok()) return make_error(errmsg(db, "prepare query"));
+  if (!s.ok()) return sqlite_error(db, "prepare query");
   w.bind(s);
   std::vector<T> out;
   out.reserve(expected);
@@ -141,7 +146,7 @@ Result<std::vector<T>> select_all(StmtCache* cache, sqlite3* db, const std::stri
     if (!row) return row.error();
     out.push_back(std::move(*row));
   }
-  if (step != Stmt::Step::Done) return make_error(errmsg(db, "query"));
+  if (step != Stmt::Step::Done) return sqlite_error(db, "query");
   return out;
 }
 

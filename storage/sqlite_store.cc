@@ -65,24 +65,25 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
   sqlite3* db = nullptr;
   int flags = rw ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
   if (sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
-    std::string m = db ? sqlite3_errmsg(db) : "out of memory";
+    Error e = sqlite_error(db, "cannot open store " + path);
     sqlite3_close(db);
-    return make_error("cannot open store " + path + ": " + m);
+    return e;
   }
-  auto fail = [&](const std::string& m) -> Result<std::unique_ptr<SqliteStore>> {
+  auto fail_with = [&](Error e) -> Result<std::unique_ptr<SqliteStore>> {
     sqlite3_close(db);
-    return make_error(m);
+    return e;
   };
+  auto fail = [&](const std::string& m) { return fail_with(make_error(m)); };
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
 
   // Identify before writing anything.
   auto app_id = query_int(db, "PRAGMA application_id");
   if (!app_id)
-    return fail(path + " is not a soakd store (not an SQLite database: " + app_id.message() +
-                "); refusing to touch it");
+    return fail_with(make_error(app_id.code(), path + " is not a soakd store (not an SQLite database: " +
+                                                   app_id.message() + "); refusing to touch it"));
   auto version = query_int(db, "PRAGMA user_version");
   auto tables = query_int(db, "SELECT count(*) FROM sqlite_master");
-  if (!version || !tables) return fail("cannot read " + path + ": " + sqlite3_errmsg(db));
+  if (!version || !tables) return fail_with(sqlite_error(db, "cannot read " + path));
   const bool empty = *tables == 0 && *version == 0 && *app_id == 0;
   if (!empty && *app_id != kSoakdApplicationId)
     return fail(
@@ -102,15 +103,15 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
                   std::to_string(schema_version()) + "; start the new soakd once to migrate it");
     if (mode == OpenMode::ReadOnly)
       if (std::string compat = read_compat_sql(static_cast<int>(*version)); !compat.empty())
-        if (auto st = exec(db, compat.c_str()); !st) return fail("cannot read " + path + ": " + st.message());
+        if (auto st = exec(db, compat.c_str()); !st) return fail_with(error_in("cannot read " + path, st.error()));
     const char* p = mode == OpenMode::ReadOnly ? "PRAGMA query_only = ON" : "PRAGMA foreign_keys = ON";
-    if (auto st = exec(db, p); !st) return fail(st.message());
+    if (auto st = exec(db, p); !st) return fail_with(st.error());
     return std::unique_ptr<SqliteStore>(new SqliteStore(db, path, static_cast<int>(*version)));
   }
 
   const char* sync = durability == Durability::Full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = OFF";
   for (const char* p : {"PRAGMA journal_mode = WAL", sync, "PRAGMA foreign_keys = ON"}) {
-    if (auto st = exec(db, p); !st) return fail("cannot configure store " + path + ": " + st.message());
+    if (auto st = exec(db, p); !st) return fail_with(error_in("cannot configure store " + path, st.error()));
   }
   // Migrate, one transaction per step, so a crash mid-migration leaves a whole version.
   int v = static_cast<int>(*version);
@@ -121,7 +122,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
                       ";\nPRAGMA user_version = " + std::to_string(v + 1) + ";\nCOMMIT;";
     if (auto st = exec(db, sql.c_str()); !st) {
       exec(db, "ROLLBACK").ok();
-      return fail("cannot migrate store " + path + " to schema " + std::to_string(v + 1) + ": " + st.message());
+      return fail_with(error_in("cannot migrate store " + path + " to schema " + std::to_string(v + 1), st.error()));
     }
   }
   ::chmod(path.c_str(), 0600);
@@ -191,7 +192,7 @@ Result<int64_t> SqliteStore::insert_probe_result(const ProbeResult& r) {
   g.candidate_id = r.candidate_id;
   g.stage_id = r.stage_id;
   g.wall_ms = r.started_wall_ms;
-  if (auto gid = insert_golden_answer(g); !gid) return make_error(gid.message());
+  if (auto gid = insert_golden_answer(g); !gid) return gid.error();
   return id;
 }
 Result<int64_t> SqliteStore::insert_host_sample(const HostSample& h) { return insert_row(cache_.get(), db_, h); }

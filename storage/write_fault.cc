@@ -1,20 +1,19 @@
 #include "storage/write_fault.h"
 
-#include <array>
-
 namespace soak {
 
-WriteFault classify_write_failure(std::string_view message) {
-  static constexpr std::array<std::string_view, 6> kPassing = {
-      "database or disk is full",              // SQLITE_FULL
-      "database is locked",                    // SQLITE_BUSY (another writer past the busy timeout)
-      "database table is locked",              // SQLITE_LOCKED
-      "attempt to write a readonly database",  // SQLITE_READONLY (file or mount made read-only)
-      "disk I/O error",                        // SQLITE_IOERR (ENOSPC on some writes, EIO)
-      "unable to open database file",          // SQLITE_CANTOPEN (journal or WAL file could not be made)
-  };
-  for (auto text : kPassing)
-    if (message.find(text) != std::string_view::npos) return WriteFault::Passing;
+WriteFault classify_write_failure(const Error& e) {
+  switch (e.code) {
+    case ErrorCode::StoreFull:      // the operator frees space
+    case ErrorCode::StoreBusy:      // another writer past the busy timeout lets go
+    case ErrorCode::StoreReadOnly:  // the file or mount is made writable again
+    case ErrorCode::StoreIo:        // ENOSPC on some writes, EIO
+    case ErrorCode::StoreCantOpen:  // a journal or WAL file that could not be made
+      return WriteFault::Passing;
+    case ErrorCode::Unspecified:
+    case ErrorCode::StoreConstraint:
+    case ErrorCode::StoreOther: break;
+  }
   return WriteFault::Permanent;
 }
 

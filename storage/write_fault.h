@@ -4,17 +4,18 @@
 // row is kept and written later (storage/outbox.h). Anything else (a constraint,
 // a malformed row) will fail again however long one waits.
 //
-// The texts are SQLite's own (sqlite3_errstr of SQLITE_FULL, SQLITE_BUSY,
-// SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR, SQLITE_CANTOPEN), which is what
-// a Store's error message carries (storage/sqlite_stmt.cc: "<what>: <errmsg>").
+// Decided by the error's code, never its text: every error a Store write
+// returns carries the code of the SQLite call that failed (storage/sqlite_stmt.h
+// sqlite_error), and so does one passed up with a word added (error_in,
+// core/result.h). An error without a code (Unspecified) is Permanent.
 #pragma once
 
-#include <string_view>
+#include "core/result.h"
 
 namespace soak {
 
 enum class WriteFault { Passing, Permanent };
 
-WriteFault classify_write_failure(std::string_view message);
+WriteFault classify_write_failure(const Error& e);
 
 }  // namespace soak

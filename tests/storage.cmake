@@ -3,6 +3,7 @@
 soak_test_binary(storage_tests)
 soak_add_test(unit_store SOURCES unit/store_test.cc LIBS soak_storage LABELS unit)
 soak_add_test(unit_store_golden SOURCES unit/store_golden_test.cc LIBS soak_storage LABELS unit)
+soak_add_test(unit_store_errors SOURCES unit/store_errors_test.cc LIBS soak_storage LABELS unit)
 
 # FaultyStore (tests/support/faulty_store.h): wraps any Store, fails chosen calls.
 add_library(soak_test_store STATIC support/faulty_store.cc)

@@ -92,17 +92,15 @@ Result<std::vector<SlotState>> read_slots(std::string_view body) {
 // ---------------------------------------------------------------- build identity
 
 Result<std::string> read_build(std::string_view body) {
-  auto props = read_props(body);
-  if (!props) return props.error();
-  if (props->build_info.empty()) return make_error("/props has no build_info");
-  return props->build_info;
+  SOAK_TRY_ASSIGN(auto props, read_props(body));
+  if (props.build_info.empty()) return make_error("/props has no build_info");
+  return props.build_info;
 }
 
 // `llama-server --version` prints "version: N (commit)" on stderr.
 Result<std::string> read_version_output(std::string_view output) {
-  auto b = parse_llama_server_version(output);
-  if (!b) return b.error();
-  return b->text();
+  SOAK_TRY_ASSIGN(auto b, parse_llama_server_version(output));
+  return b.text();
 }
 
 // The model /props names: the first --alias, else the -m path.
@@ -121,15 +119,14 @@ std::optional<std::string> build_model(std::string_view body) {
 // sampling default, not -n (a server started with -n 64 still shows -1), so
 // the max-tokens default is left to the argv.
 Status read_served_props(std::string_view body, std::string_view, ServedState& s) {
-  auto p = read_props(body);
-  if (!p) return p.error();
+  SOAK_TRY_ASSIGN(auto p, read_props(body));
   s.proof = IdentityProof::ServedName;
-  s.add_loaded(p->model_alias);
-  s.add_loaded(p->model_path);
+  s.add_loaded(p.model_alias);
+  s.add_loaded(p.model_path);
   LaunchFingerprint& f = s.fingerprint;
-  f.model = p->model_path.empty() ? p->model_alias : p->model_path;
-  if (p->total_slots) f.slots = *p->total_slots;
-  f.ctx_per_slot = p->n_ctx;
+  f.model = p.model_path.empty() ? p.model_alias : p.model_path;
+  if (p.total_slots) f.slots = *p.total_slots;
+  f.ctx_per_slot = p.n_ctx;
   if (f.ctx_per_slot && f.slots) f.ctx_total = *f.ctx_per_slot * *f.slots;
   return Status::Ok();
 }

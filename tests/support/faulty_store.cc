@@ -75,21 +75,21 @@ std::string_view to_string(StoreMethod m) { return kMethods[static_cast<size_t>(
 StoreAccess access_of(StoreMethod m) { return kMethods[static_cast<size_t>(m)].access; }
 
 // ---- faults
-void FaultyStore::fail_next(StoreMethod m, int64_t times, std::string_view text) {
+void FaultyStore::fail_next(StoreMethod m, int64_t times, const Error& fault) {
   slot(m).fail_next = times;
-  slot(m).next_text = std::string(text);
+  slot(m).next = fault;
 }
 
-void FaultyStore::fail(StoreMethod m, std::string_view text) { slot(m).always = std::string(text); }
+void FaultyStore::fail(StoreMethod m, const Error& fault) { slot(m).always = fault; }
 
-void FaultyStore::fail_writes(std::string_view text) {
+void FaultyStore::fail_writes(const Error& fault) {
   for (StoreMethod m : all_store_methods())
-    if (access_of(m) == StoreAccess::Write) fail(m, text);
+    if (access_of(m) == StoreAccess::Write) fail(m, fault);
 }
 
-void FaultyStore::fail_reads(std::string_view text) {
+void FaultyStore::fail_reads(const Error& fault) {
   for (StoreMethod m : all_store_methods())
-    if (access_of(m) == StoreAccess::Read) fail(m, text);
+    if (access_of(m) == StoreAccess::Read) fail(m, fault);
 }
 
 void FaultyStore::fail_when(FaultRule rule) { rules_.push_back(std::move(rule)); }
@@ -126,20 +126,20 @@ void FaultyStore::reset_counts() {
 std::optional<Error> FaultyStore::enter(StoreMethod m) {
   Slot& s = slot(m);
   ++s.calls;
-  std::optional<std::string> text;
+  std::optional<Error> fault;
   if (s.fail_next > 0) {
     --s.fail_next;
-    text = s.next_text;
+    fault = s.next;
   } else if (s.always) {
-    text = s.always;
+    fault = s.always;
   } else {
     const StoreCall call{m, access_of(m), s.calls};
     for (const FaultRule& rule : rules_)
-      if ((text = rule(call))) break;
+      if ((fault = rule(call))) break;
   }
-  if (!text) return std::nullopt;
+  if (!fault) return std::nullopt;
   ++s.failures;
-  return make_error(std::string(to_string(m)) + ": " + *text);
+  return error_in(to_string(m), *fault);
 }
 
 // ---- Store: each call forwarded unless it is to fail

@@ -7,14 +7,16 @@
 //   - by method, for the next N calls:     fail_next(StoreMethod::InsertEvent, 2)
 //   - by method, until cleared:            fail(StoreMethod::InsertEvent)
 //   - every write, until cleared:          fail_writes()
-//   - whenever a rule says so:             fail_when([&](const StoreCall& c) -> std::optional<std::string> {
+//   - whenever a rule says so:             fail_when([&](const StoreCall& c) -> std::optional<Error> {
 //                                            if (c.access == StoreAccess::Write && t1 <= clock.now_ms() &&
-//                                                clock.now_ms() < t2) return std::string(kDiskFull);
+//                                                clock.now_ms() < t2) return kDiskFull;
 //                                            return std::nullopt; });
-// A failed call does not reach the wrapped store (a failed insert writes
-// nothing) and returns Error "<method>: <text>", e.g.
-// "insert_probe_result: database or disk is full". Counted faults are consulted
-// first, then standing faults, then rules in the order they were added.
+// A fault is an Error: SQLite's text and the code the real store gives it. A
+// failed call does not reach the wrapped store (a failed insert writes nothing)
+// and returns that Error as "<method>: <text>" with its code, e.g.
+// "insert_probe_result: database or disk is full" (ErrorCode::StoreFull).
+// Counted faults are consulted first, then standing faults, then rules in the
+// order they were added.
 //
 // Calls and failures are counted per method. Single-threaded, like Store.
 #pragma once
@@ -32,9 +34,9 @@
 
 namespace soak::test {
 
-// SQLite's own texts for SQLITE_FULL and SQLITE_BUSY.
-inline constexpr std::string_view kDiskFull = "database or disk is full";
-inline constexpr std::string_view kLocked = "database is locked";
+// SQLITE_FULL and SQLITE_BUSY as the real store reports them: SQLite's own texts, and their codes.
+inline const Error kDiskFull{"database or disk is full", ErrorCode::StoreFull};
+inline const Error kLocked{"database is locked", ErrorCode::StoreBusy};
 
 // Every method of the Store interface (storage/store.h), in its order.
 enum class StoreMethod {
@@ -88,21 +90,21 @@ struct StoreCall {
   int64_t nth = 0;  // 1 for the first call of this method, 2 for the second, ...
 };
 
-// Returns the error text to fail the call with, or nullopt to let it through.
-using FaultRule = std::function<std::optional<std::string>(const StoreCall& call)>;
+// Returns the fault to fail the call with, or nullopt to let it through.
+using FaultRule = std::function<std::optional<Error>(const StoreCall& call)>;
 
 class FaultyStore final : public Store {
  public:
   explicit FaultyStore(Store& inner) : inner_(inner) {}
 
   // ---- faults
-  void fail_next(StoreMethod m, int64_t times, std::string_view text = kDiskFull);
-  void fail(StoreMethod m, std::string_view text = kDiskFull);  // until clear()
-  void fail_writes(std::string_view text = kDiskFull);          // every write method, until clear()
-  void fail_reads(std::string_view text = kLocked);             // every read method, until clear()
-  void fail_when(FaultRule rule);                               // until clear()
-  void clear(StoreMethod m);                                    // its counted and standing faults (rules stay)
-  void clear();                                                 // every fault and rule; counts stay
+  void fail_next(StoreMethod m, int64_t times, const Error& fault = kDiskFull);
+  void fail(StoreMethod m, const Error& fault = kDiskFull);  // until clear()
+  void fail_writes(const Error& fault = kDiskFull);          // every write method, until clear()
+  void fail_reads(const Error& fault = kLocked);             // every read method, until clear()
+  void fail_when(FaultRule rule);                            // until clear()
+  void clear(StoreMethod m);                                 // its counted and standing faults (rules stay)
+  void clear();                                              // every fault and rule; counts stay
 
   // ---- counts (failed calls included in calls)
   int64_t calls(StoreMethod m) const { return slot(m).calls; }
@@ -157,8 +159,8 @@ class FaultyStore final : public Store {
   struct Slot {
     int64_t calls = 0, failures = 0;
     int64_t fail_next = 0;  // counted fault: calls left to fail
-    std::string next_text;
-    std::optional<std::string> always;  // standing fault
+    Error next;
+    std::optional<Error> always;  // standing fault
   };
   Slot& slot(StoreMethod m) { return slots_[static_cast<size_t>(m)]; }
   const Slot& slot(StoreMethod m) const { return slots_[static_cast<size_t>(m)]; }

@@ -177,6 +177,7 @@ TEST_CASE("a failed insert writes nothing; the next N calls fail, then calls go 
   auto first = s.insert_probe_result(f.probe(1));
   REQUIRE_FALSE(first.ok());
   CHECK(first.message() == "insert_probe_result: database or disk is full");
+  CHECK(first.code() == ErrorCode::StoreFull);  // the code the real store gives it
   CHECK_FALSE(s.insert_probe_result(f.probe(2)).ok());
   CHECK(f.stored_probes() == 0);
   CHECK(f.real->max_ids()->probe == 0);  // not even a rolled-back id was taken
@@ -243,10 +244,10 @@ TEST_CASE("a rule fails every write while virtual time is inside a window") {
   const int64_t t0 = clock.wall_ms();
   const int64_t t1 = t0 + 10'000, t2 = t0 + 20'000;
   std::vector<StoreCall> seen;
-  s.fail_when([&](const StoreCall& c) -> std::optional<std::string> {
+  s.fail_when([&](const StoreCall& c) -> std::optional<Error> {
     seen.push_back(c);
     const int64_t now = clock.wall_ms();
-    if (c.access == StoreAccess::Write && now >= t1 && now < t2) return std::string(kDiskFull);
+    if (c.access == StoreAccess::Write && now >= t1 && now < t2) return kDiskFull;
     return std::nullopt;
   });
   int expected_failures = 0;
@@ -286,9 +287,9 @@ TEST_CASE("a rule fails every write while virtual time is inside a window") {
 TEST_CASE("counted faults come before standing ones, and standing ones before rules") {
   Fixture f;
   FaultyStore s(*f.real);
-  s.fail_when([](const StoreCall&) -> std::optional<std::string> { return "rule"; });
-  s.fail(StoreMethod::InsertEvent, "standing");
-  s.fail_next(StoreMethod::InsertEvent, 1, "counted");
+  s.fail_when([](const StoreCall&) -> std::optional<Error> { return make_error("rule"); });
+  s.fail(StoreMethod::InsertEvent, make_error("standing"));
+  s.fail_next(StoreMethod::InsertEvent, 1, make_error("counted"));
   Event e{0, 1, f.host, f.cand, EventKind::Gap, "{}", 1};
   CHECK(s.insert_event(e).message() == "insert_event: counted");
   CHECK(s.insert_event(e).message() == "insert_event: standing");

@@ -61,13 +61,23 @@ struct Box {
 
 }  // namespace
 
-TEST_CASE("write faults that pass are told apart from ones that do not") {
-  CHECK(classify_write_failure("insert host sample: database or disk is full") == WriteFault::Passing);
-  CHECK(classify_write_failure("insert event: database is locked") == WriteFault::Passing);
-  CHECK(classify_write_failure("attempt to write a readonly database") == WriteFault::Passing);
-  CHECK(classify_write_failure("insert probe_results: disk I/O error") == WriteFault::Passing);
-  CHECK(classify_write_failure("insert event: NOT NULL constraint failed: events.kind") == WriteFault::Permanent);
-  CHECK(classify_write_failure("") == WriteFault::Permanent);
+TEST_CASE("write faults that pass are told apart from ones that do not, by their code") {
+  using C = ErrorCode;
+  CHECK(classify_write_failure(make_error(C::StoreFull, "insert host sample: database or disk is full")) ==
+        WriteFault::Passing);
+  CHECK(classify_write_failure(make_error(C::StoreBusy, "insert event: database is locked")) == WriteFault::Passing);
+  CHECK(classify_write_failure(make_error(C::StoreReadOnly, "attempt to write a readonly database")) ==
+        WriteFault::Passing);
+  CHECK(classify_write_failure(make_error(C::StoreIo, "insert probe_results: disk I/O error")) == WriteFault::Passing);
+  CHECK(classify_write_failure(make_error(C::StoreCantOpen, "unable to open database file")) == WriteFault::Passing);
+  CHECK(classify_write_failure(make_error(
+            C::StoreConstraint, "insert event: NOT NULL constraint failed: events.kind")) == WriteFault::Permanent);
+  CHECK(classify_write_failure(make_error(C::StoreOther, "file is not a database")) == WriteFault::Permanent);
+  CHECK(classify_write_failure(make_error("")) == WriteFault::Permanent);
+  // The text is never searched: a passing text without its code does not pass.
+  CHECK(classify_write_failure(make_error("database or disk is full")) == WriteFault::Permanent);
+  // A word added on the way up keeps the code.
+  CHECK(classify_write_failure(error_in("cannot register host", kLocked)) == WriteFault::Passing);
 }
 
 TEST_CASE("while the store writes, put() writes at once and returns the id") {
@@ -154,7 +164,8 @@ TEST_CASE("past the bound new rows are dropped and counted, and the count is sto
 
 TEST_CASE("a row refused for good is counted lost and does not pause the store") {
   Box b;
-  b.store->fail_next(soak::test::StoreMethod::InsertHostSample, 1, "insert host_samples: CHECK constraint failed");
+  b.store->fail_next(soak::test::StoreMethod::InsertHostSample, 1,
+                     make_error(ErrorCode::StoreConstraint, "CHECK constraint failed: host_samples"));
   CHECK_FALSE(b.outbox->put(b.sample(1)));
   CHECK_FALSE(b.outbox->paused());
   CHECK(b.outbox->lost() == 1);
@@ -175,14 +186,14 @@ TEST_CASE("a pause longer than stop_after is overdue") {
 
 TEST_CASE("a failed write made straight to the store pauses it when the fault passes") {
   Box b;
-  b.outbox->note_failure("insert stage: database is locked");
+  b.outbox->note_failure(error_in("insert stage", kLocked));
   CHECK(b.outbox->paused());
   CHECK(b.outbox->waiting() == 0);
   b.clock.advance_ms(kOutboxRetryFirstMs);
   CHECK(b.outbox->retry());
   CHECK(b.gaps().size() == 1);
   Box c;
-  c.outbox->note_failure("insert stage: FOREIGN KEY constraint failed");
+  c.outbox->note_failure(make_error(ErrorCode::StoreConstraint, "insert stage: FOREIGN KEY constraint failed"));
   CHECK_FALSE(c.outbox->paused());
 }
 
@@ -252,9 +263,9 @@ TEST_CASE("writes failing for 20 minutes mid-canary: every row stored, one gap, 
   // The disk fills between two runs: the sampler's next host sample meets it.
   while (w.runner->in_flight() > 0) w.run_until(w.box.clock.wall_ms() + 1'000);
   const int64_t from = w.box.clock.wall_ms(), to = from + 20 * kMinute;
-  w.box.store->fail_when([&](const StoreCall& c) -> std::optional<std::string> {
+  w.box.store->fail_when([&](const StoreCall& c) -> std::optional<Error> {
     const int64_t now = w.box.clock.wall_ms();
-    if (c.access == StoreAccess::Write && from <= now && now < to) return std::string(kDiskFull);
+    if (c.access == StoreAccess::Write && from <= now && now < to) return kDiskFull;
     return std::nullopt;
   });
   w.box.outbox->put(w.box.sample(0));
