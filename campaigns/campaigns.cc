@@ -146,21 +146,15 @@ void Campaigns::after_transition(Track& t) {
 }
 
 void Campaigns::start_stage(Track& t, StageKind kind, int64_t now) {
-  Transition tr;
-  tr.start = kind;
-  apply(t, std::move(tr), now);
+  if (auto next = effect_start(t, kind, now)) apply(t, std::move(*next), now);
 }
 
 void Campaigns::check_hard_failures(Track& t, int64_t now) {
-  Transition tr;
-  tr.check_hard_failures = true;
-  apply(t, std::move(tr), now);
+  if (auto next = effect_hard_failures(t, now)) apply(t, std::move(*next), now);
 }
 
 void Campaigns::check_launch_hold(Track& t, int64_t now) {
-  Transition tr;
-  tr.check_launch_hold = true;
-  apply(t, std::move(tr), now);
+  if (auto next = effect_launch_hold(t, now)) apply(t, std::move(*next), now);
 }
 
 std::optional<Transition> Campaigns::effect_start(Track& t, StageKind kind, int64_t now) {

@@ -131,7 +131,8 @@ class Campaigns {
   // and those of the transitions the effects produce (a judged stage, a
   // started one), depth first: one loop, which no effect re-enters.
   void apply(Track& t, Transition tr, int64_t now);
-  // Each through apply(): a transition with that one effect.
+  // The one effect, and through apply() the transition it produces (nothing
+  // when it produces none).
   void start_stage(Track& t, StageKind kind, int64_t now);
   void check_hard_failures(Track& t, int64_t now);
   // A launch whose default output cap holds the candidate (judges/floors.h):
