@@ -141,12 +141,7 @@ struct Table<ProbeResult> {
       col<&R::fixture_hash>("fixture_hash"),
       col<&R::size_tokens>("size_tokens"),
       col<&R::cache_state>("cache_state"),
-      {"sampling",
-       ColumnUse::Stored,
-       &bind_sampling,
-       &read_sampling,
-       {},
-       [](nlohmann::ordered_json& out, const R& r) { field_json(out, r.sampling_json); }},
+      {"sampling", ColumnUse::Stored, &bind_sampling, &read_sampling, {}, &json_document<&R::sampling_json>},
       col<&R::thinking>("thinking"),
       col<&R::client_concurrency>("client_concurrency"),
       col<&R::runtime_slots>("runtime_slots"),
@@ -192,7 +187,7 @@ struct Table<ProbeResult> {
       col<&R::bytes_received>("bytes_received"),
       col<&R::body_hash>("body_hash"),
       col<&R::excerpt>("excerpt"),
-      col<&R::extra_json>("extra"),
+      doc<&R::extra_json>("extra"),
   };
 };
 

@@ -151,10 +151,23 @@ void json_member(nlohmann::ordered_json& out, const RowOf<M>& r) {
   field_json(out, r.*M);
 }
 
+// A text member holding a JSON document of its own: shown as that document
+// where it parses, else as its text.
+template <auto M>
+void json_document(nlohmann::ordered_json& out, const RowOf<M>& r) {
+  out = nlohmann::ordered_json::parse(r.*M, nullptr, false);
+  if (out.is_discarded()) out = r.*M;
+}
+
 // col<&Row::member>("column_name"): the member is stored as it is.
 template <auto M>
 constexpr Column<RowOf<M>> col(std::string_view name, ColumnUse use = ColumnUse::Stored) {
   return {name, use, &bind_member<M>, &read_member<M>, {}, &json_member<M>};
+}
+// doc<&Row::member>("column_name"): stored as text, a JSON document (shown as one).
+template <auto M>
+constexpr Column<RowOf<M>> doc(std::string_view name, ColumnUse use = ColumnUse::Stored) {
+  return {name, use, &bind_member<M>, &read_member<M>, {}, &json_document<M>};
 }
 
 // ---- SQL generated from the declarations -------------------------------------
